@@ -1,0 +1,86 @@
+import express, { type Express } from "express";
+import type { Logger } from "pino";
+import { createAuthMiddleware, type Authenticate } from "./auth/create-authenticator.js";
+import type { ChannelRegistry } from "./channels/channel-registry.js";
+import type { Config } from "./config/config-schema.js";
+import { createFilesRouter } from "./files/create-files-router.js";
+import type { ImageUrlSigner } from "./files/image-url-signer.js";
+import { createHealthRouter } from "./health/create-health-router.js";
+import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
+import { createJsonBody } from "./http/json-body.js";
+import { createMcpRouter } from "./mcp/create-mcp-router.js";
+import type { Metrics } from "./metrics/create-metrics.js";
+import { createHttpMetricsMiddleware, createMetricsRouter } from "./metrics/create-metrics-router.js";
+import { createModelsRouter } from "./models/create-models-router.js";
+import type { GroupAccess } from "./models/group-access.js";
+import { createPassthroughHandler } from "./proxy/create-passthrough-handler.js";
+import { createTasksRouter } from "./tasks/create-tasks-router.js";
+import type { TaskService } from "./tasks/task-service.js";
+import type { TaskStore } from "./tasks/task-store.js";
+
+/** Everything the HTTP layer needs, built by the caller (see `startServer`). */
+export interface AppDeps {
+  config: Config;
+  store: TaskStore;
+  metrics: Metrics;
+  logger: Logger;
+  authenticate: Authenticate;
+  registry: ChannelRegistry;
+  access: GroupAccess;
+  tasks: TaskService;
+  signer: ImageUrlSigner;
+  /** The service's own `/v1` URL, for the MCP endpoint's API client. */
+  selfBaseUrl: () => string;
+  /** True once SIGTERM arrived: `/readyz` turns 503. */
+  isStopping: () => boolean;
+}
+
+/**
+ * Builds the Express app: no I/O here or on import, so tests and the
+ * server assemble the same app from the same parts.
+ */
+export function createApp(deps: AppDeps): Express {
+  const { config, metrics, logger } = deps;
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("trust proxy", config.server.trustProxy);
+
+  const auth = createAuthMiddleware(deps.authenticate);
+  const json = createJsonBody(config.server.maxBodyBytes);
+  const passthrough = { registry: deps.registry, access: deps.access, metrics, logger };
+
+  app.use(createHttpMetricsMiddleware(metrics));
+  app.use(createHealthRouter({ store: deps.store, isStopping: deps.isStopping }));
+  app.use(createMetricsRouter(metrics));
+  // Signed image URLs work without a bearer header: the signature is the credential.
+  app.use(createFilesRouter({ store: deps.store, signer: deps.signer }));
+
+  app.use("/v1", auth);
+  app.use(createModelsRouter({ registry: deps.registry, access: deps.access }));
+  app.post(
+    "/v1/chat/completions",
+    json,
+    createPassthroughHandler("chat_completions", passthrough),
+  );
+  app.post(
+    "/v1/images/generations",
+    json,
+    createPassthroughHandler("images_generations", passthrough),
+  );
+  app.use(
+    createTasksRouter({
+      jsonBody: json,
+      service: deps.tasks,
+      store: deps.store,
+      signer: deps.signer,
+      publicBaseUrl: config.server.publicBaseUrl,
+      pollIntervalSec: config.imageTasks.pollIntervalSec,
+    }),
+  );
+  app.use("/mcp", auth, createMcpRouter({ apiBaseUrl: deps.selfBaseUrl, logger }));
+
+  app.use(notFoundHandler);
+  app.use(createErrorMiddleware(logger));
+  return app;
+}

@@ -1,0 +1,44 @@
+import type { RequestHandler } from "express";
+import type { Config } from "../config/config-schema.js";
+import { AppError } from "../http/app-error.js";
+import { createJwtVerifier, looksLikeJwt } from "./jwt-verifier.js";
+import type { Principal } from "./principal.js";
+import { createStaticKeyLookup } from "./static-keys.js";
+
+/** Resolves a bearer token to a principal, or `undefined` when it is not valid. */
+export type Authenticate = (token: string) => Promise<Principal | undefined>;
+
+/** Static keys first, then (for JWT-shaped tokens) the configured JWT verifier. */
+export function createAuthenticate(config: Config): Authenticate {
+  const lookup = createStaticKeyLookup(config.auth.keys);
+  const verifyJwt = config.auth.jwt ? createJwtVerifier(config.auth.jwt, config.groups) : undefined;
+  return async (token) => {
+    const principal = lookup(token);
+    if (principal) return principal;
+    if (verifyJwt && looksLikeJwt(token)) return verifyJwt(token);
+    return undefined;
+  };
+}
+
+/**
+ * Express middleware: `Authorization: Bearer <key or JWT>` to
+ * `res.locals.principal`, or 401 with `missing_api_key` / `invalid_api_key`.
+ */
+export function createAuthMiddleware(authenticate: Authenticate): RequestHandler {
+  return async (req, res, next) => {
+    const header = req.headers.authorization;
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!header || (match === null && header.trim() === "")) {
+      throw new AppError(
+        "missing_api_key",
+        "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
+      );
+    }
+    const principal = match ? await authenticate(match[1] as string) : undefined;
+    if (!principal) {
+      throw new AppError("invalid_api_key", "Incorrect API key provided.");
+    }
+    res.locals.principal = principal;
+    next();
+  };
+}

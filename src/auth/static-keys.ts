@@ -1,0 +1,24 @@
+import { createHash } from "node:crypto";
+import type { Config } from "../config/config-schema.js";
+import type { Principal } from "./principal.js";
+
+/** sha256 hex of a secret: the only form in which keys are kept or compared. */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret).digest("hex");
+}
+
+/**
+ * Looks keys up by their hash, so the table in memory and every subject
+ * derived from it hold no usable key.
+ */
+export function createStaticKeyLookup(
+  keys: Config["auth"]["keys"],
+): (key: string) => Principal | undefined {
+  const table = new Map<string, Principal>();
+  for (const entry of keys) {
+    const hash = hashSecret(entry.key);
+    const subject = `key:${hash.slice(0, 32)}`;
+    table.set(hash, { subject, group: entry.group, label: entry.name ?? subject.slice(0, 16) });
+  }
+  return (key) => table.get(hashSecret(key));
+}

@@ -1,0 +1,104 @@
+import type { Logger } from "pino";
+import { channelAuthHeaders, type Channel } from "./channel.js";
+import { orderCandidates } from "./order-candidates.js";
+
+/** One entry of an OpenAI model list. */
+export interface ModelInfo {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: string;
+}
+
+/** Routes models to channels and lists what the channels serve. */
+export interface ChannelRegistry {
+  readonly channels: readonly Channel[];
+  /** Channels serving `model`, in the order to try them for this request. */
+  candidates(model: string): Channel[];
+  /**
+   * Every model some channel serves, sorted by id, no duplicates. Glob
+   * channels are asked for their own `/v1/models` (cached per channel).
+   */
+  listModels(): Promise<ModelInfo[]>;
+}
+
+/** Dependencies of {@link createChannelRegistry}. */
+export interface ChannelRegistryDeps {
+  channels: readonly Channel[];
+  logger: Logger;
+  /** Injected so tests can count calls; default the global fetch. */
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+/** Time-stamp for models a channel lists by exact id (no upstream date known). */
+const LISTED_AT = Math.floor(Date.UTC(2024, 0, 1) / 1000);
+
+export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistry {
+  const doFetch = deps.fetch ?? fetch;
+  const now = deps.now ?? Date.now;
+  const cache = new Map<string, { at: number; models: Promise<ModelInfo[]> }>();
+
+  async function fetchChannelModels(channel: Channel): Promise<ModelInfo[]> {
+    try {
+      const response = await doFetch(`${channel.baseUrl}/models`, {
+        headers: channelAuthHeaders(channel),
+        signal: AbortSignal.timeout(Math.min(channel.timeoutMs, 10_000)),
+      });
+      if (!response.ok) throw new Error(`status ${response.status}`);
+      const body = (await response.json()) as { data?: unknown };
+      if (!Array.isArray(body.data)) throw new Error("no data array");
+      return body.data
+        .filter((item): item is { id: string } => typeof item?.id === "string")
+        .filter((item) => channel.serves(item.id))
+        .map((item) => toModelInfo(item, channel));
+    } catch (err) {
+      deps.logger.warn(
+        { channel: channel.name, err: (err as Error).message },
+        "could not list the channel's models; showing its exact ids only",
+      );
+      throw err;
+    }
+  }
+
+  function channelModels(channel: Channel): Promise<ModelInfo[]> {
+    const exact = channel.patterns
+      .filter((pattern) => !pattern.includes("*"))
+      .map((id) => toModelInfo({ id }, channel));
+    if (!channel.listsByGlob) return Promise.resolve(exact);
+    const hit = cache.get(channel.name);
+    if (hit && now() - hit.at < channel.modelsCacheMs) return hit.models;
+    const models = fetchChannelModels(channel).then(
+      (fetched) => [...fetched, ...exact],
+      () => {
+        // A failed listing is not cached, so the next request tries again.
+        cache.delete(channel.name);
+        return exact;
+      },
+    );
+    cache.set(channel.name, { at: now(), models });
+    return models;
+  }
+
+  return {
+    channels: deps.channels,
+    candidates(model) {
+      return orderCandidates(deps.channels.filter((channel) => channel.serves(model)));
+    },
+    async listModels() {
+      const lists = await Promise.all(deps.channels.map(channelModels));
+      const byId = new Map<string, ModelInfo>();
+      for (const model of lists.flat()) if (!byId.has(model.id)) byId.set(model.id, model);
+      return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    },
+  };
+}
+
+function toModelInfo(item: { id: string; created?: unknown; owned_by?: unknown }, channel: Channel) {
+  return {
+    id: item.id,
+    object: "model" as const,
+    created: typeof item.created === "number" ? item.created : LISTED_AT,
+    owned_by: typeof item.owned_by === "string" ? item.owned_by : channel.name,
+  };
+}

@@ -1,0 +1,45 @@
+import type { ChannelConfig } from "../config/config-schema.js";
+import { compileModelPatterns, hasGlob } from "../models/model-pattern.js";
+
+/** A configured channel, ready to route to. */
+export interface Channel {
+  name: string;
+  /** The channel's `/v1` base, no trailing slash. */
+  baseUrl: string;
+  /** Sent upstream as the bearer; never logged or returned. */
+  apiKey?: string;
+  patterns: readonly string[];
+  serves: (model: string) => boolean;
+  /** Whether `patterns` holds a glob (its model list must be fetched). */
+  listsByGlob: boolean;
+  priority: number;
+  weight: number;
+  timeoutMs: number;
+  imageTimeoutMs: number;
+  modelsCacheMs: number;
+}
+
+/**
+ * Builds a {@link Channel} from its config. `baseUrl` must already be set
+ * (demo channels get theirs when the demo server starts).
+ */
+export function createChannel(config: ChannelConfig & { baseUrl: string }): Channel {
+  return {
+    name: config.name,
+    baseUrl: config.baseUrl.replace(/\/+$/, ""),
+    apiKey: config.apiKey || undefined,
+    patterns: config.models,
+    serves: compileModelPatterns(config.models),
+    listsByGlob: hasGlob(config.models),
+    priority: config.priority,
+    weight: config.weight,
+    timeoutMs: config.timeoutSec * 1000,
+    imageTimeoutMs: config.imageTimeoutSec * 1000,
+    modelsCacheMs: config.modelsCacheSec * 1000,
+  };
+}
+
+/** Headers for a call to the channel: its own key, never the client's. */
+export function channelAuthHeaders(channel: Channel): Record<string, string> {
+  return channel.apiKey ? { authorization: `Bearer ${channel.apiKey}` } : {};
+}

@@ -1,0 +1,34 @@
+import type { Config } from "../config/config-schema.js";
+
+/**
+ * The start-up banner on stdout. Keys are shown only for the embedded demo
+ * configuration, whose key is public by design; a real config's keys never
+ * reach the console or a log.
+ */
+export function formatBanner(options: {
+  url: string;
+  config: Config;
+  demo: boolean;
+  configFile: string;
+}): string {
+  const { url, config, demo } = options;
+  const lines = [
+    "",
+    `  image-task-sidecar is listening on ${url}`,
+    `  OpenAI base URL: ${url}/v1`,
+    `  config: ${options.configFile}   store: ${config.store.url}`,
+  ];
+  const key = config.auth.keys[0]?.key;
+  if (demo && key) {
+    lines.push(
+      `  demo key: ${key}`,
+      "",
+      "  Try it:",
+      `    curl -s ${url}/v1/models -H "Authorization: Bearer ${key}"`,
+      `    curl -s ${url}/v1/images/tasks -H "Authorization: Bearer ${key}" \\`,
+      `      -d '{"model":"gpt-image-1","prompt":"a lighthouse at dawn","response_format":"url"}'`,
+    );
+  }
+  lines.push("");
+  return lines.join("\n");
+}

@@ -1,0 +1,84 @@
+import { parseArgs } from "node:util";
+import { ConfigError } from "../config/config-error.js";
+import { DEFAULT_CONFIG_FILE, loadConfig } from "../config/load-config.js";
+import { loadMcpConfig } from "../config/mcp-config.js";
+import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
+import { startServer } from "../server.js";
+import { formatBanner } from "./print-banner.js";
+
+const USAGE = `Usage: image-task-sidecar <command> [--config FILE]
+
+Commands:
+  serve          start the HTTP service (default); CONFIG_FILE or --config picks the YAML file
+  mcp            run the MCP server over stdio (OPENAI_BASE_URL, OPENAI_API_KEY, IMAGE_OUTPUT_DIR)
+  check-config   validate a configuration file and exit (0 valid, 2 invalid)
+`;
+
+/**
+ * The CLI behind the package bin and `npm start`. Resolves the exit code for
+ * commands that end (2 for a bad configuration); `serve` and `mcp` resolve
+ * only when they stop.
+ */
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } },
+    });
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const command = parsed.positionals[0] ?? "serve";
+  if (parsed.values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const file = parsed.values.config;
+  try {
+    switch (command) {
+      case "serve":
+        return await serve(file, env);
+      case "check-config": {
+        const loaded = loadConfig({ file, env });
+        process.stdout.write(`${loaded.file}: valid\n`);
+        return 0;
+      }
+      case "mcp":
+        await runMcpStdio(loadMcpConfig(env));
+        return 0;
+      default:
+        console.error(`Unknown command: ${command}\n\n${USAGE}`);
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const problem of err.problems) console.error(problem);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<number> {
+  const { config, file: configFile } = loadConfig({ file, env });
+  const running = await startServer({ config });
+  const demo = configFile === DEFAULT_CONFIG_FILE;
+  process.stdout.write(`${formatBanner({ url: running.url, config, demo, configFile })}\n`);
+  return new Promise<number>((resolve) => {
+    const stop = (signal: string) => {
+      process.stdout.write(`${signal}: finishing in-flight work, then exiting\n`);
+      running.close().then(
+        () => resolve(0),
+        (err: unknown) => {
+          console.error(err);
+          resolve(1);
+        },
+      );
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}

@@ -1,0 +1,152 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
+import { ConfigError } from "./config-error.js";
+import { configSchema, type Config } from "./config-schema.js";
+
+/** The embedded defaults: demo channel, SQLite store, demo key. */
+export const DEFAULT_CONFIG_FILE = fileURLToPath(
+  new URL("../../config/default.yaml", import.meta.url),
+);
+
+/** Where a configuration comes from. */
+export interface LoadConfigOptions {
+  /** A YAML file; default `CONFIG_FILE`, else the embedded {@link DEFAULT_CONFIG_FILE}. */
+  file?: string;
+  /** The environment for `${VAR}` and the overrides. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A loaded configuration and the file it came from. */
+export interface LoadedConfig {
+  config: Config;
+  file: string;
+}
+
+/**
+ * Reads, substitutes and validates the configuration. The only place that
+ * reads `process.env`, so the rest of the service sees one parsed object.
+ * @throws ConfigError listing every problem, one line each, naming the field.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
+  const env = options.env ?? process.env;
+  const file = options.file ?? (env.CONFIG_FILE || DEFAULT_CONFIG_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ConfigError([`${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? err})`]);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError([`${file}: not valid YAML (${(err as Error).message.split("\n")[0]})`]);
+  }
+  return { config: parseConfig(raw ?? {}, env), file };
+}
+
+/**
+ * Validates an already-parsed configuration object: `${VAR}` substitution,
+ * environment overrides, defaults.
+ * @throws ConfigError listing every problem.
+ */
+export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = {}): Config {
+  const problems: string[] = [];
+  const unset = new Map<string, string>();
+  const substituted = substituteEnv(raw, env, [], unset);
+  applyEnvOverrides(substituted, env, problems);
+  const result = configSchema.safeParse(substituted);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const path = formatPath(issue.path);
+      const hint = unset.get(path);
+      problems.push(
+        `${path || "(root)"}: ${issue.message}${hint ? ` (environment variable ${hint} is not set)` : ""}`,
+      );
+    }
+  }
+  if (problems.length > 0 || !result.success) throw new ConfigError(problems);
+  return result.data;
+}
+
+/** `channels[0].baseUrl`, as users write it. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  return path
+    .map((part, index) =>
+      typeof part === "number" ? `[${part}]` : `${index === 0 ? "" : "."}${String(part)}`,
+    )
+    .join("");
+}
+
+const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/**
+ * Replaces `${VAR}` (and `${VAR:-default}`) in string values. Done after YAML
+ * parsing so a secret with YAML syntax in it cannot change the document.
+ * An unset variable becomes "" and is remembered, so a resulting error can
+ * name the variable.
+ */
+function substituteEnv(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  path: PropertyKey[],
+  unset: Map<string, string>,
+): unknown {
+  if (typeof value === "string") {
+    return value.replace(VAR, (_match, name: string, fallback: string | undefined) => {
+      const found = env[name];
+      if (found !== undefined && found !== "") return found;
+      if (fallback !== undefined) return fallback;
+      unset.set(formatPath(path), name);
+      return "";
+    });
+  }
+  if (Array.isArray(value)) {
+    return value.map((item, index) => substituteEnv(item, env, [...path, index], unset));
+  }
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [
+        key,
+        substituteEnv(item, env, [...path, key], unset),
+      ]),
+    );
+  }
+  return value;
+}
+
+type Raw = Record<string, unknown>;
+
+/** The environment variables the spec lets override the file. */
+const OVERRIDES: ReadonlyArray<{ name: string; section: string; field: string; numeric: boolean }> =
+  [
+    { name: "PORT", section: "server", field: "port", numeric: true },
+    { name: "STORE_URL", section: "store", field: "url", numeric: false },
+    { name: "IMAGE_ASYNC_TIMEOUT_SEC", section: "imageTasks", field: "timeoutSec", numeric: true },
+    {
+      name: "IMAGE_ASYNC_MAX_CONCURRENT",
+      section: "imageTasks",
+      field: "maxConcurrent",
+      numeric: true,
+    },
+    { name: "LOG_LEVEL", section: "logging", field: "level", numeric: false },
+  ];
+
+function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv, problems: string[]): void {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return;
+  const root = raw as Raw;
+  for (const { name, section, field, numeric } of OVERRIDES) {
+    const value = env[name];
+    if (value === undefined || value === "") continue;
+    if (numeric && !/^\d+$/.test(value.trim())) {
+      problems.push(`${name}: must be a whole number`);
+      continue;
+    }
+    const current = root[section];
+    const target: Raw = current && typeof current === "object" ? (current as Raw) : {};
+    target[field] = numeric ? Number(value.trim()) : value;
+    root[section] = target;
+  }
+}
+

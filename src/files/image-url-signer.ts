@@ -1,0 +1,28 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+
+/** Signs and checks the image URLs that work without a bearer header until the task expires. */
+export interface ImageUrlSigner {
+  /** `/v1/images/files/{taskId}/{index}.{ext}?expires=..&signature=..` */
+  path(taskId: string, index: number, ext: string, expiresAt: number): string;
+  /** Whether a request for `file` (`{index}.{ext}`) carries a valid, unexpired signature. */
+  verify(taskId: string, file: string, expires: string, signature: string, nowSec: number): boolean;
+}
+
+/** HMAC-SHA256 over the task id, file name and expiry, so none of them can be changed. */
+export function createImageUrlSigner(secret: string): ImageUrlSigner {
+  const sign = (taskId: string, file: string, expires: string) =>
+    createHmac("sha256", secret).update(`${taskId}/${file}?${expires}`).digest("base64url");
+  return {
+    path(taskId, index, ext, expiresAt) {
+      const file = `${index}.${ext}`;
+      const expires = String(expiresAt);
+      return `/v1/images/files/${taskId}/${file}?expires=${expires}&signature=${sign(taskId, file, expires)}`;
+    },
+    verify(taskId, file, expires, signature, nowSec) {
+      if (!/^\d{1,12}$/.test(expires) || Number(expires) <= nowSec) return false;
+      const expected = Buffer.from(sign(taskId, file, expires));
+      const given = Buffer.from(signature);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import { ERROR_CODES, type ErrorCode } from "./error-codes.js";
+
+/** Options of an {@link AppError} beyond its code and message. */
+export interface AppErrorOptions {
+  /** The request field at fault, reported as `error.param`. */
+  param?: string | null;
+  /** Extra response headers, e.g. `Retry-After` for `queue_full`. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+/**
+ * The one error type handlers throw. Status and OpenAI `type` come from the
+ * {@link ERROR_CODES} table so a code can never be sent with the wrong status.
+ */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.name = "AppError";
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+  }
+
+  /** The OpenAI error envelope clients see. */
+  toJSON(): OpenAIErrorBody {
+    return {
+      error: { message: this.message, type: this.type, param: this.param, code: this.code },
+    };
+  }
+}
+
+/** The OpenAI error envelope. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}

@@ -1,0 +1,26 @@
+/**
+ * The one table from error code to HTTP status and OpenAI error `type`.
+ * Kept pure so the mapping can be read (and tested) without running anything.
+ */
+export const ERROR_CODES = {
+  missing_api_key: { status: 401, type: "invalid_request_error" },
+  invalid_api_key: { status: 401, type: "invalid_request_error" },
+  model_not_found: { status: 404, type: "invalid_request_error" },
+  invalid_json: { status: 400, type: "invalid_request_error" },
+  request_too_large: { status: 413, type: "invalid_request_error" },
+  missing_required_parameter: { status: 400, type: "invalid_request_error" },
+  invalid_value: { status: 400, type: "invalid_request_error" },
+  unsupported_model: { status: 400, type: "invalid_request_error" },
+  queue_full: { status: 429, type: "rate_limit_error" },
+  task_not_found: { status: 404, type: "invalid_request_error" },
+  idempotency_key_conflict: { status: 409, type: "invalid_request_error" },
+  upstream_unavailable: { status: 502, type: "upstream_error" },
+  upstream_timeout: { status: 504, type: "upstream_error" },
+  not_found: { status: 404, type: "invalid_request_error" },
+  method_not_allowed: { status: 405, type: "invalid_request_error" },
+  service_unavailable: { status: 503, type: "server_error" },
+  internal_error: { status: 500, type: "server_error" },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+/** Every error code the service itself produces. */
+export type ErrorCode = keyof typeof ERROR_CODES;

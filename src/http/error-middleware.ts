@@ -1,0 +1,51 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import type { Logger } from "pino";
+import { AppError } from "./app-error.js";
+
+/** body-parser errors carry a `type`; these are the ones a client can cause. */
+const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
+  "entity.parse.failed": () => new AppError("invalid_json", "The request body is not valid JSON."),
+  "entity.too.large": () =>
+    new AppError("request_too_large", "The request body is larger than the service accepts."),
+  "encoding.unsupported": () =>
+    new AppError("invalid_value", "The request body has an unsupported content encoding."),
+  "charset.unsupported": () =>
+    new AppError("invalid_value", "The request body has an unsupported charset."),
+  "request.aborted": () => new AppError("invalid_value", "The request was aborted."),
+  "request.size.invalid": () =>
+    new AppError("invalid_value", "The request body does not match its Content-Length."),
+};
+
+/** Turns anything thrown into an {@link AppError}; unknown errors become a bland 500. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const type = (err as { type?: unknown } | null)?.type;
+  if (typeof type === "string" && BODY_PARSER_ERRORS[type]) return BODY_PARSER_ERRORS[type]();
+  return new AppError("internal_error", "The service failed to handle the request.", {
+    cause: err,
+  });
+}
+
+/**
+ * The one place errors become responses: every route's failures reach the
+ * client as the OpenAI envelope, never as a stack trace or HTML.
+ */
+export function createErrorMiddleware(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const appError = toAppError(err);
+    if (appError.status >= 500 && appError.code === "internal_error") {
+      logger.error({ err, method: req.method, path: req.path }, "unhandled error");
+    }
+    if (res.headersSent) {
+      // A stream was already under way: all that is left is to cut it.
+      res.destroy();
+      return;
+    }
+    res.status(appError.status).set(appError.headers).json(appError.toJSON());
+  };
+}
+
+/** Unknown routes: a 404 envelope instead of Express's HTML page. */
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new AppError("not_found", `Unknown route: ${req.method} ${req.path}`));
+};

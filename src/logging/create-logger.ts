@@ -1,0 +1,29 @@
+import { pino, type Logger } from "pino";
+
+/**
+ * The service's logger: JSON lines on stderr-free stdout (pino's default),
+ * with every field that could hold a credential redacted as a second line of
+ * defence; the code itself never logs keys or Authorization headers.
+ */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: "image-task-sidecar" },
+      redact: {
+        paths: [
+          "authorization",
+          "apiKey",
+          "key",
+          "*.authorization",
+          "*.apiKey",
+          "*.key",
+          "headers.authorization",
+          "*.headers.authorization",
+        ],
+        censor: "[redacted]",
+      },
+    },
+    destination,
+  );
+}

@@ -1,0 +1,72 @@
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import express, { type Request, type Response, type Router } from "express";
+import type { Logger } from "pino";
+import { createMcpServer } from "./create-mcp-server.js";
+import { createImageTaskApiClient } from "./image-task-api-client.js";
+
+/** What the `/mcp` route needs from the service. */
+export interface CreateMcpRouterDeps {
+  /** The service's own `/v1` base URL, e.g. http://127.0.0.1:8080/v1 (known once listening). */
+  apiBaseUrl: () => string;
+  logger: Logger;
+  /** Shortest pause between polls in `check_image_task` (tests shorten it). */
+  pollIntervalMs?: number;
+}
+
+/**
+ * Serves the MCP tools over stateless Streamable HTTP, mounted behind the service's bearer auth.
+ * Every POST gets its own server, and the tools call the HTTP API with the caller's own
+ * `Authorization`, so a remote client sees exactly its key's tasks and models; finished images
+ * are returned as links to their signed URLs because the client's disk is out of reach.
+ */
+export function createMcpRouter(deps: CreateMcpRouterDeps): Router {
+  const router = express.Router();
+
+  router.post("/", async (req: Request, res: Response) => {
+    const api = createImageTaskApiClient({
+      baseUrl: deps.apiBaseUrl(),
+      authorization: req.headers.authorization,
+      credentialHint: "Check the bearer key your MCP client sends to /mcp.",
+    });
+    const server = createMcpServer({
+      api,
+      // Same origin rule as the service's own URLs (Host; X-Forwarded-Proto with trustProxy).
+      delivery: {
+        kind: "links",
+        publicOrigin: `${req.protocol}://${req.get("host") ?? "localhost"}`,
+      },
+      logger: deps.logger,
+      pollIntervalMs: deps.pollIntervalMs,
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (error) {
+      deps.logger.error({ err: error }, "MCP request failed");
+      if (!res.headersSent) {
+        res.status(500).json(jsonRpcError(-32603, "Internal error"));
+      }
+    }
+  });
+
+  const methodNotAllowed = (_req: Request, res: Response) => {
+    res
+      .status(405)
+      .set("Allow", "POST")
+      .json(
+        jsonRpcError(-32000, "Method not allowed: this stateless MCP endpoint accepts only POST."),
+      );
+  };
+  router.get("/", methodNotAllowed);
+  router.delete("/", methodNotAllowed);
+  return router;
+}
+
+function jsonRpcError(code: number, message: string) {
+  return { jsonrpc: "2.0", error: { code, message }, id: null };
+}

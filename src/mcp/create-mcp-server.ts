@@ -1,0 +1,70 @@
+import { readFileSync } from "node:fs";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { Logger } from "pino";
+import type { ImageTaskApiClient } from "./image-task-api-client.js";
+import { registerCancelImageTaskTool } from "./tools/cancel-image-task-tool.js";
+import { registerCheckImageTaskTool } from "./tools/check-image-task-tool.js";
+import { registerGenerateImageTool } from "./tools/generate-image-tool.js";
+import type { ImageDelivery } from "./tools/image-tool-deps.js";
+
+/** What an MCP server instance needs; one instance serves one client connection. */
+export interface CreateMcpServerDeps {
+  api: ImageTaskApiClient;
+  delivery: ImageDelivery;
+  logger?: Logger;
+  /** Model for `generate_image` calls that name none. Default gpt-image-1. */
+  defaultModel?: string;
+  /** Shortest pause between polls in `check_image_task`. Default 1000 ms. */
+  pollIntervalMs?: number;
+  /** Longest pause between polls, whatever `Retry-After` says. Default 2000 ms. */
+  maxPollIntervalMs?: number;
+}
+
+/** The model `generate_image` uses when the caller names none. */
+export const DEFAULT_IMAGE_MODEL = "gpt-image-1";
+
+const INSTRUCTIONS =
+  "Image generation takes from 30 seconds to several minutes, longer than one tool call may " +
+  "last. Call generate_image to start a task, then call check_image_task with its task_id " +
+  "(wait_seconds up to 25) until the status is completed or failed. Use cancel_image_task for " +
+  "images no longer needed.";
+
+/**
+ * Builds the MCP server with the image tools over any transport; stdio and Streamable HTTP differ
+ * only in the API client (whose credentials) and the delivery of finished images.
+ */
+export function createMcpServer(deps: CreateMcpServerDeps): McpServer {
+  const server = new McpServer(
+    { name: "image-task-sidecar", title: "Image tasks", version: packageVersion() },
+    { instructions: INSTRUCTIONS, capabilities: { tools: {} } },
+  );
+  const toolDeps = {
+    api: deps.api,
+    delivery: deps.delivery,
+    logger: deps.logger,
+    defaultModel: deps.defaultModel ?? DEFAULT_IMAGE_MODEL,
+    pollIntervalMs: deps.pollIntervalMs ?? 1000,
+    maxPollIntervalMs: deps.maxPollIntervalMs ?? 2000,
+  };
+  registerGenerateImageTool(server, toolDeps);
+  registerCheckImageTaskTool(server, toolDeps);
+  registerCancelImageTaskTool(server, toolDeps);
+  return server;
+}
+
+let cachedVersion: string | undefined;
+
+/** Reported to clients in `initialize`; read once from package.json (two levels above src/ and dist/). */
+function packageVersion(): string {
+  if (cachedVersion === undefined) {
+    try {
+      const pkg = JSON.parse(
+        readFileSync(new URL("../../package.json", import.meta.url), "utf8"),
+      ) as { version?: unknown };
+      cachedVersion = typeof pkg.version === "string" ? pkg.version : "0.0.0";
+    } catch {
+      cachedVersion = "0.0.0";
+    }
+  }
+  return cachedVersion;
+}

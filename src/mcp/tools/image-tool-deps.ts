@@ -1,0 +1,30 @@
+import type { Logger } from "pino";
+import type { ImageFileSink } from "../image-file-sink.js";
+import type { ImageTaskApiClient } from "../image-task-api-client.js";
+
+/**
+ * How finished images reach the user: saved into a local directory (stdio, the MCP client runs
+ * on the user's machine) or handed out as links to the signed URLs (Streamable HTTP, where the
+ * client's disk is out of reach).
+ */
+export type ImageDelivery =
+  | { kind: "files"; sink: ImageFileSink }
+  | {
+      kind: "links";
+      /**
+       * The origin the MCP client reached the service at. The tools call the API over loopback,
+       * so without `server.publicBaseUrl` the service signs URLs on the loopback origin; those
+       * (and only those) are moved to this origin. The signature covers only path and expiry.
+       */
+      publicOrigin?: string;
+    };
+
+/** Everything the three tools depend on, passed in explicitly. */
+export interface ImageToolDeps {
+  api: ImageTaskApiClient;
+  delivery: ImageDelivery;
+  defaultModel: string;
+  pollIntervalMs: number;
+  maxPollIntervalMs: number;
+  logger: Logger | undefined;
+}

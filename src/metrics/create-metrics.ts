@@ -1,0 +1,112 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/** Every metric's name starts with this. */
+export const METRIC_PREFIX = "image_task_sidecar_";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const TASK_BUCKETS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 100, 150, 200, 300, 600, 1200];
+
+/**
+ * The service's metrics on their own registry (no global state, so tests can
+ * build many apps). Labels are bounded: route templates, channel names from
+ * the config, statuses and reasons from fixed lists; never a key, task id,
+ * model name from a client, or prompt.
+ */
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  const p = METRIC_PREFIX;
+  let queueDepth: () => number | Promise<number> = () => 0;
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: `${p}http_requests_total`,
+      help: "HTTP requests answered, by route template, method and status.",
+      labelNames: ["route", "method", "status"] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: `${p}http_request_duration_seconds`,
+      help: "Time to answer an HTTP request (to the last byte), by route, method and status.",
+      labelNames: ["route", "method", "status"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    upstreamRequests: new Counter({
+      name: `${p}upstream_requests_total`,
+      help: "Calls to channels, by channel, route and outcome (HTTP status, error or timeout).",
+      labelNames: ["channel", "route", "outcome"] as const,
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: `${p}upstream_request_duration_seconds`,
+      help: "Time from sending a call to a channel to its response headers, by channel and route.",
+      labelNames: ["channel", "route"] as const,
+      buckets: [...LATENCY_BUCKETS, 300, 600],
+      registers: [registry],
+    }),
+    taskQueueDepth: new Gauge({
+      name: `${p}task_queue_depth`,
+      help: "Image tasks waiting for a slot.",
+      registers: [registry],
+      async collect() {
+        this.set(await queueDepth());
+      },
+    }),
+    /** Names where the queue depth is read at scrape time (the queue is built after metrics). */
+    watchQueueDepth(source: () => number | Promise<number>) {
+      queueDepth = source;
+    },
+    tasksInProgress: new Gauge({
+      name: `${p}tasks_in_progress`,
+      help: "Image tasks running now in this process.",
+      registers: [registry],
+    }),
+    tasksSubmitted: new Counter({
+      name: `${p}tasks_submitted_total`,
+      help: "Image tasks accepted (202), not counting idempotent replays.",
+      registers: [registry],
+    }),
+    tasksFinished: new Counter({
+      name: `${p}tasks_finished_total`,
+      help: "Image tasks that ended, by status (completed, failed) and reason (error code, or ok).",
+      labelNames: ["status", "reason"] as const,
+      registers: [registry],
+    }),
+    taskTimeouts: new Counter({
+      name: `${p}task_timeouts_total`,
+      help: "Image tasks failed because generation ran past imageTasks.timeoutSec.",
+      registers: [registry],
+    }),
+    taskRunDuration: new Histogram({
+      name: `${p}task_run_duration_seconds`,
+      help: "Time from started_at to the end of a task, by final status.",
+      labelNames: ["status"] as const,
+      buckets: TASK_BUCKETS,
+      registers: [registry],
+    }),
+    taskQueueWait: new Histogram({
+      name: `${p}task_queue_wait_seconds`,
+      help: "Time a task waited queued before it started.",
+      buckets: TASK_BUCKETS,
+      registers: [registry],
+    }),
+  };
+}
+
+/** The service's metrics. */
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Bounded reasons for `tasks_finished_total`: anything else is counted as `other`. */
+export const FINISH_REASONS = new Set([
+  "ok",
+  "timeout",
+  "cancelled",
+  "interrupted",
+  "upstream_error",
+  "upstream_unavailable",
+  "content_policy_violation",
+  "invalid_response",
+  "rate_limit_exceeded",
+  "invalid_request",
+]);

@@ -1,0 +1,179 @@
+import type { ClientRequest, IncomingMessage, ServerResponse } from "node:http";
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { createProxyMiddleware, type Plugin } from "http-proxy-middleware";
+import type { Logger } from "pino";
+import { getPrincipal } from "../auth/principal.js";
+import type { Channel } from "../channels/channel.js";
+import type { ChannelRegistry } from "../channels/channel-registry.js";
+import { AppError } from "../http/app-error.js";
+import { getRawBody } from "../http/json-body.js";
+import type { Metrics } from "../metrics/create-metrics.js";
+import type { GroupAccess } from "../models/group-access.js";
+import { modelNotFound } from "../models/create-models-router.js";
+import { CLIENT_CREDENTIAL_HEADERS, HOP_BY_HOP_HEADERS } from "./hop-by-hop-headers.js";
+
+/** Which passthrough route, for metrics and the timeout to apply. */
+export type PassthroughRoute = "chat_completions" | "images_generations";
+
+/** One client request's walk through its candidate channels. */
+interface ProxyAttempt {
+  route: PassthroughRoute;
+  candidates: Channel[];
+  index: number;
+  body: Buffer;
+  next: NextFunction;
+  upstream?: ClientRequest;
+  sentAt: number;
+  timedOut: boolean;
+  clientGone: boolean;
+}
+
+/** Dependencies of {@link createPassthroughHandler}. */
+export interface PassthroughDeps {
+  registry: ChannelRegistry;
+  access: GroupAccess;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/**
+ * The passthrough for chat and synchronous images: the body's `model` picks
+ * the channels, the client's credentials are replaced by the channel's key,
+ * and the channel's response is piped back as it arrives (never buffered, so
+ * SSE reaches the client chunk by chunk). A channel that fails to connect or
+ * answers 5xx before anything went to the client is skipped for the next one;
+ * a timeout is not retried, since the channel may still be working (and
+ * billing) on it.
+ */
+export function createPassthroughHandler(
+  route: PassthroughRoute,
+  deps: PassthroughDeps,
+): RequestHandler {
+  const attempts = new WeakMap<IncomingMessage, ProxyAttempt>();
+  const current = (req: IncomingMessage) => attempts.get(req) as ProxyAttempt;
+  const channelOf = (attempt: ProxyAttempt) => attempt.candidates[attempt.index] as Channel;
+
+  const retryOrFail = (attempt: ProxyAttempt, req: IncomingMessage, res: ServerResponse) => {
+    if (attempt.index + 1 < attempt.candidates.length) {
+      attempt.index += 1;
+      void proxy(req as Request, res as Response, attempt.next);
+      return;
+    }
+    attempt.next(new AppError("upstream_unavailable", "No upstream channel could be reached."));
+  };
+
+  const events: Plugin<Request, Response> = (proxyServer) => {
+    proxyServer.on("proxyReq", (proxyReq, req, res) => {
+      const attempt = current(req);
+      const channel = channelOf(attempt);
+      attempt.upstream = proxyReq;
+      attempt.sentAt = performance.now();
+      attempt.timedOut = false;
+      for (const header of CLIENT_CREDENTIAL_HEADERS) proxyReq.removeHeader(header);
+      if (channel.apiKey) proxyReq.setHeader("authorization", `Bearer ${channel.apiKey}`);
+      proxyReq.setHeader("content-type", "application/json");
+      proxyReq.setHeader("content-length", attempt.body.length);
+      proxyReq.write(attempt.body);
+      const timeoutMs = route === "chat_completions" ? channel.timeoutMs : channel.imageTimeoutMs;
+      // An idle timeout: a stream that keeps sending is never cut, a silent channel is.
+      proxyReq.setTimeout(timeoutMs, () => {
+        attempt.timedOut = true;
+        proxyReq.destroy(new Error("upstream timeout"));
+      });
+      if (res.writableEnded || attempt.clientGone) proxyReq.destroy();
+    });
+
+    proxyServer.on("proxyRes", (proxyRes, req, res) => {
+      const attempt = current(req);
+      const channel = channelOf(attempt);
+      const status = proxyRes.statusCode ?? 502;
+      deps.metrics.upstreamRequests.inc({ channel: channel.name, route, outcome: String(status) });
+      deps.metrics.upstreamDuration.observe(
+        { channel: channel.name, route },
+        (performance.now() - attempt.sentAt) / 1000,
+      );
+      if (status >= 500 && attempt.index + 1 < attempt.candidates.length && !res.headersSent) {
+        deps.logger.warn({ channel: channel.name, status }, "channel answered 5xx; trying the next");
+        proxyRes.resume();
+        retryOrFail(attempt, req, res);
+        return;
+      }
+      res.statusCode = status;
+      for (const [name, value] of Object.entries(proxyRes.headers)) {
+        if (value !== undefined && !HOP_BY_HOP_HEADERS.has(name)) res.setHeader(name, value);
+      }
+      res.flushHeaders();
+      proxyRes.on("error", () => res.destroy());
+      proxyRes.on("aborted", () => res.destroy());
+      proxyRes.pipe(res);
+    });
+
+    proxyServer.on("error", (err, req, res) => {
+      const attempt = attempts.get(req);
+      if (!attempt || attempt.clientGone) return;
+      const channel = channelOf(attempt);
+      const outcome = attempt.timedOut ? "timeout" : "error";
+      deps.metrics.upstreamRequests.inc({ channel: channel.name, route, outcome });
+      const response = res as ServerResponse;
+      if (response.headersSent) {
+        // The stream was already under way: the client must see it cut, not completed.
+        response.destroy();
+        return;
+      }
+      deps.logger.warn({ channel: channel.name, err: err.message, outcome }, "channel call failed");
+      if (attempt.timedOut) {
+        attempt.next(new AppError("upstream_timeout", "The upstream channel did not answer in time."));
+        return;
+      }
+      retryOrFail(attempt, req, response);
+    });
+  };
+
+  const proxy = createProxyMiddleware<Request, Response>({
+    router: (req) => channelOf(current(req)).baseUrl,
+    changeOrigin: true,
+    selfHandleResponse: true,
+    ejectPlugins: true,
+    plugins: [events],
+  });
+
+  return async (req, res, next) => {
+    const { group } = getPrincipal(res);
+    const body: unknown = req.body;
+    if (!body || typeof body !== "object" || Array.isArray(body)) {
+      throw new AppError("invalid_value", "The request body must be a JSON object.");
+    }
+    const model = (body as { model?: unknown }).model;
+    if (model === undefined || model === null || model === "") {
+      throw new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
+        param: "model",
+      });
+    }
+    if (typeof model !== "string") {
+      throw new AppError("invalid_value", "'model' must be a string.", { param: "model" });
+    }
+    const candidates = deps.access.allows(group, model) ? deps.registry.candidates(model) : [];
+    if (candidates.length === 0) throw modelNotFound(model);
+
+    const attempt: ProxyAttempt = {
+      route,
+      candidates,
+      index: 0,
+      body: getRawBody(req) ?? Buffer.from(JSON.stringify(body)),
+      next,
+      sentAt: 0,
+      timedOut: false,
+      clientGone: false,
+    };
+    attempts.set(req, attempt);
+    res.on("close", () => {
+      if (!res.writableFinished) {
+        attempt.clientGone = true;
+        attempt.upstream?.destroy();
+      }
+    });
+    // The channel's base already ends in its own /v1.
+    req.url = req.url.replace(/^\/v1(?=\/)/, "");
+    await proxy(req, res, next);
+  };
+}

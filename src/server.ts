@@ -1,0 +1,121 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import { createApp } from "./app.js";
+import { createAuthenticate } from "./auth/create-authenticator.js";
+import { createChannel, type Channel } from "./channels/channel.js";
+import { createChannelRegistry } from "./channels/channel-registry.js";
+import type { Config } from "./config/config-schema.js";
+import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
+import { createImageUrlSigner } from "./files/image-url-signer.js";
+import { createLogger } from "./logging/create-logger.js";
+import { createMetrics } from "./metrics/create-metrics.js";
+import { createGroupAccess } from "./models/group-access.js";
+import { createTaskStore } from "./tasks/store/create-task-store.js";
+import { createInProcessQueue } from "./tasks/task-queue.js";
+import { createTaskService } from "./tasks/task-service.js";
+
+/** Options of {@link startServer}. */
+export interface StartServerOptions {
+  config: Config;
+  /** Default: a pino logger at `config.logging.level`. */
+  logger?: Logger;
+  /** Default metrics include process metrics; tests may turn them off. */
+  defaultMetrics?: boolean;
+}
+
+/** A listening service. */
+export interface RunningServer {
+  /** `http://127.0.0.1:PORT` when bound to all interfaces, else the bound host. */
+  url: string;
+  port: number;
+  server: Server;
+  /**
+   * Graceful stop: refuse new connections, let running tasks finish for up to
+   * `graceMs` (default `server.shutdownGraceSec`), hand back the rest, close.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Assembles and starts the whole service: demo channels, store, queue,
+ * runner, HTTP app. Tasks a previous process left are picked up once the
+ * port is open.
+ */
+export async function startServer(options: StartServerOptions): Promise<RunningServer> {
+  const { config } = options;
+  const logger = options.logger ?? createLogger(config.logging.level);
+  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
+  const demos: DemoChannel[] = [];
+  const channels: Channel[] = [];
+  for (const channel of config.channels) {
+    if (channel.type === "demo") {
+      const demo = await startDemoChannel({ imageDelayMs: channel.imageDelayMs });
+      demos.push(demo);
+      channels.push(createChannel({ ...channel, baseUrl: demo.baseUrl }));
+    } else {
+      channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
+    }
+  }
+  const store = await createTaskStore(config, logger);
+  const secret =
+    config.server.urlSigningSecret ??
+    (await store.getOrSetMeta("url-signing-secret", () => randomBytes(32).toString("base64url")));
+  const registry = createChannelRegistry({ channels, logger });
+  const access = createGroupAccess(config.groups);
+  const queue = createInProcessQueue({ maxConcurrent: config.imageTasks.maxConcurrent });
+  const tasks = createTaskService({ config, store, queue, registry, access, metrics, logger });
+  metrics.watchQueueDepth(() => queue.depth());
+
+  let stopping = false;
+  let selfBaseUrl = "";
+  const app = createApp({
+    config,
+    store,
+    metrics,
+    logger,
+    authenticate: createAuthenticate(config),
+    registry,
+    access,
+    tasks,
+    signer: createImageUrlSigner(secret),
+    selfBaseUrl: () => selfBaseUrl,
+    isStopping: () => stopping,
+  });
+
+  const server = createServer(app);
+  // Long generations on the sync route must not be cut by Node's own request timeout.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.server.port, config.server.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = ["0.0.0.0", "::", ""].includes(config.server.host) ? "127.0.0.1" : config.server.host;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  selfBaseUrl = `${url}/v1`;
+
+  await tasks.recover();
+  queue.start(tasks.run);
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
+    (closing ??= (async () => {
+      stopping = true;
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await tasks.stop(graceMs);
+      const timer = setTimeout(() => server.closeAllConnections(), Math.min(graceMs, 5000));
+      await serverClosed;
+      clearTimeout(timer);
+      await Promise.all(demos.map((demo) => demo.close()));
+      await store.close();
+    })());
+
+  return { url, port, server, close };
+}

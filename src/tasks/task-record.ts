@@ -1,0 +1,67 @@
+import { randomBytes } from "node:crypto";
+
+/** `queued -> in_progress -> completed | failed`, and `queued -> failed`. */
+export type TaskStatus = "queued" | "in_progress" | "completed" | "failed";
+
+/** Why a task failed, as clients see it in `error`. */
+export interface TaskError {
+  code: string;
+  message: string;
+  type: string;
+}
+
+/** What is kept about one generated image; its bytes are stored apart. */
+export interface TaskImage {
+  mime: string;
+  bytes: number;
+  revised_prompt?: string;
+}
+
+/** A task as stored. Never holds a client key or a channel key. */
+export interface TaskRecord {
+  id: string;
+  /** The principal's subject; only it may see the task. */
+  owner: string;
+  status: TaskStatus;
+  model: string;
+  /** The body sent to the channel's `/images/generations`. */
+  request: Record<string, unknown>;
+  responseFormat: "url" | "b64_json";
+  /** Unix seconds, as OpenAI's `created`. */
+  created: number;
+  started_at?: number;
+  completed_at?: number;
+  expires_at?: number;
+  /** Runs started so far; bounds re-runs after a crash. */
+  attempts: number;
+  images?: TaskImage[];
+  usage?: unknown;
+  error?: TaskError;
+}
+
+/** Transitions a record may make; anything else is a bug or a race lost. */
+const LEGAL: Record<TaskStatus, readonly TaskStatus[]> = {
+  queued: ["in_progress", "failed"],
+  // Back to queued only when a stopping or dead process hands its task back.
+  in_progress: ["completed", "failed", "queued"],
+  completed: [],
+  failed: [],
+};
+
+/** Whether `from -> to` is a legal move. */
+export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
+  return LEGAL[from].includes(to);
+}
+
+/** Whether the task has ended and will not change again. */
+export function isFinished(status: TaskStatus): boolean {
+  return status === "completed" || status === "failed";
+}
+
+/** `task_` and 128 random bits (base64url, 22 characters). */
+export function newTaskId(): string {
+  return `task_${randomBytes(16).toString("base64url")}`;
+}
+
+/** The shape every id we issue has; anything else cannot be a task of ours. */
+export const TASK_ID_PATTERN = /^task_[A-Za-z0-9_-]{22,64}$/;

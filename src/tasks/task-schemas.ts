@@ -1,0 +1,63 @@
+import { z } from "zod";
+
+const text = (what: string) => z.string({ error: `must be ${what}` });
+
+/** The body of `POST /v1/images/tasks`, as the OpenAI image API names its fields. */
+export const submitTaskSchema = z
+  .object({
+    model: text("a string").min(1, "must not be empty"),
+    prompt: text("a string")
+      .min(1, "must be 1 to 32000 characters")
+      .max(32000, "must be 1 to 32000 characters"),
+    size: text("'auto' or WIDTHxHEIGHT")
+      .regex(/^(auto|[1-9]\d{1,4}x[1-9]\d{1,4})$/, "must be 'auto' or WIDTHxHEIGHT, e.g. 1024x1024")
+      .optional(),
+    n: z
+      .number({ error: "must be an integer from 1 to 10" })
+      .int("must be an integer from 1 to 10")
+      .min(1, "must be an integer from 1 to 10")
+      .max(10, "must be an integer from 1 to 10")
+      .default(1),
+    response_format: z
+      .enum(["url", "b64_json"], { error: "must be 'url' or 'b64_json'" })
+      .default("b64_json"),
+    quality: text("a string").optional(),
+    style: text("a string").optional(),
+    user: text("a string").max(256, "must be at most 256 characters").optional(),
+    background: text("a string").optional(),
+    output_format: text("a string").optional(),
+    output_compression: z
+      .number({ error: "must be an integer from 0 to 100" })
+      .int("must be an integer from 0 to 100")
+      .min(0, "must be an integer from 0 to 100")
+      .max(100, "must be an integer from 0 to 100")
+      .optional(),
+    moderation: text("a string").optional(),
+  })
+  .strict();
+
+/** A parsed task submission. */
+export type SubmitTaskRequest = z.output<typeof submitTaskSchema>;
+
+/** gpt-image models take these qualities; older names are mapped, anything else dropped. */
+const GPT_IMAGE_QUALITY: Record<string, string> = {
+  low: "low",
+  medium: "medium",
+  high: "high",
+  auto: "auto",
+  standard: "medium",
+  hd: "high",
+};
+
+/**
+ * The body sent to the channel. gpt-image models always answer base64 and
+ * refuse `response_format` and `style`, so those stay here; `quality` is sent
+ * only as a value the model takes. Accepted fields never cause an error.
+ */
+export function toUpstreamBody(request: SubmitTaskRequest): Record<string, unknown> {
+  const { response_format: _format, style: _style, quality, ...rest } = request;
+  const mapped = quality === undefined ? undefined : GPT_IMAGE_QUALITY[quality.toLowerCase()];
+  return Object.fromEntries(
+    Object.entries({ ...rest, quality: mapped }).filter(([, value]) => value !== undefined),
+  );
+}

@@ -1,0 +1,49 @@
+import type { TaskRecord, TaskStatus } from "./task-record.js";
+
+/** The result of {@link TaskStore.create}. */
+export type CreateResult =
+  | { kind: "created"; record: TaskRecord }
+  /** The idempotency key was seen with the same body: the earlier task. */
+  | { kind: "replayed"; record: TaskRecord }
+  /** The idempotency key was seen with another body. */
+  | { kind: "conflict" };
+
+/** An idempotency key, scoped to the owner, and a fingerprint of the body. */
+export interface Idempotency {
+  key: string;
+  fingerprint: string;
+}
+
+/**
+ * Where tasks and their image bytes live. Small on purpose: every backend
+ * (memory, SQLite, Redis) passes one conformance suite.
+ */
+export interface TaskStore {
+  get(id: string): Promise<TaskRecord | undefined>;
+  /** Writes a new queued task, or answers with the task an idempotency key already made. */
+  create(record: TaskRecord, idempotency?: Idempotency): Promise<CreateResult>;
+  /**
+   * Moves a task from `expected` to `patch.status` (a legal transition),
+   * merging `patch`. Resolves `undefined`, writing nothing, when the task is
+   * gone or no longer in `expected`: the race was lost and the caller backs off.
+   * A finished task is kept `ttlMs` more.
+   */
+  transition(
+    id: string,
+    expected: TaskStatus,
+    patch: Partial<TaskRecord> & { status: TaskStatus },
+    ttlMs?: number,
+  ): Promise<TaskRecord | undefined>;
+  /** Tasks not finished (queued or in progress), oldest first: what a restart must pick up. */
+  listUnfinished(): Promise<TaskRecord[]>;
+  putImage(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
+  getImage(id: string, index: number): Promise<Buffer | undefined>;
+  deleteImages(id: string, count: number): Promise<void>;
+  /** A value set once for all processes sharing the store (the URL signing secret). */
+  getOrSetMeta(key: string, create: () => string): Promise<string>;
+  /** Throws when the store cannot be reached (for `/readyz`). */
+  ping(): Promise<void>;
+  /** Whether tasks outlive the process, i.e. a restart should pick them up. */
+  readonly persistent: boolean;
+  close(): Promise<void>;
+}
