@@ -10,7 +10,10 @@ import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.
 import { createJsonBody } from "./http/json-body.js";
 import { createMcpRouter } from "./mcp/create-mcp-router.js";
 import type { Metrics } from "./metrics/create-metrics.js";
-import { createHttpMetricsMiddleware, createMetricsRouter } from "./metrics/create-metrics-router.js";
+import {
+  createHttpMetricsMiddleware,
+  createMetricsRouter,
+} from "./metrics/create-metrics-router.js";
 import { createModelsRouter } from "./models/create-models-router.js";
 import type { GroupAccess } from "./models/group-access.js";
 import { createPassthroughHandler } from "./proxy/create-passthrough-handler.js";
@@ -58,11 +61,7 @@ export function createApp(deps: AppDeps): Express {
 
   app.use("/v1", auth);
   app.use(createModelsRouter({ registry: deps.registry, access: deps.access }));
-  app.post(
-    "/v1/chat/completions",
-    json,
-    createPassthroughHandler("chat_completions", passthrough),
-  );
+  app.post("/v1/chat/completions", json, createPassthroughHandler("chat_completions", passthrough));
   app.post(
     "/v1/images/generations",
     json,

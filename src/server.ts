@@ -96,7 +96,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     });
   });
   const port = (server.address() as AddressInfo).port;
-  const host = ["0.0.0.0", "::", ""].includes(config.server.host) ? "127.0.0.1" : config.server.host;
+  const host = ["0.0.0.0", "::", ""].includes(config.server.host)
+    ? "127.0.0.1"
+    : config.server.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   selfBaseUrl = `${url}/v1`;
 

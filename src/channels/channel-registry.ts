@@ -94,7 +94,10 @@ export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistr
   };
 }
 
-function toModelInfo(item: { id: string; created?: unknown; owned_by?: unknown }, channel: Channel) {
+function toModelInfo(
+  item: { id: string; created?: unknown; owned_by?: unknown },
+  channel: Channel,
+) {
   return {
     id: item.id,
     object: "model" as const,

@@ -1,7 +1,10 @@
 import { z } from "zod";
 
 const positiveInt = (field: string) =>
-  z.number({ error: `must be a number (${field})` }).int("must be an integer").positive("must be > 0");
+  z
+    .number({ error: `must be a number (${field})` })
+    .int("must be an integer")
+    .positive("must be > 0");
 
 const modelPatterns = z
   .array(z.string().min(1, "must not be empty"), { error: "must be a list of model ids or globs" })
@@ -58,7 +61,10 @@ export const storeSchema = z
      */
     url: z
       .string({ error: "must be a store URL" })
-      .regex(/^(memory|sqlite|redis|rediss):\/\//, "must start with memory://, sqlite:// or redis://")
+      .regex(
+        /^(memory|sqlite|redis|rediss):\/\//,
+        "must start with memory://, sqlite:// or redis://",
+      )
       .default("memory://"),
   })
   .strict()
@@ -91,7 +97,8 @@ export const jwtSchema = z
     defaultGroup: z.string().optional(),
   })
   .strict()
-  .refine((jwt) => Boolean(jwt.secret) !== Boolean(jwt.jwksUrl), {
+  // Presence, not truthiness: an empty secret is reported by its own field, not twice.
+  .refine((jwt) => (jwt.secret !== undefined) !== (jwt.jwksUrl !== undefined), {
     message: "must set exactly one of secret and jwksUrl",
   });
 
@@ -190,7 +197,9 @@ export const configSchema = z
     store: storeSchema,
     auth: authSchema,
     groups: z.record(z.string(), groupSchema, { error: "must map group names to {models}" }),
-    channels: z.array(channelSchema).min(1, "must list at least one channel"),
+    channels: z
+      .array(channelSchema, { error: "must list at least one channel" })
+      .min(1, "must list at least one channel"),
     imageTasks: imageTasksSchema,
     logging: loggingSchema,
   })

@@ -56,14 +56,24 @@ export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = {}): Config {
   const unset = new Map<string, string>();
   const substituted = substituteEnv(raw, env, [], unset);
   applyEnvOverrides(substituted, env, problems);
+  // A `${VAR}` without a default whose variable is unset is a problem of its own (else an unset
+  // UPSTREAM_KEY would silently send no key); the field's other complaints would only repeat it.
+  for (const [path, name] of unset) {
+    problems.push(`${path || "(root)"}: environment variable ${name} is not set or empty`);
+  }
   const result = configSchema.safeParse(substituted);
   if (!result.success) {
     for (const issue of result.error.issues) {
       const path = formatPath(issue.path);
-      const hint = unset.get(path);
-      problems.push(
-        `${path || "(root)"}: ${issue.message}${hint ? ` (environment variable ${hint} is not set)` : ""}`,
-      );
+      if (unset.has(path)) continue;
+      if (issue.code === "unrecognized_keys") {
+        // One line per unknown field, naming it (`server.prot`), not its section.
+        for (const key of issue.keys) {
+          problems.push(`${formatPath([...issue.path, key])}: unknown field`);
+        }
+        continue;
+      }
+      problems.push(`${path || "(root)"}: ${issue.message}`);
     }
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);
@@ -84,8 +94,8 @@ const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 /**
  * Replaces `${VAR}` (and `${VAR:-default}`) in string values. Done after YAML
  * parsing so a secret with YAML syntax in it cannot change the document.
- * An unset variable becomes "" and is remembered, so a resulting error can
- * name the variable.
+ * An unset variable becomes "" and is remembered, so {@link parseConfig} can
+ * report it, naming the field and the variable.
  */
 function substituteEnv(
   value: unknown,
@@ -149,4 +159,3 @@ function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv, problems: strin
     root[section] = target;
   }
 }
-

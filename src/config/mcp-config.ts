@@ -73,7 +73,7 @@ export function loadMcpConfig(env: NodeJS.ProcessEnv): McpConfig {
   };
 }
 
-/** Editors start MCP servers in odd working directories, so `~` is expanded and paths made absolute. */
+/** Editors start MCP servers in odd working directories: expand `~` and make the path absolute. */
 function resolveOutputDir(dir: string): string {
   if (dir === "~") return os.homedir();
   if (dir.startsWith("~/") || dir.startsWith("~\\")) return path.join(os.homedir(), dir.slice(2));

@@ -12,7 +12,8 @@ export function createHealthRouter(deps: { store: TaskStore; isStopping: () => b
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {
-    if (deps.isStopping()) throw new AppError("service_unavailable", "The service is shutting down.");
+    if (deps.isStopping())
+      throw new AppError("service_unavailable", "The service is shutting down.");
     try {
       await deps.store.ping();
     } catch {

@@ -21,6 +21,14 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const type = (err as { type?: unknown } | null)?.type;
   if (typeof type === "string" && BODY_PARSER_ERRORS[type]) return BODY_PARSER_ERRORS[type]();
+  // Other client errors Express raises (a corrupt gzip body, a broken %-escape in the path)
+  // are the client's fault: a 400 envelope, not a 500.
+  const status = (err as { status?: unknown } | null)?.status;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    return status === 413
+      ? BODY_PARSER_ERRORS["entity.too.large"]!()
+      : new AppError("invalid_value", "The request could not be read.", { cause: err });
+  }
   return new AppError("internal_error", "The service failed to handle the request.", {
     cause: err,
   });

@@ -54,7 +54,7 @@ export function createMcpServer(deps: CreateMcpServerDeps): McpServer {
 
 let cachedVersion: string | undefined;
 
-/** Reported to clients in `initialize`; read once from package.json (two levels above src/ and dist/). */
+/** Reported in `initialize`; read once from package.json, two levels above src/mcp and dist/mcp. */
 function packageVersion(): string {
   if (cachedVersion === undefined) {
     try {

@@ -86,7 +86,7 @@ export interface ImageTaskApiClientOptions {
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
-const DEFAULT_DOWNLOAD_TIMEOUT_MS = 60_000;
+const DEFAULT_DOWNLOAD_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024;
 const MAX_MESSAGE_CHARS = 500;
 
@@ -154,7 +154,8 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
     async downloadImage(url, signal) {
       let target: URL;
       try {
-        target = new URL(url);
+        // Relative URLs are taken as relative to the service; absolute ones must be on it.
+        target = new URL(url, `${origin}/`);
       } catch {
         throw new ImageTaskApiError("refused", "The task holds an image URL that is not a URL.");
       }
@@ -162,8 +163,8 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
         throw new ImageTaskApiError(
           "refused",
           `Refused to download ${target.origin}: image URLs are only fetched from the service's ` +
-            `own origin ${origin} (OPENAI_BASE_URL). If the service publishes images under another ` +
-            `address (server.publicBaseUrl), set OPENAI_BASE_URL to that address.`,
+            `own origin ${origin} (OPENAI_BASE_URL). If the service publishes images under ` +
+            `another address (server.publicBaseUrl), set OPENAI_BASE_URL to that address.`,
         );
       }
       // No bearer: the URL is signed. No redirects: they could lead off the origin.
@@ -306,7 +307,7 @@ function hintFor(
   if (status === 401 || status === 403) return credentialHint;
   switch (code) {
     case "task_not_found":
-      return "Tasks are visible only to the key that submitted them and expire after the retention period.";
+      return "Tasks are visible only to the key that submitted them, and expire after a while.";
     case "model_not_found":
       return "Use a model this key may use (gpt-image-1 by default).";
     case "unsupported_model":

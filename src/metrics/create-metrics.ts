@@ -14,7 +14,8 @@ const TASK_BUCKETS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 100, 150, 200, 300, 600, 1
  */
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  if (options.defaultMetrics ?? true)
+    collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
   const p = METRIC_PREFIX;
   let queueDepth: () => number | Promise<number> = () => 0;
   return {

@@ -1,4 +1,12 @@
-import type { ClientRequest, IncomingMessage, ServerResponse } from "node:http";
+import {
+  Agent as HttpAgent,
+  type ClientRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import { Agent as HttpsAgent } from "node:https";
+import type { Readable } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { createProxyMiddleware, type Plugin } from "http-proxy-middleware";
 import type { Logger } from "pino";
@@ -62,6 +70,60 @@ export function createPassthroughHandler(
     attempt.next(new AppError("upstream_unavailable", "No upstream channel could be reached."));
   };
 
+  /**
+   * A channel's error answer, read whole (error bodies are small): an OpenAI error body goes on
+   * with its status, minus the channel's key should it echo it; anything else (a CDN's HTML page,
+   * a bare 404 text) becomes this service's own envelope, so no error is ever HTML.
+   */
+  const passOnChannelError = (
+    proxyRes: IncomingMessage,
+    res: ServerResponse,
+    channel: Channel,
+    attempt: ProxyAttempt,
+  ) => {
+    const status = proxyRes.statusCode ?? 502;
+    readChannelBody(proxyRes).then(
+      (text) => {
+        const envelope = asErrorEnvelope(text);
+        if (!envelope) {
+          deps.logger.warn(
+            { channel: channel.name, status },
+            "channel answered an error without an OpenAI error body",
+          );
+          const timeout = status === 504 || status === 524 || status === 408;
+          attempt.next(
+            timeout
+              ? new AppError(
+                  "upstream_timeout",
+                  `The upstream channel did not answer in time (HTTP ${status}).`,
+                )
+              : new AppError(
+                  "upstream_unavailable",
+                  `The upstream channel answered HTTP ${status} without an OpenAI error body.`,
+                ),
+          );
+          return;
+        }
+        const body = channel.apiKey ? text.split(channel.apiKey).join("[redacted]") : text;
+        res.statusCode = status;
+        for (const [name, value] of Object.entries(proxyRes.headers)) {
+          if (value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && !BODY_HEADERS.has(name)) {
+            res.setHeader(name, value);
+          }
+        }
+        res.setHeader("content-type", "application/json");
+        res.setHeader("content-length", Buffer.byteLength(body));
+        res.end(body);
+      },
+      () => {
+        if (attempt.clientGone) return;
+        attempt.next(
+          new AppError("upstream_unavailable", "The upstream channel's answer was cut off."),
+        );
+      },
+    );
+  };
+
   const events: Plugin<Request, Response> = (proxyServer) => {
     proxyServer.on("proxyReq", (proxyReq, req, res) => {
       const attempt = current(req);
@@ -93,16 +155,27 @@ export function createPassthroughHandler(
         (performance.now() - attempt.sentAt) / 1000,
       );
       if (status >= 500 && attempt.index + 1 < attempt.candidates.length && !res.headersSent) {
-        deps.logger.warn({ channel: channel.name, status }, "channel answered 5xx; trying the next");
+        deps.logger.warn(
+          { channel: channel.name, status },
+          "channel answered 5xx; trying the next",
+        );
         proxyRes.resume();
         retryOrFail(attempt, req, res);
+        return;
+      }
+      if (status >= 400) {
+        passOnChannelError(proxyRes, res, channel, attempt);
         return;
       }
       res.statusCode = status;
       for (const [name, value] of Object.entries(proxyRes.headers)) {
         if (value !== undefined && !HOP_BY_HOP_HEADERS.has(name)) res.setHeader(name, value);
       }
-      res.flushHeaders();
+      // An event stream's headers go out at once; other answers leave with their body,
+      // in one write, as a bare pipe does.
+      if (String(proxyRes.headers["content-type"]).startsWith("text/event-stream")) {
+        res.flushHeaders();
+      }
       proxyRes.on("error", () => res.destroy());
       proxyRes.on("aborted", () => res.destroy());
       proxyRes.pipe(res);
@@ -122,20 +195,32 @@ export function createPassthroughHandler(
       }
       deps.logger.warn({ channel: channel.name, err: err.message, outcome }, "channel call failed");
       if (attempt.timedOut) {
-        attempt.next(new AppError("upstream_timeout", "The upstream channel did not answer in time."));
+        attempt.next(
+          new AppError("upstream_timeout", "The upstream channel did not answer in time."),
+        );
         return;
       }
       retryOrFail(attempt, req, response);
     });
   };
 
-  const proxy = createProxyMiddleware<Request, Response>({
-    router: (req) => channelOf(current(req)).baseUrl,
-    changeOrigin: true,
-    selfHandleResponse: true,
-    ejectPlugins: true,
-    plugins: [events],
-  });
+  // http-proxy opens a new connection per request unless given an agent: keep-alive
+  // agents (one per protocol, as Node requires) make the proxy cost about a bare pipe.
+  const proxyFor = (agent: HttpAgent) =>
+    createProxyMiddleware<Request, Response>({
+      router: (req) => channelOf(current(req)).baseUrl,
+      changeOrigin: true,
+      selfHandleResponse: true,
+      ejectPlugins: true,
+      plugins: [events],
+      agent,
+    });
+  const httpProxy = proxyFor(new HttpAgent({ keepAlive: true }));
+  const httpsProxy = proxyFor(new HttpsAgent({ keepAlive: true }));
+  const proxy = (req: Request, res: Response, next: NextFunction) =>
+    channelOf(current(req)).baseUrl.startsWith("https:")
+      ? httpsProxy(req, res, next)
+      : httpProxy(req, res, next);
 
   return async (req, res, next) => {
     const { group } = getPrincipal(res);
@@ -176,4 +261,47 @@ export function createPassthroughHandler(
     req.url = req.url.replace(/^\/v1(?=\/)/, "");
     await proxy(req, res, next);
   };
+}
+
+/** Headers describing a body that {@link readChannelBody} re-encodes. */
+const BODY_HEADERS = new Set(["content-length", "content-encoding", "content-type"]);
+/** Larger error bodies are not OpenAI errors. */
+const MAX_ERROR_BODY_BYTES = 1024 * 1024;
+
+/** A channel's (error) body as text, decompressed; rejects when cut off, too big or undecodable. */
+async function readChannelBody(proxyRes: IncomingMessage): Promise<string> {
+  const encoding = String(proxyRes.headers["content-encoding"] ?? "identity").toLowerCase();
+  const decoder =
+    encoding === "gzip" || encoding === "x-gzip"
+      ? createGunzip()
+      : encoding === "deflate"
+        ? createInflate()
+        : encoding === "br"
+          ? createBrotliDecompress()
+          : undefined;
+  if (!decoder && encoding !== "identity") throw new Error(`content-encoding ${encoding}`);
+  const source: Readable = decoder ? proxyRes.pipe(decoder) : proxyRes;
+  if (decoder) proxyRes.once("aborted", () => decoder.destroy(new Error("aborted")));
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of source as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_ERROR_BODY_BYTES) {
+      proxyRes.destroy();
+      throw new Error("error body too large");
+    }
+    chunks.push(chunk);
+  }
+  if (!proxyRes.complete) throw new Error("cut off");
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** `text` when it is an OpenAI error envelope (`{"error": {...}}`), else undefined. */
+function asErrorEnvelope(text: string): unknown {
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown } | null;
+    return parsed && typeof parsed.error === "object" && parsed.error !== null ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -40,7 +40,10 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
     const principal = getPrincipal(res);
     const request = parseBody(submitTaskSchema, req.body);
     const idempotencyKey = req.get("idempotency-key");
-    if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
+    if (
+      idempotencyKey !== undefined &&
+      (idempotencyKey.length === 0 || idempotencyKey.length > 255)
+    ) {
       throw new AppError("invalid_value", "Idempotency-Key must be 1 to 255 characters.", {
         param: "Idempotency-Key",
       });

@@ -45,7 +45,10 @@ export async function generateImages(
   input: GenerateImagesInput,
 ): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
   const { candidates, body, signal, metrics } = input;
-  let lastFailure = new TaskFailure("upstream_unavailable", "No upstream channel could be reached.");
+  let lastFailure = new TaskFailure(
+    "upstream_unavailable",
+    "No upstream channel could be reached.",
+  );
   for (const [index, channel] of candidates.entries()) {
     const isLast = index === candidates.length - 1;
     const started = performance.now();
@@ -60,8 +63,15 @@ export async function generateImages(
       });
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      metrics.upstreamRequests.inc({ channel: channel.name, route: "image_tasks", outcome: "error" });
-      input.logger.warn({ channel: channel.name, err: (err as Error).message }, "channel unreachable");
+      metrics.upstreamRequests.inc({
+        channel: channel.name,
+        route: "image_tasks",
+        outcome: "error",
+      });
+      input.logger.warn(
+        { channel: channel.name, err: (err as Error).message },
+        "channel unreachable",
+      );
       continue;
     }
     metrics.upstreamRequests.inc({
@@ -87,9 +97,13 @@ export async function generateImages(
 async function readText(response: { text(): Promise<string> }, signal: AbortSignal) {
   try {
     return await response.text();
-  } catch (err) {
+  } catch {
     if (signal.aborted) throw signal.reason;
-    throw new TaskFailure("upstream_error", "The upstream channel broke off its answer.", "upstream_error");
+    throw new TaskFailure(
+      "upstream_error",
+      "The upstream channel broke off its answer.",
+      "upstream_error",
+    );
   }
 }
 
@@ -108,7 +122,12 @@ function upstreamFailure(status: number, text: string, channel: Channel): TaskFa
   } catch {
     // Not an OpenAI error body: the status-based message stands.
   }
-  return new TaskFailure(code, scrub(message, channel).slice(0, 2000), type);
+  // Every field is the channel's own text, so each is scrubbed, not only the message.
+  return new TaskFailure(
+    scrub(code, channel).slice(0, 100),
+    scrub(message, channel).slice(0, 2000),
+    scrub(type, channel).slice(0, 100),
+  );
 }
 
 async function parseGeneration(

@@ -48,9 +48,15 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
   if (record.status === "completed" && deps.withData) {
     view.data = await Promise.all(
       (record.images ?? []).map(async (image, index) => {
-        const extra = image.revised_prompt === undefined ? {} : { revised_prompt: image.revised_prompt };
+        const extra =
+          image.revised_prompt === undefined ? {} : { revised_prompt: image.revised_prompt };
         if (record.responseFormat === "url") {
-          const path = deps.signer.path(record.id, index, extensionOf(image.mime), record.expires_at ?? 0);
+          const path = deps.signer.path(
+            record.id,
+            index,
+            extensionOf(image.mime),
+            record.expires_at ?? 0,
+          );
           return { url: `${deps.baseUrl}${path}`, ...extra };
         }
         const bytes = await deps.store.getImage(record.id, index);

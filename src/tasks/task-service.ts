@@ -19,7 +19,10 @@ import {
   type TaskRecord,
 } from "./task-record.js";
 import { toUpstreamBody, type SubmitTaskRequest } from "./task-schemas.js";
-import type { TaskStore } from "./task-store.js";
+import type { CreateResult, TaskStore } from "./task-store.js";
+
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Why a running task's upstream call was aborted. */
 type AbortReason = "timeout" | "cancelled" | "shutdown";
@@ -46,7 +49,19 @@ export function createTaskService(deps: TaskServiceDeps) {
   const now = deps.now ?? Date.now;
   const seconds = () => Math.floor(now() / 1000);
   const retentionMs = limits.retentionSec * 1000;
+  /**
+   * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
+   * kept at least `retentionSec` (rounding down cut up to a second off).
+   */
+  const expiresAt = (atMs: number) => Math.ceil((atMs + retentionMs) / 1000);
+  /**
+   * Image bytes are written just before their task completes; the margin
+   * keeps them from expiring a moment before the task record does.
+   */
+  const imageTtlMs = retentionMs + 60_000;
   const running = new Map<string, AbortController>();
+  /** Submissions the store admitted that are not in the queue yet. */
+  let admitting = 0;
   const dispatcher = createSlowAgent();
 
   const finished = (record: TaskRecord) => {
@@ -66,12 +81,17 @@ export function createTaskService(deps: TaskServiceDeps) {
     from: "queued" | "in_progress",
     error: TaskError,
   ): Promise<TaskRecord | undefined> => {
-    const at = seconds();
+    const atMs = now();
     return store
       .transition(
         id,
         from,
-        { status: "failed", completed_at: at, expires_at: at + limits.retentionSec, error },
+        {
+          status: "failed",
+          completed_at: Math.floor(atMs / 1000),
+          expires_at: expiresAt(atMs),
+          error,
+        },
         retentionMs,
       )
       .then((record) => {
@@ -101,9 +121,10 @@ export function createTaskService(deps: TaskServiceDeps) {
     const controller = new AbortController();
     running.set(id, controller);
     metrics.tasksInProgress.inc();
+    // Node fires a timer over 2^31-1 ms (24.8 days) at once, so a longer timeout is capped.
     const timer = setTimeout(
       () => controller.abort("timeout" satisfies AbortReason),
-      limits.timeoutSec * 1000,
+      Math.min(limits.timeoutSec * 1000, MAX_TIMER_MS),
     );
     try {
       const candidates = deps.registry.candidates(started.model);
@@ -119,16 +140,16 @@ export function createTaskService(deps: TaskServiceDeps) {
         dispatcher,
       });
       await Promise.all(
-        result.images.map((image, index) => store.putImage(id, index, image.bytes, retentionMs)),
+        result.images.map((image, index) => store.putImage(id, index, image.bytes, imageTtlMs)),
       );
-      const at = seconds();
+      const atMs = now();
       const completed = await store.transition(
         id,
         "in_progress",
         {
           status: "completed",
-          completed_at: at,
-          expires_at: at + limits.retentionSec,
+          completed_at: Math.floor(atMs / 1000),
+          expires_at: expiresAt(atMs),
           images: result.images.map(({ mime, bytes, revised_prompt }) => ({
             mime,
             bytes: bytes.length,
@@ -192,11 +213,18 @@ export function createTaskService(deps: TaskServiceDeps) {
 
   /** Reads a task the principal owns; anything else is the same 404. */
   async function get(principal: Principal, id: string): Promise<TaskRecord> {
-    const notFound = () => new AppError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, { param: "task_id" });
+    const notFound = () =>
+      new AppError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, {
+        param: "task_id",
+      });
     if (!TASK_ID_PATTERN.test(id)) throw notFound();
     const record = await store.get(id);
     if (!record || record.owner !== principal.subject) throw notFound();
-    if (isFinished(record.status) && record.expires_at !== undefined && record.expires_at <= seconds()) {
+    if (
+      isFinished(record.status) &&
+      record.expires_at !== undefined &&
+      record.expires_at <= seconds()
+    ) {
       throw notFound();
     }
     return record;
@@ -228,11 +256,6 @@ export function createTaskService(deps: TaskServiceDeps) {
       ) {
         throw modelNotFound(request.model);
       }
-      if (queue.depth() >= limits.maxQueued) {
-        throw new AppError("queue_full", "Too many image tasks are waiting; retry later.", {
-          headers: { "Retry-After": String(Math.max(limits.pollIntervalSec, 10)) },
-        });
-      }
       const record: TaskRecord = {
         id: newTaskId(),
         owner: principal.subject,
@@ -249,7 +272,29 @@ export function createTaskService(deps: TaskServiceDeps) {
             fingerprint: createHash("sha256").update(JSON.stringify(request)).digest("base64url"),
           }
         : undefined;
-      const result = await store.create(record, idempotency);
+      // Decided inside the store's create, after the idempotency check (a retry is
+      // answered even when the queue is full) and one submission at a time; tasks
+      // admitted but not yet enqueued count, or concurrent submissions overfill the queue.
+      let admitted = false;
+      const admit = () => {
+        const freeSlots = Math.max(0, limits.maxConcurrent - queue.running());
+        if (queue.depth() + admitting >= limits.maxQueued + freeSlots) return false;
+        admitting++;
+        admitted = true;
+        return true;
+      };
+      let result: CreateResult;
+      try {
+        result = await store.create(record, idempotency, admit);
+        if (result.kind === "created") queue.enqueue(record.id);
+      } finally {
+        if (admitted) admitting--;
+      }
+      if (result.kind === "refused") {
+        throw new AppError("queue_full", "Too many image tasks are waiting; retry later.", {
+          headers: { "Retry-After": String(Math.max(limits.pollIntervalSec, 10)) },
+        });
+      }
       if (result.kind === "conflict") {
         throw new AppError(
           "idempotency_key_conflict",
@@ -259,7 +304,6 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       if (result.kind === "replayed") return { record: result.record, replayed: true };
       metrics.tasksSubmitted.inc();
-      queue.enqueue(record.id);
       return { record, replayed: false };
     },
 
@@ -317,7 +361,10 @@ export function createTaskService(deps: TaskServiceDeps) {
     async stop(graceMs: number): Promise<void> {
       const drained = queue.stop();
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      await Promise.race([
+        drained,
+        new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
+      ]);
       clearTimeout(timer);
       for (const controller of running.values()) controller.abort("shutdown" satisfies AbortReason);
       await drained;

@@ -6,7 +6,9 @@ export type CreateResult =
   /** The idempotency key was seen with the same body: the earlier task. */
   | { kind: "replayed"; record: TaskRecord }
   /** The idempotency key was seen with another body. */
-  | { kind: "conflict" };
+  | { kind: "conflict" }
+  /** A new task, but `admit` said no (the queue is full): nothing was written. */
+  | { kind: "refused" };
 
 /** An idempotency key, scoped to the owner, and a fingerprint of the body. */
 export interface Idempotency {
@@ -20,8 +22,16 @@ export interface Idempotency {
  */
 export interface TaskStore {
   get(id: string): Promise<TaskRecord | undefined>;
-  /** Writes a new queued task, or answers with the task an idempotency key already made. */
-  create(record: TaskRecord, idempotency?: Idempotency): Promise<CreateResult>;
+  /**
+   * Writes a new queued task, or answers with the task an idempotency key already made.
+   * `admit`, asked only when a new task would be written and one call at a time, may
+   * refuse it: a replay is answered even when the queue is full.
+   */
+  create(
+    record: TaskRecord,
+    idempotency?: Idempotency,
+    admit?: () => boolean,
+  ): Promise<CreateResult>;
   /**
    * Moves a task from `expected` to `patch.status` (a legal transition),
    * merging `patch`. Resolves `undefined`, writing nothing, when the task is

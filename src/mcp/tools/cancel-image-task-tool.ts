@@ -61,11 +61,11 @@ export function registerCancelImageTaskTool(
               ? `Task ${task.id} had already completed; collect it with check_image_task.`
               : task.status === "failed"
                 ? `Task ${task.id} had already failed (${structuredContent.error?.code}).`
-                : `Task ${task.id} is ${task.status.replace("_", " ")}; cancellation was requested.`;
+                : `Task ${task.id} is ${task.status.replace("_", " ")}; cancellation requested.`;
         return { structuredContent, content: [{ type: "text", text }] };
       } catch (error) {
         if (extra.signal.aborted) throw error;
-        deps.logger?.warn({ err: error, tool: "cancel_image_task" }, "tool call failed");
+        deps.logger?.info({ err: error, tool: "cancel_image_task" }, "tool call failed");
         return toolError(`Could not cancel task ${args.task_id}. ${describeToolFailure(error)}`);
       }
     },

@@ -143,7 +143,12 @@ export function registerCheckImageTaskTool(server: McpServer, deps: ImageToolDep
         }
         return delivery.kind === "files"
           ? await deliverFiles(delivery.sink, deps.api, task, summary, extra.signal)
-          : deliverLinks(task, summary, linkRebase(deps.api.baseUrl, delivery.publicOrigin));
+          : deliverLinks(
+              task,
+              summary,
+              deps.api.baseUrl,
+              linkRebase(deps.api.baseUrl, delivery.publicOrigin),
+            );
       } catch (error) {
         if (extra.signal.aborted) throw error;
         if (
@@ -155,7 +160,7 @@ export function registerCheckImageTaskTool(server: McpServer, deps: ImageToolDep
           const saved = await delivery.sink.findSavedImages(taskId).catch(() => undefined);
           if (saved) return filesResult({ task_id: taskId, status: "completed" }, saved, true);
         }
-        deps.logger?.warn({ err: error, tool: "check_image_task" }, "tool call failed");
+        deps.logger?.info({ err: error, tool: "check_image_task" }, "tool call failed");
         return toolError(`Could not check task ${taskId}. ${describeToolFailure(error)}`);
       }
     },
@@ -234,13 +239,14 @@ function linkRebase(apiBaseUrl: string, publicOrigin: string | undefined) {
 function deliverLinks(
   task: ImageTask,
   summary: TaskSummary,
+  apiBaseUrl: string,
   rebase: (url: URL) => URL,
 ): CallToolResult {
   const items = task.data ?? [];
   const files: Array<{ url: string; mime_type: string }> = [];
   const links: ContentBlock[] = [];
   for (const [index, item] of items.entries()) {
-    const parsed = item.url ? parseHttpUrl(item.url) : undefined;
+    const parsed = item.url ? parseHttpUrl(item.url, new URL(apiBaseUrl).origin) : undefined;
     const url = parsed && rebase(parsed);
     if (!url) {
       return toolError(
@@ -271,7 +277,7 @@ function deliverLinks(
         text:
           files.length === 0
             ? `Task ${task.id} completed without images.`
-            : `Task ${task.id} completed; ${files.length} image${files.length === 1 ? "" : "s"}:\n` +
+            : `Task ${task.id} completed; ${files.length} image(s):\n` +
               files.map((file) => `- ${file.url}`).join("\n") +
               expiry,
       },
@@ -280,9 +286,9 @@ function deliverLinks(
   };
 }
 
-function parseHttpUrl(value: string): URL | undefined {
+function parseHttpUrl(value: string, base?: string): URL | undefined {
   try {
-    const url = new URL(value);
+    const url = new URL(value, base);
     return url.protocol === "http:" || url.protocol === "https:" ? url : undefined;
   } catch {
     return undefined;

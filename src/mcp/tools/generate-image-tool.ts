@@ -97,7 +97,7 @@ export function registerGenerateImageTool(server: McpServer, deps: ImageToolDeps
         };
       } catch (error) {
         if (extra.signal.aborted) throw error;
-        deps.logger?.warn({ err: error, tool: "generate_image" }, "tool call failed");
+        deps.logger?.info({ err: error, tool: "generate_image" }, "tool call failed");
         return toolError(`Could not submit the image task. ${describeToolFailure(error)}`);
       }
     },

@@ -35,18 +35,20 @@ export function createKeyvTaskStore(
       return (await keyv.get(taskKey(id))) as TaskRecord | undefined;
     },
 
-    create(record, idempotency?: Idempotency) {
+    create(record, idempotency?: Idempotency, admit?: () => boolean) {
       return exclusive(async (): Promise<CreateResult> => {
         const idemKey = idempotency && `idem:${record.owner}:${idempotency.key}`;
         if (idemKey && idempotency) {
           const seen = (await keyv.get(idemKey)) as IdempotencyEntry | undefined;
-          const earlier = seen && ((await keyv.get(taskKey(seen.taskId))) as TaskRecord | undefined);
+          const earlier =
+            seen && ((await keyv.get(taskKey(seen.taskId))) as TaskRecord | undefined);
           if (seen && earlier) {
             return seen.fingerprint === idempotency.fingerprint
               ? { kind: "replayed", record: earlier }
               : { kind: "conflict" };
           }
         }
+        if (admit && !admit()) return { kind: "refused" };
         await keyv.set(taskKey(record.id), record);
         await keyv.set(UNFINISHED, [...(await readUnfinished()), record.id]);
         if (idemKey && idempotency) {
@@ -99,7 +101,9 @@ export function createKeyvTaskStore(
     },
 
     async deleteImages(id, count) {
-      await Promise.all(Array.from({ length: count }, (_, index) => keyv.delete(imageKey(id, index))));
+      await Promise.all(
+        Array.from({ length: count }, (_, index) => keyv.delete(imageKey(id, index))),
+      );
     },
 
     getOrSetMeta(key, create) {

@@ -1,0 +1,106 @@
+import { pino } from "pino";
+import { parseConfig } from "../../src/config/load-config.js";
+import type { Config, ConfigInput } from "../../src/config/config-schema.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.js";
+
+/** Keys every test app knows. */
+export const TEST_KEYS = {
+  /** group `default`: gpt-4o-mini and gpt-image-* */
+  default: "sk-test-default-0001",
+  /** group `default` too, another owner */
+  other: "sk-test-default-0002",
+  /** group `vip`: everything */
+  vip: "sk-test-vip-0001",
+  /** group `chat`: gpt-4o-mini only */
+  chat: "sk-test-chat-0001",
+} as const;
+
+/** The channel key the test upstream expects; it must never reach a client. */
+export const UPSTREAM_KEY = "sk-upstream-secret-do-not-leak";
+
+export interface TestAppOptions {
+  /** The fake channel; default: a fresh one, closed with the app. */
+  upstream?: FakeUpstream;
+  imageTasks?: Partial<Config["imageTasks"]>;
+  /** Replaces the store URL (default memory://). */
+  storeUrl?: string;
+  /** Merged over the generated config (shallow, per top-level section). */
+  config?: Partial<ConfigInput>;
+}
+
+export interface TestApp {
+  url: string;
+  /** `url` + `/v1`: the base URL for the openai SDK. */
+  baseURL: string;
+  /** A key of group `default` (gpt-4o-mini, gpt-image-*). */
+  key: string;
+  /** A key of group `vip` (all models). */
+  vipKey: string;
+  upstream: FakeUpstream;
+  config: Config;
+  server: RunningServer;
+  /** Stops the service (and the upstream, when the app started it). */
+  close(): Promise<void>;
+}
+
+/** The config a test app runs with, in front of `upstreamBaseUrl`. */
+export function testConfig(upstreamBaseUrl: string, options: TestAppOptions = {}): Config {
+  const input: ConfigInput = {
+    server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 2 },
+    store: { url: options.storeUrl ?? "memory://" },
+    auth: {
+      keys: [
+        { key: TEST_KEYS.default, group: "default" },
+        { key: TEST_KEYS.other, group: "default" },
+        { key: TEST_KEYS.vip, group: "vip" },
+        { key: TEST_KEYS.chat, group: "chat" },
+      ],
+    },
+    groups: {
+      default: { models: ["gpt-4o-mini", "gpt-image-*"] },
+      vip: { models: ["*"] },
+      chat: { models: ["gpt-4o-mini"] },
+    },
+    channels: [
+      {
+        name: "fake",
+        baseUrl: upstreamBaseUrl,
+        apiKey: UPSTREAM_KEY,
+        models: ["gpt-4o-mini", "gpt-4o", "gpt-image-1", "dall-e-3"],
+      },
+    ],
+    imageTasks: { pollIntervalSec: 1, ...options.imageTasks },
+    logging: { level: "silent" },
+    ...options.config,
+  };
+  return parseConfig(input);
+}
+
+/**
+ * Starts the real service on a free port in front of a fake upstream (a real
+ * socket), with silent logs. Every test owns its app and closes it.
+ */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const ownUpstream = !options.upstream;
+  const upstream = options.upstream ?? (await startFakeUpstream());
+  const config = testConfig(upstream.baseUrl, options);
+  const server = await startServer({
+    config,
+    logger: pino({ level: "silent" }),
+    defaultMetrics: false,
+  });
+  return {
+    url: server.url,
+    baseURL: `${server.url}/v1`,
+    key: TEST_KEYS.default,
+    vipKey: TEST_KEYS.vip,
+    upstream,
+    config,
+    server,
+    async close() {
+      await server.close(500);
+      if (ownUpstream) await upstream.close();
+    },
+  };
+}

@@ -1,0 +1,275 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
+import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
+import type { TaskStore } from "../../src/tasks/task-store.js";
+import { testConfig } from "../support/start-test-app.js";
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "task-store-"));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+let dbCount = 0;
+
+/** Every backend the service can run on, opened the way the service opens it. */
+const backends: Array<{ name: string; url: () => string; persistent: boolean }> = [
+  { name: "memory", url: () => "memory://", persistent: false },
+  { name: "sqlite", url: () => `sqlite://${join(dir, `store-${++dbCount}.db`)}`, persistent: true },
+];
+
+function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
+  return {
+    id: newTaskId(),
+    owner: "key:owner-a",
+    status: "queued",
+    model: "gpt-image-1",
+    request: { model: "gpt-image-1", prompt: "a test", n: 1 },
+    responseFormat: "b64_json",
+    created: 1_700_000_000,
+    attempts: 0,
+    ...overrides,
+  };
+}
+
+describe.each(backends)("TaskStore on $name", ({ url, persistent }) => {
+  async function open(storeUrl = url()): Promise<TaskStore> {
+    const config = testConfig("http://127.0.0.1:9/v1", { storeUrl });
+    const store = await createTaskStore(config, pino({ level: "silent" }));
+    onTestFinished(() => store.close().catch(() => undefined));
+    return store;
+  }
+
+  it("says whether it outlives the process, and answers ping", async () => {
+    const store = await open();
+    expect(store.persistent).toBe(persistent);
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+
+  it("creates and gets a task; an unknown id is undefined", async () => {
+    const store = await open();
+    const task = record();
+    expect(await store.create(task)).toEqual({ kind: "created", record: task });
+    expect(await store.get(task.id)).toEqual(task);
+    expect(await store.get(newTaskId())).toBeUndefined();
+  });
+
+  it("replays an idempotency key with the same fingerprint, refuses another, per owner", async () => {
+    const store = await open();
+    const first = record();
+    const idem = { key: "k1", fingerprint: "fp-1" };
+    expect((await store.create(first, idem)).kind).toBe("created");
+
+    expect(await store.create(record(), idem)).toEqual({ kind: "replayed", record: first });
+    expect(await store.create(record(), { key: "k1", fingerprint: "fp-2" })).toEqual({
+      kind: "conflict",
+    });
+    const otherOwner = record({ owner: "key:owner-b" });
+    expect(await store.create(otherOwner, idem)).toEqual({ kind: "created", record: otherOwner });
+    const otherKey = record();
+    expect((await store.create(otherKey, { key: "k2", fingerprint: "fp-1" })).kind).toBe("created");
+
+    // The replay answers the task as it is now.
+    await store.transition(first.id, "queued", { status: "in_progress", started_at: 1 });
+    const replay = await store.create(record(), idem);
+    expect(replay.kind === "replayed" && replay.record.status).toBe("in_progress");
+  });
+
+  it("makes concurrent creates with one idempotency key one task", async () => {
+    const store = await open();
+    const idem = { key: "same", fingerprint: "fp" };
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => store.create(record(), idem)),
+    );
+    expect(results.filter((result) => result.kind === "created")).toHaveLength(1);
+    const ids = results.map((result) => ("record" in result ? result.record.id : result.kind));
+    expect(new Set(ids).size).toBe(1);
+  });
+
+  it("asks admit only before writing a new task; a refusal writes nothing", async () => {
+    const store = await open();
+    const idem = { key: "admit", fingerprint: "fp" };
+    const refusedTask = record();
+    expect(await store.create(refusedTask, idem, () => false)).toEqual({ kind: "refused" });
+    expect(await store.get(refusedTask.id)).toBeUndefined();
+    expect(await store.listUnfinished()).toEqual([]);
+
+    let asked = 0;
+    const admit = () => {
+      asked++;
+      return true;
+    };
+    const first = record();
+    expect(await store.create(first, idem, admit)).toEqual({ kind: "created", record: first });
+    expect(asked).toBe(1);
+    // A replay or a conflict is answered without asking: a full queue does not hide a retry.
+    expect(await store.create(record(), idem, () => false)).toEqual({
+      kind: "replayed",
+      record: first,
+    });
+    expect(
+      await store.create(record(), { key: "admit", fingerprint: "other" }, () => false),
+    ).toEqual({ kind: "conflict" });
+
+    // One call at a time: an admit that counts sees every earlier admission.
+    let admitted = 0;
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        store.create(record(), undefined, () => (admitted < 2 ? (admitted++, true) : false)),
+      ),
+    );
+    expect(results.filter((result) => result.kind === "created")).toHaveLength(2);
+    expect(results.filter((result) => result.kind === "refused")).toHaveLength(4);
+  });
+
+  it("transitions as a compare-and-set", async () => {
+    const store = await open();
+    const task = record();
+    await store.create(task);
+
+    const started = await store.transition(task.id, "queued", {
+      status: "in_progress",
+      started_at: 1_700_000_001,
+      attempts: 1,
+    });
+    expect(started).toEqual({
+      ...task,
+      status: "in_progress",
+      started_at: 1_700_000_001,
+      attempts: 1,
+    });
+    expect(await store.get(task.id)).toEqual(started);
+
+    // Lost race: the task is no longer queued; nothing is written.
+    expect(await store.transition(task.id, "queued", { status: "failed" })).toBeUndefined();
+    expect(await store.get(task.id)).toEqual(started);
+    // Gone: undefined as well.
+    expect(
+      await store.transition(newTaskId(), "queued", { status: "in_progress" }),
+    ).toBeUndefined();
+
+    const completed = await store.transition(task.id, "in_progress", {
+      status: "completed",
+      completed_at: 1_700_000_002,
+      images: [{ mime: "image/png", bytes: 10 }],
+    });
+    expect(completed?.status).toBe("completed");
+    expect(await store.get(task.id)).toEqual(completed);
+  });
+
+  it("refuses an illegal transition, writing nothing", async () => {
+    const store = await open();
+    const task = record();
+    await store.create(task);
+    await expect(store.transition(task.id, "queued", { status: "completed" })).rejects.toThrow(
+      /illegal/,
+    );
+    await expect(store.transition(task.id, "queued", { status: "queued" })).rejects.toThrow();
+    expect(await store.get(task.id)).toEqual(task);
+
+    await store.transition(task.id, "queued", { status: "failed" });
+    for (const to of ["queued", "in_progress", "completed"] as const) {
+      await expect(store.transition(task.id, "failed", { status: to })).rejects.toThrow();
+    }
+    expect((await store.get(task.id))?.status).toBe("failed");
+    // The store keeps working after a refused transition.
+    const next = record();
+    expect((await store.create(next)).kind).toBe("created");
+  });
+
+  it("lists unfinished tasks oldest first, without the finished ones", async () => {
+    const store = await open();
+    const late = record({ created: 300 });
+    const early = record({ created: 100 });
+    const middle = record({ created: 200 });
+    const sameSecondA = record({ created: 400 });
+    const sameSecondB = record({ created: 400 });
+    const done = record({ created: 50 });
+    for (const task of [late, early, middle, sameSecondA, sameSecondB, done]) {
+      await store.create(task);
+    }
+    await store.transition(middle.id, "queued", { status: "in_progress" });
+    await store.transition(done.id, "queued", { status: "failed" });
+
+    const unfinished = await store.listUnfinished();
+    expect(unfinished.map((task) => task.id)).toEqual([
+      early.id,
+      middle.id,
+      late.id,
+      sameSecondA.id,
+      sameSecondB.id,
+    ]);
+    expect(unfinished[1]?.status).toBe("in_progress");
+
+    // Handed back to queued, it stays listed; finished, it goes.
+    await store.transition(middle.id, "in_progress", { status: "queued" });
+    await store.transition(early.id, "queued", { status: "in_progress" });
+    await store.transition(early.id, "in_progress", { status: "completed" });
+    expect((await store.listUnfinished()).map((task) => task.id)).toEqual([
+      middle.id,
+      late.id,
+      sameSecondA.id,
+      sameSecondB.id,
+    ]);
+  });
+
+  it("puts, gets and deletes image bytes", async () => {
+    const store = await open();
+    const id = newTaskId();
+    const bytes = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]), Buffer.alloc(70_000, 7)];
+    await store.putImage(id, 0, bytes[0]!, 60_000);
+    await store.putImage(id, 1, bytes[1]!, 60_000);
+    expect(await store.getImage(id, 0)).toEqual(bytes[0]);
+    expect(await store.getImage(id, 1)).toEqual(bytes[1]);
+    expect(await store.getImage(id, 2)).toBeUndefined();
+    expect(await store.getImage(newTaskId(), 0)).toBeUndefined();
+    await store.deleteImages(id, 2);
+    expect(await store.getImage(id, 0)).toBeUndefined();
+    expect(await store.getImage(id, 1)).toBeUndefined();
+  });
+
+  it("forgets a finished task and images after their TTL, keeps unfinished ones", async () => {
+    const store = await open();
+    const finished = record();
+    const waiting = record();
+    await store.create(finished);
+    await store.create(waiting);
+    await store.transition(finished.id, "queued", { status: "failed" }, 1000);
+    await store.putImage(finished.id, 0, Buffer.from("png"), 1000);
+    expect((await store.get(finished.id))?.status).toBe("failed");
+    expect(await store.getImage(finished.id, 0)).toEqual(Buffer.from("png"));
+
+    await sleep(1500);
+    expect(await store.get(finished.id)).toBeUndefined();
+    expect(await store.getImage(finished.id, 0)).toBeUndefined();
+    expect(await store.get(waiting.id)).toEqual(waiting);
+    expect((await store.listUnfinished()).map((task) => task.id)).toEqual([waiting.id]);
+  });
+
+  it("keeps a meta value stable once set", async () => {
+    const storeUrl = url();
+    const store = await open(storeUrl);
+    const values = await Promise.all([
+      store.getOrSetMeta("secret", () => "first"),
+      store.getOrSetMeta("secret", () => "second"),
+    ]);
+    expect(values).toEqual(["first", "first"]);
+    expect(await store.getOrSetMeta("secret", () => "third")).toBe("first");
+    expect(await store.getOrSetMeta("other", () => "x")).toBe("x");
+
+    if (persistent) {
+      const task = record();
+      await store.create(task);
+      await store.close();
+      const reopened = await open(storeUrl);
+      expect(await reopened.getOrSetMeta("secret", () => "after restart")).toBe("first");
+      expect(await reopened.get(task.id)).toEqual(task);
+      expect((await reopened.listUnfinished()).map((t) => t.id)).toEqual([task.id]);
+    }
+  });
+});
