@@ -17,7 +17,6 @@ const REQUESTS = Number(process.env.REQUESTS ?? 4000);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
 const KEY = "sk-bench-key-0001";
 
-
 async function runRole(name, upstreamUrl) {
   // A normal exit, so --cpu-prof can write its profile.
   process.on("SIGINT", () => process.exit(0));

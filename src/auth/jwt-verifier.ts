@@ -18,11 +18,14 @@ export function createJwtVerifier(
   jwt: JwtConfig,
   groups: Config["groups"],
 ): (token: string) => Promise<Principal | undefined> {
-  const key: Uint8Array | JWTVerifyGetKey = jwt.secret
-    ? new TextEncoder().encode(jwt.secret)
-    : createRemoteJWKSet(new URL(jwt.jwksUrl as string));
-  const algorithms = jwt.secret ? ["HS256"] : undefined;
+  const key: Uint8Array | JWTVerifyGetKey =
+    jwt.secret !== undefined
+      ? new TextEncoder().encode(jwt.secret)
+      : createRemoteJWKSet(new URL(jwt.jwksUrl as string));
+  const algorithms = jwt.secret !== undefined ? ["HS256"] : undefined;
   return async (token) => {
+    // Fail closed: an empty secret (unset variable) must not verify anything.
+    if (jwt.secret === "") return undefined;
     try {
       const { payload } = await jwtVerify(token, key as Uint8Array, {
         issuer: jwt.issuer,

@@ -43,6 +43,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
         return await serve(file, env);
       case "check-config": {
         const loaded = loadConfig({ file, env });
+        printWarnings(loaded.warnings);
         process.stdout.write(`${loaded.file}: valid\n`);
         return 0;
       }
@@ -63,7 +64,8 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
 }
 
 async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<number> {
-  const { config, file: configFile } = loadConfig({ file, env });
+  const { config, file: configFile, warnings } = loadConfig({ file, env });
+  printWarnings(warnings);
   const running = await startServer({ config });
   const demo = configFile === DEFAULT_CONFIG_FILE;
   process.stdout.write(`${formatBanner({ url: running.url, config, demo, configFile })}\n`);
@@ -81,4 +83,8 @@ async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));
   });
+}
+
+function printWarnings(warnings: readonly string[]): void {
+  for (const warning of warnings) console.error(`warning: ${warning}`);
 }

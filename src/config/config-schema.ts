@@ -83,8 +83,8 @@ export const apiKeySchema = z
 /** Bearer JWTs, verified with jose. Exactly one of `secret` and `jwksUrl`. */
 export const jwtSchema = z
   .object({
-    /** HS256 shared secret. */
-    secret: z.string().min(1, "must not be empty (is its environment variable set?)").optional(),
+    /** HS256 shared secret. Empty (an unset `${JWT_SECRET}`): every JWT is refused. */
+    secret: z.string({ error: "must be a string" }).optional(),
     /** JWKS endpoint for asymmetric keys (RS256, ES256, ...). */
     jwksUrl: url.optional(),
     /** Required `iss`, when set. */

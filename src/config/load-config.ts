@@ -17,10 +17,12 @@ export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** A loaded configuration and the file it came from. */
+/** A loaded configuration, the file it came from, and what start-up should warn about. */
 export interface LoadedConfig {
   config: Config;
   file: string;
+  /** One line per questionable but accepted value (an unset `${VAR}`), naming the field. */
+  warnings: string[];
 }
 
 /**
@@ -43,7 +45,8 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   } catch (err) {
     throw new ConfigError([`${file}: not valid YAML (${(err as Error).message.split("\n")[0]})`]);
   }
-  return { config: parseConfig(raw ?? {}, env), file };
+  const warnings: string[] = [];
+  return { config: parseConfig(raw ?? {}, env, warnings), file, warnings };
 }
 
 /**
@@ -51,21 +54,27 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
  * environment overrides, defaults.
  * @throws ConfigError listing every problem.
  */
-export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = {}): Config {
+export function parseConfig(
+  raw: unknown,
+  env: NodeJS.ProcessEnv = {},
+  warnings?: string[],
+): Config {
   const problems: string[] = [];
   const unset = new Map<string, string>();
   const substituted = substituteEnv(raw, env, [], unset);
   applyEnvOverrides(substituted, env, problems);
-  // A `${VAR}` without a default whose variable is unset is a problem of its own (else an unset
-  // UPSTREAM_KEY would silently send no key); the field's other complaints would only repeat it.
+  // The spec's example must start as written even where its variables are unset: an unset
+  // `${VAR}` is an empty value and a warning (an empty JWT secret then refuses every token).
   for (const [path, name] of unset) {
-    problems.push(`${path || "(root)"}: environment variable ${name} is not set or empty`);
+    warnings?.push(
+      `${path || "(root)"}: environment variable ${name} is not set or empty; using ""`,
+    );
   }
   const result = configSchema.safeParse(substituted);
   if (!result.success) {
     for (const issue of result.error.issues) {
       const path = formatPath(issue.path);
-      if (unset.has(path)) continue;
+      const hint = unset.get(path);
       if (issue.code === "unrecognized_keys") {
         // One line per unknown field, naming it (`server.prot`), not its section.
         for (const key of issue.keys) {
@@ -73,7 +82,9 @@ export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = {}): Config {
         }
         continue;
       }
-      problems.push(`${path || "(root)"}: ${issue.message}`);
+      problems.push(
+        `${path || "(root)"}: ${issue.message}${hint ? ` (environment variable ${hint} is not set)` : ""}`,
+      );
     }
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);
