@@ -16,6 +16,9 @@ import { createTaskStore } from "./tasks/store/create-task-store.js";
 import { createInProcessQueue } from "./tasks/task-queue.js";
 import { createTaskService } from "./tasks/task-service.js";
 
+/** How often expired tasks, images and idempotency keys are deleted from the store. */
+const SWEEP_INTERVAL_MS = 60_000;
+
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
   config: Config;
@@ -104,11 +107,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
   await tasks.recover();
   queue.start(tasks.run);
+  const sweeper = setInterval(() => {
+    store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+  }, SWEEP_INTERVAL_MS);
+  sweeper.unref();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
     (closing ??= (async () => {
       stopping = true;
+      clearInterval(sweeper);
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await tasks.stop(graceMs);

@@ -68,11 +68,16 @@ export async function generateImages(
         route: "image_tasks",
         outcome: "error",
       });
-      input.logger.warn(
-        { channel: channel.name, err: (err as Error).message },
-        "channel unreachable",
+      const code = errorCode(err);
+      input.logger.warn({ channel: channel.name, err: code }, "channel call failed");
+      if (CONNECT_ERRORS.has(code)) continue;
+      // The request may have reached the channel, which may be generating (and billing)
+      // it: another channel would make it twice, so the task fails instead.
+      throw new TaskFailure(
+        "upstream_unavailable",
+        "The connection to the upstream channel broke before it answered.",
+        "upstream_error",
       );
-      continue;
     }
     metrics.upstreamRequests.inc({
       channel: channel.name,
@@ -92,6 +97,23 @@ export async function generateImages(
     return parseGeneration(text, channel, signal, input.dispatcher);
   }
   throw lastFailure;
+}
+
+/** Errors that prove the request never reached the channel, so another may take it. */
+const CONNECT_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** The system or undici error code behind a fetch failure (`fetch failed` hides it in `cause`). */
+function errorCode(err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
+  const code = cause?.code ?? (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "unknown";
 }
 
 async function readText(response: { text(): Promise<string> }, signal: AbortSignal) {

@@ -62,6 +62,8 @@ export function createTaskService(deps: TaskServiceDeps) {
   const running = new Map<string, AbortController>();
   /** Submissions the store admitted that are not in the queue yet. */
   let admitting = 0;
+  /** Set by stop(): a task accepted now would wait on a queue that no longer runs. */
+  let stopping = false;
   const dispatcher = createSlowAgent();
 
   const finished = (record: TaskRecord) => {
@@ -243,6 +245,11 @@ export function createTaskService(deps: TaskServiceDeps) {
       request: SubmitTaskRequest,
       idempotencyKey?: string,
     ): Promise<{ record: TaskRecord; replayed: boolean }> {
+      if (stopping) {
+        throw new AppError("service_unavailable", "The service is shutting down; retry shortly.", {
+          headers: { "Retry-After": "2" },
+        });
+      }
       if (!isTaskModel(request.model)) {
         throw new AppError(
           "unsupported_model",
@@ -359,6 +366,7 @@ export function createTaskService(deps: TaskServiceDeps) {
      * `interrupted` (memory store).
      */
     async stop(graceMs: number): Promise<void> {
+      stopping = true;
       const drained = queue.stop();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([

@@ -51,6 +51,12 @@ export interface TaskStore {
   deleteImages(id: string, count: number): Promise<void>;
   /** A value set once for all processes sharing the store (the URL signing secret). */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
+  /**
+   * Deletes what has expired (finished tasks, their images, idempotency keys)
+   * for backends that only forget an expired key when it is read; resolves the
+   * number of keys deleted. Called periodically; cheap when there is nothing to do.
+   */
+  sweepExpired(): Promise<number>;
   /** Throws when the store cannot be reached (for `/readyz`). */
   ping(): Promise<void>;
   /** Whether tasks outlive the process, i.e. a restart should pick them up. */

@@ -12,6 +12,13 @@ import { createKeyvTaskStore } from "./keyv-task-store.js";
  * (relative to the working directory; its folder is created).
  */
 export async function createTaskStore(config: Config, logger: Logger): Promise<TaskStore> {
+  const store = await openTaskStore(config, logger);
+  // The first sweep of a new store marks where expiry buckets start.
+  await store.sweepExpired();
+  return store;
+}
+
+async function openTaskStore(config: Config, logger: Logger): Promise<TaskStore> {
   const url = config.store.url;
   // Idempotency keys must outlive the task they point at by the whole run.
   const idempotencyTtlMs = (config.imageTasks.retentionSec + config.imageTasks.timeoutSec) * 1000;

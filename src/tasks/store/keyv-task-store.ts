@@ -14,8 +14,9 @@ interface IdempotencyEntry {
  */
 export function createKeyvTaskStore(
   keyv: Keyv,
-  options: { persistent: boolean; idempotencyTtlMs: number },
+  options: { persistent: boolean; idempotencyTtlMs: number; now?: () => number },
 ): TaskStore {
+  const now = options.now ?? Date.now;
   let chain: Promise<unknown> = Promise.resolve();
   const exclusive = <T>(step: () => Promise<T>): Promise<T> => {
     const result = chain.then(step);
@@ -27,6 +28,21 @@ export function createKeyvTaskStore(
   const UNFINISHED = "index:unfinished";
 
   const readUnfinished = async () => ((await keyv.get(UNFINISHED)) as string[] | undefined) ?? [];
+
+  /*
+   * Keyv drops an expired entry only when it is read, so finished tasks, their
+   * images and idempotency keys would stay on disk for ever. Each key with a
+   * TTL is also listed in the bucket of the minute it expires in; the sweep
+   * deletes whole buckets once their minute has passed: O(expired), no scan.
+   */
+  const BUCKET_MS = 60_000;
+  const SWEPT_UNTIL = "meta:swept-until";
+  const bucketKey = (bucket: number) => `expiring:${bucket}`;
+  const expireLater = async (keys: string[], ttlMs: number) => {
+    const bucket = Math.floor((now() + ttlMs) / BUCKET_MS) + 1;
+    const listed = ((await keyv.get(bucketKey(bucket))) as string[] | undefined) ?? [];
+    await keyv.set(bucketKey(bucket), [...listed, ...keys]);
+  };
 
   return {
     persistent: options.persistent,
@@ -57,6 +73,7 @@ export function createKeyvTaskStore(
             { taskId: record.id, fingerprint: idempotency.fingerprint } satisfies IdempotencyEntry,
             options.idempotencyTtlMs,
           );
+          await expireLater([idemKey], options.idempotencyTtlMs);
         }
         return { kind: "created", record };
       });
@@ -77,6 +94,13 @@ export function createKeyvTaskStore(
             UNFINISHED,
             (await readUnfinished()).filter((other) => other !== id),
           );
+          if (ttlMs !== undefined) {
+            const images = Array.from({ length: next.images?.length ?? 0 }, (_, index) =>
+              imageKey(id, index),
+            );
+            // Image TTLs may run a little longer than the task's: the sweep waits for them too.
+            await expireLater([taskKey(id), ...images], ttlMs + BUCKET_MS);
+          }
         }
         return next;
       });
@@ -114,6 +138,31 @@ export function createKeyvTaskStore(
         const value = create();
         await keyv.set(metaKey, value);
         return value;
+      });
+    },
+
+    sweepExpired() {
+      return exclusive(async () => {
+        const current = Math.floor(now() / BUCKET_MS);
+        let from = (await keyv.get(SWEPT_UNTIL)) as number | undefined;
+        if (from === undefined) {
+          // A new store: nothing can be listed in a bucket before this one.
+          await keyv.set(SWEPT_UNTIL, current);
+          return 0;
+        }
+        let deleted = 0;
+        // Bounded per call, so a store left alone for months catches up in steps.
+        for (let bucket = from; bucket <= current && bucket < from + 10_000; bucket += 1) {
+          const keys = (await keyv.get(bucketKey(bucket))) as string[] | undefined;
+          if (keys?.length) {
+            await Promise.all(keys.map((key) => keyv.delete(key)));
+            deleted += keys.length;
+          }
+          await keyv.delete(bucketKey(bucket));
+        }
+        from = Math.min(current + 1, from + 10_000);
+        await keyv.set(SWEPT_UNTIL, from);
+        return deleted;
       });
     },
 
