@@ -1,4 +1,5 @@
-import express, { type Express } from "express";
+import type { RequestListener } from "node:http";
+import express from "express";
 import type { Logger } from "pino";
 import { createAuthMiddleware, type Authenticate } from "./auth/create-authenticator.js";
 import type { ChannelRegistry } from "./channels/channel-registry.js";
@@ -17,6 +18,7 @@ import {
 import { createModelsRouter } from "./models/create-models-router.js";
 import type { GroupAccess } from "./models/group-access.js";
 import { createPassthroughHandler } from "./proxy/create-passthrough-handler.js";
+import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { createTasksRouter } from "./tasks/create-tasks-router.js";
 import type { TaskService } from "./tasks/task-service.js";
 import type { TaskStore } from "./tasks/task-store.js";
@@ -39,10 +41,11 @@ export interface AppDeps {
 }
 
 /**
- * Builds the Express app: no I/O here or on import, so tests and the
- * server assemble the same app from the same parts.
+ * Builds the service's request listener: the proxy lane for the two
+ * passthrough routes, Express for everything else. No I/O here or on import,
+ * so tests and the server assemble the same app from the same parts.
  */
-export function createApp(deps: AppDeps): Express {
+export function createApp(deps: AppDeps): RequestListener {
   const { config, metrics, logger } = deps;
   const app = express();
   app.disable("x-powered-by");
@@ -61,12 +64,6 @@ export function createApp(deps: AppDeps): Express {
 
   app.use("/v1", auth);
   app.use(createModelsRouter({ registry: deps.registry, access: deps.access }));
-  app.post("/v1/chat/completions", json, createPassthroughHandler("chat_completions", passthrough));
-  app.post(
-    "/v1/images/generations",
-    json,
-    createPassthroughHandler("images_generations", passthrough),
-  );
   app.use(
     createTasksRouter({
       jsonBody: json,
@@ -81,5 +78,18 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(notFoundHandler);
   app.use(createErrorMiddleware(logger));
-  return app;
+
+  const lane = createProxyLane({
+    authenticate: deps.authenticate,
+    jsonBody: json,
+    metrics,
+    logger,
+    routes: {
+      "/v1/chat/completions": createPassthroughHandler("chat_completions", passthrough),
+      "/v1/images/generations": createPassthroughHandler("images_generations", passthrough),
+    },
+  });
+  return (req, res) => {
+    if (!lane(req, res)) app(req, res);
+  };
 }

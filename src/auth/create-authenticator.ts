@@ -26,19 +26,29 @@ export function createAuthenticate(config: Config): Authenticate {
  */
 export function createAuthMiddleware(authenticate: Authenticate): RequestHandler {
   return async (req, res, next) => {
-    const header = req.headers.authorization;
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!header || (match === null && header.trim() === "")) {
-      throw new AppError(
-        "missing_api_key",
-        "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
-      );
-    }
-    const principal = match ? await authenticate(match[1] as string) : undefined;
-    if (!principal) {
-      throw new AppError("invalid_api_key", "Incorrect API key provided.");
-    }
-    res.locals.principal = principal;
+    res.locals.principal = await authenticateHeader(authenticate, req.headers.authorization);
     next();
   };
+}
+
+/**
+ * `Authorization: Bearer <key or JWT>` to a principal.
+ * @throws AppError `missing_api_key` or `invalid_api_key`
+ */
+export async function authenticateHeader(
+  authenticate: Authenticate,
+  header: string | undefined,
+): Promise<Principal> {
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (!header || (match === null && header.trim() === "")) {
+    throw new AppError(
+      "missing_api_key",
+      "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
+    );
+  }
+  const principal = match ? await authenticate(match[1] as string) : undefined;
+  if (!principal) {
+    throw new AppError("invalid_api_key", "Incorrect API key provided.");
+  }
+  return principal;
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "pino";
 import { AppError } from "./app-error.js";
@@ -39,18 +40,36 @@ export function toAppError(err: unknown): AppError {
  * client as the OpenAI envelope, never as a stack trace or HTML.
  */
 export function createErrorMiddleware(logger: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    const appError = toAppError(err);
-    if (appError.status >= 500 && appError.code === "internal_error") {
-      logger.error({ err, method: req.method, path: req.path }, "unhandled error");
-    }
-    if (res.headersSent) {
-      // A stream was already under way: all that is left is to cut it.
-      res.destroy();
-      return;
-    }
-    res.status(appError.status).set(appError.headers).json(appError.toJSON());
-  };
+  return (err, req, res, _next) => sendError(req, res, err, logger);
+}
+
+/**
+ * Writes any error as the OpenAI envelope on a plain Node response; the
+ * Express error middleware and the proxy lane (which runs outside Express)
+ * both end here.
+ */
+export function sendError(
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: unknown,
+  logger: Logger,
+): void {
+  const appError = toAppError(err);
+  if (appError.status >= 500 && appError.code === "internal_error") {
+    logger.error({ err, method: req.method, path: req.url?.split("?")[0] }, "unhandled error");
+  }
+  if (res.headersSent) {
+    // A stream was already under way: all that is left is to cut it.
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify(appError.toJSON());
+  res.writeHead(appError.status, {
+    ...appError.headers,
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end(body);
 }
 
 /** Unknown routes: a 404 envelope instead of Express's HTML page. */

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router, type RequestHandler } from "express";
 import type { Metrics } from "./create-metrics.js";
 
@@ -16,22 +17,34 @@ export function createMetricsRouter(metrics: Metrics): Router {
  */
 export function createHttpMetricsMiddleware(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
-    const started = performance.now();
-    let recorded = false;
-    const record = () => {
-      if (recorded) return;
-      recorded = true;
+    observeHttpRequest(metrics, req, res, () => {
       const route = req.route?.path;
-      const labels = {
-        route: typeof route === "string" ? route : "unmatched",
-        method: req.method,
-        status: res.writableFinished ? String(res.statusCode) : "aborted",
-      };
-      metrics.httpRequests.inc(labels);
-      metrics.httpDuration.observe(labels, (performance.now() - started) / 1000);
-    };
-    res.on("finish", record);
-    res.on("close", record);
+      return typeof route === "string" ? route : "unmatched";
+    });
     next();
   };
+}
+
+/**
+ * Counts and times one request once its response is done or its client
+ * left; `route` is asked only then (Express knows its route template late).
+ */
+export function observeHttpRequest(
+  metrics: Metrics,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: () => string,
+): void {
+  const started = performance.now();
+  const record = () => {
+    const labels = {
+      route: route(),
+      method: req.method ?? "",
+      status: res.writableFinished ? String(res.statusCode) : "aborted",
+    };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, (performance.now() - started) / 1000);
+  };
+  // "close" always comes, after "finish" when there is one.
+  res.once("close", record);
 }

@@ -5,12 +5,9 @@ import {
   type ServerResponse,
 } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
-import type { Readable } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { createProxyMiddleware, type Plugin } from "http-proxy-middleware";
 import type { Logger } from "pino";
-import { getPrincipal } from "../auth/principal.js";
+import type { Principal } from "../auth/principal.js";
 import type { Channel } from "../channels/channel.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import { AppError } from "../http/app-error.js";
@@ -19,6 +16,7 @@ import type { Metrics } from "../metrics/create-metrics.js";
 import type { GroupAccess } from "../models/group-access.js";
 import { modelNotFound } from "../models/create-models-router.js";
 import { CLIENT_CREDENTIAL_HEADERS, HOP_BY_HOP_HEADERS } from "./hop-by-hop-headers.js";
+import { passOnChannelError } from "./pass-on-channel-error.js";
 
 /** Which passthrough route, for metrics and the timeout to apply. */
 export type PassthroughRoute = "chat_completions" | "images_generations";
@@ -29,12 +27,27 @@ interface ProxyAttempt {
   candidates: Channel[];
   index: number;
   body: Buffer;
-  next: NextFunction;
+  /** Hands an error to the one error path (headers not sent yet). */
+  fail: (err: unknown) => void;
   upstream?: ClientRequest;
   sentAt: number;
   timedOut: boolean;
   clientGone: boolean;
 }
+
+/** A request with its parsed JSON body. */
+export type ParsedRequest = IncomingMessage & { body?: unknown };
+
+/**
+ * Proxies one authenticated request with its parsed body; errors before the
+ * response started go to `fail` (or are thrown), never written here.
+ */
+export type PassthroughHandler = (
+  req: ParsedRequest,
+  res: ServerResponse,
+  principal: Principal,
+  fail: (err: unknown) => void,
+) => Promise<void>;
 
 /** Dependencies of {@link createPassthroughHandler}. */
 export interface PassthroughDeps {
@@ -56,7 +69,7 @@ export interface PassthroughDeps {
 export function createPassthroughHandler(
   route: PassthroughRoute,
   deps: PassthroughDeps,
-): RequestHandler {
+): PassthroughHandler {
   const attempts = new WeakMap<IncomingMessage, ProxyAttempt>();
   const current = (req: IncomingMessage) => attempts.get(req) as ProxyAttempt;
   const channelOf = (attempt: ProxyAttempt) => attempt.candidates[attempt.index] as Channel;
@@ -64,67 +77,13 @@ export function createPassthroughHandler(
   const retryOrFail = (attempt: ProxyAttempt, req: IncomingMessage, res: ServerResponse) => {
     if (attempt.index + 1 < attempt.candidates.length) {
       attempt.index += 1;
-      void proxy(req as Request, res as Response, attempt.next);
+      void proxy(req, res, attempt.fail);
       return;
     }
-    attempt.next(new AppError("upstream_unavailable", "No upstream channel could be reached."));
+    attempt.fail(new AppError("upstream_unavailable", "No upstream channel could be reached."));
   };
 
-  /**
-   * A channel's error answer, read whole (error bodies are small): an OpenAI error body goes on
-   * with its status, minus the channel's key should it echo it; anything else (a CDN's HTML page,
-   * a bare 404 text) becomes this service's own envelope, so no error is ever HTML.
-   */
-  const passOnChannelError = (
-    proxyRes: IncomingMessage,
-    res: ServerResponse,
-    channel: Channel,
-    attempt: ProxyAttempt,
-  ) => {
-    const status = proxyRes.statusCode ?? 502;
-    readChannelBody(proxyRes).then(
-      (text) => {
-        const envelope = asErrorEnvelope(text);
-        if (!envelope) {
-          deps.logger.warn(
-            { channel: channel.name, status },
-            "channel answered an error without an OpenAI error body",
-          );
-          const timeout = status === 504 || status === 524 || status === 408;
-          attempt.next(
-            timeout
-              ? new AppError(
-                  "upstream_timeout",
-                  `The upstream channel did not answer in time (HTTP ${status}).`,
-                )
-              : new AppError(
-                  "upstream_unavailable",
-                  `The upstream channel answered HTTP ${status} without an OpenAI error body.`,
-                ),
-          );
-          return;
-        }
-        const body = channel.apiKey ? text.split(channel.apiKey).join("[redacted]") : text;
-        res.statusCode = status;
-        for (const [name, value] of Object.entries(proxyRes.headers)) {
-          if (value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && !BODY_HEADERS.has(name)) {
-            res.setHeader(name, value);
-          }
-        }
-        res.setHeader("content-type", "application/json");
-        res.setHeader("content-length", Buffer.byteLength(body));
-        res.end(body);
-      },
-      () => {
-        if (attempt.clientGone) return;
-        attempt.next(
-          new AppError("upstream_unavailable", "The upstream channel's answer was cut off."),
-        );
-      },
-    );
-  };
-
-  const events: Plugin<Request, Response> = (proxyServer) => {
+  const events: Plugin = (proxyServer) => {
     proxyServer.on("proxyReq", (proxyReq, req, res) => {
       const attempt = current(req);
       const channel = channelOf(attempt);
@@ -164,7 +123,11 @@ export function createPassthroughHandler(
         return;
       }
       if (status >= 400) {
-        passOnChannelError(proxyRes, res, channel, attempt);
+        passOnChannelError(proxyRes, res, channel, {
+          logger: deps.logger,
+          fail: attempt.fail,
+          clientGone: () => attempt.clientGone,
+        });
         return;
       }
       res.statusCode = status;
@@ -195,7 +158,7 @@ export function createPassthroughHandler(
       }
       deps.logger.warn({ channel: channel.name, err: err.message, outcome }, "channel call failed");
       if (attempt.timedOut) {
-        attempt.next(
+        attempt.fail(
           new AppError("upstream_timeout", "The upstream channel did not answer in time."),
         );
         return;
@@ -207,7 +170,7 @@ export function createPassthroughHandler(
   // http-proxy opens a new connection per request unless given an agent: keep-alive
   // agents (one per protocol, as Node requires) make the proxy cost about a bare pipe.
   const proxyFor = (agent: HttpAgent) =>
-    createProxyMiddleware<Request, Response>({
+    createProxyMiddleware({
       router: (req) => channelOf(current(req)).baseUrl,
       changeOrigin: true,
       selfHandleResponse: true,
@@ -217,13 +180,13 @@ export function createPassthroughHandler(
     });
   const httpProxy = proxyFor(new HttpAgent({ keepAlive: true }));
   const httpsProxy = proxyFor(new HttpsAgent({ keepAlive: true }));
-  const proxy = (req: Request, res: Response, next: NextFunction) =>
+  const proxy = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) =>
     channelOf(current(req)).baseUrl.startsWith("https:")
       ? httpsProxy(req, res, next)
       : httpProxy(req, res, next);
 
-  return async (req, res, next) => {
-    const { group } = getPrincipal(res);
+  return async (req, res, principal, fail) => {
+    const { group } = principal;
     const body: unknown = req.body;
     if (!body || typeof body !== "object" || Array.isArray(body)) {
       throw new AppError("invalid_value", "The request body must be a JSON object.");
@@ -245,7 +208,7 @@ export function createPassthroughHandler(
       candidates,
       index: 0,
       body: getRawBody(req) ?? Buffer.from(JSON.stringify(body)),
-      next,
+      fail,
       sentAt: 0,
       timedOut: false,
       clientGone: false,
@@ -258,50 +221,7 @@ export function createPassthroughHandler(
       }
     });
     // The channel's base already ends in its own /v1.
-    req.url = req.url.replace(/^\/v1(?=\/)/, "");
-    await proxy(req, res, next);
+    req.url = (req.url ?? "").replace(/^\/v1(?=\/)/, "");
+    await proxy(req, res, fail);
   };
-}
-
-/** Headers describing a body that {@link readChannelBody} re-encodes. */
-const BODY_HEADERS = new Set(["content-length", "content-encoding", "content-type"]);
-/** Larger error bodies are not OpenAI errors. */
-const MAX_ERROR_BODY_BYTES = 1024 * 1024;
-
-/** A channel's (error) body as text, decompressed; rejects when cut off, too big or undecodable. */
-async function readChannelBody(proxyRes: IncomingMessage): Promise<string> {
-  const encoding = String(proxyRes.headers["content-encoding"] ?? "identity").toLowerCase();
-  const decoder =
-    encoding === "gzip" || encoding === "x-gzip"
-      ? createGunzip()
-      : encoding === "deflate"
-        ? createInflate()
-        : encoding === "br"
-          ? createBrotliDecompress()
-          : undefined;
-  if (!decoder && encoding !== "identity") throw new Error(`content-encoding ${encoding}`);
-  const source: Readable = decoder ? proxyRes.pipe(decoder) : proxyRes;
-  if (decoder) proxyRes.once("aborted", () => decoder.destroy(new Error("aborted")));
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of source as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ERROR_BODY_BYTES) {
-      proxyRes.destroy();
-      throw new Error("error body too large");
-    }
-    chunks.push(chunk);
-  }
-  if (!proxyRes.complete) throw new Error("cut off");
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-/** `text` when it is an OpenAI error envelope (`{"error": {...}}`), else undefined. */
-function asErrorEnvelope(text: string): unknown {
-  try {
-    const parsed = JSON.parse(text) as { error?: unknown } | null;
-    return parsed && typeof parsed.error === "object" && parsed.error !== null ? parsed : undefined;
-  } catch {
-    return undefined;
-  }
 }
