@@ -1,0 +1,174 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestApp, TEST_KEYS, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
+
+// A real Prometheus scrapes the real service; every dashboard query must run against it.
+const ROOT = resolve(import.meta.dirname, "../..");
+const DASHBOARD = JSON.parse(
+  readFileSync(join(ROOT, "grafana/image-task-sidecar.json"), "utf8"),
+) as { panels: Array<{ title: string; targets?: Array<{ expr: string }> }> };
+const dir = mkdtempSync(join(tmpdir(), "sidecar-prom-"));
+const PROMPT = "a prompt that must not become a label 7f3a";
+
+let app: TestApp;
+let prometheus: ChildProcess;
+let promUrl: string;
+let exposition: string;
+let taskId: string;
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function query(expr: string): Promise<{ status: string; data: { result: unknown[] } }> {
+  const url = `${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`;
+  return (await (await fetch(url)).json()) as { status: string; data: { result: unknown[] } };
+}
+
+async function traffic(): Promise<void> {
+  const auth = { authorization: `Bearer ${TEST_KEYS.default}` };
+  await fetch(`${app.baseURL}/chat/completions`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }),
+  });
+  await fetch(`${app.baseURL}/models`, { headers: { authorization: "Bearer sk-wrong" } });
+  const submitted = await fetch(`${app.baseURL}/images/tasks`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({ model: "gpt-image-1", prompt: PROMPT }),
+  });
+  const { id } = (await submitted.json()) as { id: string };
+  taskId = id;
+  for (let i = 0; i < 200; i += 1) {
+    const task = (await (
+      await fetch(`${app.baseURL}/images/tasks/${id}`, { headers: auth })
+    ).json()) as { status: string };
+    if (task.status === "completed" || task.status === "failed") return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+beforeAll(async () => {
+  const which = spawnSync("prometheus", ["--version"]);
+  if (which.error) {
+    throw new Error("prometheus is not installed: `apt-get install prometheus` (.ci/run does)");
+  }
+  app = await startTestApp();
+  await traffic();
+  exposition = await (await fetch(`${app.url}/metrics`)).text();
+
+  const port = await freePort();
+  promUrl = `http://127.0.0.1:${port}`;
+  const target = new URL(app.url).host;
+  writeFileSync(
+    join(dir, "prometheus.yml"),
+    [
+      "global: { scrape_interval: 1s, evaluation_interval: 1s }",
+      "scrape_configs:",
+      "  - job_name: image-task-sidecar",
+      `    static_configs: [{ targets: ["${target}"] }]`,
+      "",
+    ].join("\n"),
+  );
+  prometheus = spawn(
+    "prometheus",
+    [
+      `--config.file=${join(dir, "prometheus.yml")}`,
+      `--storage.tsdb.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    { stdio: "ignore" },
+  );
+  // Wait for three scrapes, so rate() over them has points.
+  for (let i = 0; i < 200; i += 1) {
+    try {
+      const up = await query('count_over_time(up{job="image-task-sidecar"}[1m])');
+      const samples = Number((up.data.result[0] as { value?: [number, string] })?.value?.[1] ?? 0);
+      if (samples >= 3) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}, 60_000);
+
+afterAll(async () => {
+  prometheus?.kill("SIGKILL");
+  await app?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const expressions = DASHBOARD.panels.flatMap((panel) =>
+  (panel.targets ?? []).map((target) => ({ title: panel.title, expr: target.expr })),
+);
+
+/** Grafana's variables, as Grafana would substitute them. */
+const concrete = (expr: string) =>
+  expr.replaceAll("$__rate_interval", "1m").replaceAll('"$job"', '".+"');
+
+describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
+  it("exposes text that promtool accepts, under one prefix, without keys or task ids", () => {
+    const lint = spawnSync("promtool", ["check", "metrics"], { input: exposition });
+    expect(lint.status, String(lint.stdout) + String(lint.stderr)).toBe(0);
+    const names = exposition
+      .split("\n")
+      .filter((line) => line && !line.startsWith("#"))
+      .map((line) => line.split(/[{ ]/)[0]);
+    expect(names.every((name) => name?.startsWith("image_task_sidecar_"))).toBe(true);
+    for (const secret of [...Object.values(TEST_KEYS), UPSTREAM_KEY, "sk-wrong"]) {
+      expect(exposition).not.toContain(secret);
+    }
+    expect(taskId).toMatch(/^task_/);
+    expect(exposition).not.toContain(taskId);
+    expect(exposition).not.toContain(PROMPT);
+  });
+
+  it("uses only metrics the service exports", () => {
+    const exported = new Set(
+      exposition
+        .split("\n")
+        .filter((line) => line.startsWith("# TYPE "))
+        .map((line) => line.split(" ")[2] as string),
+    );
+    const used = new Set(
+      expressions.flatMap(({ expr }) => expr.match(/image_task_sidecar_[a-z_]+/g) ?? []),
+    );
+    expect(used.size).toBeGreaterThan(5);
+    for (const name of used) {
+      const base = name.replace(/_(bucket|sum|count)$/, "");
+      expect(exported.has(base) || exported.has(name), name).toBe(true);
+    }
+  });
+
+  it.each(expressions)("panel '$title' runs: $expr", async ({ expr }) => {
+    const answer = await query(concrete(expr));
+    expect(answer.status).toBe("success");
+  });
+
+  it("shows the traffic it saw: requests, an upstream call, a finished task", async () => {
+    const seen = async (expr: string) => (await query(expr)).data.result.length;
+    expect(await seen('image_task_sidecar_http_requests_total{route="/v1/chat/completions"}')).toBe(
+      1,
+    );
+    expect(await seen('image_task_sidecar_http_requests_total{status="401"}')).toBeGreaterThan(0);
+    expect(
+      await seen('image_task_sidecar_upstream_requests_total{channel="fake"}'),
+    ).toBeGreaterThan(0);
+    expect(
+      await seen('image_task_sidecar_tasks_finished_total{status="completed",reason="ok"}'),
+    ).toBe(1);
+    expect(await seen("image_task_sidecar_task_queue_depth")).toBe(1);
+  });
+});
