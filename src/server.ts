@@ -118,11 +118,14 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       stopping = true;
       clearInterval(sweeper);
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      // Requests and tasks in flight share one grace period, counted from the signal;
+      // a keep-alive connection is closed as soon as its request is answered.
+      const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+      const idle = setInterval(() => server.closeIdleConnections(), 100);
       await tasks.stop(graceMs);
-      const timer = setTimeout(() => server.closeAllConnections(), Math.min(graceMs, 5000));
       await serverClosed;
-      clearTimeout(timer);
+      clearTimeout(cut);
+      clearInterval(idle);
       await Promise.all(demos.map((demo) => demo.close()));
       await store.close();
     })());

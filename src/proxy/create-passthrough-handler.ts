@@ -15,7 +15,7 @@ import { getRawBody } from "../http/json-body.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { GroupAccess } from "../models/group-access.js";
 import { modelNotFound } from "../models/create-models-router.js";
-import { CLIENT_CREDENTIAL_HEADERS, HOP_BY_HOP_HEADERS } from "./hop-by-hop-headers.js";
+import { HOP_BY_HOP_HEADERS, REQUEST_HEADERS_NOT_FORWARDED } from "./hop-by-hop-headers.js";
 import { passOnChannelError } from "./pass-on-channel-error.js";
 
 /** Which passthrough route, for metrics and the timeout to apply. */
@@ -90,7 +90,6 @@ export function createPassthroughHandler(
       attempt.upstream = proxyReq;
       attempt.sentAt = performance.now();
       attempt.timedOut = false;
-      for (const header of CLIENT_CREDENTIAL_HEADERS) proxyReq.removeHeader(header);
       if (channel.apiKey) proxyReq.setHeader("authorization", `Bearer ${channel.apiKey}`);
       proxyReq.setHeader("content-type", "application/json");
       proxyReq.setHeader("content-length", attempt.body.length);
@@ -222,6 +221,8 @@ export function createPassthroughHandler(
     });
     // The channel's base already ends in its own /v1.
     req.url = (req.url ?? "").replace(/^\/v1(?=\/)/, "");
+    // http-proxy copies req.headers: drop what must not reach the channel before it does.
+    for (const header of REQUEST_HEADERS_NOT_FORWARDED) delete req.headers[header];
     await proxy(req, res, fail);
   };
 }
