@@ -1,10 +1,25 @@
 import { z } from "zod";
 
+/**
+ * `${VAR}` is substituted into the parsed YAML as text, so `port: ${PORT}`
+ * arrives as "8080": numbers and booleans are also read from such text.
+ */
+const fromText = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => {
+    if (typeof value !== "string") return value;
+    const text = value.trim();
+    if (/^-?\d+(\.\d+)?$/.test(text)) return Number(text);
+    if (text === "true" || text === "false") return text === "true";
+    return value;
+  }, schema);
+
 const positiveInt = (field: string) =>
-  z
-    .number({ error: `must be a number (${field})` })
-    .int("must be an integer")
-    .positive("must be > 0");
+  fromText(
+    z
+      .number({ error: `must be a number (${field})` })
+      .int("must be an integer")
+      .positive("must be > 0"),
+  );
 
 const modelPatterns = z
   .array(z.string().min(1, "must not be empty"), { error: "must be a list of model ids or globs" })
@@ -23,12 +38,13 @@ const url = z.string({ error: "must be a URL" }).refine((value) => {
 export const serverSchema = z
   .object({
     /** Port to listen on. Default 8080; `PORT` overrides it; 0 picks a free port. */
-    port: z
-      .number({ error: "must be a number" })
-      .int("must be an integer")
-      .min(0, "must be between 0 and 65535")
-      .max(65535, "must be between 0 and 65535")
-      .default(8080),
+    port: fromText(
+      z
+        .number({ error: "must be a number" })
+        .int("must be an integer")
+        .min(0, "must be between 0 and 65535")
+        .max(65535, "must be between 0 and 65535"),
+    ).default(8080),
     /** Interface to bind. Default `0.0.0.0` (all), as a container or ingress backend needs. */
     host: z.string().min(1).default("0.0.0.0"),
     /**
@@ -38,7 +54,7 @@ export const serverSchema = z
      */
     publicBaseUrl: url.optional(),
     /** Trust `X-Forwarded-*` headers from an ingress or CDN. Default false. */
-    trustProxy: z.boolean({ error: "must be true or false" }).default(false),
+    trustProxy: fromText(z.boolean({ error: "must be true or false" })).default(false),
     /** Largest request body accepted, in bytes. Default 20 MiB (OpenAI's own cap for chat). */
     maxBodyBytes: positiveInt("bytes").default(20 * 1024 * 1024),
     /**
@@ -56,14 +72,15 @@ export const serverSchema = z
 export const storeSchema = z
   .object({
     /**
-     * `memory://` (lost on restart), `sqlite://./path.db` (default in the
-     * embedded config) or `redis://host:6379/0`. `STORE_URL` overrides it.
+     * `memory://` (lost on restart) or `sqlite://./path.db` (default in the
+     * embedded config). `STORE_URL` overrides it.
      */
     url: z
       .string({ error: "must be a store URL" })
+      // redis:// comes with the Redis store; until then check-config must refuse it.
       .regex(
-        /^(memory|sqlite|redis|rediss):\/\//,
-        "must start with memory://, sqlite:// or redis://",
+        /^(memory|sqlite):\/\//,
+        "must start with memory:// or sqlite:// (redis:// is not supported yet)",
       )
       .default("memory://"),
   })
@@ -136,9 +153,11 @@ export const channelSchema = z
     /** Model ids and `*` globs; a glob is resolved from the channel's own `/v1/models`. */
     models: modelPatterns,
     /** Lower is tried first. Default 0. */
-    priority: z.number({ error: "must be a number" }).int("must be an integer").default(0),
+    priority: fromText(z.number({ error: "must be a number" }).int("must be an integer")).default(
+      0,
+    ),
     /** Share of traffic among channels of one priority. Default 1. */
-    weight: z.number({ error: "must be a number" }).positive("must be > 0").default(1),
+    weight: fromText(z.number({ error: "must be a number" }).positive("must be > 0")).default(1),
     /** Seconds to wait for a chat answer to start or to continue streaming. Default 120. */
     timeoutSec: positiveInt("seconds").default(120),
     /** Seconds to wait for a synchronous image generation. Default 600. */
@@ -146,7 +165,7 @@ export const channelSchema = z
     /** Seconds a fetched `/v1/models` list is reused. Default 60. */
     modelsCacheSec: positiveInt("seconds").default(60),
     /** Demo channel only: how long drawing an image takes, in ms. Default 3000. */
-    imageDelayMs: z.number().int().min(0, "must be >= 0").default(3000),
+    imageDelayMs: fromText(z.number().int().min(0, "must be >= 0")).default(3000),
   })
   .strict()
   .superRefine((channel, ctx) => {

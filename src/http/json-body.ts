@@ -9,13 +9,22 @@ const rawBodies = new WeakMap<IncomingMessage, Buffer>();
  * send the client's exact body on.
  */
 export function createJsonBody(limit: number): RequestHandler {
-  return express.json({
+  const parse = express.json({
     limit,
     type: () => true,
+    // Any JSON parses; a body that is not an object is then `invalid_value`, not "not JSON".
+    strict: false,
     verify: (req, _res, buf) => {
       rawBodies.set(req, buf);
     },
   });
+  return (req, res, next) => {
+    parse(req, res, (err?: unknown) => {
+      // body-parser makes an empty body `{}`; an empty body is no JSON at all.
+      if (!err && !rawBodies.get(req)?.length) req.body = undefined;
+      next(err);
+    });
+  };
 }
 
 /** The bytes {@link createJsonBody} parsed, if it parsed any. */

@@ -7,10 +7,11 @@ import { AppError } from "./app-error.js";
  * `missing_required_parameter`, anything else `invalid_value`.
  */
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
-  if (!body || typeof body !== "object" || Array.isArray(body)) {
-    throw new AppError("invalid_value", "The request body must be a JSON object.");
-  }
-  const result = schema.safeParse(body, { reportInput: true });
+  // OpenAI's optional fields are nullable: `"quality": null` means "not given".
+  const given = Object.fromEntries(
+    Object.entries(requireJsonObject(body)).filter(([, value]) => value !== null),
+  );
+  const result = schema.safeParse(given, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0] as z.core.$ZodIssue;
   if (issue.code === "unrecognized_keys") {
@@ -26,4 +27,18 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
     });
   }
   throw new AppError("invalid_value", `Invalid '${param}': ${issue.message}`, { param });
+}
+
+/**
+ * The parsed body as an object: no body at all is `invalid_json` (there is
+ * nothing to parse), valid JSON that is not an object is `invalid_value`.
+ */
+export function requireJsonObject(body: unknown): Record<string, unknown> {
+  if (body === undefined) {
+    throw new AppError("invalid_json", "The request body is empty; send a JSON object.");
+  }
+  if (!body || typeof body !== "object" || Array.isArray(body)) {
+    throw new AppError("invalid_value", "The request body must be a JSON object.");
+  }
+  return body as Record<string, unknown>;
 }

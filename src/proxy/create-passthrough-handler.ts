@@ -12,6 +12,7 @@ import type { Channel } from "../channels/channel.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import { AppError } from "../http/app-error.js";
 import { getRawBody } from "../http/json-body.js";
+import { requireJsonObject } from "../http/parse-body.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { GroupAccess } from "../models/group-access.js";
 import { modelNotFound } from "../models/create-models-router.js";
@@ -186,11 +187,8 @@ export function createPassthroughHandler(
 
   return async (req, res, principal, fail) => {
     const { group } = principal;
-    const body: unknown = req.body;
-    if (!body || typeof body !== "object" || Array.isArray(body)) {
-      throw new AppError("invalid_value", "The request body must be a JSON object.");
-    }
-    const model = (body as { model?: unknown }).model;
+    const body = requireJsonObject(req.body);
+    const model = body.model;
     if (model === undefined || model === null || model === "") {
       throw new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
         param: "model",

@@ -196,7 +196,7 @@ describe("loadConfig", () => {
       "imageTasks.maxConcurrent: must be > 0",
     ]);
     expect(problemsOf(yamlFile(MINIMAL), { STORE_URL: "mongodb://x" })).toEqual([
-      "store.url: must start with memory://, sqlite:// or redis://",
+      "store.url: must start with memory:// or sqlite:// (redis:// is not supported yet)",
     ]);
   });
 
@@ -250,7 +250,7 @@ logging:
       [
         "server.port: must be between 0 and 65535",
         "server.prot: unknown field",
-        "store.url: must start with memory://, sqlite:// or redis://",
+        "store.url: must start with memory:// or sqlite:// (redis:// is not supported yet)",
         "auth.keys[0].group: must be a group name",
         "groups.default.models: must list at least one model id or glob",
         "channels[0].baseUrl: must be a URL",
@@ -317,5 +317,29 @@ channels:
     expect(problems).toEqual(["channels[0].baseUrl: must be a URL"]);
     expect(problems.join("\n")).not.toContain(SECRETS.UPSTREAM_KEY);
     expect(problems.join("\n")).not.toContain(SECRETS.JWT_SECRET);
+  });
+});
+
+describe("${VAR} in numeric and boolean fields", () => {
+  it("reads numbers and booleans from substituted text", () => {
+    const file = yamlFile(
+      `${MINIMAL}server:\n  port: \${MY_PORT:-18305}\n  trustProxy: \${TRUST}\nimageTasks:\n  maxConcurrent: \${MAXC}\n`,
+    );
+    const { config } = loadConfig({ file, env: { MAXC: "3", TRUST: "true" } });
+    expect(config.server.port).toBe(18305);
+    expect(config.server.trustProxy).toBe(true);
+    expect(config.imageTasks.maxConcurrent).toBe(3);
+    expect(problemsOf(file, { MAXC: "three", TRUST: "true" })).toEqual([
+      "imageTasks.maxConcurrent: must be a number (tasks)",
+    ]);
+  });
+});
+
+describe("store.url", () => {
+  it("refuses redis:// until the Redis store exists, naming the field", () => {
+    const file = yamlFile(`${MINIMAL}store:\n  url: redis://127.0.0.1:6379/0\n`);
+    expect(problemsOf(file)).toEqual([
+      "store.url: must start with memory:// or sqlite:// (redis:// is not supported yet)",
+    ]);
   });
 });

@@ -122,8 +122,7 @@ describe("the error envelope", () => {
     await expectError(
       await request("/v1/chat/completions", { method: "POST", body: "" }),
       400,
-      "missing_required_parameter",
-      "model",
+      "invalid_json",
     );
     expect(app.upstream.requests).toHaveLength(0);
   });
