@@ -2,7 +2,7 @@ import { Router } from "express";
 import { AppError } from "../http/app-error.js";
 import { TASK_ID_PATTERN } from "../tasks/task-record.js";
 import type { TaskStore } from "../tasks/task-store.js";
-import { extensionOf } from "../tasks/detect-image-type.js";
+import { extensionOf } from "./image-type.js";
 import type { ImageUrlSigner } from "./image-url-signer.js";
 
 /**

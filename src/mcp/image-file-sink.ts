@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 import { isValidTaskId } from "./task-id.js";
-import { sniffImageType } from "./sniff-image-type.js";
+import { sniffImageType } from "../files/image-type.js";
 
 /** One image saved on disk, as `check_image_task` reports it. */
 export interface SavedImage {

@@ -2,7 +2,7 @@ import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
 import type { Logger } from "pino";
 import { channelAuthHeaders, type Channel } from "../channels/channel.js";
 import type { Metrics } from "../metrics/create-metrics.js";
-import { detectImageType } from "./detect-image-type.js";
+import { sniffImageType } from "../files/image-type.js";
 import { TaskFailure } from "./task-failure.js";
 
 /** One generated image, decoded. */
@@ -176,11 +176,11 @@ async function parseGeneration(
     } else {
       throw invalidResponse("has an image with neither b64_json nor url");
     }
-    const type = detectImageType(bytes);
-    if (!type) throw invalidResponse("has an image that is not PNG, JPEG, WebP or GIF");
+    const type = sniffImageType(bytes);
+    if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
     images.push({
       bytes,
-      mime: type.mime,
+      mime: type.mimeType,
       ...(typeof item?.revised_prompt === "string" ? { revised_prompt: item.revised_prompt } : {}),
     });
   }

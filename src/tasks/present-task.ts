@@ -1,6 +1,6 @@
 import type { ImageUrlSigner } from "../files/image-url-signer.js";
 import { AppError } from "../http/app-error.js";
-import { extensionOf } from "./detect-image-type.js";
+import { extensionOf } from "../files/image-type.js";
 import type { TaskError, TaskRecord, TaskStatus } from "./task-record.js";
 import type { TaskStore } from "./task-store.js";
 

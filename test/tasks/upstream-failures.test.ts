@@ -79,6 +79,19 @@ const cases: FailureCase[] = [
     code: "invalid_response",
   },
   {
+    // gpt-image models make PNG, JPEG or WebP; the MCP tools save nothing else.
+    name: "a 200 whose image is a GIF, as invalid_response",
+    behavior: {
+      kind: "status",
+      status: 200,
+      body: {
+        created: 1,
+        data: [{ b64_json: Buffer.from("GIF89a\x01\x00\x01\x00").toString("base64") }],
+      },
+    },
+    code: "invalid_response",
+  },
+  {
     name: "a connection reset, as a clear failure",
     behavior: { kind: "reset" },
     code: "upstream_unavailable",

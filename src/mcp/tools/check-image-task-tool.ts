@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { ImageFileSink, ImageSource, SavedImage } from "../image-file-sink.js";
 import { ImageTaskApiError } from "../image-task-api-error.js";
 import type { ImageTask, ImageTaskApiClient } from "../image-task-api-client.js";
-import { imageTypeFromPath } from "../sniff-image-type.js";
+import { imageTypeFromPath } from "../../files/image-type.js";
 import { TASK_ID_PATTERN } from "../task-id.js";
 import { isFinished, waitForTask } from "../wait-for-task.js";
 import type { ImageToolDeps } from "./image-tool-deps.js";

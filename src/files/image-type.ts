@@ -1,4 +1,7 @@
-/** An image format the MCP server is willing to save. */
+/**
+ * The image formats the service keeps and serves and the MCP server saves:
+ * what gpt-image models produce. One module, so the two never disagree.
+ */
 export interface ImageType {
   mimeType: "image/png" | "image/jpeg" | "image/webp";
   ext: "png" | "jpeg" | "webp";
@@ -7,8 +10,8 @@ export interface ImageType {
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
 /**
- * Reads the format from the bytes themselves, so that whatever a server or a Content-Type claims,
- * only real PNG, JPEG or WebP images are written to the user's disk.
+ * Reads the format from the bytes themselves, so that whatever a channel, a server or a
+ * Content-Type claims, only real PNG, JPEG or WebP images are kept, served or written to disk.
  */
 export function sniffImageType(bytes: Uint8Array): ImageType | undefined {
   if (PNG_SIGNATURE.every((byte, i) => bytes[i] === byte)) {
@@ -44,4 +47,9 @@ export function imageTypeFromPath(pathname: string): ImageType | undefined {
 
 function ascii(bytes: Uint8Array, start: number, end: number): string {
   return String.fromCharCode(...bytes.subarray(start, end));
+}
+
+/** File extension for a MIME type this module produced. */
+export function extensionOf(mime: string): string {
+  return mime.split("/")[1] ?? "bin";
 }
