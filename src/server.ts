@@ -9,6 +9,7 @@ import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
 import { createImageUrlSigner } from "./files/image-url-signer.js";
+import { createClientErrorHandler } from "./http/create-client-error-handler.js";
 import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { createGroupAccess } from "./models/group-access.js";
@@ -88,6 +89,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   });
 
   const server = createServer(app);
+  server.on("clientError", createClientErrorHandler());
   // Long generations on the sync route must not be cut by Node's own request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;

@@ -17,7 +17,8 @@ export const ERROR_CODES = {
   upstream_unavailable: { status: 502, type: "upstream_error" },
   upstream_timeout: { status: 504, type: "upstream_error" },
   not_found: { status: 404, type: "invalid_request_error" },
-  method_not_allowed: { status: 405, type: "invalid_request_error" },
+  request_headers_too_large: { status: 431, type: "invalid_request_error" },
+  request_timeout: { status: 408, type: "invalid_request_error" },
   service_unavailable: { status: 503, type: "server_error" },
   internal_error: { status: 500, type: "server_error" },
 } as const satisfies Record<string, { status: number; type: string }>;
