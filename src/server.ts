@@ -17,8 +17,11 @@ import { createTaskStore } from "./tasks/store/create-task-store.js";
 import { createInProcessQueue } from "./tasks/task-queue.js";
 import { createTaskService } from "./tasks/task-service.js";
 
-/** How often expired tasks, images and idempotency keys are deleted from the store. */
-const SWEEP_INTERVAL_MS = 60_000;
+/**
+ * How often expired tasks, images and idempotency keys are deleted from the
+ * store, and the store's unfinished tasks are matched against the queue.
+ */
+const MAINTENANCE_INTERVAL_MS = 60_000;
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -107,18 +110,20 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   selfBaseUrl = `${url}/v1`;
 
-  await tasks.recover();
+  // What a previous process left: queued tasks run, interrupted ones run again.
+  await tasks.reconcile();
   queue.start(tasks.run);
-  const sweeper = setInterval(() => {
+  const maintenance = setInterval(() => {
     store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
-  }, SWEEP_INTERVAL_MS);
-  sweeper.unref();
+    tasks.reconcile().catch((err: unknown) => logger.warn({ err }, "task reconcile failed"));
+  }, MAINTENANCE_INTERVAL_MS);
+  maintenance.unref();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
     (closing ??= (async () => {
       stopping = true;
-      clearInterval(sweeper);
+      clearInterval(maintenance);
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Requests and tasks in flight share one grace period, counted from the signal;
       // a keep-alive connection is closed as soon as its request is answered.

@@ -1,8 +1,8 @@
 import { Router } from "express";
 import { getPrincipal } from "../auth/principal.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
-import { AppError } from "../http/app-error.js";
 import type { GroupAccess } from "./group-access.js";
+import { modelNotFound } from "./model-not-found.js";
 
 /** `GET /v1/models` and `GET /v1/models/{id}`: the channels' models the key's group allows. */
 export function createModelsRouter(deps: {
@@ -30,13 +30,4 @@ export function createModelsRouter(deps: {
   });
 
   return router;
-}
-
-/** One message for "unknown" and "not yours", so a key cannot probe other groups' models. */
-export function modelNotFound(model: string): AppError {
-  return new AppError(
-    "model_not_found",
-    `The model '${model}' does not exist or you do not have access to it.`,
-    { param: "model" },
-  );
 }

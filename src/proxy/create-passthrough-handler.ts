@@ -15,7 +15,7 @@ import { getRawBody } from "../http/json-body.js";
 import { requireJsonObject } from "../http/parse-body.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { GroupAccess } from "../models/group-access.js";
-import { modelNotFound } from "../models/create-models-router.js";
+import { modelNotFound } from "../models/model-not-found.js";
 import { HOP_BY_HOP_HEADERS, REQUEST_HEADERS_NOT_FORWARDED } from "./hop-by-hop-headers.js";
 import { passOnChannelError } from "./pass-on-channel-error.js";
 

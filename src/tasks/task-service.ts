@@ -4,28 +4,16 @@ import type { Principal } from "../auth/principal.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import type { Config } from "../config/config-schema.js";
 import { AppError } from "../http/app-error.js";
-import { FINISH_REASONS, type Metrics } from "../metrics/create-metrics.js";
+import type { Metrics } from "../metrics/create-metrics.js";
 import type { GroupAccess } from "../models/group-access.js";
 import { isTaskModel } from "../models/model-pattern.js";
-import { modelNotFound } from "../models/create-models-router.js";
-import { createSlowAgent, generateImages } from "./generate-images.js";
-import { TaskFailure } from "./task-failure.js";
+import { modelNotFound } from "../models/model-not-found.js";
+import { createTaskFinisher } from "./task-finisher.js";
 import type { TaskQueue } from "./task-queue.js";
-import {
-  TASK_ID_PATTERN,
-  isFinished,
-  newTaskId,
-  type TaskError,
-  type TaskRecord,
-} from "./task-record.js";
+import { TASK_ID_PATTERN, isFinished, newTaskId, type TaskRecord } from "./task-record.js";
+import { createTaskRunner } from "./task-runner.js";
 import { toUpstreamBody, type SubmitTaskRequest } from "./task-schemas.js";
 import type { CreateResult, TaskStore } from "./task-store.js";
-
-/** The longest delay a Node timer takes. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** Why a running task's upstream call was aborted. */
-type AbortReason = "timeout" | "cancelled" | "shutdown";
 
 /** Dependencies of {@link createTaskService}. */
 export interface TaskServiceDeps {
@@ -40,178 +28,38 @@ export interface TaskServiceDeps {
   now?: () => number;
 }
 
-/** The async image-task feature: submit, read, cancel, run, recover, stop. */
+/** The async image-task feature: submit, read, cancel, run, reconcile, stop. */
 export type TaskService = ReturnType<typeof createTaskService>;
 
+/**
+ * The task API's operations over the store and the queue. Running a task is
+ * the runner's job ({@link createTaskRunner}); ending one, the finisher's.
+ */
 export function createTaskService(deps: TaskServiceDeps) {
   const { store, queue, metrics, logger } = deps;
   const limits = deps.config.imageTasks;
   const now = deps.now ?? Date.now;
   const seconds = () => Math.floor(now() / 1000);
-  const retentionMs = limits.retentionSec * 1000;
-  /**
-   * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
-   * kept at least `retentionSec` (rounding down cut up to a second off).
-   */
-  const expiresAt = (atMs: number) => Math.ceil((atMs + retentionMs) / 1000);
-  /**
-   * Image bytes are written just before their task completes; the margin
-   * keeps them from expiring a moment before the task record does.
-   */
-  const imageTtlMs = retentionMs + 60_000;
-  const running = new Map<string, AbortController>();
+  const finisher = createTaskFinisher({ store, metrics, limits, now });
+  const runner = createTaskRunner({
+    store,
+    registry: deps.registry,
+    finisher,
+    metrics,
+    logger,
+    limits,
+    now,
+  });
   /** Submissions the store admitted that are not in the queue yet. */
   let admitting = 0;
   /** Set by stop(): a task accepted now would wait on a queue that no longer runs. */
   let stopping = false;
-  const dispatcher = createSlowAgent();
 
-  const finished = (record: TaskRecord) => {
-    const reason = record.status === "completed" ? "ok" : (record.error?.code ?? "other");
-    metrics.tasksFinished.inc({
-      status: record.status,
-      reason: FINISH_REASONS.has(reason) ? reason : "other",
-    });
-    if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
-    if (record.started_at !== undefined) {
-      metrics.taskRunDuration.observe({ status: record.status }, now() / 1000 - record.started_at);
-    }
-  };
-
-  const fail = (
-    id: string,
-    from: "queued" | "in_progress",
-    error: TaskError,
-  ): Promise<TaskRecord | undefined> => {
-    const atMs = now();
-    return store
-      .transition(
-        id,
-        from,
-        {
-          status: "failed",
-          completed_at: Math.floor(atMs / 1000),
-          expires_at: expiresAt(atMs),
-          error,
-        },
-        retentionMs,
-      )
-      .then((record) => {
-        if (record) finished(record);
-        return record;
-      });
-  };
-
-  const cancelledError = (): TaskError => ({
+  const cancelled = {
     code: "cancelled",
     message: "The task was cancelled.",
     type: "cancelled",
-  });
-
-  /** Runs one task: in_progress, the channel call, then completed or failed. */
-  async function run(id: string): Promise<void> {
-    const queued = await store.get(id);
-    if (!queued || queued.status !== "queued") return;
-    const startedAtMs = now();
-    const started = await store.transition(id, "queued", {
-      status: "in_progress",
-      started_at: Math.floor(startedAtMs / 1000),
-      attempts: queued.attempts + 1,
-    });
-    if (!started) return;
-    metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - queued.created));
-    const controller = new AbortController();
-    running.set(id, controller);
-    metrics.tasksInProgress.inc();
-    // Node fires a timer over 2^31-1 ms (24.8 days) at once, so a longer timeout is capped.
-    const timer = setTimeout(
-      () => controller.abort("timeout" satisfies AbortReason),
-      Math.min(limits.timeoutSec * 1000, MAX_TIMER_MS),
-    );
-    try {
-      const candidates = deps.registry.candidates(started.model);
-      if (candidates.length === 0) {
-        throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
-      }
-      const result = await generateImages({
-        candidates,
-        body: started.request,
-        signal: controller.signal,
-        metrics,
-        logger,
-        dispatcher,
-      });
-      await Promise.all(
-        result.images.map((image, index) => store.putImage(id, index, image.bytes, imageTtlMs)),
-      );
-      const atMs = now();
-      const completed = await store.transition(
-        id,
-        "in_progress",
-        {
-          status: "completed",
-          completed_at: Math.floor(atMs / 1000),
-          expires_at: expiresAt(atMs),
-          images: result.images.map(({ mime, bytes, revised_prompt }) => ({
-            mime,
-            bytes: bytes.length,
-            ...(revised_prompt === undefined ? {} : { revised_prompt }),
-          })),
-          ...(result.usage === undefined ? {} : { usage: result.usage }),
-        },
-        retentionMs,
-      );
-      if (completed) finished(completed);
-      else await store.deleteImages(id, result.images.length); // cancelled meanwhile
-    } catch (err) {
-      await settleFailure(id, started, controller.signal, err);
-    } finally {
-      clearTimeout(timer);
-      running.delete(id);
-      metrics.tasksInProgress.dec();
-    }
-  }
-
-  async function settleFailure(
-    id: string,
-    started: TaskRecord,
-    signal: AbortSignal,
-    err: unknown,
-  ): Promise<void> {
-    const reason = signal.aborted ? (signal.reason as AbortReason) : undefined;
-    if (reason === "cancelled") return; // cancel() already wrote the failure
-    if (reason === "shutdown") {
-      if (store.persistent) {
-        // Handed back, not counted as a run: the next process starts it afresh.
-        await store.transition(id, "in_progress", {
-          status: "queued",
-          started_at: undefined,
-          attempts: started.attempts - 1,
-        });
-        return;
-      }
-      await fail(id, "in_progress", {
-        code: "interrupted",
-        message: "The service stopped while the task was running.",
-        type: "interrupted",
-      });
-      return;
-    }
-    let failure: TaskFailure;
-    if (reason === "timeout") {
-      failure = new TaskFailure(
-        "timeout",
-        `The image generation did not finish within ${limits.timeoutSec} seconds.`,
-        "timeout",
-      );
-    } else if (err instanceof TaskFailure) {
-      failure = err;
-    } else {
-      logger.error({ err, taskId: id }, "task failed unexpectedly");
-      failure = new TaskFailure("upstream_error", "The image generation failed unexpectedly.");
-    }
-    await fail(id, "in_progress", failure.toTaskError());
-  }
+  } as const;
 
   /** Reads a task the principal owns; anything else is the same 404. */
   async function get(principal: Principal, id: string): Promise<TaskRecord> {
@@ -234,12 +82,9 @@ export function createTaskService(deps: TaskServiceDeps) {
 
   return {
     get,
-    run,
+    /** The queue's runner. */
+    run: runner.run,
 
-    /**
-     * Writes a queued task and tells the queue; never waits for the channel.
-     * With an idempotency key, a repeat with the same body answers the first task.
-     */
     async submit(
       principal: Principal,
       request: SubmitTaskRequest,
@@ -319,27 +164,32 @@ export function createTaskService(deps: TaskServiceDeps) {
       const record = await get(principal, id);
       if (record.status === "queued") {
         queue.remove(id);
-        const failed = await fail(id, "queued", cancelledError());
+        const failed = await finisher.fail(id, "queued", cancelled);
         if (failed) return failed;
       }
       if (record.status === "queued" || record.status === "in_progress") {
-        const failed = await fail(id, "in_progress", cancelledError());
-        running.get(id)?.abort("cancelled" satisfies AbortReason);
+        // Written first, so the runner's own completion loses the race and the call is aborted.
+        const failed = await finisher.fail(id, "in_progress", cancelled);
+        runner.abort(id, "cancelled");
         if (failed) return failed;
       }
       return (await store.get(id)) ?? record;
     },
 
     /**
-     * Picks up what a previous process left: queued tasks run in order; a
-     * task it was running runs again until `maxAttempts`, then fails
-     * `interrupted`. Only for stores one process owns.
+     * Makes sure every unfinished task in the store is either waiting in the
+     * queue or running here: at start-up this picks up what a stopped process
+     * left; run periodically, it catches a task a failed store write left
+     * behind. A task found in progress that no one runs is run again until it
+     * has started `maxAttempts` times, then fails `interrupted`. Only for
+     * stores one process owns.
      */
-    async recover(): Promise<void> {
+    async reconcile(): Promise<void> {
       for (const record of await store.listUnfinished()) {
+        if (runner.isRunning(record.id)) continue;
         if (record.status === "in_progress") {
           if (record.attempts >= limits.maxAttempts) {
-            await fail(record.id, "in_progress", {
+            await finisher.fail(record.id, "in_progress", {
               code: "interrupted",
               message: "The service stopped while the task was running, too often to retry.",
               type: "interrupted",
@@ -351,14 +201,11 @@ export function createTaskService(deps: TaskServiceDeps) {
             started_at: undefined,
           });
           if (!requeued) continue;
-          logger.info({ taskId: record.id }, "re-running a task a stopped process left running");
+          logger.info({ taskId: record.id }, "re-running a task no process is running");
         }
         queue.enqueue(record.id);
       }
     },
-
-    /** Queued tasks waiting for a slot (for the metrics gauge). */
-    queueDepth: () => queue.depth(),
 
     /**
      * Stops taking tasks from the queue and gives the running ones `graceMs`
@@ -374,9 +221,9 @@ export function createTaskService(deps: TaskServiceDeps) {
         new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
       ]);
       clearTimeout(timer);
-      for (const controller of running.values()) controller.abort("shutdown" satisfies AbortReason);
+      runner.abortAll();
       await drained;
-      await dispatcher.close();
+      await runner.close();
     },
   };
 }

@@ -1,0 +1,10 @@
+import { AppError } from "../http/app-error.js";
+
+/** One message for "unknown" and "not yours", so a key cannot probe other groups' models. */
+export function modelNotFound(model: string): AppError {
+  return new AppError(
+    "model_not_found",
+    `The model '${model}' does not exist or you do not have access to it.`,
+    { param: "model" },
+  );
+}

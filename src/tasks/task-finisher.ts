@@ -1,0 +1,100 @@
+import type { Config } from "../config/config-schema.js";
+import { FINISH_REASONS, type Metrics } from "../metrics/create-metrics.js";
+import type { GeneratedImage } from "./generate-images.js";
+import type { TaskError, TaskRecord } from "./task-record.js";
+import type { TaskStore } from "./task-store.js";
+
+/** Dependencies of {@link createTaskFinisher}. */
+export interface TaskFinisherDeps {
+  store: TaskStore;
+  metrics: Metrics;
+  limits: Config["imageTasks"];
+  now: () => number;
+}
+
+/** The two ways a task ends, written once for the runner, cancel and recovery. */
+export type TaskFinisher = ReturnType<typeof createTaskFinisher>;
+
+/**
+ * Ends tasks: the terminal transition with its timestamps and retention, and
+ * the finish metrics, so every path that ends a task counts it the same way.
+ */
+export function createTaskFinisher(deps: TaskFinisherDeps) {
+  const { store, metrics, limits, now } = deps;
+  const retentionMs = limits.retentionSec * 1000;
+  /**
+   * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
+   * kept at least `retentionSec`.
+   */
+  const expiresAt = (atMs: number) => Math.ceil((atMs + retentionMs) / 1000);
+
+  const counted = (record: TaskRecord | undefined) => {
+    if (!record) return record;
+    const reason = record.status === "completed" ? "ok" : (record.error?.code ?? "other");
+    metrics.tasksFinished.inc({
+      status: record.status,
+      reason: FINISH_REASONS.has(reason) ? reason : "other",
+    });
+    if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
+    if (record.started_at !== undefined) {
+      metrics.taskRunDuration.observe({ status: record.status }, now() / 1000 - record.started_at);
+    }
+    return record;
+  };
+
+  return {
+    /**
+     * Image bytes are written just before their task completes; the margin
+     * keeps them from expiring a moment before the task record does.
+     */
+    imageTtlMs: retentionMs + 60_000,
+
+    /** `from -> failed`; undefined when the task was no longer in `from`. */
+    async fail(
+      id: string,
+      from: "queued" | "in_progress",
+      error: TaskError,
+    ): Promise<TaskRecord | undefined> {
+      const atMs = now();
+      return counted(
+        await store.transition(
+          id,
+          from,
+          {
+            status: "failed",
+            completed_at: Math.floor(atMs / 1000),
+            expires_at: expiresAt(atMs),
+            error,
+          },
+          retentionMs,
+        ),
+      );
+    },
+
+    /** `in_progress -> completed` with the images' metadata (their bytes are stored already). */
+    async complete(
+      id: string,
+      result: { images: GeneratedImage[]; usage?: unknown },
+    ): Promise<TaskRecord | undefined> {
+      const atMs = now();
+      return counted(
+        await store.transition(
+          id,
+          "in_progress",
+          {
+            status: "completed",
+            completed_at: Math.floor(atMs / 1000),
+            expires_at: expiresAt(atMs),
+            images: result.images.map(({ mime, bytes, revised_prompt }) => ({
+              mime,
+              bytes: bytes.length,
+              ...(revised_prompt === undefined ? {} : { revised_prompt }),
+            })),
+            ...(result.usage === undefined ? {} : { usage: result.usage }),
+          },
+          retentionMs,
+        ),
+      );
+    },
+  };
+}
