@@ -34,18 +34,7 @@ export function passOnChannelError(
           { channel: channel.name, status },
           "channel answered an error without an OpenAI error body",
         );
-        const timeout = status === 504 || status === 524 || status === 408;
-        context.fail(
-          timeout
-            ? new AppError(
-                "upstream_timeout",
-                `The upstream channel did not answer in time (HTTP ${status}).`,
-              )
-            : new AppError(
-                "upstream_unavailable",
-                `The upstream channel answered HTTP ${status} without an OpenAI error body.`,
-              ),
-        );
+        context.fail(envelopeFor(status, proxyRes.headers["retry-after"]));
         return;
       }
       const body = channel.apiKey ? text.split(channel.apiKey).join("[redacted]") : text;
@@ -65,6 +54,33 @@ export function passOnChannelError(
         new AppError("upstream_unavailable", "The upstream channel's answer was cut off."),
       );
     },
+  );
+}
+
+/**
+ * Our own error for a channel error without an OpenAI body: a timeout page is
+ * a timeout, a rate limit stays a 429 with the channel's `Retry-After` (the
+ * SDKs back off on it), anything else is an unusable channel.
+ */
+function envelopeFor(status: number, retryAfter: string | undefined): AppError {
+  if (status === 504 || status === 524 || status === 408) {
+    return new AppError(
+      "upstream_timeout",
+      `The upstream channel did not answer in time (HTTP ${status}).`,
+    );
+  }
+  if (status === 429) {
+    return new AppError(
+      "upstream_rate_limited",
+      "The upstream channel is rate limiting requests.",
+      {
+        headers: retryAfter && /^\d{1,6}$/.test(retryAfter) ? { "Retry-After": retryAfter } : {},
+      },
+    );
+  }
+  return new AppError(
+    "upstream_unavailable",
+    `The upstream channel answered HTTP ${status} without an OpenAI error body.`,
   );
 }
 

@@ -378,6 +378,21 @@ describe("channel error bodies", () => {
     );
   });
 
+  it("keeps a channel's HTML 429 a 429, with its Retry-After, for the SDK to back off", async () => {
+    const app = await appWith([
+      {
+        name: "cdn",
+        baseUrl: await rawChannel((_req, res) => {
+          res.writeHead(429, { "content-type": "text/html", "retry-after": "7" });
+          res.end("<html><body>Too Many Requests</body></html>");
+        }),
+      },
+    ]);
+    const response = await postChat(app, { model: "gpt-4o-mini", messages });
+    expect(response.headers.get("retry-after")).toBe("7");
+    await expectError(response, 429, "upstream_rate_limited");
+  });
+
   it("turns a channel's non-OpenAI 4xx body into a 502 upstream_unavailable envelope", async () => {
     const app = await appWith([
       {
