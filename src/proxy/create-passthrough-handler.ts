@@ -24,7 +24,6 @@ export type PassthroughRoute = "chat_completions" | "images_generations";
 
 /** One client request's walk through its candidate channels. */
 interface ProxyAttempt {
-  route: PassthroughRoute;
   candidates: Channel[];
   index: number;
   body: Buffer;
@@ -201,10 +200,10 @@ export function createPassthroughHandler(
     if (candidates.length === 0) throw modelNotFound(model);
 
     const attempt: ProxyAttempt = {
-      route,
       candidates,
       index: 0,
-      body: getRawBody(req) ?? Buffer.from(JSON.stringify(body)),
+      // A body that passed requireJsonObject was parsed from these bytes.
+      body: getRawBody(req) as Buffer,
       fail,
       sentAt: 0,
       timedOut: false,
