@@ -34,6 +34,26 @@ const url = z.string({ error: "must be a URL" }).refine((value) => {
   }
 }, "must be a URL");
 
+/** An http(s) origin (scheme, host, port; no path), kept in its normalised form. */
+const origin = z
+  .string({ error: "must be an http(s) origin" })
+  .refine((value) => {
+    try {
+      const parsed = new URL(value);
+      return (
+        (parsed.protocol === "http:" || parsed.protocol === "https:") &&
+        parsed.pathname === "/" &&
+        !parsed.search &&
+        !parsed.hash &&
+        !parsed.username &&
+        !parsed.password
+      );
+    } catch {
+      return false;
+    }
+  }, "must be an http(s) origin such as https://cdn.example.com (no path)")
+  .transform((value) => new URL(value).origin);
+
 /** The HTTP listener. */
 export const serverSchema = z
   .object({
@@ -164,6 +184,20 @@ export const channelSchema = z
     imageTimeoutSec: positiveInt("seconds").default(600),
     /** Seconds a fetched `/v1/models` list is reused. Default 60. */
     modelsCacheSec: positiveInt("seconds").default(60),
+    /**
+     * Origins besides the channel's own that image URLs in its answers are
+     * downloaded from (e.g. its CDN, `https://cdn.example.com`). Default none:
+     * only the channel's own origin. Downloads from these never reach
+     * loopback, private, link-local or metadata addresses (checked on the URL
+     * and again on the address connected to); redirects are never followed.
+     */
+    imageUrlOrigins: z.array(origin, { error: "must be a list of origins" }).default([]),
+    /**
+     * Largest image accepted from the channel, decoded from `b64_json` or
+     * downloaded from a `url`, in bytes; its whole answer may hold `n` such
+     * images. Default 32 MiB.
+     */
+    maxImageBytes: positiveInt("bytes").default(32 * 1024 * 1024),
     /** Demo channel only: how long drawing an image takes, in ms. Default 3000. */
     imageDelayMs: fromText(z.number().int().min(0, "must be >= 0")).default(3000),
   })
