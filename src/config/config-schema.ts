@@ -132,6 +132,11 @@ export const jwtSchema = z
     groupClaim: z.string().min(1).default("group"),
     /** Group for tokens without the claim. Default: such tokens are refused. */
     defaultGroup: z.string().optional(),
+    /**
+     * Refuse tokens without an `exp` claim, which would otherwise be valid
+     * forever. Default true; false accepts them (an issuer that never sets it).
+     */
+    requireExp: fromText(z.boolean({ error: "must be true or false" })).default(true),
   })
   .strict()
   // Presence, not truthiness: an empty secret is reported by its own field, not twice.
@@ -259,7 +264,7 @@ export const configSchema = z
   .strict()
   .superRefine((config, ctx) => {
     config.auth.keys.forEach((key, index) => {
-      if (!config.groups[key.group]) {
+      if (!Object.hasOwn(config.groups, key.group)) {
         ctx.addIssue({
           code: "custom",
           path: ["auth", "keys", index, "group"],
@@ -268,7 +273,7 @@ export const configSchema = z
       }
     });
     const defaultGroup = config.auth.jwt?.defaultGroup;
-    if (defaultGroup && !config.groups[defaultGroup]) {
+    if (defaultGroup && !Object.hasOwn(config.groups, defaultGroup)) {
       ctx.addIssue({
         code: "custom",
         path: ["auth", "jwt", "defaultGroup"],
