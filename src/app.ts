@@ -74,7 +74,15 @@ export function createApp(deps: AppDeps): RequestListener {
       pollIntervalSec: config.imageTasks.pollIntervalSec,
     }),
   );
-  app.use("/mcp", auth, createMcpRouter({ apiBaseUrl: deps.selfBaseUrl, logger }));
+  app.use(
+    "/mcp",
+    auth,
+    createMcpRouter({
+      apiBaseUrl: deps.selfBaseUrl,
+      publicBaseUrl: config.server.publicBaseUrl,
+      logger,
+    }),
+  );
 
   app.use(notFoundHandler);
   app.use(createErrorMiddleware(logger));
