@@ -236,6 +236,34 @@ export const imageTasksSchema = z
   .strict()
   .prefault({});
 
+/** Who may read `GET /metrics`, and where. */
+export const metricsSchema = z
+  .object({
+    /**
+     * Serve `/metrics` on a listener of its own at this port, and then not on
+     * the main port (so the API port can be public and the metrics port not).
+     * Default: unset, `/metrics` is served on the main port. 0 picks a free port.
+     */
+    port: fromText(
+      z
+        .number({ error: "must be a number" })
+        .int("must be an integer")
+        .min(0, "must be between 0 and 65535")
+        .max(65535, "must be between 0 and 65535"),
+    ).optional(),
+    /** Interface of that listener, e.g. `127.0.0.1`. Default: `server.host`. */
+    host: z.string().min(1).optional(),
+    /**
+     * When set, `/metrics` (wherever it is served) answers only requests with
+     * `Authorization: Bearer <bearerToken>` (Prometheus: `authorization:
+     * {credentials: ...}`). Set but empty (an unset `${VAR}`): every scrape is
+     * refused. Default: unset, no auth.
+     */
+    bearerToken: z.string({ error: "must be a string" }).optional(),
+  })
+  .strict()
+  .prefault({});
+
 export const loggingSchema = z
   .object({
     /** pino level. Default `info`; `LOG_LEVEL` overrides it. */
@@ -259,6 +287,7 @@ export const configSchema = z
       .array(channelSchema, { error: "must list at least one channel" })
       .min(1, "must list at least one channel"),
     imageTasks: imageTasksSchema,
+    metrics: metricsSchema,
     logging: loggingSchema,
   })
   .strict()
