@@ -24,12 +24,6 @@ export interface GenerateImagesInput {
   logger: Logger;
   /** From {@link createSlowAgent}: for the channels themselves, whose addresses the operator chose. */
   dispatcher: Dispatcher;
-  /**
-   * Dispatcher for image downloads from a channel's `imageUrlOrigins`. Default:
-   * a fresh guarded agent per download (no loopback, private or metadata
-   * addresses); tests may pass their own.
-   */
-  createDownloadDispatcher?: () => Dispatcher;
 }
 
 /**
@@ -315,17 +309,19 @@ async function download(url: string, channel: Channel, input: GenerateImagesInpu
   try {
     if (!own) {
       assertUrlAllowed(target);
-      ownDispatcher = input.createDownloadDispatcher?.() ?? createDownloadAgent();
+      ownDispatcher = createDownloadAgent();
       dispatcher = ownDispatcher;
     }
     const response = await undiciFetch(target, { signal, dispatcher, redirect: "manual" });
-    if (response.status < 200 || response.status >= 300) {
+    if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel().catch(() => undefined);
-      throw new Error(
-        response.status >= 300 && response.status < 400
-          ? `a redirect (status ${response.status}), which is not followed`
-          : `status ${response.status}`,
+      throw invalidResponse(
+        `has an image URL that redirects (status ${response.status}); redirects are not followed`,
       );
+    }
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new Error(`status ${response.status}`);
     }
     return await readCapped(response, channel.maxImageBytes, signal, "image");
   } catch (err) {

@@ -193,8 +193,8 @@ describe("image URLs in a channel's answer", () => {
     answerUrls(upstream, `${upstream.origin}/files/moved.png`);
     const id = await submitOk(app, { prompt: "redirected" });
     const error = await failedWith(app, id);
-    expect(error.code).toBe("upstream_error");
-    expect(error.message).toMatch(/redirect \(status 302\), which is not followed/);
+    expect(error.code).toBe("invalid_response");
+    expect(error.message).toMatch(/redirects \(status 302\); redirects are not followed/);
     expect(canary.hits).toEqual([]);
   });
 
