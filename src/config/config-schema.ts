@@ -21,6 +21,15 @@ const positiveInt = (field: string) =>
       .positive("must be > 0"),
   );
 
+/** A TCP port to listen on; 0 picks a free one. */
+const portNumber = fromText(
+  z
+    .number({ error: "must be a number" })
+    .int("must be an integer")
+    .min(0, "must be between 0 and 65535")
+    .max(65535, "must be between 0 and 65535"),
+);
+
 const modelPatterns = z
   .array(z.string().min(1, "must not be empty"), { error: "must be a list of model ids or globs" })
   .min(1, "must list at least one model id or glob");
@@ -58,13 +67,7 @@ const origin = z
 export const serverSchema = z
   .object({
     /** Port to listen on. Default 8080; `PORT` overrides it; 0 picks a free port. */
-    port: fromText(
-      z
-        .number({ error: "must be a number" })
-        .int("must be an integer")
-        .min(0, "must be between 0 and 65535")
-        .max(65535, "must be between 0 and 65535"),
-    ).default(8080),
+    port: portNumber.default(8080),
     /** Interface to bind. Default `0.0.0.0` (all), as a container or ingress backend needs. */
     host: z.string().min(1).default("0.0.0.0"),
     /**
@@ -244,13 +247,7 @@ export const metricsSchema = z
      * the main port (so the API port can be public and the metrics port not).
      * Default: unset, `/metrics` is served on the main port. 0 picks a free port.
      */
-    port: fromText(
-      z
-        .number({ error: "must be a number" })
-        .int("must be an integer")
-        .min(0, "must be between 0 and 65535")
-        .max(65535, "must be between 0 and 65535"),
-    ).optional(),
+    port: portNumber.optional(),
     /** Interface of that listener, e.g. `127.0.0.1`. Default: `server.host`. */
     host: z.string().min(1).optional(),
     /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
 import { ImageTaskApiError } from "./image-task-api-error.js";
 
 const imageTaskSchema = z
@@ -260,46 +261,23 @@ async function readText(
   }
 }
 
-/**
- * Reads a body, counting as it arrives, and drops the connection past `maxBytes`, so a huge or
- * endless answer costs at most that much memory.
- */
+/** A body of the service within `maxBytes`; over it a "refused" error, broken off a "network" one. */
 async function readBytes(
   response: Response,
   maxBytes: number,
   baseUrl: string,
   what: "image" | "answer",
 ): Promise<Buffer> {
-  const tooLarge = () => tooLargeError(maxBytes, what);
-  const declared = Number(response.headers.get("content-length") ?? "");
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    await response.body?.cancel().catch(() => undefined);
-    throw tooLarge();
-  }
-  if (!response.body) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = response.body.getReader();
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel().catch(() => undefined);
-        throw tooLarge();
-      }
-      chunks.push(value);
-    }
+    return await readCappedBody(response, maxBytes);
   } catch (error) {
-    if (error instanceof ImageTaskApiError) throw error;
+    if (error instanceof BodyTooLargeError) throw tooLargeError(maxBytes, what);
     throw new ImageTaskApiError(
       "network",
       `${what === "image" ? "Downloading an image" : "Reading an answer"} from ${baseUrl} ` +
         `broke off (${describeCause(error)}).`,
     );
   }
-  return Buffer.concat(chunks, total);
 }
 
 function tooLargeError(maxBytes: number, what: "image" | "answer"): ImageTaskApiError {

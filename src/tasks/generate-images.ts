@@ -5,6 +5,7 @@ import type { Metrics } from "../metrics/create-metrics.js";
 import { sniffImageType } from "../files/image-type.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../net/address-policy.js";
 import { createGuardedAgent } from "../net/create-guarded-agent.js";
+import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
 import { TaskFailure } from "./task-failure.js";
 
 /** One generated image, decoded. */
@@ -149,15 +150,11 @@ function answerLimit(body: Record<string, unknown>, maxImageBytes: number): numb
   return Math.max(1, n) * (base64Length(maxImageBytes) + ANSWER_OVERHEAD_BYTES);
 }
 
-/** Refused a body over its limit; caught where a partial body will do. */
-class TooLarge extends Error {}
-
 type FetchResponse = Awaited<ReturnType<typeof undiciFetch>>;
 
 /**
- * Reads a body, counting as it arrives: past `limit` bytes (or a
- * `Content-Length` that says so) it stops reading and drops the connection,
- * so a huge or endless answer costs at most `limit` bytes of memory.
+ * Reads a channel's body within `limit` bytes (see {@link readCappedBody}); too
+ * large is the channel's `invalid_response`, broken off an `upstream_error`.
  */
 async function readCapped(
   response: FetchResponse,
@@ -165,33 +162,17 @@ async function readCapped(
   signal: AbortSignal,
   what: "answer" | "image",
 ): Promise<Buffer> {
-  const tooLarge = () =>
-    what === "answer"
-      ? invalidResponse(`is larger than ${limit} bytes`)
-      : invalidResponse(`has an image larger than ${limit} bytes`);
-  const declared = Number(response.headers.get("content-length") ?? "");
-  if (Number.isFinite(declared) && declared > limit) {
-    await response.body?.cancel().catch(() => undefined);
-    throw tooLarge();
-  }
-  if (!response.body) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = response.body.getReader();
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > limit) {
-        await reader.cancel().catch(() => undefined);
-        throw new TooLarge();
-      }
-      chunks.push(value);
-    }
+    return await readCappedBody(response, limit);
   } catch (err) {
-    if (err instanceof TooLarge) throw tooLarge();
     if (signal.aborted) throw signal.reason;
+    if (err instanceof BodyTooLargeError) {
+      throw invalidResponse(
+        what === "answer"
+          ? `is larger than ${limit} bytes`
+          : `has an image larger than ${limit} bytes`,
+      );
+    }
     throw new TaskFailure(
       "upstream_error",
       what === "answer"
@@ -200,7 +181,6 @@ async function readCapped(
       "upstream_error",
     );
   }
-  return Buffer.concat(chunks, total);
 }
 
 /** The start of an error body, enough for its message. */
