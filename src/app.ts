@@ -58,7 +58,7 @@ export function createApp(deps: AppDeps): RequestListener {
 
   app.use(createHttpMetricsMiddleware(metrics));
   app.use(createHealthRouter({ store: deps.store, isStopping: deps.isStopping }));
-  app.use(createMetricsRouter(metrics));
+  app.use(createMetricsRouter(metrics, config.metrics, logger));
   // Signed image URLs work without a bearer header: the signature is the credential.
   app.use(createFilesRouter({ store: deps.store, signer: deps.signer }));
 
@@ -74,7 +74,15 @@ export function createApp(deps: AppDeps): RequestListener {
       pollIntervalSec: config.imageTasks.pollIntervalSec,
     }),
   );
-  app.use("/mcp", auth, createMcpRouter({ apiBaseUrl: deps.selfBaseUrl, logger }));
+  app.use(
+    "/mcp",
+    auth,
+    createMcpRouter({
+      apiBaseUrl: deps.selfBaseUrl,
+      publicBaseUrl: config.server.publicBaseUrl,
+      logger,
+    }),
+  );
 
   app.use(notFoundHandler);
   app.use(createErrorMiddleware(logger));

@@ -12,6 +12,7 @@ import { createImageUrlSigner } from "./files/image-url-signer.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
 import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
+import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createGroupAccess } from "./models/group-access.js";
 import { createTaskStore } from "./tasks/store/create-task-store.js";
 import { createInProcessQueue } from "./tasks/task-queue.js";
@@ -38,6 +39,8 @@ export interface RunningServer {
   url: string;
   port: number;
   server: Server;
+  /** The separate `/metrics` listener's `http://HOST:PORT`, when `metrics.port` is set. */
+  metricsUrl?: string;
   /**
    * Graceful stop: refuse new connections, let running tasks finish for up to
    * `graceMs` (default `server.shutdownGraceSec`), hand back the rest, close.
@@ -109,6 +112,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     : config.server.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   selfBaseUrl = `${url}/v1`;
+  const metricsListener = await startMetricsListener({
+    config: config.metrics,
+    defaultHost: config.server.host,
+    metrics,
+    logger,
+  });
 
   // What a previous process left: queued tasks run, interrupted ones run again.
   await tasks.reconcile();
@@ -134,8 +143,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       clearTimeout(cut);
       clearInterval(idle);
       await Promise.all(demos.map((demo) => demo.close()));
+      await metricsListener?.close();
       await store.close();
     })());
 
-  return { url, port, server, close };
+  return { url, port, server, metricsUrl: metricsListener?.url, close };
 }

@@ -17,6 +17,10 @@ export interface Channel {
   timeoutMs: number;
   imageTimeoutMs: number;
   modelsCacheMs: number;
+  /** Origins, besides its own, that its image URLs may be downloaded from (`channels[].imageUrlOrigins`). */
+  imageUrlOrigins: readonly string[];
+  /** Largest image accepted from it, in bytes (`channels[].maxImageBytes`). */
+  maxImageBytes: number;
 }
 
 /**
@@ -36,6 +40,8 @@ export function createChannel(config: ChannelConfig & { baseUrl: string }): Chan
     timeoutMs: config.timeoutSec * 1000,
     imageTimeoutMs: config.imageTimeoutSec * 1000,
     modelsCacheMs: config.modelsCacheSec * 1000,
+    imageUrlOrigins: config.imageUrlOrigins,
+    maxImageBytes: config.maxImageBytes,
   };
 }
 

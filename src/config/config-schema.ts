@@ -21,6 +21,15 @@ const positiveInt = (field: string) =>
       .positive("must be > 0"),
   );
 
+/** A TCP port to listen on; 0 picks a free one. */
+const portNumber = fromText(
+  z
+    .number({ error: "must be a number" })
+    .int("must be an integer")
+    .min(0, "must be between 0 and 65535")
+    .max(65535, "must be between 0 and 65535"),
+);
+
 const modelPatterns = z
   .array(z.string().min(1, "must not be empty"), { error: "must be a list of model ids or globs" })
   .min(1, "must list at least one model id or glob");
@@ -34,17 +43,31 @@ const url = z.string({ error: "must be a URL" }).refine((value) => {
   }
 }, "must be a URL");
 
+/** An http(s) origin (scheme, host, port; no path), kept in its normalised form. */
+const origin = z
+  .string({ error: "must be an http(s) origin" })
+  .refine((value) => {
+    try {
+      const parsed = new URL(value);
+      return (
+        (parsed.protocol === "http:" || parsed.protocol === "https:") &&
+        parsed.pathname === "/" &&
+        !parsed.search &&
+        !parsed.hash &&
+        !parsed.username &&
+        !parsed.password
+      );
+    } catch {
+      return false;
+    }
+  }, "must be an http(s) origin such as https://cdn.example.com (no path)")
+  .transform((value) => new URL(value).origin);
+
 /** The HTTP listener. */
 export const serverSchema = z
   .object({
     /** Port to listen on. Default 8080; `PORT` overrides it; 0 picks a free port. */
-    port: fromText(
-      z
-        .number({ error: "must be a number" })
-        .int("must be an integer")
-        .min(0, "must be between 0 and 65535")
-        .max(65535, "must be between 0 and 65535"),
-    ).default(8080),
+    port: portNumber.default(8080),
     /** Interface to bind. Default `0.0.0.0` (all), as a container or ingress backend needs. */
     host: z.string().min(1).default("0.0.0.0"),
     /**
@@ -112,6 +135,11 @@ export const jwtSchema = z
     groupClaim: z.string().min(1).default("group"),
     /** Group for tokens without the claim. Default: such tokens are refused. */
     defaultGroup: z.string().optional(),
+    /**
+     * Refuse tokens without an `exp` claim, which would otherwise be valid
+     * forever. Default true; false accepts them (an issuer that never sets it).
+     */
+    requireExp: fromText(z.boolean({ error: "must be true or false" })).default(true),
   })
   .strict()
   // Presence, not truthiness: an empty secret is reported by its own field, not twice.
@@ -164,6 +192,20 @@ export const channelSchema = z
     imageTimeoutSec: positiveInt("seconds").default(600),
     /** Seconds a fetched `/v1/models` list is reused. Default 60. */
     modelsCacheSec: positiveInt("seconds").default(60),
+    /**
+     * Origins besides the channel's own that image URLs in its answers are
+     * downloaded from (e.g. its CDN, `https://cdn.example.com`). Default none:
+     * only the channel's own origin. Downloads from these never reach
+     * loopback, private, link-local or metadata addresses (checked on the URL
+     * and again on the address connected to); redirects are never followed.
+     */
+    imageUrlOrigins: z.array(origin, { error: "must be a list of origins" }).default([]),
+    /**
+     * Largest image accepted from the channel, decoded from `b64_json` or
+     * downloaded from a `url`, in bytes; its whole answer may hold `n` such
+     * images. Default 32 MiB.
+     */
+    maxImageBytes: positiveInt("bytes").default(32 * 1024 * 1024),
     /** Demo channel only: how long drawing an image takes, in ms. Default 3000. */
     imageDelayMs: fromText(z.number().int().min(0, "must be >= 0")).default(3000),
   })
@@ -197,6 +239,28 @@ export const imageTasksSchema = z
   .strict()
   .prefault({});
 
+/** Who may read `GET /metrics`, and where. */
+export const metricsSchema = z
+  .object({
+    /**
+     * Serve `/metrics` on a listener of its own at this port, and then not on
+     * the main port (so the API port can be public and the metrics port not).
+     * Default: unset, `/metrics` is served on the main port. 0 picks a free port.
+     */
+    port: portNumber.optional(),
+    /** Interface of that listener, e.g. `127.0.0.1`. Default: `server.host`. */
+    host: z.string().min(1).optional(),
+    /**
+     * When set, `/metrics` (wherever it is served) answers only requests with
+     * `Authorization: Bearer <bearerToken>` (Prometheus: `authorization:
+     * {credentials: ...}`). Set but empty (an unset `${VAR}`): every scrape is
+     * refused. Default: unset, no auth.
+     */
+    bearerToken: z.string({ error: "must be a string" }).optional(),
+  })
+  .strict()
+  .prefault({});
+
 export const loggingSchema = z
   .object({
     /** pino level. Default `info`; `LOG_LEVEL` overrides it. */
@@ -220,12 +284,13 @@ export const configSchema = z
       .array(channelSchema, { error: "must list at least one channel" })
       .min(1, "must list at least one channel"),
     imageTasks: imageTasksSchema,
+    metrics: metricsSchema,
     logging: loggingSchema,
   })
   .strict()
   .superRefine((config, ctx) => {
     config.auth.keys.forEach((key, index) => {
-      if (!config.groups[key.group]) {
+      if (!Object.hasOwn(config.groups, key.group)) {
         ctx.addIssue({
           code: "custom",
           path: ["auth", "keys", index, "group"],
@@ -234,7 +299,7 @@ export const configSchema = z
       }
     });
     const defaultGroup = config.auth.jwt?.defaultGroup;
-    if (defaultGroup && !config.groups[defaultGroup]) {
+    if (defaultGroup && !Object.hasOwn(config.groups, defaultGroup)) {
       ctx.addIssue({
         code: "custom",
         path: ["auth", "jwt", "defaultGroup"],

@@ -1,11 +1,76 @@
+import { isIPv6 } from "node:net";
 import type { Request } from "express";
+import { AppError } from "./app-error.js";
+
+/** `host[:port]`: a DNS name or IPv4 address, or an IPv6 literal in brackets. */
+const HOST_PORT =
+  /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_-]{1,63})*\.?|\[([0-9A-Fa-f:.]+)\])(?::(\d{1,5}))?$/;
+
+/** Whether `value` is a plain `host[:port]`, nothing a URL parser could read otherwise. */
+export function isValidHostHeader(value: string): boolean {
+  if (value.length > 255) return false;
+  const match = HOST_PORT.exec(value);
+  if (!match) return false;
+  if (match[1] !== undefined && !isIPv6(match[1])) return false;
+  return match[2] === undefined || Number(match[2]) <= 65535;
+}
 
 /**
- * The origin clients reach the service at: `server.publicBaseUrl` when set
- * (behind a CDN or ingress that rewrites hosts), else the request's own
- * protocol and Host (honouring `X-Forwarded-*` only with `trustProxy`).
+ * The origin clients reach the service at, for `Location`, signed image URLs
+ * and `/mcp` links: `server.publicBaseUrl` when set (behind a CDN or ingress
+ * that rewrites hosts); else the request's own protocol and Host, and with
+ * `server.trustProxy` (Express's `trust proxy`) the first `X-Forwarded-Proto`
+ * and `X-Forwarded-Host`, never otherwise.
+ *
+ * A Host that is not a plain `host[:port]` (`a@evil.example`, a path, a bad
+ * port) would put someone else's origin into the URLs handed out, so it is
+ * refused, as RFC 9112 asks of a server. A request without a Host
+ * (HTTP/1.0) gets the address it connected to.
+ *
+ * @throws AppError `invalid_value` (400) naming the header at fault
  */
 export function publicBaseUrl(req: Request, configured: string | undefined): string {
   if (configured) return configured.replace(/\/+$/, "");
-  return `${req.protocol}://${req.get("host") ?? "localhost"}`;
+  const forwarded = trustsProxy(req);
+  // Express reads X-Forwarded-Proto and -Host only when `trust proxy` trusts the peer.
+  const protocol = req.protocol;
+  if (protocol !== "http" && protocol !== "https") {
+    throw new AppError("invalid_value", "X-Forwarded-Proto must be http or https.", {
+      param: "X-Forwarded-Proto",
+    });
+  }
+  const host = req.host;
+  if (countHostLines(req) > 1) {
+    throw new AppError("invalid_value", "The request has more than one Host header.", {
+      param: "Host",
+    });
+  }
+  if (host === undefined) return `${protocol}://${localAddress(req)}`;
+  if (!isValidHostHeader(host)) {
+    const header = forwarded && req.get("x-forwarded-host") ? "X-Forwarded-Host" : "Host";
+    throw new AppError("invalid_value", `The ${header} header must be a host[:port].`, {
+      param: header,
+    });
+  }
+  return `${protocol}://${host.toLowerCase()}`;
+}
+
+function countHostLines(req: Request): number {
+  let count = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    if (req.rawHeaders[i]?.toLowerCase() === "host") count += 1;
+  }
+  return count;
+}
+
+function trustsProxy(req: Request): boolean {
+  const trust = req.app.get("trust proxy fn") as
+    ((address: string | undefined, hop: number) => boolean) | undefined;
+  return trust?.(req.socket.remoteAddress, 0) ?? false;
+}
+
+function localAddress(req: Request): string {
+  const address = req.socket.localAddress ?? "127.0.0.1";
+  const host = address.includes(":") ? `[${address}]` : address;
+  return `${host}:${req.socket.localPort ?? 80}`;
 }

@@ -1,6 +1,7 @@
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import express, { type Request, type Response, type Router } from "express";
 import type { Logger } from "pino";
+import { publicBaseUrl } from "../http/public-base-url.js";
 import { createMcpServer } from "./create-mcp-server.js";
 import { createImageTaskApiClient } from "./image-task-api-client.js";
 
@@ -9,6 +10,8 @@ export interface CreateMcpRouterDeps {
   /** The service's own `/v1` base URL, e.g. http://127.0.0.1:8080/v1 (known once listening). */
   apiBaseUrl: () => string;
   logger: Logger;
+  /** `server.publicBaseUrl`: the origin of the image links, when set. */
+  publicBaseUrl?: string;
   /** Shortest pause between polls in `check_image_task` (tests shorten it). */
   pollIntervalMs?: number;
 }
@@ -23,6 +26,8 @@ export function createMcpRouter(deps: CreateMcpRouterDeps): Router {
   const router = express.Router();
 
   router.post("/", async (req: Request, res: Response) => {
+    // Same origin rule as the service's own URLs; a poisoned Host is refused here (400).
+    const publicOrigin = publicBaseUrl(req, deps.publicBaseUrl);
     const api = createImageTaskApiClient({
       baseUrl: deps.apiBaseUrl(),
       authorization: req.headers.authorization,
@@ -30,11 +35,7 @@ export function createMcpRouter(deps: CreateMcpRouterDeps): Router {
     });
     const server = createMcpServer({
       api,
-      // Same origin rule as the service's own URLs (Host; X-Forwarded-Proto with trustProxy).
-      delivery: {
-        kind: "links",
-        publicOrigin: `${req.protocol}://${req.get("host") ?? "localhost"}`,
-      },
+      delivery: { kind: "links", publicOrigin },
       logger: deps.logger,
       pollIntervalMs: deps.pollIntervalMs,
     });

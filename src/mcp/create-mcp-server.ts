@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Logger } from "pino";
-import type { ImageTaskApiClient } from "./image-task-api-client.js";
+import { MAX_IMAGE_BYTES, type ImageTaskApiClient } from "./image-task-api-client.js";
 import { registerCancelImageTaskTool } from "./tools/cancel-image-task-tool.js";
 import { registerCheckImageTaskTool } from "./tools/check-image-task-tool.js";
 import { registerGenerateImageTool } from "./tools/generate-image-tool.js";
@@ -18,7 +18,14 @@ export interface CreateMcpServerDeps {
   pollIntervalMs?: number;
   /** Longest pause between polls, whatever `Retry-After` says. Default 2000 ms. */
   maxPollIntervalMs?: number;
+  /** Images one task may deliver; more are refused. Default 10 (the API's largest `n`). */
+  maxImagesPerTask?: number;
+  /** Largest `b64_json` image saved, decoded. Default 64 MiB. */
+  maxImageBytes?: number;
 }
+
+/** The API's largest `n`: a task holding more images is not one of ours. */
+export const MAX_IMAGES_PER_TASK = 10;
 
 /** The model `generate_image` uses when the caller names none. */
 export const DEFAULT_IMAGE_MODEL = "gpt-image-1";
@@ -45,6 +52,8 @@ export function createMcpServer(deps: CreateMcpServerDeps): McpServer {
     defaultModel: deps.defaultModel ?? DEFAULT_IMAGE_MODEL,
     pollIntervalMs: deps.pollIntervalMs ?? 1000,
     maxPollIntervalMs: deps.maxPollIntervalMs ?? 2000,
+    maxImagesPerTask: deps.maxImagesPerTask ?? MAX_IMAGES_PER_TASK,
+    maxImageBytes: deps.maxImageBytes ?? MAX_IMAGE_BYTES,
   };
   registerGenerateImageTool(server, toolDeps);
   registerCheckImageTaskTool(server, toolDeps);

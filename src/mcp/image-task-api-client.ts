@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
 import { ImageTaskApiError } from "./image-task-api-error.js";
 
 const imageTaskSchema = z
@@ -82,12 +83,22 @@ export interface ImageTaskApiClientOptions {
   fetch?: typeof fetch;
   requestTimeoutMs?: number;
   downloadTimeoutMs?: number;
+  /** Largest image download. Default {@link MAX_IMAGE_BYTES}. */
   maxDownloadBytes?: number;
+  /** Largest JSON answer (a task with its `b64_json` items). Default {@link MAX_ANSWER_BYTES}. */
+  maxResponseBytes?: number;
 }
+
+/** Largest image the MCP server downloads or decodes: 64 MiB. */
+export const MAX_IMAGE_BYTES = 64 * 1024 * 1024;
+/**
+ * Largest JSON answer read from the service: 64 MiB, ten b64_json images of a few MiB each. A
+ * service (or whatever answers at OPENAI_BASE_URL) cannot make the MCP server hold more.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 const DEFAULT_DOWNLOAD_TIMEOUT_MS = 30_000;
-const DEFAULT_MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024;
 const MAX_MESSAGE_CHARS = 500;
 
 /**
@@ -101,7 +112,8 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
   const doFetch = options.fetch ?? fetch;
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const downloadTimeoutMs = options.downloadTimeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS;
-  const maxDownloadBytes = options.maxDownloadBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
+  const maxDownloadBytes = options.maxDownloadBytes ?? MAX_IMAGE_BYTES;
+  const maxResponseBytes = options.maxResponseBytes ?? MAX_ANSWER_BYTES;
 
   async function send(
     method: "GET" | "POST",
@@ -120,7 +132,7 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
       signal,
       baseUrl,
     );
-    const text = await readText(response, signal, requestTimeoutMs, baseUrl);
+    const text = await readText(response, signal, requestTimeoutMs, baseUrl, maxResponseBytes);
     if (!response.ok) throw httpError(response, text, options.credentialHint);
     let json: unknown;
     try {
@@ -177,10 +189,10 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
         baseUrl,
       );
       if (!response.ok) {
-        const text = await readText(response, signal, downloadTimeoutMs, baseUrl);
+        const text = await readText(response, signal, downloadTimeoutMs, baseUrl, maxResponseBytes);
         throw httpError(response, text, options.credentialHint, "Downloading an image failed");
       }
-      const bytes = await readBytes(response, maxDownloadBytes, baseUrl);
+      const bytes = await readBytes(response, maxDownloadBytes, baseUrl, "image");
       return { bytes, contentType: response.headers.get("content-type") ?? undefined };
     },
   };
@@ -233,46 +245,54 @@ function describeCause(error: unknown): string {
   return "unknown error";
 }
 
+/** The body as text, read no further than `maxBytes`. */
 async function readText(
   response: Response,
   signal: AbortSignal | undefined,
   timeoutMs: number,
   baseUrl: string,
+  maxBytes: number,
 ): Promise<string> {
   try {
-    return await response.text();
+    return (await readBytes(response, maxBytes, baseUrl, "answer")).toString("utf8");
   } catch (error) {
+    if (!signal?.aborted && error instanceof ImageTaskApiError) throw error;
     throw networkError(error, signal, AbortSignal.timeout(timeoutMs), timeoutMs, baseUrl);
   }
 }
 
-async function readBytes(response: Response, maxBytes: number, baseUrl: string) {
-  const declared = Number(response.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  if (!response.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
+/** A body of the service within `maxBytes`; over it a "refused" error, broken off a "network" one. */
+async function readBytes(
+  response: Response,
+  maxBytes: number,
+  baseUrl: string,
+  what: "image" | "answer",
+): Promise<Buffer> {
   try {
-    for await (const chunk of response.body) {
-      total += chunk.byteLength;
-      if (total > maxBytes) throw tooLarge(maxBytes);
-      chunks.push(chunk);
-    }
+    return await readCappedBody(response, maxBytes);
   } catch (error) {
-    if (error instanceof ImageTaskApiError) throw error;
+    if (error instanceof BodyTooLargeError) throw tooLargeError(maxBytes, what);
     throw new ImageTaskApiError(
       "network",
-      `Downloading an image from ${baseUrl} broke off (${describeCause(error)}).`,
+      `${what === "image" ? "Downloading an image" : "Reading an answer"} from ${baseUrl} ` +
+        `broke off (${describeCause(error)}).`,
     );
   }
-  return Buffer.concat(chunks);
 }
 
-function tooLarge(maxBytes: number): ImageTaskApiError {
+function tooLargeError(maxBytes: number, what: "image" | "answer"): ImageTaskApiError {
+  const size = formatBytes(maxBytes);
   return new ImageTaskApiError(
     "refused",
-    `Refused an image larger than ${Math.round(maxBytes / (1024 * 1024))} MiB.`,
+    what === "image"
+      ? `Refused an image larger than ${size}.`
+      : `Refused an answer of the image service larger than ${size}; nothing was saved.`,
   );
+}
+
+/** `64 MiB`, or bytes below 1 MiB. */
+export function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MiB` : `${bytes} bytes`;
 }
 
 function httpError(

@@ -1,13 +1,24 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router, type RequestHandler } from "express";
+import type { Logger } from "pino";
+import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "./create-metrics.js";
+import { createMetricsHandler } from "./create-metrics-handler.js";
 
-/** `GET /metrics`: Prometheus text, no auth (scrapers on the cluster network). */
-export function createMetricsRouter(metrics: Metrics): Router {
+/**
+ * `GET /metrics` on the main port: Prometheus text, behind `metrics.bearerToken`
+ * when set. Empty when `metrics.port` moves it to a listener of its own
+ * (`startMetricsListener`), so the main port then answers 404 there.
+ */
+export function createMetricsRouter(
+  metrics: Metrics,
+  config: Config["metrics"],
+  logger: Logger,
+): Router {
   const router = Router();
-  router.get("/metrics", async (_req, res) => {
-    res.set("Content-Type", metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
+  if (config.port !== undefined) return router;
+  const handle = createMetricsHandler(metrics, config, logger);
+  router.get("/metrics", (req, res) => handle(req, res));
   return router;
 }
 

@@ -3,6 +3,9 @@ import type { Logger } from "pino";
 import { channelAuthHeaders, type Channel } from "../channels/channel.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { sniffImageType } from "../files/image-type.js";
+import { assertUrlAllowed, ForbiddenAddressError } from "../net/address-policy.js";
+import { createGuardedAgent } from "../net/create-guarded-agent.js";
+import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
 import { TaskFailure } from "./task-failure.js";
 
 /** One generated image, decoded. */
@@ -20,7 +23,7 @@ export interface GenerateImagesInput {
   signal: AbortSignal;
   metrics: Metrics;
   logger: Logger;
-  /** From {@link createSlowAgent}. */
+  /** From {@link createSlowAgent}: for the channels themselves, whose addresses the operator chose. */
   dispatcher: Dispatcher;
 }
 
@@ -32,14 +35,24 @@ export function createSlowAgent(): Agent {
   return new Agent({ headersTimeout: 0, bodyTimeout: 0 });
 }
 
-/** Largest image download accepted when a channel answers with URLs. */
-const MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024;
+/** Room in a channel's answer beside the images: revised prompts, usage, envelope. */
+const ANSWER_OVERHEAD_BYTES = 256 * 1024;
+/** Error bodies are read this far for their message; the rest is not needed. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** Objects nested deeper than this in `usage` are dropped rather than walked. */
+const MAX_USAGE_DEPTH = 16;
 
 /**
  * Calls the channels' `/images/generations` in order until one answers:
  * a connect failure or 5xx moves on to the next channel, anything else is
  * the answer. Every failure becomes a {@link TaskFailure} with a code and a
  * message free of channel keys; an abort is rethrown for the caller to name.
+ *
+ * What a channel sends is bounded while it arrives: the JSON answer to what
+ * `n` images of `maxImageBytes` take, each image download to `maxImageBytes`.
+ * Image URLs are fetched only from the channel's own origin or its
+ * `imageUrlOrigins` (those never on loopback, private or metadata addresses),
+ * and no redirect is ever followed, neither of the channel nor of an image.
  */
 export async function generateImages(
   input: GenerateImagesInput,
@@ -60,6 +73,8 @@ export async function generateImages(
         body: JSON.stringify(body),
         signal,
         dispatcher: input.dispatcher,
+        // A redirect would send the prompt (and, same-origin, the key) where nobody configured.
+        redirect: "manual",
       });
     } catch (err) {
       if (signal.aborted) throw signal.reason;
@@ -88,13 +103,21 @@ export async function generateImages(
       { channel: channel.name, route: "image_tasks" },
       (performance.now() - started) / 1000,
     );
-    const text = await readText(response, signal);
-    if (response.status >= 500 && !isLast) {
-      lastFailure = upstreamFailure(response.status, text, channel);
-      continue;
+    if (response.status >= 400) {
+      const text = await readErrorText(response, signal);
+      if (response.status >= 500 && !isLast) {
+        lastFailure = upstreamFailure(response.status, text, channel);
+        continue;
+      }
+      throw upstreamFailure(response.status, text, channel);
     }
-    if (response.status >= 400) throw upstreamFailure(response.status, text, channel);
-    return parseGeneration(text, channel, signal, input.dispatcher);
+    if (response.status >= 300) {
+      await response.body?.cancel().catch(() => undefined);
+      throw invalidResponse(`is a redirect (status ${response.status}), which is not followed`);
+    }
+    const limit = answerLimit(body, channel.maxImageBytes);
+    const bytes = await readCapped(response, limit, signal, "answer");
+    return parseGeneration(bytes.toString("utf8"), channel, input);
   }
   throw lastFailure;
 }
@@ -116,16 +139,58 @@ function errorCode(err: unknown): string {
   return typeof code === "string" ? code : "unknown";
 }
 
-async function readText(response: { text(): Promise<string> }, signal: AbortSignal) {
+/** Base64 length of `bytes` bytes. */
+function base64Length(bytes: number): number {
+  return Math.ceil(bytes / 3) * 4;
+}
+
+/** The most a successful answer for this request may hold: `n` images and some room. */
+function answerLimit(body: Record<string, unknown>, maxImageBytes: number): number {
+  const n = typeof body.n === "number" && Number.isInteger(body.n) ? Math.min(10, body.n) : 1;
+  return Math.max(1, n) * (base64Length(maxImageBytes) + ANSWER_OVERHEAD_BYTES);
+}
+
+type FetchResponse = Awaited<ReturnType<typeof undiciFetch>>;
+
+/**
+ * Reads a channel's body within `limit` bytes (see {@link readCappedBody}); too
+ * large is the channel's `invalid_response`, broken off an `upstream_error`.
+ */
+async function readCapped(
+  response: FetchResponse,
+  limit: number,
+  signal: AbortSignal,
+  what: "answer" | "image",
+): Promise<Buffer> {
   try {
-    return await response.text();
-  } catch {
+    return await readCappedBody(response, limit);
+  } catch (err) {
     if (signal.aborted) throw signal.reason;
+    if (err instanceof BodyTooLargeError) {
+      throw invalidResponse(
+        what === "answer"
+          ? `is larger than ${limit} bytes`
+          : `has an image larger than ${limit} bytes`,
+      );
+    }
     throw new TaskFailure(
       "upstream_error",
-      "The upstream channel broke off its answer.",
+      what === "answer"
+        ? "The upstream channel broke off its answer."
+        : "The download of an image the upstream channel produced broke off.",
       "upstream_error",
     );
+  }
+}
+
+/** The start of an error body, enough for its message. */
+async function readErrorText(response: FetchResponse, signal: AbortSignal): Promise<string> {
+  try {
+    return (await readCapped(response, MAX_ERROR_BODY_BYTES, signal, "answer")).toString("utf8");
+  } catch {
+    if (signal.aborted) throw signal.reason;
+    // Too long or broken off: the status-based message will do.
+    return "";
   }
 }
 
@@ -152,12 +217,7 @@ function upstreamFailure(status: number, text: string, channel: Channel): TaskFa
   );
 }
 
-async function parseGeneration(
-  text: string,
-  channel: Channel,
-  signal: AbortSignal,
-  dispatcher: Dispatcher,
-) {
+async function parseGeneration(text: string, channel: Channel, input: GenerateImagesInput) {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -166,58 +226,111 @@ async function parseGeneration(
   }
   const data = (parsed as { data?: unknown } | null)?.data;
   if (!Array.isArray(data) || data.length === 0) throw invalidResponse("holds no images");
+  const requested = typeof input.body.n === "number" ? input.body.n : 1;
+  if (data.length > Math.max(1, requested)) {
+    throw invalidResponse(`holds ${data.length} images where ${requested} were asked for`);
+  }
   const images: GeneratedImage[] = [];
   for (const item of data as Array<Record<string, unknown> | null>) {
     let bytes: Buffer;
     if (typeof item?.b64_json === "string" && item.b64_json.length > 0) {
+      if (item.b64_json.length > base64Length(channel.maxImageBytes) + 4) {
+        throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+      }
       bytes = Buffer.from(item.b64_json, "base64");
     } else if (typeof item?.url === "string") {
-      bytes = await download(item.url, channel, signal, dispatcher);
+      bytes = await download(item.url, channel, input);
     } else {
       throw invalidResponse("has an image with neither b64_json nor url");
+    }
+    if (bytes.length > channel.maxImageBytes) {
+      throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
     }
     const type = sniffImageType(bytes);
     if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
     images.push({
       bytes,
       mime: type.mimeType,
-      ...(typeof item?.revised_prompt === "string" ? { revised_prompt: item.revised_prompt } : {}),
+      ...(typeof item?.revised_prompt === "string"
+        ? { revised_prompt: scrub(item.revised_prompt, channel) }
+        : {}),
     });
   }
-  return { images, usage: (parsed as { usage?: unknown }).usage };
+  const usage = scrubDeep((parsed as { usage?: unknown }).usage, channel, 0);
+  return { images, ...(usage === undefined ? {} : { usage }) };
 }
 
-async function download(
-  url: string,
-  channel: Channel,
-  signal: AbortSignal,
-  dispatcher: Dispatcher,
-): Promise<Buffer> {
-  let parsedUrl: URL;
+/**
+ * Downloads an image a channel answered as a URL. Its own origin is trusted as
+ * the operator configured it; an `imageUrlOrigins` origin goes through the
+ * address guard; anything else is refused without a request.
+ */
+async function download(url: string, channel: Channel, input: GenerateImagesInput) {
+  const { signal } = input;
+  const channelOrigin = new URL(channel.baseUrl).origin;
+  let target: URL;
   try {
-    parsedUrl = new URL(url);
+    target = new URL(url, `${channelOrigin}/`);
   } catch {
     throw invalidResponse("has an image URL that is not a URL");
   }
-  if (parsedUrl.protocol !== "https:" && parsedUrl.protocol !== "http:") {
+  if (target.protocol !== "https:" && target.protocol !== "http:") {
     throw invalidResponse("has an image URL that is not http(s)");
   }
-  try {
-    const response = await undiciFetch(parsedUrl, { signal, dispatcher });
-    if (!response.ok) throw new Error(`status ${response.status}`);
-    const length = Number(response.headers.get("content-length") ?? 0);
-    if (length > MAX_DOWNLOAD_BYTES) throw new Error("too large");
-    const bytes = Buffer.from(await response.arrayBuffer());
-    if (bytes.length > MAX_DOWNLOAD_BYTES) throw new Error("too large");
-    return bytes;
-  } catch (err) {
-    if (signal.aborted) throw signal.reason;
-    throw new TaskFailure(
-      "upstream_error",
-      `Could not download the image the upstream channel produced (${scrub((err as Error).message, channel)}).`,
-      "upstream_error",
+  const own = target.origin === channelOrigin;
+  if (!own && !channel.imageUrlOrigins.includes(target.origin)) {
+    throw invalidResponse(
+      `has an image URL on ${scrub(target.origin, channel)}, which is neither the channel's ` +
+        `origin nor in its imageUrlOrigins`,
     );
   }
+  let dispatcher = input.dispatcher;
+  let ownDispatcher: Dispatcher | undefined;
+  try {
+    if (!own) {
+      assertUrlAllowed(target);
+      ownDispatcher = createDownloadAgent();
+      dispatcher = ownDispatcher;
+    }
+    const response = await undiciFetch(target, { signal, dispatcher, redirect: "manual" });
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel().catch(() => undefined);
+      throw invalidResponse(
+        `has an image URL that redirects (status ${response.status}); redirects are not followed`,
+      );
+    }
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new Error(`status ${response.status}`);
+    }
+    return await readCapped(response, channel.maxImageBytes, signal, "image");
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    if (err instanceof TaskFailure) throw err;
+    const refusal = forbiddenAddress(err);
+    throw new TaskFailure(
+      refusal ? "invalid_response" : "upstream_error",
+      `Could not download the image the upstream channel produced (${scrub(
+        refusal?.message ?? (err as Error).message,
+        channel,
+      )}).`,
+      "upstream_error",
+    );
+  } finally {
+    void ownDispatcher?.destroy().catch(() => undefined);
+  }
+}
+
+/** One download's guarded agent; no pooling is lost, as each task downloads once. */
+function createDownloadAgent(): Dispatcher {
+  return createGuardedAgent({ agent: { headersTimeout: 0, bodyTimeout: 0 } });
+}
+
+/** The guard's refusal, thrown directly or wrapped by fetch in `cause`. */
+function forbiddenAddress(err: unknown): ForbiddenAddressError | undefined {
+  if (err instanceof ForbiddenAddressError) return err;
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  return cause instanceof ForbiddenAddressError ? cause : undefined;
 }
 
 function invalidResponse(what: string): TaskFailure {
@@ -228,7 +341,30 @@ function invalidResponse(what: string): TaskFailure {
   );
 }
 
-/** A channel may echo its own key in an error; it must never reach a client. */
+/**
+ * A channel may echo its own key anywhere in its answer; it must never reach a
+ * client. JSON escapes are already decoded here, so the literal key is all
+ * there is to find.
+ */
 function scrub(message: string, channel: Channel): string {
   return channel.apiKey ? message.split(channel.apiKey).join("[redacted]") : message;
+}
+
+/** {@link scrub} on every string (keys included) of a parsed JSON value. */
+function scrubDeep(value: unknown, channel: Channel, depth: number): unknown {
+  if (typeof value === "string") return scrub(value, channel);
+  if (value === null || typeof value !== "object") return value;
+  if (depth >= MAX_USAGE_DEPTH) return undefined;
+  if (Array.isArray(value)) return value.map((item) => scrubDeep(item, channel, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    // defineProperty, so a "__proto__" key stays data and never reaches the prototype.
+    Object.defineProperty(out, scrub(key, channel), {
+      value: scrubDeep(item, channel, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
 }

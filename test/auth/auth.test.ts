@@ -1,4 +1,4 @@
-import { SignJWT } from "jose";
+import { generateKeyPair, SignJWT } from "jose";
 import OpenAI from "openai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { expectError, sdkError } from "../http/error-envelope.js";
@@ -31,7 +31,8 @@ interface TokenOptions {
   issuer?: string;
   audience?: string;
   subject?: string | null;
-  expiresIn?: string | number;
+  /** `null`: no `exp` claim at all. */
+  expiresIn?: string | number | null;
 }
 
 function sign(options: TokenOptions = {}): Promise<string> {
@@ -39,8 +40,8 @@ function sign(options: TokenOptions = {}): Promise<string> {
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setIssuedAt()
     .setIssuer(options.issuer ?? ISSUER)
-    .setAudience(options.audience ?? AUDIENCE)
-    .setExpirationTime(options.expiresIn ?? "5m");
+    .setAudience(options.audience ?? AUDIENCE);
+  if (options.expiresIn !== null) jwt.setExpirationTime(options.expiresIn ?? "5m");
   if (options.subject !== null) jwt.setSubject(options.subject ?? "user-42");
   return jwt.sign(new TextEncoder().encode(options.secret ?? SECRET));
 }
@@ -157,6 +158,36 @@ describe("JWT bearer tokens (HS256)", () => {
     ["without the group claim", () => sign({ claims: { team: undefined } })],
     ["naming an unknown group", () => sign({ claims: { team: "admins" } })],
     ["without a subject", () => sign({ subject: null })],
+    ["without exp (valid forever otherwise)", () => sign({ expiresIn: null })],
+    // Own keys only: these must not find Object.prototype's members as groups.
+    ["naming the group __proto__", () => sign({ claims: { team: "__proto__" } })],
+    ["naming the group constructor", () => sign({ claims: { team: "constructor" } })],
+    ["naming the group toString", () => sign({ claims: { team: "toString" } })],
+    ["naming the group hasOwnProperty", () => sign({ claims: { team: "hasOwnProperty" } })],
+    [
+      "signed with RS256 where HS256 is configured (alg confusion)",
+      async () => {
+        const { privateKey } = await generateKeyPair("RS256");
+        return new SignJWT({ team: "vip" })
+          .setProtectedHeader({ alg: "RS256", typ: "JWT" })
+          .setIssuer(ISSUER)
+          .setAudience(AUDIENCE)
+          .setSubject("user-42")
+          .setExpirationTime("5m")
+          .sign(privateKey);
+      },
+    ],
+    [
+      "signed with HS512 and the right secret (only HS256 is configured)",
+      () =>
+        new SignJWT({ team: "vip" })
+          .setProtectedHeader({ alg: "HS512", typ: "JWT" })
+          .setIssuer(ISSUER)
+          .setAudience(AUDIENCE)
+          .setSubject("user-42")
+          .setExpirationTime("5m")
+          .sign(new TextEncoder().encode(SECRET)),
+    ],
     [
       "tampered with",
       async () => {
@@ -194,4 +225,40 @@ describe("JWT bearer tokens (HS256)", () => {
       expect(sdk.code).toBe("invalid_api_key");
     });
   }
+});
+
+describe("auth.jwt.requireExp: false", () => {
+  it("accepts a token without exp, and still refuses an expired one", async () => {
+    const lenient = await startTestApp({
+      config: {
+        auth: {
+          keys: [],
+          jwt: {
+            secret: SECRET,
+            issuer: ISSUER,
+            audience: AUDIENCE,
+            groupClaim: "team",
+            requireExp: false,
+          },
+        },
+      },
+    });
+    try {
+      const forever = await sign({ expiresIn: null, claims: { team: "chat" } });
+      const response = await fetch(`${lenient.baseURL}/models`, {
+        headers: { authorization: `Bearer ${forever}` },
+      });
+      expect(response.status).toBe(200);
+      const expired = await sign({ expiresIn: Math.floor(Date.now() / 1000) - 120 });
+      await expectError(
+        await fetch(`${lenient.baseURL}/models`, {
+          headers: { authorization: `Bearer ${expired}` },
+        }),
+        401,
+        "invalid_api_key",
+      );
+    } finally {
+      await lenient.close();
+    }
+  });
 });

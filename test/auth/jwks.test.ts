@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from "jose";
+import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK } from "jose";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, TEST_KEYS, type TestApp } from "../support/start-test-app.js";
@@ -10,12 +10,16 @@ let jwksRequests = 0;
 let app: TestApp;
 let signingKey: CryptoKey;
 let strangerKey: CryptoKey;
+let publicKeyPem: string;
+let publicJwk: JWK;
 
 beforeAll(async () => {
   const pair = await generateKeyPair("RS256");
   signingKey = pair.privateKey;
   strangerKey = (await generateKeyPair("RS256")).privateKey;
   const jwk: JWK = { ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+  publicKeyPem = await exportSPKI(pair.publicKey);
+  publicJwk = jwk;
   // A real JWKS endpoint on a socket, as an identity provider serves it.
   jwksServer = createServer((_req, res) => {
     jwksRequests += 1;
@@ -42,14 +46,24 @@ afterAll(async () => {
   await new Promise((resolve) => jwksServer.close(resolve));
 });
 
-function token(key: CryptoKey, group: string, kid = "k1"): Promise<string> {
+function claims(group: string) {
   return new SignJWT({ group })
-    .setProtectedHeader({ alg: "RS256", kid })
     .setIssuer("https://idp.example")
     .setAudience("image-task-sidecar")
     .setSubject("user-42")
-    .setExpirationTime("5m")
-    .sign(key);
+    .setExpirationTime("5m");
+}
+
+function token(key: CryptoKey, group: string, kid = "k1"): Promise<string> {
+  return claims(group).setProtectedHeader({ alg: "RS256", kid }).sign(key);
+}
+
+async function expectRefused(value: string) {
+  const res = await fetch(`${app.baseURL}/models`, {
+    headers: { authorization: `Bearer ${value}` },
+  });
+  expect(res.status).toBe(401);
+  expect(((await res.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
 }
 
 describe("JWT bearer tokens verified against a JWKS URL", () => {
@@ -65,10 +79,39 @@ describe("JWT bearer tokens verified against a JWKS URL", () => {
   });
 
   it("refuses a token signed with a key the JWKS does not publish", async () => {
-    const res = await fetch(`${app.baseURL}/models`, {
-      headers: { authorization: `Bearer ${await token(strangerKey, "vip")}` },
-    });
-    expect(res.status).toBe(401);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("invalid_api_key");
+    await expectRefused(await token(strangerKey, "vip"));
+  });
+
+  it("refuses HS256 keyed with the published public key (alg confusion)", async () => {
+    const hmacKeys = [
+      new TextEncoder().encode(publicKeyPem),
+      new TextEncoder().encode(JSON.stringify(publicJwk)),
+      Buffer.from(publicJwk.n as string, "base64url"),
+    ];
+    for (const key of hmacKeys) {
+      await expectRefused(
+        await claims("vip").setProtectedHeader({ alg: "HS256", kid: "k1" }).sign(key),
+      );
+    }
+  });
+
+  it("refuses an unsigned token (alg none) and one without exp", async () => {
+    const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    await expectRefused(
+      `${part({ alg: "none", kid: "k1" })}.${part({
+        group: "vip",
+        sub: "x",
+        iss: "https://idp.example",
+        aud: "image-task-sidecar",
+        exp: 9_999_999_999,
+      })}.`,
+    );
+    const noExp = await new SignJWT({ group: "vip" })
+      .setProtectedHeader({ alg: "RS256", kid: "k1" })
+      .setIssuer("https://idp.example")
+      .setAudience("image-task-sidecar")
+      .setSubject("user-42")
+      .sign(signingKey);
+    await expectRefused(noExp);
   });
 });

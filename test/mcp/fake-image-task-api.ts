@@ -14,7 +14,9 @@ export interface FakeTaskPlan {
   pendingPolls: number;
   outcome:
     | { kind: "completed"; n?: number; url?: (id: string, index: number) => string }
-    | { kind: "b64"; n?: number }
+    | { kind: "b64"; n?: number; image?: Buffer }
+    /** A completed task whose JSON never ends: one b64_json that grows until the client leaves. */
+    | { kind: "endless" }
     | { kind: "failed"; code: string; message: string };
   contentType?: string;
   body?: Buffer;
@@ -77,10 +79,11 @@ export async function startFakeImageTaskApi(options: { key?: string } = {}) {
         error: { code: outcome.code, message: outcome.message, type: "image_generation_error" },
       };
     }
+    if (outcome.kind === "endless") return { ...base, status: "completed", endless: true };
     const n = outcome.n ?? 1;
     const data = Array.from({ length: n }, (_, i) =>
       outcome.kind === "b64"
-        ? { b64_json: TINY_PNG.toString("base64") }
+        ? { b64_json: (outcome.image ?? TINY_PNG).toString("base64") }
         : {
             url:
               outcome.url?.(task.id, i) ??
@@ -132,6 +135,18 @@ export async function startFakeImageTaskApi(options: { key?: string } = {}) {
     task.polls++;
     const body = view(task);
     if (body.status === "queued" || body.status === "in_progress") res.set("Retry-After", "1");
+    if ("endless" in body) {
+      res.status(200).type("application/json");
+      res.write(
+        `{"id":"${task.id}","object":"image.task","status":"completed","data":[{"b64_json":"`,
+      );
+      const chunk = Buffer.alloc(256 * 1024, "A");
+      const pump = () => {
+        while (!res.destroyed) if (!res.write(chunk)) return void res.once("drain", pump);
+      };
+      pump();
+      return;
+    }
     res.set("Cache-Control", "no-store").json(body);
   });
   app.post("/v1/images/tasks/:id/cancel", (req, res) => {

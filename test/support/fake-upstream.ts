@@ -19,7 +19,16 @@ export type Behavior =
   /** Destroy the socket without answering. */
   | { kind: "reset" }
   /** 200 with `content-type: application/json` and a body that is not JSON. */
-  | { kind: "garbage" };
+  | { kind: "garbage" }
+  /** The test answers itself: huge, endless or odd answers. */
+  | { kind: "custom"; respond: RouteHandler };
+
+/** Answers one request; `body` is the parsed request body (see {@link RecordedRequest}). */
+export type RouteHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+) => void | Promise<void>;
 
 /** A request as the fake received it. */
 export interface RecordedRequest {
@@ -43,6 +52,8 @@ export type FakeRoute = "chat" | "images" | "models";
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/v1` */
   baseUrl: string;
+  /** `http://127.0.0.1:PORT`: the channel's origin, where its image URLs may point. */
+  origin: string;
   /** Every request, in order of arrival (recorded once its body is read). */
   requests: RecordedRequest[];
   /** Image generations being answered right now. */
@@ -53,6 +64,11 @@ export interface FakeUpstream {
   readonly aborted: number;
   /** Sets the behaviour of one route for all following requests. */
   behave(route: FakeRoute, behavior: Behavior): void;
+  /**
+   * Serves any method on `pathname` (outside the OpenAI routes) with `handler`, e.g. image
+   * files a channel answers as URLs. Kept across reset().
+   */
+  serve(pathname: string, handler: RouteHandler): void;
   /**
    * Streaming chat sends its first chunks, then waits for release() before the rest and
    * `[DONE]`; lets a test prove chunks reach the client before the upstream finished.
@@ -103,6 +119,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const behaviors = new Map<FakeRoute, Behavior>();
   const waiters = new Map<FakeRoute, Array<(request: RecordedRequest) => void>>();
   const requests: RecordedRequest[] = [];
+  const extraRoutes = new Map<string, RouteHandler>();
   let inFlight = 0;
   let maxInFlight = 0;
   let aborted = 0;
@@ -288,6 +305,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       for (const resolve of pending) resolve(recorded);
     }
 
+    const extra = extraRoutes.get(pathname);
+    if (!route && extra) {
+      await extra(req, res, recorded.body);
+      return;
+    }
     if (!route) {
       sendJson(
         res,
@@ -326,6 +348,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
             ),
         );
         return;
+      case "custom":
+        await behavior.respond(req, res, recorded.body);
+        return;
       case "ok":
         if (behavior.delayMs && !(await pause(res, behavior.delayMs))) return;
         if (route === "chat") await answerChat(res, recorded.body);
@@ -353,6 +378,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   let closed: Promise<void> | undefined;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    origin: `http://127.0.0.1:${port}`,
     requests,
     get inFlight() {
       return inFlight;
@@ -365,6 +391,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     },
     behave(route, behavior) {
       behaviors.set(route, behavior);
+    },
+    serve(pathname, handler) {
+      extraRoutes.set(pathname, handler);
     },
     holdStreams() {
       held = true;

@@ -213,14 +213,13 @@ describe("response_format: url", () => {
 });
 
 describe("what the channel answers", () => {
-  it("passes on revised_prompt and usage, and fetches images a channel answers as URLs", async () => {
+  it("passes on revised_prompt and usage, and fetches images a channel answers as URLs on its origin", async () => {
     const app = await useApp();
-    const first = await submitOk(app, { prompt: "source", response_format: "url" });
-    const source = await waitForStatus(app, first, ["completed", "failed"]);
-    const sourceUrl = source.body.data![0]!.url!;
-    const sourceBytes = Buffer.from(await (await fetch(sourceUrl)).arrayBuffer());
-
     const png = encodePng({ width: 2, height: 2, channels: 3, pixels: new Uint8Array(12) });
+    const served = encodePng({ width: 3, height: 1, channels: 3, pixels: new Uint8Array(9) });
+    app.upstream.serve("/files/generated.png", (_req, res) => {
+      res.writeHead(200, { "content-type": "image/png" }).end(served);
+    });
     app.upstream.behave("images", {
       kind: "status",
       status: 200,
@@ -228,7 +227,7 @@ describe("what the channel answers", () => {
         created: 1,
         data: [
           { b64_json: png.toString("base64"), revised_prompt: "a better prompt" },
-          { url: sourceUrl },
+          { url: `${app.upstream.origin}/files/generated.png` },
         ],
         usage: { input_tokens: 3, output_tokens: 7, total_tokens: 10 },
       },
@@ -239,7 +238,7 @@ describe("what the channel answers", () => {
     expect(done.body.usage).toEqual({ input_tokens: 3, output_tokens: 7, total_tokens: 10 });
     expect(done.body.data).toEqual([
       { b64_json: png.toString("base64"), revised_prompt: "a better prompt" },
-      { b64_json: sourceBytes.toString("base64") },
+      { b64_json: served.toString("base64") },
     ]);
   });
 });

@@ -3,7 +3,7 @@ import type { CallToolResult, ContentBlock } from "@modelcontextprotocol/sdk/typ
 import { z } from "zod";
 import type { ImageFileSink, ImageSource, SavedImage } from "../image-file-sink.js";
 import { ImageTaskApiError } from "../image-task-api-error.js";
-import type { ImageTask, ImageTaskApiClient } from "../image-task-api-client.js";
+import { formatBytes, type ImageTask } from "../image-task-api-client.js";
 import { imageTypeFromPath } from "../../files/image-type.js";
 import { TASK_ID_PATTERN } from "../task-id.js";
 import { isFinished, waitForTask } from "../wait-for-task.js";
@@ -141,8 +141,16 @@ export function registerCheckImageTaskTool(server: McpServer, deps: ImageToolDep
             ],
           };
         }
+        const count = task.data?.length ?? 0;
+        if (count > deps.maxImagesPerTask) {
+          return toolError(
+            `Task ${taskId} holds ${count} images, more than the ${deps.maxImagesPerTask} a task ` +
+              `can have; nothing was saved. Check OPENAI_BASE_URL points at image-task-sidecar.`,
+            summary,
+          );
+        }
         return delivery.kind === "files"
-          ? await deliverFiles(delivery.sink, deps.api, task, summary, extra.signal)
+          ? await deliverFiles(delivery.sink, deps, task, summary, extra.signal)
           : deliverLinks(
               task,
               summary,
@@ -192,12 +200,23 @@ function failedResult(summary: TaskSummary): CallToolResult {
 
 async function deliverFiles(
   sink: ImageFileSink,
-  api: ImageTaskApiClient,
+  deps: ImageToolDeps,
   task: ImageTask,
   summary: TaskSummary,
   signal: AbortSignal,
 ): Promise<CallToolResult> {
+  const { api, maxImageBytes } = deps;
   const items = task.data ?? [];
+  for (const [index, item] of items.entries()) {
+    // Judged on the text, before decoding anything: 4 base64 characters hold 3 bytes.
+    if (!item.url && item.b64_json && Math.floor(item.b64_json.length / 4) * 3 > maxImageBytes) {
+      throw new ImageTaskApiError(
+        "refused",
+        `Image ${index} of ${task.id} is larger than ${formatBytes(maxImageBytes)}; ` +
+          `nothing was saved.`,
+      );
+    }
+  }
   const sources: ImageSource[] = items.map((item, index) => ({
     async load() {
       if (item.url) return api.downloadImage(item.url, signal);

@@ -26,5 +26,9 @@ export interface ImageToolDeps {
   defaultModel: string;
   pollIntervalMs: number;
   maxPollIntervalMs: number;
+  /** More images than this in one task are refused, nothing saved. */
+  maxImagesPerTask: number;
+  /** Largest decoded `b64_json` image saved. */
+  maxImageBytes: number;
   logger: Logger | undefined;
 }

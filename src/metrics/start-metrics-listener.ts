@@ -1,0 +1,65 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import type { Config } from "../config/config-schema.js";
+import { AppError } from "../http/app-error.js";
+import { createClientErrorHandler } from "../http/create-client-error-handler.js";
+import { sendError } from "../http/error-middleware.js";
+import type { Metrics } from "./create-metrics.js";
+import { createMetricsHandler } from "./create-metrics-handler.js";
+
+/** The separate `/metrics` listener, when `metrics.port` is set. */
+export interface MetricsListener {
+  /** `http://HOST:PORT`; `/metrics` is under it. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Inputs of {@link startMetricsListener}. */
+export interface StartMetricsListenerOptions {
+  config: Config["metrics"];
+  /** `server.host`: the interface when `metrics.host` is unset. */
+  defaultHost: string;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/**
+ * Serves `GET /metrics` (and nothing else) on `metrics.host:metrics.port`, so
+ * an operator can keep scrapes off the public API port. Resolves `undefined`
+ * when no `metrics.port` is configured: then the main app serves `/metrics`.
+ */
+export async function startMetricsListener(
+  options: StartMetricsListenerOptions,
+): Promise<MetricsListener | undefined> {
+  const { config, metrics, logger } = options;
+  if (config.port === undefined) return undefined;
+  const handle = createMetricsHandler(metrics, config, logger);
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
+      handle(req, res);
+      return;
+    }
+    sendError(req, res, new AppError("not_found", "Only GET /metrics is served here."), logger);
+  });
+  server.on("clientError", createClientErrorHandler());
+  const host = config.host ?? options.defaultHost;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const shown = ["0.0.0.0", "::", ""].includes(host) ? "127.0.0.1" : host;
+  return {
+    url: `http://${shown.includes(":") ? `[${shown}]` : shown}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
