@@ -22,11 +22,15 @@ export interface WebhookDelivery {
  *
  * @param task the task as GET shows it (`b64_json` items are dropped here)
  * @param url the task's stored `webhook_url`
+ * @param options.id the event id, when it was fixed earlier (kept with the
+ *   finished task, so a re-enqueue after a crash makes the same event and a
+ *   queue deduplicating on `eventId` keeps one); default a new one
+ * @param options.createdAt Unix seconds; default now (pass the task's `completed_at`)
  */
 export function createWebhookDelivery(
   task: FinishedTaskView,
   url: string,
-  options: { createdAt?: number } = {},
+  options: { id?: string; createdAt?: number } = {},
 ): WebhookDelivery {
   const event = createWebhookEvent(task, options);
   return { eventId: event.id, taskId: task.id, url, payload: JSON.stringify(event) };

@@ -22,6 +22,25 @@ export interface FinishedTaskView {
   data?: readonly object[];
 }
 
+/**
+ * The fields of a task view an event carries: those GET documents. Anything
+ * else (a stored record's `owner`, `request`, `webhook_url`) stays out, even
+ * if a caller passes more than the view.
+ */
+const TASK_VIEW_FIELDS = [
+  "id",
+  "object",
+  "status",
+  "created",
+  "model",
+  "started_at",
+  "completed_at",
+  "expires_at",
+  "data",
+  "usage",
+  "error",
+] as const;
+
 /** The shape every event id we issue has. */
 export const EVENT_ID_PATTERN = /^evt_[A-Za-z0-9_-]{22}$/;
 
@@ -37,7 +56,9 @@ export function newEventId(): string {
  * `retentionSec`).
  *
  * `b64_json` is dropped from every image item (an event carries no image
- * bytes, as the task list does not); `url` and `revised_prompt` stay.
+ * bytes, as the task list does not); `url` and `revised_prompt` stay. Only
+ * the fields GET documents are copied: pass the view, but a record passed by
+ * mistake leaks nothing internal.
  *
  * @throws Error when the task has not finished: only `completed` and `failed` send events.
  */
@@ -48,7 +69,11 @@ export function createWebhookEvent(
   if (task.status !== "completed" && task.status !== "failed") {
     throw new Error(`A task in status ${task.status} sends no webhook event.`);
   }
-  const data: Record<string, unknown> = { ...task };
+  const view = task as unknown as Record<string, unknown>;
+  const data: Record<string, unknown> = {};
+  for (const field of TASK_VIEW_FIELDS) {
+    if (view[field] !== undefined) data[field] = view[field];
+  }
   if (task.data) {
     data.data = task.data.map((item) => {
       const { b64_json: _dropped, ...rest } = item as { b64_json?: unknown };

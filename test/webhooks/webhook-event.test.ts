@@ -51,6 +51,31 @@ describe("createWebhookEvent", () => {
     expect(event.created_at).toBeCloseTo(Date.now() / 1000, -1);
   });
 
+  it("carries only the fields GET shows, even when handed a stored record", () => {
+    const record = {
+      ...completed,
+      owner: "key:3f9a…",
+      request: { prompt: "secret plans" },
+      webhook_url: "https://hooks.example/in?token=t",
+      attempts: 1,
+    };
+    const event = createWebhookEvent(record);
+    expect(Object.keys(event.data).sort()).toEqual(
+      [
+        "id",
+        "object",
+        "status",
+        "created",
+        "model",
+        "started_at",
+        "completed_at",
+        "expires_at",
+        "data",
+        "usage",
+      ].sort(),
+    );
+  });
+
   it("refuses a task that has not finished", () => {
     expect(() => createWebhookEvent({ id: "task_D", status: "in_progress" })).toThrow();
   });
@@ -74,6 +99,20 @@ describe("createWebhookDelivery", () => {
     expect(JSON.parse(delivery.payload)).toMatchObject({ id: delivery.eventId, object: "event" });
     // Plain JSON all the way: a queue can store and restore it as it is.
     expect(JSON.parse(JSON.stringify(delivery))).toEqual(delivery);
+  });
+
+  it("keeps an event id fixed earlier, so a re-enqueue makes the same event", () => {
+    const id = newEventId();
+    const first = createWebhookDelivery(completed, "https://hooks.example/in", {
+      id,
+      createdAt: completed.completed_at,
+    });
+    const again = createWebhookDelivery(completed, "https://hooks.example/in", {
+      id,
+      createdAt: completed.completed_at,
+    });
+    expect(first.eventId).toBe(id);
+    expect(again).toEqual(first);
   });
 });
 
