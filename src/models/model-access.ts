@@ -30,6 +30,13 @@ export interface ModelAccess {
    * gateway bound to it, else the channels serving `model` with their own keys.
    */
   route(model: string, credential?: string): Channel[];
+  /**
+   * The channel named `name`, as the principal calls it, for a follow-up on
+   * an object that channel created (`GET /v1/responses/{id}`): the gateway
+   * bound to a forward key, or a channel with its own key. `undefined` when
+   * the principal cannot call that channel.
+   */
+  channelFor(principal: Principal, name: string): Channel | undefined;
   /** `GET /v1/models`: what the principal may see, sorted by id, no duplicates. */
   list(principal: Principal): Promise<ModelInfo[]>;
 }
@@ -49,7 +56,7 @@ export function createModelAccess(deps: ModelAccessDeps): ModelAccess {
 
   /** The gateway with the client's key in place of its own, for this one call. */
   const bound = (model: string, credential: string): Channel[] =>
-    forwardChannel?.serves(model) ? [{ ...forwardChannel, apiKey: credential }] : [];
+    forwardChannel?.serves(model) ? [withCredential(forwardChannel, credential)] : [];
 
   const allows = (principal: Principal, model: string): boolean =>
     principal.upstream
@@ -67,6 +74,14 @@ export function createModelAccess(deps: ModelAccessDeps): ModelAccess {
     route(model, credential) {
       return credential === undefined ? registry.candidates(model) : bound(model, credential);
     },
+    channelFor(principal, name) {
+      if (principal.upstream) {
+        return forwardChannel?.name === name
+          ? withCredential(forwardChannel, principal.upstream.credential.reveal())
+          : undefined;
+      }
+      return registry.channels.find((channel) => channel.name === name);
+    },
     async list(principal) {
       const { upstream } = principal;
       if (upstream) {
@@ -77,4 +92,13 @@ export function createModelAccess(deps: ModelAccessDeps): ModelAccess {
       return all.filter((model) => groups.allows(principal.group, model.id));
     },
   };
+}
+
+/**
+ * A per-call copy of `channel` whose `apiKey` is the client's key: every
+ * channel call (the passthrough's bearer, `channelAuthHeaders`, the scrub of
+ * echoed keys from errors) then uses and hides the right key unchanged.
+ */
+function withCredential(channel: Channel, credential: string): Channel {
+  return { ...channel, apiKey: credential };
 }

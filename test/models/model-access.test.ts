@@ -66,6 +66,14 @@ describe("createModelAccess", () => {
     expect(access.route("dall-e-3", "sk-user")).toEqual([]);
   });
 
+  it("finds the channel that created an object, as the principal calls it", () => {
+    expect(access.channelFor(forwardUser, "gateway")?.apiKey).toBe("sk-user");
+    expect(access.channelFor(forwardUser, "own")).toBeUndefined();
+    expect(access.channelFor(configured, "own")).toBe(own);
+    // The key-less gateway is not a channel configured keys can call.
+    expect(access.channelFor(configured, "gateway")).toBeUndefined();
+  });
+
   it("lists a forward key's gateway models the forward channel serves", async () => {
     expect((await access.list(forwardUser)).map((model) => model.id)).toEqual(["gpt-image-1"]);
     expect((await access.list(configured)).map((model) => model.id)).toEqual(["gpt-4o-mini"]);
