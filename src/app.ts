@@ -16,7 +16,7 @@ import {
   createMetricsRouter,
 } from "./metrics/create-metrics-router.js";
 import { createModelsRouter } from "./models/create-models-router.js";
-import type { GroupAccess } from "./models/group-access.js";
+import type { ModelAccess } from "./models/model-access.js";
 import { createPassthroughHandler } from "./proxy/create-passthrough-handler.js";
 import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { createTasksRouter } from "./tasks/create-tasks-router.js";
@@ -31,7 +31,7 @@ export interface AppDeps {
   logger: Logger;
   authenticate: Authenticate;
   registry: ChannelRegistry;
-  access: GroupAccess;
+  access: ModelAccess;
   tasks: TaskService;
   signer: ImageUrlSigner;
   /** The service's own `/v1` URL, for the MCP endpoint's API client. */
@@ -63,7 +63,7 @@ export function createApp(deps: AppDeps): RequestListener {
   app.use(createFilesRouter({ store: deps.store, signer: deps.signer }));
 
   app.use("/v1", auth);
-  app.use(createModelsRouter({ registry: deps.registry, access: deps.access }));
+  app.use(createModelsRouter({ access: deps.access }));
   app.use(
     createTasksRouter({
       jsonBody: json,

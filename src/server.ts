@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
+import { channelsForOwnKeys, createForwardMode } from "./auth/create-forward-mode.js";
 import { createChannel, type Channel } from "./channels/channel.js";
 import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
@@ -13,7 +14,7 @@ import { createClientErrorHandler } from "./http/create-client-error-handler.js"
 import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
-import { createGroupAccess } from "./models/group-access.js";
+import { createModelAccess } from "./models/model-access.js";
 import { createTaskStore } from "./tasks/store/create-task-store.js";
 import { createInProcessQueue } from "./tasks/task-queue.js";
 import { createTaskService } from "./tasks/task-service.js";
@@ -72,8 +73,21 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const secret =
     config.server.urlSigningSecret ??
     (await store.getOrSetMeta("url-signing-secret", () => randomBytes(32).toString("base64url")));
-  const registry = createChannelRegistry({ channels, logger });
-  const access = createGroupAccess(config.groups);
+  const forward = createForwardMode({
+    config,
+    channels,
+    getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
+    logger,
+  });
+  const registry = createChannelRegistry({
+    channels: channelsForOwnKeys(channels, forward?.channel),
+    logger,
+  });
+  const access = createModelAccess({
+    groups: config.groups,
+    registry,
+    forwardChannel: forward?.channel,
+  });
   const queue = createInProcessQueue({ maxConcurrent: config.imageTasks.maxConcurrent });
   const tasks = createTaskService({ config, store, queue, registry, access, metrics, logger });
   metrics.watchQueueDepth(() => queue.depth());
@@ -85,7 +99,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     store,
     metrics,
     logger,
-    authenticate: createAuthenticate(config),
+    authenticate: createAuthenticate(config, forward?.authenticate),
     registry,
     access,
     tasks,

@@ -1,21 +1,32 @@
 import type { RequestHandler } from "express";
 import type { Config } from "../config/config-schema.js";
 import { AppError } from "../http/app-error.js";
+import type { ForwardAuthenticate } from "./forward-authenticator.js";
 import { createJwtVerifier, looksLikeJwt } from "./jwt-verifier.js";
 import type { Principal } from "./principal.js";
 import { createStaticKeyLookup } from "./static-keys.js";
 
-/** Resolves a bearer token to a principal, or `undefined` when it is not valid. */
+/**
+ * Resolves a bearer token to a principal, or `undefined` when it is not valid.
+ * May throw an `AppError` when validity cannot be decided (forward mode's
+ * gateway unreachable), which the caller passes on as it is.
+ */
 export type Authenticate = (token: string) => Promise<Principal | undefined>;
 
-/** Static keys first, then (for JWT-shaped tokens) the configured JWT verifier. */
-export function createAuthenticate(config: Config): Authenticate {
+/**
+ * Configured keys first, then (for JWT-shaped tokens, when JWT is configured)
+ * the JWT verifier, then (with `auth.forward`) the gateway. A JWT-shaped
+ * token that fails verification is refused, not sent to the gateway: a token
+ * meant for this service must not leak to another.
+ */
+export function createAuthenticate(config: Config, forward?: ForwardAuthenticate): Authenticate {
   const lookup = createStaticKeyLookup(config.auth.keys);
   const verifyJwt = config.auth.jwt ? createJwtVerifier(config.auth.jwt, config.groups) : undefined;
   return async (token) => {
     const principal = lookup(token);
     if (principal) return principal;
     if (verifyJwt && looksLikeJwt(token)) return verifyJwt(token);
+    if (forward) return forward(token);
     return undefined;
   };
 }
@@ -33,7 +44,8 @@ export function createAuthMiddleware(authenticate: Authenticate): RequestHandler
 
 /**
  * `Authorization: Bearer <key or JWT>` to a principal.
- * @throws AppError `missing_api_key` or `invalid_api_key`
+ * @throws AppError `missing_api_key` or `invalid_api_key`, or what the
+ *   authenticator threw (`upstream_unavailable` in forward mode)
  */
 export async function authenticateHeader(
   authenticate: Authenticate,

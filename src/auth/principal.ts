@@ -1,18 +1,47 @@
 import type { Response } from "express";
+import type { ModelInfo } from "../channels/channel-registry.js";
 import { AppError } from "../http/app-error.js";
+import type { UpstreamCredential } from "./upstream-credential.js";
 
 /**
- * Who is calling. Tasks are owned by `subject`; `group` decides the models.
- * Kept general so a forward mode (the client's own key passed upstream,
- * the gateway deciding models) is one more authenticator, not a rewrite.
+ * Who is calling. Tasks are owned by `subject`. Which models it may use is
+ * decided by `ModelAccess` (src/models/model-access.ts): its group's patterns,
+ * or, for a forward key, the list its gateway answered, in `upstream`.
  */
 export interface Principal {
-  /** Stable owner id: `key:<sha256 prefix>` or `jwt:<iss>:<sub>`; never a raw key. */
+  /**
+   * Stable owner id, never a raw key: `key:<sha256 prefix>` (configured keys),
+   * `jwt:<iss>:<sub>`, or `fwd:<HMAC prefix>` (forward keys).
+   */
   subject: string;
-  /** The group whose model patterns apply. */
+  /**
+   * The configured group whose model patterns apply, or {@link FORWARD_GROUP}
+   * for forward keys. A bounded value: safe as a metric label.
+   */
   group: string;
-  /** A human label for logs (the key's `name`, or the JWT `sub`). */
+  /** A human label for logs (the key's `name`, the JWT `sub`, a hash prefix). */
   label: string;
+  /** Forward keys only: the gateway they are bound to and the key to send it. */
+  upstream?: ForwardUpstream;
+}
+
+/** The group label of every forward principal: one value, whatever the key. */
+export const FORWARD_GROUP = "forward";
+
+/** A forward principal's binding to its gateway (`auth.forward.channel`). */
+export interface ForwardUpstream {
+  /** Name of the one channel its calls go to. */
+  channel: string;
+  /** The client's own key, sent upstream in place of the channel's. */
+  credential: UpstreamCredential;
+  /** What the gateway listed for this key: the models it may see and use. */
+  models: GatewayModels;
+}
+
+/** A gateway's model list for one key: sorted by id, no duplicates. */
+export interface GatewayModels {
+  readonly ids: ReadonlySet<string>;
+  readonly list: readonly ModelInfo[];
 }
 
 /** The principal the auth middleware attached; a route behind it always has one. */

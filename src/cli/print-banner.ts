@@ -1,4 +1,5 @@
 import type { Config } from "../config/config-schema.js";
+import { describeAuth } from "./describe-auth.js";
 
 /**
  * The start-up banner on stdout. Keys are shown only for the embedded demo
@@ -17,6 +18,7 @@ export function formatBanner(options: {
     `  image-task-sidecar is listening on ${url}`,
     `  OpenAI base URL: ${url}/v1`,
     `  config: ${options.configFile}   store: ${config.store.url}`,
+    `  ${describeAuth(config.auth)}`,
   ];
   const key = config.auth.keys[0]?.key;
   if (demo && key) {

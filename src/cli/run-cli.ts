@@ -4,6 +4,7 @@ import { DEFAULT_CONFIG_FILE, loadConfig } from "../config/load-config.js";
 import { loadMcpConfig } from "../config/mcp-config.js";
 import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
 import { startServer } from "../server.js";
+import { describeAuth } from "./describe-auth.js";
 import { formatBanner } from "./print-banner.js";
 
 const USAGE = `Usage: image-task-sidecar <command> [--config FILE]
@@ -44,7 +45,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
       case "check-config": {
         const loaded = loadConfig({ file, env });
         printWarnings(loaded.warnings);
-        process.stdout.write(`${loaded.file}: valid\n`);
+        process.stdout.write(`${loaded.file}: valid\n${describeAuth(loaded.config.auth)}\n`);
         return 0;
       }
       case "mcp":

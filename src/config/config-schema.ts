@@ -148,10 +148,50 @@ export const jwtSchema = z
     message: "must set exactly one of secret and jwksUrl",
   });
 
+/**
+ * Forward mode: in front of a gateway (new-api, one-api) that already has its
+ * users' keys and groups. A bearer that is neither a configured key nor a JWT
+ * is checked by asking the gateway's `GET /models` with it, and the gateway's
+ * answer is what the key may see and use; its calls go to that gateway with
+ * the key itself.
+ */
+export const forwardSchema = z
+  .object({
+    /** Name of the gateway's channel (type `openai`): keys are checked there and used there. */
+    channel: z.string({ error: "must name a channel" }).min(1, "must name a channel"),
+    /** Seconds a key the gateway accepted, and its model list, are reused before asking again. Default 60. */
+    cacheSec: positiveInt("seconds").default(60),
+    /**
+     * Seconds a key the gateway refused (401/403) is refused without asking
+     * again, so a flood of bad keys is not a flood at the gateway. Default 5.
+     */
+    refusalCacheSec: positiveInt("seconds").default(5),
+    /** Seconds to wait for the gateway's answer to a key check; past it the request gets 502. Default 10. */
+    timeoutSec: positiveInt("seconds").default(10),
+    /**
+     * Keys remembered in each cache (accepted, refused); past it the least
+     * recently used is forgotten, so made-up keys cannot grow memory. Default 10000.
+     */
+    maxCachedKeys: positiveInt("keys").default(10_000),
+    /**
+     * Secret (at least 32 characters) from which the key hash (task owner)
+     * and the encryption of keys kept for unfinished tasks are derived.
+     * Default: a random one generated once and kept in the store. Changing it
+     * orphans existing tasks and fails unfinished forward tasks.
+     */
+    secret: z
+      .string({ error: "must be a string" })
+      .min(32, "must be at least 32 characters")
+      .optional(),
+  })
+  .strict();
+
 export const authSchema = z
   .object({
     keys: z.array(apiKeySchema).default([]),
     jwt: jwtSchema.optional(),
+    /** Forward mode (see {@link forwardSchema}). Default: off. */
+    forward: forwardSchema.optional(),
   })
   .strict()
   .prefault({});
@@ -373,6 +413,19 @@ export const configSchema = z
         path: ["auth", "jwt", "defaultGroup"],
         message: `unknown group "${defaultGroup}"`,
       });
+    }
+    const forward = config.auth.forward;
+    if (forward) {
+      const channel = config.channels.find((candidate) => candidate.name === forward.channel);
+      if (!channel || channel.type !== "openai") {
+        ctx.addIssue({
+          code: "custom",
+          path: ["auth", "forward", "channel"],
+          message: channel
+            ? `channel "${forward.channel}" is of type ${channel.type}; forward mode needs an openai channel`
+            : `unknown channel "${forward.channel}"`,
+        });
+      }
     }
     const seen = new Set<string>();
     config.channels.forEach((channel, index) => {

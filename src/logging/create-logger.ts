@@ -3,7 +3,8 @@ import { pino, type Logger } from "pino";
 /**
  * The service's logger: JSON lines on stderr-free stdout (pino's default),
  * with every field that could hold a credential redacted as a second line of
- * defence; the code itself never logs keys or Authorization headers.
+ * defence; the code itself never logs keys (configured, channel or forward)
+ * or Authorization headers.
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
@@ -20,6 +21,12 @@ export function createLogger(level: string, destination?: pino.DestinationStream
           "*.key",
           "headers.authorization",
           "*.headers.authorization",
+          // An error or a bound channel one level further down (`err.headers`, `x.channel`).
+          "*.*.authorization",
+          "*.*.apiKey",
+          // A forward key (an UpstreamCredential prints as [redacted] anyway).
+          "credential",
+          "*.credential",
         ],
         censor: "[redacted]",
       },

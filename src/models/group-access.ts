@@ -1,7 +1,7 @@
 import type { Config } from "../config/config-schema.js";
 import { compileModelPatterns } from "./model-pattern.js";
 
-/** Which models each group may see and use. */
+/** Which models each configured group may see and use (see `ModelAccess` for principals). */
 export interface GroupAccess {
   allows(group: string, model: string): boolean;
 }

@@ -14,7 +14,7 @@ import { AppError } from "../http/app-error.js";
 import { getRawBody } from "../http/json-body.js";
 import { requireJsonObject } from "../http/parse-body.js";
 import type { Metrics } from "../metrics/create-metrics.js";
-import type { GroupAccess } from "../models/group-access.js";
+import type { ModelAccess } from "../models/model-access.js";
 import { modelNotFound } from "../models/model-not-found.js";
 import { HOP_BY_HOP_HEADERS, REQUEST_HEADERS_NOT_FORWARDED } from "./hop-by-hop-headers.js";
 import { passOnChannelError } from "./pass-on-channel-error.js";
@@ -52,7 +52,7 @@ export type PassthroughHandler = (
 /** Dependencies of {@link createPassthroughHandler}. */
 export interface PassthroughDeps {
   registry: ChannelRegistry;
-  access: GroupAccess;
+  access: ModelAccess;
   metrics: Metrics;
   logger: Logger;
 }
@@ -185,7 +185,6 @@ export function createPassthroughHandler(
       : httpProxy(req, res, next);
 
   return async (req, res, principal, fail) => {
-    const { group } = principal;
     const body = requireJsonObject(req.body);
     const model = body.model;
     if (model === undefined || model === null || model === "") {
@@ -196,7 +195,7 @@ export function createPassthroughHandler(
     if (typeof model !== "string") {
       throw new AppError("invalid_value", "'model' must be a string.", { param: "model" });
     }
-    const candidates = deps.access.allows(group, model) ? deps.registry.candidates(model) : [];
+    const candidates = deps.access.candidates(principal, model);
     if (candidates.length === 0) throw modelNotFound(model);
 
     const attempt: ProxyAttempt = {

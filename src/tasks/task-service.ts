@@ -5,7 +5,7 @@ import type { ChannelRegistry } from "../channels/channel-registry.js";
 import type { Config } from "../config/config-schema.js";
 import { AppError } from "../http/app-error.js";
 import type { Metrics } from "../metrics/create-metrics.js";
-import type { GroupAccess } from "../models/group-access.js";
+import type { ModelAccess } from "../models/model-access.js";
 import { isTaskModel } from "../models/model-pattern.js";
 import { modelNotFound } from "../models/model-not-found.js";
 import { createTaskFinisher } from "./task-finisher.js";
@@ -21,7 +21,7 @@ export interface TaskServiceDeps {
   store: TaskStore;
   queue: TaskQueue;
   registry: ChannelRegistry;
-  access: GroupAccess;
+  access: ModelAccess;
   metrics: Metrics;
   logger: Logger;
   /** Milliseconds since the epoch; injectable for expiry tests. */
@@ -102,10 +102,7 @@ export function createTaskService(deps: TaskServiceDeps) {
           { param: "model" },
         );
       }
-      if (
-        !deps.access.allows(principal.group, request.model) ||
-        deps.registry.candidates(request.model).length === 0
-      ) {
+      if (deps.access.candidates(principal, request.model).length === 0) {
         throw modelNotFound(request.model);
       }
       const record: TaskRecord = {

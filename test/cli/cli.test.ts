@@ -123,6 +123,32 @@ describe("image-task-sidecar check-config", () => {
     expect(checked.stderr()).toBe("");
   });
 
+  it("explains the auth mode in one line, forward mode included", async () => {
+    const file = configFile(
+      VALID.replace(
+        "groups:",
+        `  forward:
+    channel: newapi
+    secret: \${FORWARD_SECRET}
+groups:`,
+      ).replace(
+        "channels:",
+        `channels:
+  - name: newapi
+    baseUrl: http://127.0.0.1:3000/v1
+    models: ["*"]`,
+      ),
+    );
+    const checked = run(CLI, ["check-config", "--config", file], {
+      FORWARD_SECRET: "forward-secret-for-the-cli-test-0123456789",
+    });
+    expect(await checked.exit).toBe(0);
+    expect(checked.stdout()).toContain(
+      'auth: 1 key, forward: unknown bearer keys are checked against channel "newapi" (GET /v1/models, cached 60 s, refusals 5 s)\n',
+    );
+    expect(checked.stdout()).not.toContain("forward-secret-for-the-cli-test");
+  });
+
   it("accepts the example config with an unset variable, warning about it", async () => {
     const checked = run(CLI, ["check-config", "--config", join(ROOT, "config/example.yaml")], {
       JWT_SECRET: "s",

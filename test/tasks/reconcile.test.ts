@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createChannel } from "../../src/channels/channel.js";
 import { createChannelRegistry } from "../../src/channels/channel-registry.js";
 import { createMetrics } from "../../src/metrics/create-metrics.js";
-import { createGroupAccess } from "../../src/models/group-access.js";
+import { createModelAccess } from "../../src/models/model-access.js";
 import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
 import { createInProcessQueue } from "../../src/tasks/task-queue.js";
 import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
@@ -37,15 +37,16 @@ describe("reconcile", () => {
     const logger = pino({ level: "silent" });
     store = await createTaskStore(config, logger);
     const queue = createInProcessQueue({ maxConcurrent: 2 });
+    const registry = createChannelRegistry({
+      channels: config.channels.map((c) => createChannel({ ...c, baseUrl: c.baseUrl! })),
+      logger,
+    });
     const service = createTaskService({
       config,
       store,
       queue,
-      registry: createChannelRegistry({
-        channels: config.channels.map((c) => createChannel({ ...c, baseUrl: c.baseUrl! })),
-        logger,
-      }),
-      access: createGroupAccess(config.groups),
+      registry,
+      access: createModelAccess({ groups: config.groups, registry }),
       metrics: createMetrics({ defaultMetrics: false }),
       logger,
     });

@@ -1,0 +1,170 @@
+import type { Logger } from "pino";
+import type { Channel } from "../channels/channel.js";
+import type { Config } from "../config/config-schema.js";
+import { AppError } from "../http/app-error.js";
+import { checkGatewayKey, type GatewayVerdict } from "./check-gateway-key.js";
+import { FORWARD_GROUP, type GatewayModels, type Principal } from "./principal.js";
+import { TtlLruCache } from "./ttl-lru-cache.js";
+import { UpstreamCredential } from "./upstream-credential.js";
+
+/** `auth.forward`, defaults filled in. */
+export type ForwardConfig = NonNullable<Config["auth"]["forward"]>;
+
+/**
+ * Resolves a bearer key to a forward principal, `undefined` when the gateway
+ * refuses it.
+ * @throws AppError `upstream_unavailable` (502) when the gateway cannot say,
+ *   `upstream_rate_limited` (429) when it rate-limits the check
+ */
+export type ForwardAuthenticate = (key: string) => Promise<Principal | undefined>;
+
+/** Dependencies of {@link createForwardAuthenticator}. */
+export interface ForwardAuthenticatorDeps {
+  /** The gateway: `auth.forward.channel`. */
+  channel: Channel;
+  options: Pick<ForwardConfig, "cacheSec" | "refusalCacheSec" | "timeoutSec" | "maxCachedKeys">;
+  /** Keyed hash of a key, hex (`createKeyHasher`): cache key and owner id. */
+  hashKey: (key: string) => Promise<string>;
+  logger: Logger;
+  /** Injected so tests can count or fail calls; default the global fetch. */
+  fetch?: typeof fetch;
+  /** Injected so tests can move the clock; default `Date.now`. */
+  now?: () => number;
+}
+
+/** What is kept per key: no usable key, only its hash and what the gateway said. */
+type CachedVerdict = { kind: "accepted"; models: GatewayModels } | { kind: "refused" };
+
+/**
+ * Bearer keys that are neither configured nor JWTs, checked against the
+ * gateway (`GET /models` with the key itself):
+ *
+ * - an accepted key and its model list are reused for `cacheSec`, a refused
+ *   one (401/403) is refused without asking for `refusalCacheSec`, so a flood
+ *   of one bad key is one gateway call per period; both caches are LRU-bounded
+ *   at `maxCachedKeys` and keyed by the key's HMAC, never the key;
+ * - concurrent checks of one key share one gateway call;
+ * - a gateway that cannot say (down, timeout, 5xx, garbage) is 502
+ *   `upstream_unavailable` for this request only, never a 401 and never cached.
+ *
+ * The key itself is sent to the gateway and put on the principal (hidden in an
+ * {@link UpstreamCredential}), never logged or kept in a cache.
+ */
+export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): ForwardAuthenticate {
+  const { channel, options, logger } = deps;
+  const doFetch = deps.fetch ?? fetch;
+  const now = deps.now ?? Date.now;
+  const accepted = new TtlLruCache<GatewayModels>(options.maxCachedKeys, now);
+  // Apart from the accepted keys: random bad keys must not push good ones out.
+  const refused = new TtlLruCache<true>(options.maxCachedKeys, now);
+  const inFlight = new Map<string, Promise<CachedVerdict>>();
+  const lists = createListInterner(Math.min(options.maxCachedKeys, 1000));
+
+  async function ask(key: string, hash: string): Promise<CachedVerdict> {
+    const verdict = await checkGatewayKey({
+      channel,
+      key,
+      timeoutMs: options.timeoutSec * 1000,
+      fetch: doFetch,
+    });
+    const subject = subjectOf(hash);
+    switch (verdict.kind) {
+      case "accepted": {
+        const models = lists.intern(verdict.models);
+        accepted.set(hash, models, options.cacheSec * 1000);
+        logger.debug(
+          { channel: channel.name, subject, models: models.list.length },
+          "forward key accepted by the gateway",
+        );
+        return { kind: "accepted", models };
+      }
+      case "refused":
+        refused.set(hash, true, options.refusalCacheSec * 1000);
+        logger.debug(
+          { channel: channel.name, subject, status: verdict.status },
+          "forward key refused by the gateway",
+        );
+        return { kind: "refused" };
+      default:
+        throw gatewayError(verdict, logger, channel.name);
+    }
+  }
+
+  return async (key) => {
+    // What a gateway could take as a bearer at all; anything else is not worth a call.
+    if (!/^[\x21-\x7e]{1,1024}$/.test(key)) return undefined;
+    const hash = await deps.hashKey(key);
+    let verdict: CachedVerdict | undefined;
+    const models = accepted.get(hash);
+    if (models) verdict = { kind: "accepted", models };
+    else if (refused.get(hash)) verdict = { kind: "refused" };
+    else {
+      let pending = inFlight.get(hash);
+      if (!pending) {
+        pending = ask(key, hash).finally(() => inFlight.delete(hash));
+        inFlight.set(hash, pending);
+      }
+      verdict = await pending;
+    }
+    if (verdict.kind === "refused") return undefined;
+    const subject = subjectOf(hash);
+    return {
+      subject,
+      group: FORWARD_GROUP,
+      label: subject.slice(0, 16),
+      upstream: {
+        channel: channel.name,
+        credential: new UpstreamCredential(key),
+        models: verdict.models,
+      },
+    };
+  };
+}
+
+/** Owner id of a forward key: 128 bits of its keyed hash. */
+function subjectOf(hash: string): string {
+  return `fwd:${hash.slice(0, 32)}`;
+}
+
+function gatewayError(
+  verdict: Exclude<GatewayVerdict, { kind: "accepted" | "refused" }>,
+  logger: Logger,
+  channelName: string,
+): AppError {
+  if (verdict.kind === "rate_limited") {
+    logger.warn({ channel: channelName }, "the gateway rate-limited a forward key check");
+    return new AppError(
+      "upstream_rate_limited",
+      "The gateway is rate-limiting this API key; retry later.",
+      { headers: verdict.retryAfter ? { "Retry-After": verdict.retryAfter } : {} },
+    );
+  }
+  logger.warn(
+    { channel: channelName, reason: verdict.reason },
+    "could not check a forward key with the gateway",
+  );
+  return new AppError(
+    "upstream_unavailable",
+    "The gateway that checks this API key could not be reached; retry shortly.",
+  );
+}
+
+/**
+ * Shares one model list among the keys that got the same one (a gateway's
+ * users fall into a few groups), so the cache holds a few lists, not one per
+ * key. Bounded: past `max` distinct lists the table starts over, which only
+ * loses sharing.
+ */
+function createListInterner(max: number) {
+  const table = new Map<string, GatewayModels>();
+  return {
+    intern(models: GatewayModels): GatewayModels {
+      const signature = JSON.stringify(models.list);
+      const known = table.get(signature);
+      if (known) return known;
+      if (table.size >= max) table.clear();
+      table.set(signature, models);
+      return models;
+    },
+  };
+}
