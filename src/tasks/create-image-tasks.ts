@@ -10,11 +10,14 @@ import { createTaskFinisher } from "./task-finisher.js";
 import { createTaskRunner } from "./task-runner.js";
 import { available, createTaskService, type TaskService } from "./task-service.js";
 
+/** How often every process makes sure each unfinished task has its place in the queue. */
+const ADOPT_INTERVAL_MS = 60_000;
 /**
- * How often every process sweeps expired tasks from the store and makes sure
- * each unfinished task has its place in the queue.
+ * How often every process sweeps expired tasks out of the store and its
+ * indexes: every minute, or every `retentionSec` when tasks are kept less.
  */
-const MAINTENANCE_INTERVAL_MS = 60_000;
+const sweepIntervalMs = (retentionSec: number) =>
+  Math.min(60_000, Math.max(1_000, retentionSec * 1000));
 
 /** Dependencies of {@link createImageTasks}. */
 export interface ImageTasksDeps {
@@ -105,7 +108,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     const unfinished = await store.listUnfinished();
     await queue.adopt(unfinished.map(({ id, owner }) => ({ taskId: id, owner })));
   };
-  let maintenance: NodeJS.Timeout | undefined;
+  const timers: NodeJS.Timeout[] = [];
   let lastCounts = { waiting: 0, running: 0 };
 
   return {
@@ -132,16 +135,20 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
         lastCounts = await queue.counts().catch(() => lastCounts);
         return lastCounts;
       });
-      maintenance = setInterval(() => {
-        store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
-        adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));
-      }, MAINTENANCE_INTERVAL_MS);
-      maintenance.unref();
+      timers.push(
+        setInterval(() => {
+          store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+        }, sweepIntervalMs(limits.retentionSec)),
+        setInterval(() => {
+          adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));
+        }, ADOPT_INTERVAL_MS),
+      );
+      for (const timer of timers) timer.unref();
     },
 
     async stop(graceMs, drained) {
       service.stopAccepting();
-      clearInterval(maintenance);
+      for (const timer of timers) clearInterval(timer);
       await queue.stop(graceMs);
       await runner.close();
       await drained;

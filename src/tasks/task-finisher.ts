@@ -57,7 +57,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
      * Image bytes are written just before their task completes; the margin
      * keeps them from expiring a moment before the task record does.
      */
-    imageTtlMs: retentionMs + 60_000,
+    imageTtlMs: retentionMs + 5_000,
 
     /**
      * `from -> failed`; undefined when the task was no longer in `from` (or,

@@ -193,6 +193,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
         // Re-runs of a task whose holder died are counted and bounded by the runner
         // (imageTasks.maxAttempts), which fails it `interrupted`: BullMQ never gives up.
         maxStalledCount: Number.MAX_SAFE_INTEGER,
+        // After an outage, a finished run's result is written back this soon (default 15 s).
+        runRetryDelay: Math.min(options.leaseMs, 5_000),
         settings: {
           // The store could not be written: 1 s, 2 s, 4 s, ... up to 30 s.
           backoffStrategy: (attemptsMade: number) =>
