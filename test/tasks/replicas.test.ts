@@ -219,6 +219,8 @@ describe("a replica that dies or stops", () => {
 
     const signalled = Date.now();
     leaving!.child.kill("SIGTERM");
+    // npm forwards the signal too: a second SIGTERM does not cut the handover short.
+    setTimeout(() => leaving!.child.kill("SIGTERM"), 100);
     expect(await leaving!.exited).toBe(0);
     for (const id of ids) {
       const done = await waitForStatus(staying!, id, ["completed", "failed"], 15_000);
