@@ -58,6 +58,8 @@ export function watchRedisClient(client: RedisClient, logger: Logger, name: stri
     down = true;
     logger.warn({ err: err.message, client: name }, "Redis connection lost; retrying");
   });
+  client.on("reconnecting", () => logger.debug({ client: name }, "Redis reconnecting"));
+  client.on("end", () => logger.debug({ client: name }, "Redis connection closed"));
   client.on("ready", () => {
     if (!down) return;
     down = false;

@@ -1,6 +1,6 @@
 import { Queue, WaitingError, Worker, createNodeRedisClient, type Job } from "bullmq";
 import type { Logger } from "pino";
-import type { RedisClient } from "../../redis/open-redis-client.js";
+import { watchRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
 import { redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../task-events.js";
 import type { LeaseEnd, QueueEntry, TaskHandler, TaskQueue } from "./task-queue.js";
@@ -75,6 +75,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
   });
   onceAnOutage(queue, logger, "queue");
   let worker: Worker<JobData> | undefined;
+  let workerClient: RedisClient | undefined;
   let unsubscribe: (() => void) | undefined;
 
   const addJob = (entry: QueueEntry) =>
@@ -184,8 +185,14 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     async start(taskHandler) {
       handler = taskHandler;
       await queue.setGlobalConcurrency(options.maxConcurrent);
+      // The worker's commands wait out an outage instead of failing at once (as BullMQ
+      // wants of a worker's connection): failing at once, its fetch loop would spin
+      // without yielding and starve the process, reconnects included.
+      workerClient = client.duplicate({ disableOfflineQueue: false }) as RedisClient;
+      watchRedisClient(workerClient, logger, "worker");
+      await workerClient.connect();
       worker = new Worker<JobData>(QUEUE_NAME, process, {
-        connection,
+        connection: createNodeRedisClient(workerClient),
         prefix: bullPrefix,
         concurrency: options.maxConcurrent,
         lockDuration: options.leaseMs,
@@ -226,6 +233,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
         worker.cancelAllJobs("handback" satisfies LeaseEnd);
         await closed;
       }
+      await workerClient?.close().catch(() => workerClient?.destroy());
       await queue.close();
     },
   };
