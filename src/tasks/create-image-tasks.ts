@@ -50,6 +50,11 @@ export interface ImageTasks {
   };
   /** Rejects when the store cannot be reached (`/readyz`). */
   ping(): Promise<void>;
+  /**
+   * A value set once for every process of the deployment, kept in the task
+   * store (the URL signing secret; a generated encryption key, say).
+   */
+  getOrSetMeta(key: string, create: () => string): Promise<string>;
   /** Picks up what earlier processes left, starts running tasks and the periodic maintenance. */
   start(): Promise<void>;
   /**
@@ -126,6 +131,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
       bytes: (taskId, index) => available(() => store.getImage(taskId, index)),
     },
     ping: () => store.ping(),
+    getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
 
     async start() {
       await adoptUnfinished();
