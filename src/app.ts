@@ -5,7 +5,6 @@ import { createAuthMiddleware, type Authenticate } from "./auth/create-authentic
 import type { ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { createFilesRouter } from "./files/create-files-router.js";
-import type { ImageUrlSigner } from "./files/image-url-signer.js";
 import { createHealthRouter } from "./health/create-health-router.js";
 import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
 import { createJsonBody } from "./http/json-body.js";
@@ -19,21 +18,19 @@ import { createModelsRouter } from "./models/create-models-router.js";
 import type { ModelAccess } from "./models/model-access.js";
 import { createPassthroughHandler } from "./proxy/create-passthrough-handler.js";
 import { createProxyLane } from "./proxy/create-proxy-lane.js";
+import type { ImageTasks } from "./tasks/create-image-tasks.js";
 import { createTasksRouter } from "./tasks/create-tasks-router.js";
-import type { TaskService } from "./tasks/task-service.js";
-import type { TaskStore } from "./tasks/task-store.js";
 
 /** Everything the HTTP layer needs, built by the caller (see `startServer`). */
 export interface AppDeps {
   config: Config;
-  store: TaskStore;
   metrics: Metrics;
   logger: Logger;
   authenticate: Authenticate;
   registry: ChannelRegistry;
   access: ModelAccess;
-  tasks: TaskService;
-  signer: ImageUrlSigner;
+  /** The async image-task feature (service, image reads, store health). */
+  tasks: ImageTasks;
   /** The service's own `/v1` URL, for the MCP endpoint's API client. */
   selfBaseUrl: () => string;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
@@ -57,19 +54,17 @@ export function createApp(deps: AppDeps): RequestListener {
   const passthrough = { registry: deps.registry, access: deps.access, metrics, logger };
 
   app.use(createHttpMetricsMiddleware(metrics));
-  app.use(createHealthRouter({ store: deps.store, isStopping: deps.isStopping }));
+  app.use(createHealthRouter({ ping: deps.tasks.ping, isStopping: deps.isStopping }));
   app.use(createMetricsRouter(metrics, config.metrics, logger));
   // Signed image URLs work without a bearer header: the signature is the credential.
-  app.use(createFilesRouter({ store: deps.store, signer: deps.signer }));
+  app.use(createFilesRouter({ images: deps.tasks.images, signer: deps.tasks.signer }));
 
   app.use("/v1", auth);
   app.use(createModelsRouter({ access: deps.access }));
   app.use(
     createTasksRouter({
       jsonBody: json,
-      service: deps.tasks,
-      store: deps.store,
-      signer: deps.signer,
+      tasks: deps.tasks,
       publicBaseUrl: config.server.publicBaseUrl,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
     }),

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
@@ -9,21 +8,12 @@ import { createChannel, type Channel } from "./channels/channel.js";
 import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
-import { createImageUrlSigner } from "./files/image-url-signer.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
 import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess } from "./models/model-access.js";
-import { createTaskStore } from "./tasks/store/create-task-store.js";
-import { createInProcessQueue } from "./tasks/task-queue.js";
-import { createTaskService } from "./tasks/task-service.js";
-
-/**
- * How often expired tasks, images and idempotency keys are deleted from the
- * store, and the store's unfinished tasks are matched against the queue.
- */
-const MAINTENANCE_INTERVAL_MS = 60_000;
+import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -50,9 +40,8 @@ export interface RunningServer {
 }
 
 /**
- * Assembles and starts the whole service: demo channels, store, queue,
- * runner, HTTP app. Tasks a previous process left are picked up once the
- * port is open.
+ * Assembles and starts the whole service: demo channels, the task feature,
+ * HTTP app. Tasks a previous process left are picked up once the port is open.
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
@@ -69,14 +58,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
-  const store = await createTaskStore(config, logger);
-  const secret =
-    config.server.urlSigningSecret ??
-    (await store.getOrSetMeta("url-signing-secret", () => randomBytes(32).toString("base64url")));
+  // The forward secret may be generated once and kept in the task store, which is opened
+  // below: forward mode asks for it only on its first use, never at construction.
+  let tasks: ImageTasks | undefined;
   const forward = createForwardMode({
     config,
     channels,
-    getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
+    getOrSetMeta: (key, create) => {
+      if (!tasks) throw new Error("the task store is not open yet");
+      return tasks.getOrSetMeta(key, create);
+    },
     logger,
   });
   const registry = createChannelRegistry({
@@ -88,22 +79,23 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     registry,
     forwardChannel: forward?.channel,
   });
-  const queue = createInProcessQueue({ maxConcurrent: config.imageTasks.maxConcurrent });
-  const tasks = createTaskService({ config, store, queue, registry, access, metrics, logger });
-  metrics.watchQueueDepth(() => queue.depth());
+  try {
+    tasks = await createImageTasks({ config, registry, access, metrics, logger });
+  } catch (err) {
+    await Promise.all(demos.map((demo) => demo.close()));
+    throw err;
+  }
 
   let stopping = false;
   let selfBaseUrl = "";
   const app = createApp({
     config,
-    store,
     metrics,
     logger,
     authenticate: createAuthenticate(config, forward?.authenticate),
     registry,
     access,
     tasks,
-    signer: createImageUrlSigner(secret),
     selfBaseUrl: () => selfBaseUrl,
     isStopping: () => stopping,
   });
@@ -134,31 +126,22 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   });
 
   // What a previous process left: queued tasks run, interrupted ones run again.
-  await tasks.reconcile();
-  queue.start(tasks.run);
-  const maintenance = setInterval(() => {
-    store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
-    tasks.reconcile().catch((err: unknown) => logger.warn({ err }, "task reconcile failed"));
-  }, MAINTENANCE_INTERVAL_MS);
-  maintenance.unref();
+  await tasks.start();
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
     (closing ??= (async () => {
       stopping = true;
-      clearInterval(maintenance);
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Requests and tasks in flight share one grace period, counted from the signal;
       // a keep-alive connection is closed as soon as its request is answered.
       const cut = setTimeout(() => server.closeAllConnections(), graceMs);
       const idle = setInterval(() => server.closeIdleConnections(), 100);
-      await tasks.stop(graceMs);
-      await serverClosed;
+      await tasks.stop(graceMs, serverClosed);
       clearTimeout(cut);
       clearInterval(idle);
       await Promise.all(demos.map((demo) => demo.close()));
       await metricsListener?.close();
-      await store.close();
     })());
 
   return { url, port, server, metricsUrl: metricsListener?.url, close };

@@ -71,7 +71,10 @@ async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<
   const demo = configFile === DEFAULT_CONFIG_FILE;
   process.stdout.write(`${formatBanner({ url: running.url, config, demo, configFile })}\n`);
   return new Promise<number>((resolve) => {
+    let stopping = false;
     const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
       process.stdout.write(`${signal}: finishing in-flight work, then exiting\n`);
       running.close().then(
         () => resolve(0),
@@ -81,8 +84,18 @@ async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<
         },
       );
     };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+    // npm and process managers forward SIGTERM, so it may come twice: the drain goes on.
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    // A person pressing Ctrl-C twice wants out now.
+    let interrupts = 0;
+    process.on("SIGINT", () => {
+      if (++interrupts > 1) {
+        process.stdout.write("SIGINT again: exiting without waiting\n");
+        resolve(130);
+        return;
+      }
+      stop("SIGINT");
+    });
   });
 }
 

@@ -96,17 +96,27 @@ export const serverSchema = z
 export const storeSchema = z
   .object({
     /**
-     * `memory://` (lost on restart) or `sqlite://./path.db` (default in the
-     * embedded config). `STORE_URL` overrides it.
+     * `memory://` (one process, lost on restart), `sqlite://./path.db` (one
+     * process, survives restarts; the default in the embedded config) or
+     * `redis://host:6379/0` (`rediss://` for TLS): any number of replicas.
+     * `STORE_URL` overrides it.
      */
     url: z
       .string({ error: "must be a store URL" })
-      // redis:// comes with the Redis store; until then check-config must refuse it.
       .regex(
-        /^(memory|sqlite):\/\//,
-        "must start with memory:// or sqlite:// (redis:// is not supported yet)",
+        /^(memory|sqlite|redis|rediss):\/\//,
+        "must start with memory://, sqlite://, redis:// or rediss://",
       )
       .default("memory://"),
+    /**
+     * Redis only: the start of every key the service writes (task records,
+     * images, queue, events). Replicas of one deployment share it; two
+     * deployments on one Redis need two prefixes. Default `image-task-sidecar`.
+     */
+    prefix: z
+      .string({ error: "must be a string" })
+      .regex(/^[A-Za-z0-9_.:{}-]{1,64}$/, "must be 1-64 letters, digits or _ . : - { }")
+      .default("image-task-sidecar"),
   })
   .strict()
   .prefault({});
@@ -196,10 +206,25 @@ export const authSchema = z
   .strict()
   .prefault({});
 
+/** Per-key shares of the task queue and store; each field falls back to `imageTasks`. */
+export const groupImageTasksSchema = z
+  .object({
+    /** Tasks one key of the group may have waiting at once. Default `imageTasks.maxQueuedPerKey`. */
+    maxQueuedPerKey: positiveInt("tasks").optional(),
+    /**
+     * Tasks one key of the group may hold at once, finished ones included until
+     * they expire. Default `imageTasks.maxRetainedPerKey`.
+     */
+    maxRetainedPerKey: positiveInt("tasks").optional(),
+  })
+  .strict();
+
 export const groupSchema = z
   .object({
     /** Model ids and `*` globs the group may see and use. */
     models: modelPatterns,
+    /** This group's per-key task limits; unset fields take the `imageTasks` defaults. */
+    imageTasks: groupImageTasksSchema.optional(),
   })
   .strict();
 
@@ -276,6 +301,25 @@ export const imageTasksSchema = z
      * Default 2.
      */
     maxAttempts: positiveInt("attempts").default(2),
+    /**
+     * Tasks one key may have waiting at once, so that one key cannot fill the
+     * queue for everyone (429 `queue_full` beyond it). Default 100; a group may
+     * set its own (`groups.<name>.imageTasks`).
+     */
+    maxQueuedPerKey: positiveInt("tasks").default(100),
+    /**
+     * Tasks one key may hold in the store at once: unfinished ones and finished
+     * ones until they expire (`retentionSec`). Bounds what one key can make the
+     * store keep, submitting and cancelling included (429 `too_many_tasks`
+     * beyond it). Default 1000; a group may set its own.
+     */
+    maxRetainedPerKey: positiveInt("tasks").default(1000),
+    /**
+     * Redis only: seconds a replica holds a running task's lease without
+     * renewing it (renewed every half of it). A replica that dies has its
+     * tasks picked up by the others within about three times this. Default 30.
+     */
+    leaseSec: positiveInt("seconds").default(30),
   })
   .strict()
   .prefault({});

@@ -1,7 +1,7 @@
 import { Router } from "express";
 import { AppError } from "../http/app-error.js";
 import { TASK_ID_PATTERN } from "../tasks/task-record.js";
-import type { TaskStore } from "../tasks/task-store.js";
+import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { extensionOf } from "./image-type.js";
 import type { ImageUrlSigner } from "./image-url-signer.js";
 
@@ -11,7 +11,7 @@ import type { ImageUrlSigner } from "./image-url-signer.js";
  * expires. Every refusal is the same 404, so a URL reveals nothing.
  */
 export function createFilesRouter(deps: {
-  store: TaskStore;
+  images: ImageTasks["images"];
   signer: ImageUrlSigner;
   now?: () => number;
 }): Router {
@@ -27,11 +27,9 @@ export function createFilesRouter(deps: {
     if (!match || !TASK_ID_PATTERN.test(taskId)) throw notFound;
     if (!deps.signer.verify(taskId, file, expires, signature, nowSec)) throw notFound;
     const index = Number(match[1]);
-    const record = await deps.store.get(taskId);
-    const image = record?.status === "completed" ? record.images?.[index] : undefined;
+    const image = await deps.images.read(taskId, index);
     if (!image || extensionOf(image.mime) !== match[2]) throw notFound;
-    const bytes = await deps.store.getImage(taskId, index);
-    if (!bytes) throw notFound;
+    const { bytes } = image;
     res
       .status(200)
       .set({

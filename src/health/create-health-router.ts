@@ -1,12 +1,15 @@
 import { Router } from "express";
 import { AppError } from "../http/app-error.js";
-import type { TaskStore } from "../tasks/task-store.js";
 
 /**
  * `GET /healthz` (the process answers) and `GET /readyz` (the store answers
  * and the service is not shutting down), without auth, for probes.
  */
-export function createHealthRouter(deps: { store: TaskStore; isStopping: () => boolean }): Router {
+export function createHealthRouter(deps: {
+  /** Rejects when the task store cannot be reached. */
+  ping: () => Promise<void>;
+  isStopping: () => boolean;
+}): Router {
   const router = Router();
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
@@ -15,9 +18,9 @@ export function createHealthRouter(deps: { store: TaskStore; isStopping: () => b
     if (deps.isStopping())
       throw new AppError("service_unavailable", "The service is shutting down.");
     try {
-      await deps.store.ping();
+      await deps.ping();
     } catch {
-      throw new AppError("service_unavailable", "The task store cannot be reached.");
+      throw new AppError("store_unavailable", "The task store cannot be reached.");
     }
     res.json({ status: "ready" });
   });

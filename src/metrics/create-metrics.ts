@@ -17,7 +17,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   if (options.defaultMetrics ?? true)
     collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
   const p = METRIC_PREFIX;
-  let queueDepth: () => number | Promise<number> = () => 0;
+  let queueCounts: () => Promise<{ waiting: number; running: number }> = async () => ({
+    waiting: 0,
+    running: 0,
+  });
   return {
     registry,
     httpRequests: new Counter({
@@ -48,20 +51,27 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     taskQueueDepth: new Gauge({
       name: `${p}task_queue_depth`,
-      help: "Image tasks waiting for a slot.",
+      help: "Image tasks waiting for a slot, across all replicas.",
       registers: [registry],
       async collect() {
-        this.set(await queueDepth());
+        this.set((await queueCounts()).waiting);
       },
     }),
-    /** Names where the queue depth is read at scrape time (the queue is built after metrics). */
-    watchQueueDepth(source: () => number | Promise<number>) {
-      queueDepth = source;
+    /**
+     * Names where the queue's counts are read at scrape time (the queue is
+     * built after metrics); with Redis they are the cluster's, so every
+     * replica reports the same values.
+     */
+    watchQueue(source: () => Promise<{ waiting: number; running: number }>) {
+      queueCounts = source;
     },
     tasksInProgress: new Gauge({
       name: `${p}tasks_in_progress`,
-      help: "Image tasks running now in this process.",
+      help: "Image tasks running now, across all replicas.",
       registers: [registry],
+      async collect() {
+        this.set((await queueCounts()).running);
+      },
     }),
     tasksSubmitted: new Counter({
       name: `${p}tasks_submitted_total`,

@@ -1,22 +1,18 @@
 import { Router, type Request, type RequestHandler } from "express";
 import { getPrincipal } from "../auth/principal.js";
-import type { ImageUrlSigner } from "../files/image-url-signer.js";
 import { AppError } from "../http/app-error.js";
 import { parseBody } from "../http/parse-body.js";
 import { publicBaseUrl } from "../http/public-base-url.js";
 import { presentTask } from "./present-task.js";
 import { isFinished, type TaskRecord } from "./task-record.js";
 import { submitTaskSchema } from "./task-schemas.js";
-import type { TaskService } from "./task-service.js";
-import type { TaskStore } from "./task-store.js";
+import type { ImageTasks } from "./create-image-tasks.js";
 
 /** Dependencies of {@link createTasksRouter}. */
 export interface TasksRouterDeps {
   /** Parses the JSON body of the POST routes. */
   jsonBody: RequestHandler;
-  service: TaskService;
-  store: TaskStore;
-  signer: ImageUrlSigner;
+  tasks: ImageTasks;
   publicBaseUrl?: string;
   pollIntervalSec: number;
 }
@@ -24,10 +20,11 @@ export interface TasksRouterDeps {
 /** `POST /v1/images/tasks`, `GET /v1/images/tasks/{id}`, `POST /v1/images/tasks/{id}/cancel`. */
 export function createTasksRouter(deps: TasksRouterDeps): Router {
   const router = Router();
+  const { service, signer, images } = deps.tasks;
   const view = (req: Request, record: TaskRecord, withData = true) =>
     presentTask(record, {
-      store: deps.store,
-      signer: deps.signer,
+      imageBytes: images.bytes,
+      signer,
       baseUrl: publicBaseUrl(req, deps.publicBaseUrl),
       withData,
     });
@@ -48,7 +45,7 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
         param: "Idempotency-Key",
       });
     }
-    const { record, replayed } = await deps.service.submit(principal, request, idempotencyKey);
+    const { record, replayed } = await service.submit(principal, request, idempotencyKey);
     res
       .status(202)
       .set(pollHeaders(record))
@@ -58,12 +55,12 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
   });
 
   router.get("/v1/images/tasks/:taskId", async (req, res) => {
-    const record = await deps.service.get(getPrincipal(res), req.params.taskId);
+    const record = await service.get(getPrincipal(res), req.params.taskId);
     res.set(pollHeaders(record)).json(await view(req, record));
   });
 
   router.post("/v1/images/tasks/:taskId/cancel", async (req, res) => {
-    const record = await deps.service.cancel(getPrincipal(res), req.params.taskId);
+    const record = await service.cancel(getPrincipal(res), req.params.taskId);
     res.set(pollHeaders(record)).json(await view(req, record));
   });
 

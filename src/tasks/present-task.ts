@@ -2,7 +2,6 @@ import type { ImageUrlSigner } from "../files/image-url-signer.js";
 import { AppError } from "../http/app-error.js";
 import { extensionOf } from "../files/image-type.js";
 import type { TaskError, TaskRecord, TaskStatus } from "./task-record.js";
-import type { TaskStore } from "./task-store.js";
 
 /** A task as clients see it. */
 export interface TaskView {
@@ -21,7 +20,8 @@ export interface TaskView {
 
 /** What {@link presentTask} needs besides the record. */
 export interface PresentDeps {
-  store: TaskStore;
+  /** The stored bytes of a task's image (`b64_json` answers). */
+  imageBytes: (taskId: string, index: number) => Promise<Buffer | undefined>;
   signer: ImageUrlSigner;
   /** Origin the signed URLs start with, e.g. `https://images.example.com`. */
   baseUrl: string;
@@ -59,7 +59,7 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
           );
           return { url: `${deps.baseUrl}${path}`, ...extra };
         }
-        const bytes = await deps.store.getImage(record.id, index);
+        const bytes = await deps.imageBytes(record.id, index);
         if (!bytes) {
           // The bytes expired a moment before the record did.
           throw new AppError("task_not_found", `No task found with id '${record.id}'.`, {

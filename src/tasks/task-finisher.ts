@@ -1,13 +1,17 @@
+import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { FINISH_REASONS, type Metrics } from "../metrics/create-metrics.js";
 import type { GeneratedImage } from "./generate-images.js";
+import type { TaskStore } from "./store/task-store.js";
+import type { TaskEvents } from "./task-events.js";
 import type { TaskError, TaskRecord } from "./task-record.js";
-import type { TaskStore } from "./task-store.js";
 
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {
   store: TaskStore;
+  events: TaskEvents;
   metrics: Metrics;
+  logger: Logger;
   limits: Config["imageTasks"];
   now: () => number;
 }
@@ -16,11 +20,13 @@ export interface TaskFinisherDeps {
 export type TaskFinisher = ReturnType<typeof createTaskFinisher>;
 
 /**
- * Ends tasks: the terminal transition with its timestamps and retention, and
- * the finish metrics, so every path that ends a task counts it the same way.
+ * Ends tasks: the terminal transition with its timestamps and retention, the
+ * finish metrics and the `finished` event every replica hears. Every path
+ * that ends a task goes through here, so what must happen when a task ends
+ * (a webhook to send, a credential to delete) has one place to live.
  */
 export function createTaskFinisher(deps: TaskFinisherDeps) {
-  const { store, metrics, limits, now } = deps;
+  const { store, events, metrics, logger, limits, now } = deps;
   const retentionMs = limits.retentionSec * 1000;
   /**
    * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
@@ -28,7 +34,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
    */
   const expiresAt = (atMs: number) => Math.ceil((atMs + retentionMs) / 1000);
 
-  const counted = (record: TaskRecord | undefined) => {
+  const finished = (record: TaskRecord | undefined) => {
     if (!record) return record;
     const reason = record.status === "completed" ? "ok" : (record.error?.code ?? "other");
     metrics.tasksFinished.inc({
@@ -39,6 +45,10 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
     if (record.started_at !== undefined) {
       metrics.taskRunDuration.observe({ status: record.status }, now() / 1000 - record.started_at);
     }
+    // Best effort: the store already says the task is finished; the event only tells it sooner.
+    events.publish({ type: "finished", taskId: record.id, status: record.status }).catch((err) => {
+      logger.warn({ err, taskId: record.id }, "could not announce a finished task");
+    });
     return record;
   };
 
@@ -47,16 +57,20 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
      * Image bytes are written just before their task completes; the margin
      * keeps them from expiring a moment before the task record does.
      */
-    imageTtlMs: retentionMs + 60_000,
+    imageTtlMs: retentionMs + 5_000,
 
-    /** `from -> failed`; undefined when the task was no longer in `from`. */
+    /**
+     * `from -> failed`; undefined when the task was no longer in `from` (or,
+     * with `attempts`, no longer that run's).
+     */
     async fail(
       id: string,
       from: "queued" | "in_progress",
       error: TaskError,
+      options: { attempts?: number } = {},
     ): Promise<TaskRecord | undefined> {
       const atMs = now();
-      return counted(
+      return finished(
         await store.transition(
           id,
           from,
@@ -66,18 +80,19 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
             expires_at: expiresAt(atMs),
             error,
           },
-          retentionMs,
+          { ttlMs: retentionMs, attempts: options.attempts },
         ),
       );
     },
 
-    /** `in_progress -> completed` with the images' metadata (their bytes are stored already). */
+    /** `in_progress -> completed` by run `attempts`, with the images' metadata (bytes stored already). */
     async complete(
       id: string,
+      attempts: number,
       result: { images: GeneratedImage[]; usage?: unknown },
     ): Promise<TaskRecord | undefined> {
       const atMs = now();
-      return counted(
+      return finished(
         await store.transition(
           id,
           "in_progress",
@@ -92,7 +107,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
             })),
             ...(result.usage === undefined ? {} : { usage: result.usage }),
           },
-          retentionMs,
+          { ttlMs: retentionMs, attempts },
         ),
       );
     },

@@ -32,7 +32,10 @@ export interface TaskRecord {
   started_at?: number;
   completed_at?: number;
   expires_at?: number;
-  /** Runs started so far; bounds re-runs after a crash. */
+  /**
+   * Runs started so far; bounds re-runs after a crash, and names the run that
+   * holds the task's lease (only it may write the task's end).
+   */
   attempts: number;
   images?: TaskImage[];
   usage?: unknown;
@@ -42,8 +45,9 @@ export interface TaskRecord {
 /** Transitions a record may make; anything else is a bug or a race lost. */
 const LEGAL: Record<TaskStatus, readonly TaskStatus[]> = {
   queued: ["in_progress", "failed"],
-  // Back to queued only when a stopping or dead process hands its task back.
-  in_progress: ["completed", "failed", "queued"],
+  // Back to queued when a stopping process hands its task back; in_progress again
+  // when a new lease re-runs a task whose earlier run ended with its holder.
+  in_progress: ["completed", "failed", "queued", "in_progress"],
   completed: [],
   failed: [],
 };

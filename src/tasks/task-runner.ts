@@ -2,17 +2,18 @@ import type { Logger } from "pino";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
-import { createSlowAgent, generateImages } from "./generate-images.js";
+import { createSlowAgent, generateImages, type GeneratedImage } from "./generate-images.js";
+import type { LeaseEnd, TaskLease } from "./queue/task-queue.js";
+import type { TaskStore } from "./store/task-store.js";
 import { TaskFailure } from "./task-failure.js";
 import type { TaskFinisher } from "./task-finisher.js";
-import type { TaskRecord } from "./task-record.js";
-import type { TaskStore } from "./task-store.js";
+import { isFinished, type TaskRecord } from "./task-record.js";
 
 /** The longest delay a Node timer takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Why a running task's upstream call was aborted. */
-export type AbortReason = "timeout" | "cancelled" | "shutdown";
+/** Why a run's upstream call was aborted: its lease ended, or its own timeout. */
+type AbortReason = LeaseEnd | "timeout";
 
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {
@@ -23,133 +24,175 @@ export interface TaskRunnerDeps {
   logger: Logger;
   limits: Config["imageTasks"];
   now: () => number;
+  /**
+   * How often a run re-reads its task: a task that another process finished
+   * (a cancel whose message was lost) or gave to another run stops here too.
+   * Default 5 s.
+   */
+  checkEveryMs?: number;
 }
 
-/** Runs tasks the queue hands over, one call each. */
+/** Runs tasks the queue hands over, one lease each. */
 export type TaskRunner = ReturnType<typeof createTaskRunner>;
 
+const interrupted = (message: string) =>
+  ({ code: "interrupted", message, type: "interrupted" }) as const;
+
 /**
- * Runs one task: `queued -> in_progress`, the channel call bounded by the
- * timeout, cancel and shutdown, then `completed` or `failed`. Never rejects:
- * a failure of its own (the store, say) is logged, and the task is left for
- * the service's reconcile pass to pick up, never silently stuck.
+ * Runs one task under its lease: `queued -> in_progress` (a new run of a
+ * task whose earlier run ended with its holder, until `maxAttempts`), the
+ * channel call bounded by the timeout and the lease, then `completed` or
+ * `failed`. Only the run holding the lease writes the end (`attempts` names
+ * it). A task's own failure never rejects; a store that cannot be written
+ * does, and the queue runs the task again later.
  */
 export function createTaskRunner(deps: TaskRunnerDeps) {
   const { store, finisher, metrics, logger, limits, now } = deps;
   const dispatcher = createSlowAgent();
-  /** Tasks this process is running (claimed before their first write). */
-  const claimed = new Map<string, AbortController>();
+  const checkEveryMs = deps.checkEveryMs ?? 5_000;
 
+  /** Ends a run whose generation did not succeed, as the reason says. */
   async function settleFailure(started: TaskRecord, signal: AbortSignal, err: unknown) {
+    const { id, attempts } = started;
     const reason = signal.aborted ? (signal.reason as AbortReason) : undefined;
-    if (reason === "cancelled") return; // cancel() already wrote the failure
-    if (reason === "shutdown") {
-      if (store.persistent) {
-        // Handed back, not counted as a run: the next process starts it afresh.
-        await store.transition(started.id, "in_progress", {
-          status: "queued",
-          started_at: undefined,
-          attempts: started.attempts - 1,
-        });
+    switch (reason) {
+      case "cancelled": // the cancel wrote the failure already
+      case "lost": // another run holds the task now
         return;
-      }
-      await finisher.fail(started.id, "in_progress", {
-        code: "interrupted",
-        message: "The service stopped while the task was running.",
-        type: "interrupted",
-      });
-      return;
+      case "handback":
+        // Not counted as a run: the next one starts it afresh.
+        await store.transition(
+          id,
+          "in_progress",
+          { status: "queued", started_at: undefined, attempts: attempts - 1 },
+          { attempts },
+        );
+        return;
+      case "shutdown":
+        await finisher.fail(
+          id,
+          "in_progress",
+          interrupted("The service stopped while the task was running."),
+          { attempts },
+        );
+        return;
+      case "timeout":
+        await finisher.fail(
+          id,
+          "in_progress",
+          new TaskFailure(
+            "timeout",
+            `The image generation did not finish within ${limits.timeoutSec} seconds.`,
+            "timeout",
+          ).toTaskError(),
+          { attempts },
+        );
+        return;
     }
     let failure: TaskFailure;
-    if (reason === "timeout") {
-      failure = new TaskFailure(
-        "timeout",
-        `The image generation did not finish within ${limits.timeoutSec} seconds.`,
-        "timeout",
-      );
-    } else if (err instanceof TaskFailure) {
+    if (err instanceof TaskFailure) {
       failure = err;
     } else {
-      logger.error({ err, taskId: started.id }, "task failed unexpectedly");
+      logger.error({ err, taskId: id }, "task failed unexpectedly");
       failure = new TaskFailure("upstream_error", "The image generation failed unexpectedly.");
     }
-    await finisher.fail(started.id, "in_progress", failure.toTaskError());
+    await finisher.fail(id, "in_progress", failure.toTaskError(), { attempts });
   }
 
-  async function generate(started: TaskRecord, controller: AbortController) {
-    const { id } = started;
-    try {
-      const candidates = deps.registry.candidates(started.model);
-      if (candidates.length === 0) {
-        throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
+  /** Starts a run: the task moves to `in_progress` under this run's attempt number. */
+  async function claim(record: TaskRecord): Promise<TaskRecord | undefined> {
+    if (record.status === "in_progress") {
+      // Its earlier run ended with its holder (a crash, a lost lease, a failed write).
+      if (record.attempts >= limits.maxAttempts) {
+        await finisher.fail(
+          record.id,
+          "in_progress",
+          interrupted("The service stopped while the task was running, too often to retry."),
+          { attempts: record.attempts },
+        );
+        return undefined;
       }
-      const result = await generateImages({
-        candidates,
-        body: started.request,
-        signal: controller.signal,
-        metrics,
-        logger,
-        dispatcher,
-      });
-      await Promise.all(
-        result.images.map((image, index) =>
-          store.putImage(id, index, image.bytes, finisher.imageTtlMs),
-        ),
-      );
-      const completed = await finisher.complete(id, result);
-      if (!completed) await store.deleteImages(id, result.images.length); // cancelled meanwhile
-    } catch (err) {
-      await settleFailure(started, controller.signal, err);
+      logger.info({ taskId: record.id }, "running again a task whose run was interrupted");
     }
+    const startedAtMs = now();
+    const started = await store.transition(
+      record.id,
+      record.status,
+      {
+        status: "in_progress",
+        started_at: Math.floor(startedAtMs / 1000),
+        attempts: record.attempts + 1,
+      },
+      { attempts: record.attempts },
+    );
+    if (started && record.status === "queued") {
+      metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - record.created));
+    }
+    return started;
+  }
+
+  async function generate(started: TaskRecord, signal: AbortSignal) {
+    const candidates = deps.registry.candidates(started.model);
+    if (candidates.length === 0) {
+      throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
+    }
+    return generateImages({
+      candidates,
+      body: started.request,
+      signal,
+      metrics,
+      logger,
+      dispatcher,
+    });
   }
 
   return {
-    async run(id: string): Promise<void> {
-      if (claimed.has(id)) return;
-      const controller = new AbortController();
-      claimed.set(id, controller);
-      let timer: NodeJS.Timeout | undefined;
-      let started: TaskRecord | undefined;
-      try {
-        const queued = await store.get(id);
-        if (!queued || queued.status !== "queued") return;
-        const startedAtMs = now();
-        started = await store.transition(id, "queued", {
-          status: "in_progress",
-          started_at: Math.floor(startedAtMs / 1000),
-          attempts: queued.attempts + 1,
-        });
-        if (!started) return;
-        metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - queued.created));
-        metrics.tasksInProgress.inc();
-        // Node fires a timer over 2^31-1 ms (24.8 days) at once, so a longer timeout is capped.
-        timer = setTimeout(
-          () => controller.abort("timeout" satisfies AbortReason),
-          Math.min(limits.timeoutSec * 1000, MAX_TIMER_MS),
+    async run(lease: TaskLease): Promise<void> {
+      const { taskId: id } = lease;
+      const record = await store.get(id);
+      if (!record || isFinished(record.status) || lease.signal.aborted) return;
+      const started = await claim(record);
+      if (!started) return;
+
+      const own = new AbortController();
+      const signal = AbortSignal.any([lease.signal, own.signal]);
+      // Node fires a timer over 2^31-1 ms (24.8 days) at once, so a longer timeout is capped.
+      const timer = setTimeout(
+        () => own.abort("timeout" satisfies AbortReason),
+        Math.min(limits.timeoutSec * 1000, MAX_TIMER_MS),
+      );
+      const check = setInterval(() => {
+        store.get(id).then(
+          (current) => {
+            if (current?.status !== "in_progress" || current.attempts !== started.attempts) {
+              own.abort(
+                (isFinished(current?.status ?? "failed") ? "cancelled" : "lost") as LeaseEnd,
+              );
+            }
+          },
+          () => undefined, // the store is away; the lease decides
         );
-        await generate(started, controller);
-      } catch (err) {
-        logger.error({ err, taskId: id }, "task run failed; the reconcile pass will pick it up");
+      }, checkEveryMs);
+      let result: { images: GeneratedImage[]; usage?: unknown };
+      try {
+        try {
+          result = await generate(started, signal);
+        } catch (err) {
+          await settleFailure(started, signal, err);
+          return;
+        }
+        await Promise.all(
+          result.images.map((image, index) =>
+            store.putImage(id, index, image.bytes, finisher.imageTtlMs),
+          ),
+        );
+        const completed = await finisher.complete(id, started.attempts, result);
+        // Cancelled, or given to another run, meanwhile: its images go.
+        if (!completed) await store.deleteImages(id, result.images.length);
       } finally {
         clearTimeout(timer);
-        claimed.delete(id);
-        if (started) metrics.tasksInProgress.dec();
+        clearInterval(check);
       }
-    },
-
-    /** Aborts a task this process runs; false when it runs none by that id. */
-    abort(id: string, reason: AbortReason): boolean {
-      const controller = claimed.get(id);
-      controller?.abort(reason);
-      return controller !== undefined;
-    },
-
-    /** Whether this process is running the task now. */
-    isRunning: (id: string) => claimed.has(id),
-
-    /** Aborts every running task with `shutdown` (each settles as its store allows). */
-    abortAll(): void {
-      for (const controller of claimed.values()) controller.abort("shutdown" satisfies AbortReason);
     },
 
     close: () => dispatcher.close(),

@@ -1,11 +1,17 @@
 import { z } from "zod";
 
 const text = (what: string) => z.string({ error: `must be ${what}` });
+/**
+ * Every string field has a length limit: a task is kept until it expires, so
+ * an unbounded field would let one request make the store keep megabytes.
+ * OpenAI's own values for these options are a few characters long.
+ */
+const option = (max = 32) => text("a string").max(max, `must be at most ${max} characters`);
 
 /** The body of `POST /v1/images/tasks`, as the OpenAI image API names its fields. */
 export const submitTaskSchema = z
   .object({
-    model: text("a string").min(1, "must not be empty"),
+    model: text("a string").min(1, "must not be empty").max(100, "must be at most 100 characters"),
     prompt: text("a string")
       .min(1, "must be 1 to 32000 characters")
       .max(32000, "must be 1 to 32000 characters"),
@@ -21,18 +27,18 @@ export const submitTaskSchema = z
     response_format: z
       .enum(["url", "b64_json"], { error: "must be 'url' or 'b64_json'" })
       .default("b64_json"),
-    quality: text("a string").optional(),
-    style: text("a string").optional(),
-    user: text("a string").max(256, "must be at most 256 characters").optional(),
-    background: text("a string").optional(),
-    output_format: text("a string").optional(),
+    quality: option().optional(),
+    style: option().optional(),
+    user: option(256).optional(),
+    background: option().optional(),
+    output_format: option().optional(),
     output_compression: z
       .number({ error: "must be an integer from 0 to 100" })
       .int("must be an integer from 0 to 100")
       .min(0, "must be an integer from 0 to 100")
       .max(100, "must be an integer from 0 to 100")
       .optional(),
-    moderation: text("a string").optional(),
+    moderation: option().optional(),
   })
   .strict();
 

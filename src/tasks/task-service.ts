@@ -8,51 +8,55 @@ import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { isTaskModel } from "../models/model-pattern.js";
 import { modelNotFound } from "../models/model-not-found.js";
-import { createTaskFinisher } from "./task-finisher.js";
-import type { TaskQueue } from "./task-queue.js";
+import { keyLimits } from "./key-limits.js";
+import type { QueueEntry, TaskQueue } from "./queue/task-queue.js";
+import type { CreateResult, IdempotentAnswer, TaskStore } from "./store/task-store.js";
+import type { TaskFinisher } from "./task-finisher.js";
 import { TASK_ID_PATTERN, isFinished, newTaskId, type TaskRecord } from "./task-record.js";
-import { createTaskRunner } from "./task-runner.js";
 import { toUpstreamBody, type SubmitTaskRequest } from "./task-schemas.js";
-import type { CreateResult, TaskStore } from "./task-store.js";
 
 /** Dependencies of {@link createTaskService}. */
 export interface TaskServiceDeps {
   config: Config;
   store: TaskStore;
   queue: TaskQueue;
+  finisher: TaskFinisher;
   registry: ChannelRegistry;
   access: ModelAccess;
   metrics: Metrics;
   logger: Logger;
   /** Milliseconds since the epoch; injectable for expiry tests. */
-  now?: () => number;
+  now: () => number;
 }
 
-/** The async image-task feature: submit, read, cancel, run, reconcile, stop. */
+/** The task API's operations: submit, read, cancel. */
 export type TaskService = ReturnType<typeof createTaskService>;
 
 /**
- * The task API's operations over the store and the queue. Running a task is
- * the runner's job ({@link createTaskRunner}); ending one, the finisher's.
+ * Runs a step on the store or the queue; their failure (Redis away, a disk
+ * error) becomes 503 `store_unavailable`, never a 500 or a wrong 404.
+ */
+export async function available<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw new AppError("store_unavailable", "The task store cannot be reached; retry shortly.", {
+      headers: { "Retry-After": "5" },
+      cause: err,
+    });
+  }
+}
+
+/**
+ * Submit, read and cancel, over the store and the queue. Running a task is
+ * the runner's job; ending one, the finisher's.
  */
 export function createTaskService(deps: TaskServiceDeps) {
-  const { store, queue, metrics, logger } = deps;
-  const limits = deps.config.imageTasks;
-  const now = deps.now ?? Date.now;
+  const { config, store, queue, finisher, metrics, logger, now } = deps;
+  const limits = config.imageTasks;
   const seconds = () => Math.floor(now() / 1000);
-  const finisher = createTaskFinisher({ store, metrics, limits, now });
-  const runner = createTaskRunner({
-    store,
-    registry: deps.registry,
-    finisher,
-    metrics,
-    logger,
-    limits,
-    now,
-  });
-  /** Submissions the store admitted that are not in the queue yet. */
-  let admitting = 0;
-  /** Set by stop(): a task accepted now would wait on a queue that no longer runs. */
+  /** Set by stopAccepting(): a task accepted now would wait on a queue that no longer runs. */
   let stopping = false;
 
   const cancelled = {
@@ -68,7 +72,7 @@ export function createTaskService(deps: TaskServiceDeps) {
         param: "task_id",
       });
     if (!TASK_ID_PATTERN.test(id)) throw notFound();
-    const record = await store.get(id);
+    const record = await available(() => store.get(id));
     if (!record || record.owner !== principal.subject) throw notFound();
     if (
       isFinished(record.status) &&
@@ -80,10 +84,38 @@ export function createTaskService(deps: TaskServiceDeps) {
     return record;
   }
 
+  function answerIdempotent(answer: IdempotentAnswer) {
+    if (answer.kind === "conflict") {
+      throw new AppError(
+        "idempotency_key_conflict",
+        "This Idempotency-Key was already used with a different request body.",
+        { param: "Idempotency-Key" },
+      );
+    }
+    return { record: answer.record, replayed: true };
+  }
+
+  /** Creates the admitted task in the store; the place goes back when no task was made. */
+  async function create(
+    record: TaskRecord,
+    entry: QueueEntry,
+    options: Parameters<TaskStore["create"]>[1],
+  ): Promise<CreateResult> {
+    let result: CreateResult | undefined;
+    try {
+      result = await store.create(record, options);
+      return result;
+    } finally {
+      if (result?.kind !== "created") {
+        await queue.release(entry).catch((err: unknown) => {
+          logger.warn({ err }, "could not give back a queue place; it lapses on its own");
+        });
+      }
+    }
+  }
+
   return {
     get,
-    /** The queue's runner. */
-    run: runner.run,
 
     async submit(
       principal: Principal,
@@ -121,106 +153,80 @@ export function createTaskService(deps: TaskServiceDeps) {
             fingerprint: createHash("sha256").update(JSON.stringify(request)).digest("base64url"),
           }
         : undefined;
-      // Decided inside the store's create, after the idempotency check (a retry is
-      // answered even when the queue is full) and one submission at a time; tasks
-      // admitted but not yet enqueued count, or concurrent submissions overfill the queue.
-      let admitted = false;
-      const admit = () => {
-        const freeSlots = Math.max(0, limits.maxConcurrent - queue.running());
-        if (queue.depth() + admitting >= limits.maxQueued + freeSlots) return false;
-        admitting++;
-        admitted = true;
-        return true;
-      };
-      let result: CreateResult;
-      try {
-        result = await store.create(record, idempotency, admit);
-        if (result.kind === "created") queue.enqueue(record.id);
-      } finally {
-        if (admitted) admitting--;
-      }
-      if (result.kind === "refused") {
-        throw new AppError("queue_full", "Too many image tasks are waiting; retry later.", {
-          headers: { "Retry-After": String(Math.max(limits.pollIntervalSec, 10)) },
+      const share = keyLimits(config, principal.group);
+      const entry: QueueEntry = { taskId: record.id, owner: record.owner };
+
+      return available(async () => {
+        // A retry is answered before admission: a full queue does not hide the task it made.
+        const earlier = idempotency && (await store.findIdempotent(record.owner, idempotency));
+        if (earlier) return answerIdempotent(earlier);
+        const admission = await queue.admit(entry, {
+          maxQueued: limits.maxQueued,
+          maxQueuedPerOwner: share.maxQueuedPerKey,
         });
-      }
-      if (result.kind === "conflict") {
-        throw new AppError(
-          "idempotency_key_conflict",
-          "This Idempotency-Key was already used with a different request body.",
-          { param: "Idempotency-Key" },
-        );
-      }
-      if (result.kind === "replayed") return { record: result.record, replayed: true };
-      metrics.tasksSubmitted.inc();
-      return { record, replayed: false };
+        if (!admission.admitted) {
+          throw new AppError(
+            "queue_full",
+            admission.reason === "owner_queue_full"
+              ? `This key already has ${share.maxQueuedPerKey} image tasks waiting, its share of the queue; retry when one has started.`
+              : "Too many image tasks are waiting; retry later.",
+            { headers: { "Retry-After": String(Math.max(limits.pollIntervalSec, 10)) } },
+          );
+        }
+        const result = await create(record, entry, {
+          idempotency,
+          maxPerOwner: share.maxRetainedPerKey,
+        });
+        if (result.kind === "owner_full") {
+          throw new AppError(
+            "too_many_tasks",
+            `This key already holds ${share.maxRetainedPerKey} image tasks; finished ones count until they expire (${limits.retentionSec} s after they finished).`,
+            { headers: { "Retry-After": String(Math.min(limits.retentionSec, 3600)) } },
+          );
+        }
+        if (result.kind !== "created") return answerIdempotent(result);
+        try {
+          await queue.enqueue(entry);
+        } catch (err) {
+          // The task exists: the maintenance pass gives it its place in the queue.
+          logger.warn({ err, taskId: record.id }, "could not enqueue a task; it is adopted later");
+        }
+        metrics.tasksSubmitted.inc();
+        return { record, replayed: false };
+      });
     },
 
     /** Fails a queued or running task with `cancelled`; a finished one is returned as it is. */
     async cancel(principal: Principal, id: string): Promise<TaskRecord> {
       const record = await get(principal, id);
-      if (record.status === "queued") {
-        queue.remove(id);
-        const failed = await finisher.fail(id, "queued", cancelled);
-        if (failed) return failed;
-      }
-      if (record.status === "queued" || record.status === "in_progress") {
-        // Written first, so the runner's own completion loses the race and the call is aborted.
-        const failed = await finisher.fail(id, "in_progress", cancelled);
-        runner.abort(id, "cancelled");
-        if (failed) return failed;
-      }
-      return (await store.get(id)) ?? record;
-    },
-
-    /**
-     * Makes sure every unfinished task in the store is either waiting in the
-     * queue or running here: at start-up this picks up what a stopped process
-     * left; run periodically, it catches a task a failed store write left
-     * behind. A task found in progress that no one runs is run again until it
-     * has started `maxAttempts` times, then fails `interrupted`. Only for
-     * stores one process owns.
-     */
-    async reconcile(): Promise<void> {
-      for (const record of await store.listUnfinished()) {
-        if (runner.isRunning(record.id)) continue;
-        if (record.status === "in_progress") {
-          if (record.attempts >= limits.maxAttempts) {
-            await finisher.fail(record.id, "in_progress", {
-              code: "interrupted",
-              message: "The service stopped while the task was running, too often to retry.",
-              type: "interrupted",
-            });
-            continue;
+      return available(async () => {
+        const entry = { taskId: id, owner: record.owner };
+        if (record.status === "queued") {
+          const failed = await finisher.fail(id, "queued", cancelled);
+          if (failed) {
+            // Best effort: a job left behind finds its task failed and ends at once.
+            await queue.remove(entry).catch(() => false);
+            return failed;
           }
-          const requeued = await store.transition(record.id, "in_progress", {
-            status: "queued",
-            started_at: undefined,
-          });
-          if (!requeued) continue;
-          logger.info({ taskId: record.id }, "re-running a task no process is running");
         }
-        queue.enqueue(record.id);
-      }
+        if (record.status === "queued" || record.status === "in_progress") {
+          // Written first, so the run's own completion loses the race; then its call is aborted.
+          const failed = await finisher.fail(id, "in_progress", cancelled);
+          if (failed) {
+            // Best effort: a run that misses the message sees the failure on its next check.
+            await queue.cancel(id).catch((err: unknown) => {
+              logger.warn({ err, taskId: id }, "could not reach the run of a cancelled task");
+            });
+            return failed;
+          }
+        }
+        return (await store.get(id)) ?? record;
+      });
     },
 
-    /**
-     * Stops taking tasks from the queue and gives the running ones `graceMs`
-     * to finish; the rest are handed back (persistent store) or fail
-     * `interrupted` (memory store).
-     */
-    async stop(graceMs: number): Promise<void> {
+    /** New submissions get 503 from now on (the service is stopping). */
+    stopAccepting(): void {
       stopping = true;
-      const drained = queue.stop();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        drained,
-        new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
-      ]);
-      clearTimeout(timer);
-      runner.abortAll();
-      await drained;
-      await runner.close();
     },
   };
 }

@@ -196,7 +196,7 @@ describe("loadConfig", () => {
       "imageTasks.maxConcurrent: must be > 0",
     ]);
     expect(problemsOf(yamlFile(MINIMAL), { STORE_URL: "mongodb://x" })).toEqual([
-      "store.url: must start with memory:// or sqlite:// (redis:// is not supported yet)",
+      "store.url: must start with memory://, sqlite://, redis:// or rediss://",
     ]);
   });
 
@@ -250,7 +250,7 @@ logging:
       [
         "server.port: must be between 0 and 65535",
         "server.prot: unknown field",
-        "store.url: must start with memory:// or sqlite:// (redis:// is not supported yet)",
+        "store.url: must start with memory://, sqlite://, redis:// or rediss://",
         "auth.keys[0].group: must be a group name",
         "groups.default.models: must list at least one model id or glob",
         "channels[0].baseUrl: must be a URL",
@@ -335,11 +335,45 @@ describe("${VAR} in numeric and boolean fields", () => {
   });
 });
 
-describe("store.url", () => {
-  it("refuses redis:// until the Redis store exists, naming the field", () => {
-    const file = yamlFile(`${MINIMAL}store:\n  url: redis://127.0.0.1:6379/0\n`);
-    expect(problemsOf(file)).toEqual([
-      "store.url: must start with memory:// or sqlite:// (redis:// is not supported yet)",
+describe("store", () => {
+  it("takes redis:// and rediss:// with a prefix, and refuses other schemes naming the field", () => {
+    const file = yamlFile(
+      `${MINIMAL}store:\n  url: redis://127.0.0.1:6379/0\n  prefix: "{prod}:sidecar"\n`,
+    );
+    const { config } = loadConfig({ file, env: {} });
+    expect(config.store).toEqual({ url: "redis://127.0.0.1:6379/0", prefix: "{prod}:sidecar" });
+    expect(loadConfig({ file: yamlFile(MINIMAL), env: {} }).config.store.prefix).toBe(
+      "image-task-sidecar",
+    );
+    expect(
+      loadConfig({ file, env: { STORE_URL: "rediss://cache.internal:6380/1" } }).config.store.url,
+    ).toBe("rediss://cache.internal:6380/1");
+    expect(problemsOf(file, { STORE_URL: "mongodb://x" })).toEqual([
+      "store.url: must start with memory://, sqlite://, redis:// or rediss://",
+    ]);
+    expect(problemsOf(yamlFile(`${MINIMAL}store:\n  prefix: "has space"\n`))).toEqual([
+      "store.prefix: must be 1-64 letters, digits or _ . : - { }",
+    ]);
+  });
+
+  it("takes per-group task limits, and refuses a bad one naming the field", () => {
+    const withGroup = (limits: string) =>
+      yamlFile(
+        MINIMAL.replace(
+          'default: { models: ["*"] }',
+          `default: { models: ["*"], imageTasks: ${limits} }`,
+        ),
+      );
+    const file = withGroup("{ maxQueuedPerKey: 3 }");
+    const { config } = loadConfig({ file, env: {} });
+    expect(config.groups.default?.imageTasks).toEqual({ maxQueuedPerKey: 3 });
+    expect(config.imageTasks).toMatchObject({
+      maxQueuedPerKey: 100,
+      maxRetainedPerKey: 1000,
+      leaseSec: 30,
+    });
+    expect(problemsOf(withGroup("{ maxRetainedPerKey: 0 }"))).toEqual([
+      "groups.default.imageTasks.maxRetainedPerKey: must be > 0",
     ]);
   });
 });

@@ -60,6 +60,8 @@ export interface FakeUpstream {
   readonly inFlight: number;
   /** The most image generations seen at once. */
   readonly maxInFlight: number;
+  /** The most image generations with one prompt seen at once (a task run twice at once shows as 2). */
+  readonly maxInFlightPerPrompt: number;
   /** Requests whose client went away before the answer was complete. */
   readonly aborted: number;
   /** Sets the behaviour of one route for all following requests. */
@@ -122,6 +124,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const extraRoutes = new Map<string, RouteHandler>();
   let inFlight = 0;
   let maxInFlight = 0;
+  const inFlightByPrompt = new Map<string, number>();
+  let maxInFlightPerPrompt = 0;
   let aborted = 0;
   let closing = false;
   /** Bumped by reset(), so requests from before it no longer touch the counters. */
@@ -299,6 +303,16 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       body: await readBody(req),
     };
     requests.push(recorded);
+    const prompt = (recorded.body as { prompt?: unknown } | undefined)?.prompt;
+    if (route === "images" && typeof prompt === "string" && arrivedIn === epoch && !res.destroyed) {
+      const now = (inFlightByPrompt.get(prompt) ?? 0) + 1;
+      inFlightByPrompt.set(prompt, now);
+      maxInFlightPerPrompt = Math.max(maxInFlightPerPrompt, now);
+      res.once("close", () => {
+        if (arrivedIn !== epoch) return;
+        inFlightByPrompt.set(prompt, (inFlightByPrompt.get(prompt) ?? 1) - 1);
+      });
+    }
     if (route) {
       const pending = waiters.get(route) ?? [];
       waiters.delete(route);
@@ -386,6 +400,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     get maxInFlight() {
       return maxInFlight;
     },
+    get maxInFlightPerPrompt() {
+      return maxInFlightPerPrompt;
+    },
     get aborted() {
       return aborted;
     },
@@ -413,6 +430,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       epoch++;
       inFlight = 0;
       maxInFlight = 0;
+      inFlightByPrompt.clear();
+      maxInFlightPerPrompt = 0;
       aborted = 0;
     },
     close() {

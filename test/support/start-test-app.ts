@@ -3,6 +3,7 @@ import { parseConfig } from "../../src/config/load-config.js";
 import type { Config, ConfigInput } from "../../src/config/config-schema.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.js";
+import { REDIS_URL, deleteKeys, uniquePrefix } from "./redis.js";
 
 /** Keys every test app knows. */
 export const TEST_KEYS = {
@@ -25,6 +26,12 @@ export interface TestAppOptions {
   imageTasks?: Partial<Config["imageTasks"]>;
   /** Replaces the store URL (default memory://). */
   storeUrl?: string;
+  /**
+   * Runs on the shared Redis under a key prefix: a fresh one (`true`, its keys
+   * deleted when the app closes) or a given one (several apps on one prefix
+   * are replicas of one deployment; the test deletes its keys).
+   */
+  redis?: boolean | { prefix: string };
   /** Merged over the generated config (shallow, per top-level section). */
   config?: Partial<ConfigInput>;
 }
@@ -46,9 +53,13 @@ export interface TestApp {
 
 /** The config a test app runs with, in front of `upstreamBaseUrl`. */
 export function testConfig(upstreamBaseUrl: string, options: TestAppOptions = {}): Config {
+  const store =
+    typeof options.redis === "object"
+      ? { url: REDIS_URL, prefix: options.redis.prefix }
+      : { url: options.storeUrl ?? "memory://" };
   const input: ConfigInput = {
     server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 2 },
-    store: { url: options.storeUrl ?? "memory://" },
+    store,
     auth: {
       keys: [
         { key: TEST_KEYS.default, group: "default" },
@@ -84,7 +95,11 @@ export function testConfig(upstreamBaseUrl: string, options: TestAppOptions = {}
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const ownUpstream = !options.upstream;
   const upstream = options.upstream ?? (await startFakeUpstream());
-  const config = testConfig(upstream.baseUrl, options);
+  const ownPrefix = options.redis === true ? uniquePrefix("app") : undefined;
+  const config = testConfig(upstream.baseUrl, {
+    ...options,
+    redis: ownPrefix ? { prefix: ownPrefix } : options.redis,
+  });
   const server = await startServer({
     config,
     logger: pino({ level: "silent" }),
@@ -101,6 +116,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     async close() {
       await server.close(500);
       if (ownUpstream) await upstream.close();
+      if (ownPrefix) await deleteKeys(ownPrefix);
     },
   };
 }

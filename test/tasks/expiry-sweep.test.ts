@@ -7,7 +7,7 @@ import sqlite3 from "sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createKeyvTaskStore } from "../../src/tasks/store/keyv-task-store.js";
 import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
-import type { TaskStore } from "../../src/tasks/task-store.js";
+import type { TaskStore } from "../../src/tasks/store/task-store.js";
 
 /** Rows in the SQLite file, read with a connection of its own: what really is on disk. */
 function countRows(file: string, like: string): Promise<number> {
@@ -61,10 +61,9 @@ describe("expired tasks leave the SQLite file", () => {
       created: Math.floor(clock / 1000),
       attempts: 0,
     };
-    await store.create(
-      task,
-      idempotencyKey ? { key: idempotencyKey, fingerprint: "f" } : undefined,
-    );
+    await store.create(task, {
+      idempotency: idempotencyKey ? { key: idempotencyKey, fingerprint: "f" } : undefined,
+    });
     await store.transition(task.id, "queued", { status: "in_progress" });
     await store.putImage(task.id, 0, Buffer.from("image bytes"), ttlMs);
     await store.putImage(task.id, 1, Buffer.from("image bytes"), ttlMs);
@@ -78,7 +77,7 @@ describe("expired tasks leave the SQLite file", () => {
           { mime: "image/png", bytes: 11 },
         ],
       },
-      ttlMs,
+      { ttlMs },
     );
     return task.id;
   }
@@ -97,6 +96,19 @@ describe("expired tasks leave the SQLite file", () => {
     expect(await countRows(file, `its:%${id}%`)).toBe(0);
     expect(await countRows(file, "its:idem:%")).toBe(0);
     expect(await countRows(file, "its:expiring:%")).toBe(0);
+    // The owner's share of the store is free again.
+    expect(await countRows(file, "its:owner:%")).toBe(0);
+    const next: TaskRecord = {
+      id: newTaskId(),
+      owner: "key:owner",
+      status: "queued",
+      model: "gpt-image-1",
+      request: { prompt: "after the sweep" },
+      responseFormat: "b64_json",
+      created: Math.floor(clock / 1000),
+      attempts: 0,
+    };
+    expect((await store.create(next, { maxPerOwner: 1 })).kind).toBe("created");
   });
 
   it("keeps what has not expired and sweeps each task in its own minute", async () => {

@@ -1,60 +1,22 @@
+import { join } from "node:path";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
-import { createChannel } from "../../src/channels/channel.js";
-import { createChannelRegistry } from "../../src/channels/channel-registry.js";
-import { createMetrics } from "../../src/metrics/create-metrics.js";
-import { createModelAccess } from "../../src/models/model-access.js";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
-import { createInProcessQueue } from "../../src/tasks/task-queue.js";
 import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
-import { createTaskService } from "../../src/tasks/task-service.js";
-import type { TaskStore } from "../../src/tasks/task-store.js";
-import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
-import { testConfig } from "../support/start-test-app.js";
+import { TEST_KEYS, startTestApp, testConfig } from "../support/start-test-app.js";
+import { call, useTempDir, waitForStatus } from "./task-api.js";
 
-let upstream: FakeUpstream;
-let store: TaskStore;
-afterEach(async () => {
-  await store?.close();
-  await upstream?.close();
-});
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i += 1) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error("condition never held");
-}
-
-// A store write that failed after the task was saved (or a lost queue entry)
-// must not leave a task queued or in progress for ever: the periodic reconcile
-// pass finds such tasks in the store and runs them.
-describe("reconcile", () => {
+// A store write that failed after the task was saved (or a process that died
+// between its writes) must not leave a task queued or in progress for ever:
+// the service adopts every unfinished task it finds in the store, and a task
+// left in progress by a run that no longer holds it is run again.
+describe("adopting what the store holds unfinished", () => {
   it("runs a stored task the queue never heard of, and re-runs an orphaned in-progress one", async () => {
-    upstream = await startFakeUpstream();
-    const config = testConfig(upstream.baseUrl);
-    const logger = pino({ level: "silent" });
-    store = await createTaskStore(config, logger);
-    const queue = createInProcessQueue({ maxConcurrent: 2 });
-    const registry = createChannelRegistry({
-      channels: config.channels.map((c) => createChannel({ ...c, baseUrl: c.baseUrl! })),
-      logger,
-    });
-    const service = createTaskService({
-      config,
-      store,
-      queue,
-      registry,
-      access: createModelAccess({ groups: config.groups, registry }),
-      metrics: createMetrics({ defaultMetrics: false }),
-      logger,
-    });
-    queue.start(service.run);
-
+    const storeUrl = `sqlite://${join(await useTempDir(), "t.db")}`;
+    const owner = await ownerOf(TEST_KEYS.default);
     const record = (prompt: string): TaskRecord => ({
       id: newTaskId(),
-      owner: "key:someone",
+      owner,
       status: "queued",
       model: "gpt-image-1",
       request: { model: "gpt-image-1", prompt },
@@ -64,18 +26,41 @@ describe("reconcile", () => {
     });
     const lostInQueue = record("never enqueued");
     const orphaned = record("left in progress");
+    const store = await createTaskStore(
+      testConfig("http://127.0.0.1:9/v1", { storeUrl }),
+      pino({ level: "silent" }),
+    );
     await store.create(lostInQueue);
     await store.create(orphaned);
     await store.transition(orphaned.id, "queued", { status: "in_progress", attempts: 1 });
+    await store.close();
 
-    await service.reconcile();
-    await until(
-      async () =>
-        (await store.get(lostInQueue.id))?.status === "completed" &&
-        (await store.get(orphaned.id))?.status === "completed",
-    );
-    expect((await store.get(orphaned.id))?.attempts).toBe(2);
-    expect(await store.listUnfinished()).toEqual([]);
-    await service.stop(100);
+    const app = await startTestApp({ storeUrl });
+    onTestFinished(() => app.close());
+    for (const id of [lostInQueue.id, orphaned.id]) {
+      const done = await waitForStatus(app, id, ["completed", "failed"]);
+      expect(done.body.status, done.text).toBe("completed");
+    }
+    expect(
+      app.upstream.requests.map((request) => (request.body as { prompt: string }).prompt).sort(),
+    ).toEqual(["left in progress", "never enqueued"]);
   });
 });
+
+/** The owner id the service gives a key: read from a task the key submits. */
+async function ownerOf(key: string): Promise<string> {
+  const storeUrl = `sqlite://${join(await useTempDir(), "probe.db")}`;
+  const app = await startTestApp({ storeUrl });
+  const submitted = await call(app, "POST", "/v1/images/tasks", {
+    key,
+    json: { model: "gpt-image-1", prompt: "probe" },
+  });
+  await app.close();
+  const store = await createTaskStore(
+    testConfig("http://127.0.0.1:9/v1", { storeUrl }),
+    pino({ level: "silent" }),
+  );
+  const owner = (await store.get(submitted.body.id))!.owner;
+  await store.close();
+  return owner;
+}

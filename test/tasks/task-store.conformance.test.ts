@@ -5,8 +5,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
+import type { TaskStore } from "../../src/tasks/store/task-store.js";
 import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
-import type { TaskStore } from "../../src/tasks/task-store.js";
+import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
 import { testConfig } from "../support/start-test-app.js";
 
 let dir: string;
@@ -17,10 +18,14 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 let dbCount = 0;
 
-/** Every backend the service can run on, opened the way the service opens it. */
+/**
+ * Every backend the service can run on, opened the way the service opens it.
+ * A store's "place": a fresh SQLite file, or a fresh prefix on the shared Redis.
+ */
 const backends: Array<{ name: string; url: () => string; persistent: boolean }> = [
   { name: "memory", url: () => "memory://", persistent: false },
   { name: "sqlite", url: () => `sqlite://${join(dir, `store-${++dbCount}.db`)}`, persistent: true },
+  { name: "redis", url: () => `${REDIS_URL}#${uniquePrefix("store")}`, persistent: true },
 ];
 
 function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
@@ -38,10 +43,17 @@ function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
 }
 
 describe.each(backends)("TaskStore on $name", ({ url, persistent }) => {
-  async function open(storeUrl = url()): Promise<TaskStore> {
-    const config = testConfig("http://127.0.0.1:9/v1", { storeUrl });
+  async function open(place = url()): Promise<TaskStore> {
+    const [storeUrl, prefix] = place.split("#") as [string, string | undefined];
+    const config = testConfig("http://127.0.0.1:9/v1", {
+      storeUrl,
+      config: prefix ? { store: { url: storeUrl, prefix } } : {},
+    });
     const store = await createTaskStore(config, pino({ level: "silent" }));
-    onTestFinished(() => store.close().catch(() => undefined));
+    onTestFinished(async () => {
+      await store.close().catch(() => undefined);
+      if (prefix) await deleteKeys(prefix);
+    });
     return store;
   }
 
@@ -63,20 +75,30 @@ describe.each(backends)("TaskStore on $name", ({ url, persistent }) => {
     const store = await open();
     const first = record();
     const idem = { key: "k1", fingerprint: "fp-1" };
-    expect((await store.create(first, idem)).kind).toBe("created");
+    expect((await store.create(first, { idempotency: idem })).kind).toBe("created");
 
-    expect(await store.create(record(), idem)).toEqual({ kind: "replayed", record: first });
-    expect(await store.create(record(), { key: "k1", fingerprint: "fp-2" })).toEqual({
+    expect(await store.create(record(), { idempotency: idem })).toEqual({
+      kind: "replayed",
+      record: first,
+    });
+    expect(
+      await store.create(record(), { idempotency: { key: "k1", fingerprint: "fp-2" } }),
+    ).toEqual({
       kind: "conflict",
     });
     const otherOwner = record({ owner: "key:owner-b" });
-    expect(await store.create(otherOwner, idem)).toEqual({ kind: "created", record: otherOwner });
+    expect(await store.create(otherOwner, { idempotency: idem })).toEqual({
+      kind: "created",
+      record: otherOwner,
+    });
     const otherKey = record();
-    expect((await store.create(otherKey, { key: "k2", fingerprint: "fp-1" })).kind).toBe("created");
+    expect(
+      (await store.create(otherKey, { idempotency: { key: "k2", fingerprint: "fp-1" } })).kind,
+    ).toBe("created");
 
     // The replay answers the task as it is now.
     await store.transition(first.id, "queued", { status: "in_progress", started_at: 1 });
-    const replay = await store.create(record(), idem);
+    const replay = await store.create(record(), { idempotency: idem });
     expect(replay.kind === "replayed" && replay.record.status).toBe("in_progress");
   });
 
@@ -84,47 +106,57 @@ describe.each(backends)("TaskStore on $name", ({ url, persistent }) => {
     const store = await open();
     const idem = { key: "same", fingerprint: "fp" };
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => store.create(record(), idem)),
+      Array.from({ length: 5 }, () => store.create(record(), { idempotency: idem })),
     );
     expect(results.filter((result) => result.kind === "created")).toHaveLength(1);
     const ids = results.map((result) => ("record" in result ? result.record.id : result.kind));
     expect(new Set(ids).size).toBe(1);
   });
 
-  it("asks admit only before writing a new task; a refusal writes nothing", async () => {
+  it("finds what an idempotency key made, per owner, and nothing for an unknown key", async () => {
     const store = await open();
-    const idem = { key: "admit", fingerprint: "fp" };
-    const refusedTask = record();
-    expect(await store.create(refusedTask, idem, () => false)).toEqual({ kind: "refused" });
-    expect(await store.get(refusedTask.id)).toBeUndefined();
-    expect(await store.listUnfinished()).toEqual([]);
-
-    let asked = 0;
-    const admit = () => {
-      asked++;
-      return true;
-    };
     const first = record();
-    expect(await store.create(first, idem, admit)).toEqual({ kind: "created", record: first });
-    expect(asked).toBe(1);
-    // A replay or a conflict is answered without asking: a full queue does not hide a retry.
-    expect(await store.create(record(), idem, () => false)).toEqual({
+    const idem = { key: "find", fingerprint: "fp" };
+    expect(await store.findIdempotent(first.owner, idem)).toBeUndefined();
+    await store.create(first, { idempotency: idem });
+    expect(await store.findIdempotent(first.owner, idem)).toEqual({
       kind: "replayed",
       record: first,
     });
-    expect(
-      await store.create(record(), { key: "admit", fingerprint: "other" }, () => false),
-    ).toEqual({ kind: "conflict" });
+    expect(await store.findIdempotent(first.owner, { key: "find", fingerprint: "x" })).toEqual({
+      kind: "conflict",
+    });
+    expect(await store.findIdempotent("key:owner-b", idem)).toBeUndefined();
+  });
 
-    // One call at a time: an admit that counts sees every earlier admission.
-    let admitted = 0;
+  it("keeps each owner within maxPerOwner, atomically; a replay is answered even when full", async () => {
+    const store = await open();
+    const idem = { key: "full", fingerprint: "fp" };
+    const first = record();
+    expect((await store.create(first, { idempotency: idem, maxPerOwner: 1 })).kind).toBe("created");
+    const refused = record();
+    expect(await store.create(refused, { maxPerOwner: 1 })).toEqual({ kind: "owner_full" });
+    expect(await store.get(refused.id)).toBeUndefined();
+    expect(await store.create(record(), { idempotency: idem, maxPerOwner: 1 })).toEqual({
+      kind: "replayed",
+      record: first,
+    });
+    // Another owner has its own share.
+    expect((await store.create(record({ owner: "key:owner-b" }), { maxPerOwner: 1 })).kind).toBe(
+      "created",
+    );
+    // Finished tasks still count until they expire.
+    await store.transition(first.id, "queued", { status: "failed" }, { ttlMs: 60_000 });
+    expect((await store.create(record(), { maxPerOwner: 1 })).kind).toBe("owner_full");
+
+    // Concurrent creates of one owner: exactly the share is written.
     const results = await Promise.all(
       Array.from({ length: 6 }, () =>
-        store.create(record(), undefined, () => (admitted < 2 ? (admitted++, true) : false)),
+        store.create(record({ owner: "key:burst" }), { maxPerOwner: 2 }),
       ),
     );
     expect(results.filter((result) => result.kind === "created")).toHaveLength(2);
-    expect(results.filter((result) => result.kind === "refused")).toHaveLength(4);
+    expect(results.filter((result) => result.kind === "owner_full")).toHaveLength(4);
   });
 
   it("transitions as a compare-and-set", async () => {
@@ -180,6 +212,55 @@ describe.each(backends)("TaskStore on $name", ({ url, persistent }) => {
     // The store keeps working after a refused transition.
     const next = record();
     expect((await store.create(next)).kind).toBe("created");
+  });
+
+  it("lets only the run named by attempts write, and a new run take a task over", async () => {
+    const store = await open();
+    const task = record();
+    await store.create(task);
+    const first = await store.transition(
+      task.id,
+      "queued",
+      { status: "in_progress", started_at: 10, attempts: 1 },
+      { attempts: 0 },
+    );
+    expect(first?.attempts).toBe(1);
+    // A new run takes the task over (its earlier one ended with its holder).
+    const second = await store.transition(
+      task.id,
+      "in_progress",
+      { status: "in_progress", started_at: 20, attempts: 2 },
+      { attempts: 1 },
+    );
+    expect(second).toMatchObject({ status: "in_progress", started_at: 20, attempts: 2 });
+    // The first run can no longer end it.
+    expect(
+      await store.transition(task.id, "in_progress", { status: "completed" }, { attempts: 1 }),
+    ).toBeUndefined();
+    expect((await store.get(task.id))?.status).toBe("in_progress");
+    // Handed back: a field set to undefined is gone.
+    const back = await store.transition(
+      task.id,
+      "in_progress",
+      { status: "queued", started_at: undefined, attempts: 1 },
+      { attempts: 2 },
+    );
+    expect(back).not.toHaveProperty("started_at");
+    expect(await store.get(task.id)).not.toHaveProperty("started_at");
+  });
+
+  it("lets exactly one of many concurrent transitions from one state win", async () => {
+    const store = await open();
+    const task = record();
+    await store.create(task);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        store.transition(task.id, "queued", { status: "in_progress", attempts: i + 1 }),
+      ),
+    );
+    const winners = results.filter(Boolean);
+    expect(winners).toHaveLength(1);
+    expect(await store.get(task.id)).toEqual(winners[0]);
   });
 
   it("lists unfinished tasks oldest first, without the finished ones", async () => {
@@ -239,7 +320,7 @@ describe.each(backends)("TaskStore on $name", ({ url, persistent }) => {
     const waiting = record();
     await store.create(finished);
     await store.create(waiting);
-    await store.transition(finished.id, "queued", { status: "failed" }, 1000);
+    await store.transition(finished.id, "queued", { status: "failed" }, { ttlMs: 1000 });
     await store.putImage(finished.id, 0, Buffer.from("png"), 1000);
     expect((await store.get(finished.id))?.status).toBe("failed");
     expect(await store.getImage(finished.id, 0)).toEqual(Buffer.from("png"));

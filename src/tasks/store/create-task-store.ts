@@ -4,39 +4,89 @@ import KeyvSqlite from "@keyv/sqlite";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
-import type { TaskStore } from "../task-store.js";
+import { openRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
 import { createKeyvTaskStore } from "./keyv-task-store.js";
+import { createRedisTaskStore } from "./redis-task-store.js";
+import { lockSqliteStore } from "./sqlite-owner-lock.js";
+import type { TaskStore } from "./task-store.js";
+
+/** What kind of store a `store.url` names. */
+export type StoreKind = "memory" | "sqlite" | "redis";
+
+/** `memory://`, `sqlite://…`, `redis://…` or `rediss://…`. */
+export function storeKind(url: string): StoreKind {
+  if (url.startsWith("memory://")) return "memory";
+  if (url.startsWith("sqlite://")) return "sqlite";
+  if (url.startsWith("redis://") || url.startsWith("rediss://")) return "redis";
+  throw new Error(`store.url: ${url.split(":")[0]}:// is not supported`);
+}
 
 /**
- * Opens the store named by `store.url`: `memory://` or `sqlite://PATH`
- * (relative to the working directory; its folder is created).
+ * Opens the store named by `store.url`: `memory://`, `sqlite://PATH`
+ * (relative to the working directory; its folder is created; locked to this
+ * process) or Redis (on `client` when given, else on a client of its own).
  */
-export async function createTaskStore(config: Config, logger: Logger): Promise<TaskStore> {
-  const store = await openTaskStore(config, logger);
+export async function createTaskStore(
+  config: Config,
+  logger: Logger,
+  options: { client?: RedisClient } = {},
+): Promise<TaskStore> {
+  const store = await openTaskStore(config, logger, options.client);
   // The first sweep of a new store marks where expiry buckets start.
   await store.sweepExpired();
   return store;
 }
 
-async function openTaskStore(config: Config, logger: Logger): Promise<TaskStore> {
+async function openTaskStore(
+  config: Config,
+  logger: Logger,
+  client: RedisClient | undefined,
+): Promise<TaskStore> {
   const url = config.store.url;
   // Idempotency keys must outlive the task they point at by the whole run.
   const idempotencyTtlMs = (config.imageTasks.retentionSec + config.imageTasks.timeoutSec) * 1000;
-  if (url.startsWith("memory://")) {
-    return createKeyvTaskStore(watch(new Keyv({ namespace: "its" }), logger), {
-      persistent: false,
-      idempotencyTtlMs,
-    });
+  switch (storeKind(url)) {
+    case "memory":
+      return createKeyvTaskStore(watch(new Keyv({ namespace: "its" }), logger), {
+        persistent: false,
+        idempotencyTtlMs,
+      });
+    case "sqlite": {
+      const file = resolve(url.slice("sqlite://".length));
+      mkdirSync(dirname(file), { recursive: true });
+      // Short: the lock is held for the process's life, so only a second process ever waits.
+      const sqlite = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: 1000 });
+      const keyv = new Keyv({ store: sqlite, namespace: "its" });
+      keyv.on("error", () => undefined); // the lock's own query reports it
+      let unlock: () => Promise<void>;
+      try {
+        unlock = await lockSqliteStore(sqlite, file);
+      } catch (err) {
+        await keyv.disconnect().catch(() => undefined);
+        throw err;
+      }
+      keyv.removeAllListeners("error");
+      const store = createKeyvTaskStore(watch(keyv, logger), {
+        persistent: true,
+        idempotencyTtlMs,
+      });
+      return {
+        ...store,
+        async close() {
+          await store.close();
+          await unlock();
+        },
+      };
+    }
+    case "redis":
+      return createRedisTaskStore({
+        client:
+          client ?? (await openRedisClient({ url, logger: logger.child({ component: "store" }) })),
+        prefix: config.store.prefix,
+        idempotencyTtlMs,
+        ownsClient: client === undefined,
+      });
   }
-  if (url.startsWith("sqlite://")) {
-    const file = resolve(url.slice("sqlite://".length));
-    mkdirSync(dirname(file), { recursive: true });
-    const sqlite = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: 5000 });
-    const keyv = watch(new Keyv({ store: sqlite, namespace: "its" }), logger);
-    await keyv.get("meta:open"); // fail at start-up, not on the first request
-    return createKeyvTaskStore(keyv, { persistent: true, idempotencyTtlMs });
-  }
-  throw new Error(`store.url: ${url.split(":")[0]}:// is not supported yet`);
 }
 
 /** Keyv reports backend trouble as events; an unheard one would crash the process. */

@@ -1,16 +1,19 @@
 import type Keyv from "keyv";
 import { canTransition, isFinished, type TaskRecord } from "../task-record.js";
-import type { CreateResult, Idempotency, TaskStore } from "../task-store.js";
+import type { CreateResult, Idempotency, IdempotentAnswer, TaskStore } from "./task-store.js";
 
 interface IdempotencyEntry {
   taskId: string;
   fingerprint: string;
 }
 
+/** One task in its owner's index, in the order tasks were created. */
+type OwnerEntry = [id: string, created: number];
+
 /**
- * A {@link TaskStore} on Keyv (memory or SQLite). Read-modify-write steps
- * run one at a time through a promise chain: these backends have one
- * process writing, so that is enough to make `transition` a compare-and-set.
+ * A {@link TaskStore} on Keyv for one process (memory or SQLite). Read-modify-
+ * write steps run one at a time through a promise chain: with one process
+ * writing, that is enough to make `create` and `transition` atomic.
  */
 export function createKeyvTaskStore(
   keyv: Keyv,
@@ -25,68 +28,106 @@ export function createKeyvTaskStore(
   };
   const taskKey = (id: string) => `task:${id}`;
   const imageKey = (id: string, index: number) => `image:${id}:${index}`;
+  const idemKey = (owner: string, key: string) => `idem:${owner}:${key}`;
+  /** Each owner's tasks, oldest first: its share of the store, and (later) its task list. */
+  const ownerKey = (owner: string) => `owner:${owner}`;
   const UNFINISHED = "index:unfinished";
 
-  const readUnfinished = async () => ((await keyv.get(UNFINISHED)) as string[] | undefined) ?? [];
+  const read = async <T>(key: string): Promise<T | undefined> =>
+    (await keyv.get(key)) as T | undefined;
+  const readUnfinished = async () => (await read<string[]>(UNFINISHED)) ?? [];
+  const readOwner = async (owner: string) => (await read<OwnerEntry[]>(ownerKey(owner))) ?? [];
 
   /*
    * Keyv drops an expired entry only when it is read, so finished tasks, their
    * images and idempotency keys would stay on disk for ever. Each key with a
    * TTL is also listed in the bucket of the minute it expires in; the sweep
    * deletes whole buckets once their minute has passed: O(expired), no scan.
+   * A bucket also lists `owner-entry:<id>:<owner>` for each expiring task, so
+   * the sweep takes the task out of its owner's index too.
    */
   const BUCKET_MS = 60_000;
   const SWEPT_UNTIL = "meta:swept-until";
+  const OWNER_ENTRY = "owner-entry:";
   const bucketKey = (bucket: number) => `expiring:${bucket}`;
   const expireLater = async (keys: string[], ttlMs: number) => {
     const bucket = Math.floor((now() + ttlMs) / BUCKET_MS) + 1;
-    const listed = ((await keyv.get(bucketKey(bucket))) as string[] | undefined) ?? [];
+    const listed = (await read<string[]>(bucketKey(bucket))) ?? [];
     await keyv.set(bucketKey(bucket), [...listed, ...keys]);
+  };
+
+  /** Takes expired tasks out of their owners' indexes; an empty index is deleted. */
+  const dropFromOwners = async (entries: string[]) => {
+    const byOwner = new Map<string, Set<string>>();
+    for (const entry of entries) {
+      const rest = entry.slice(OWNER_ENTRY.length);
+      const colon = rest.indexOf(":");
+      const owner = rest.slice(colon + 1);
+      byOwner.set(owner, (byOwner.get(owner) ?? new Set()).add(rest.slice(0, colon)));
+    }
+    for (const [owner, ids] of byOwner) {
+      const kept = (await readOwner(owner)).filter(([id]) => !ids.has(id));
+      if (kept.length > 0) await keyv.set(ownerKey(owner), kept);
+      else await keyv.delete(ownerKey(owner));
+    }
+  };
+
+  const findIdempotent = async (
+    owner: string,
+    idempotency: Idempotency,
+  ): Promise<IdempotentAnswer | undefined> => {
+    const seen = await read<IdempotencyEntry>(idemKey(owner, idempotency.key));
+    const earlier = seen && (await read<TaskRecord>(taskKey(seen.taskId)));
+    if (!seen || !earlier) return undefined;
+    return seen.fingerprint === idempotency.fingerprint
+      ? { kind: "replayed", record: earlier }
+      : { kind: "conflict" };
   };
 
   return {
     persistent: options.persistent,
 
-    async get(id) {
-      return (await keyv.get(taskKey(id))) as TaskRecord | undefined;
-    },
+    get: (id) => read<TaskRecord>(taskKey(id)),
 
-    create(record, idempotency?: Idempotency, admit?: () => boolean) {
+    findIdempotent,
+
+    create(record, { idempotency, maxPerOwner } = {}) {
       return exclusive(async (): Promise<CreateResult> => {
-        const idemKey = idempotency && `idem:${record.owner}:${idempotency.key}`;
-        if (idemKey && idempotency) {
-          const seen = (await keyv.get(idemKey)) as IdempotencyEntry | undefined;
-          const earlier =
-            seen && ((await keyv.get(taskKey(seen.taskId))) as TaskRecord | undefined);
-          if (seen && earlier) {
-            return seen.fingerprint === idempotency.fingerprint
-              ? { kind: "replayed", record: earlier }
-              : { kind: "conflict" };
-          }
+        if (idempotency) {
+          const answer = await findIdempotent(record.owner, idempotency);
+          if (answer) return answer;
         }
-        if (admit && !admit()) return { kind: "refused" };
+        const owned = await readOwner(record.owner);
+        if (maxPerOwner !== undefined && owned.length >= maxPerOwner) return { kind: "owner_full" };
         await keyv.set(taskKey(record.id), record);
+        await keyv.set(ownerKey(record.owner), [...owned, [record.id, record.created]]);
         await keyv.set(UNFINISHED, [...(await readUnfinished()), record.id]);
-        if (idemKey && idempotency) {
+        if (idempotency) {
+          const key = idemKey(record.owner, idempotency.key);
           await keyv.set(
-            idemKey,
+            key,
             { taskId: record.id, fingerprint: idempotency.fingerprint } satisfies IdempotencyEntry,
             options.idempotencyTtlMs,
           );
-          await expireLater([idemKey], options.idempotencyTtlMs);
+          await expireLater([key], options.idempotencyTtlMs);
         }
         return { kind: "created", record };
       });
     },
 
-    transition(id, expected, patch, ttlMs) {
+    transition(id, expected, patch, { ttlMs, attempts } = {}) {
       return exclusive(async () => {
-        const current = (await keyv.get(taskKey(id))) as TaskRecord | undefined;
+        const current = await read<TaskRecord>(taskKey(id));
         if (!current || current.status !== expected) return undefined;
+        if (attempts !== undefined && current.attempts !== attempts) return undefined;
         if (!canTransition(expected, patch.status)) {
           throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
         }
         const next: TaskRecord = { ...current, ...patch };
+        // A field patched to undefined is gone, in every backend alike.
+        for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
+          if (patch[key] === undefined) delete next[key];
+        }
         const finished = isFinished(next.status);
         await keyv.set(taskKey(id), next, finished ? ttlMs : undefined);
         if (finished) {
@@ -99,7 +140,10 @@ export function createKeyvTaskStore(
               imageKey(id, index),
             );
             // Image TTLs may run a little longer than the task's: the sweep waits for them too.
-            await expireLater([taskKey(id), ...images], ttlMs + BUCKET_MS);
+            await expireLater(
+              [taskKey(id), ...images, `${OWNER_ENTRY}${id}:${next.owner}`],
+              ttlMs + BUCKET_MS,
+            );
           }
         }
         return next;
@@ -108,8 +152,8 @@ export function createKeyvTaskStore(
 
     async listUnfinished() {
       const ids = await readUnfinished();
-      const records = await Promise.all(ids.map((id) => keyv.get(taskKey(id))));
-      return (records as Array<TaskRecord | undefined>)
+      const records = await Promise.all(ids.map((id) => read<TaskRecord>(taskKey(id))));
+      return records
         .filter((record): record is TaskRecord => Boolean(record) && !isFinished(record!.status))
         .sort((a, b) => a.created - b.created);
     },
@@ -120,7 +164,7 @@ export function createKeyvTaskStore(
     },
 
     async getImage(id, index) {
-      const stored = (await keyv.get(imageKey(id, index))) as string | undefined;
+      const stored = await read<string>(imageKey(id, index));
       return stored === undefined ? undefined : Buffer.from(stored, "base64");
     },
 
@@ -133,7 +177,7 @@ export function createKeyvTaskStore(
     getOrSetMeta(key, create) {
       return exclusive(async () => {
         const metaKey = `meta:${key}`;
-        const existing = (await keyv.get(metaKey)) as string | undefined;
+        const existing = await read<string>(metaKey);
         if (existing) return existing;
         const value = create();
         await keyv.set(metaKey, value);
@@ -144,7 +188,7 @@ export function createKeyvTaskStore(
     sweepExpired() {
       return exclusive(async () => {
         const current = Math.floor(now() / BUCKET_MS);
-        let from = (await keyv.get(SWEPT_UNTIL)) as number | undefined;
+        let from = await read<number>(SWEPT_UNTIL);
         if (from === undefined) {
           // A new store: nothing can be listed in a bucket before this one.
           await keyv.set(SWEPT_UNTIL, current);
@@ -153,9 +197,11 @@ export function createKeyvTaskStore(
         let deleted = 0;
         // Bounded per call, so a store left alone for months catches up in steps.
         for (let bucket = from; bucket <= current && bucket < from + 10_000; bucket += 1) {
-          const keys = (await keyv.get(bucketKey(bucket))) as string[] | undefined;
-          if (keys?.length) {
+          const listed = await read<string[]>(bucketKey(bucket));
+          if (listed?.length) {
+            const keys = listed.filter((key) => !key.startsWith(OWNER_ENTRY));
             await Promise.all(keys.map((key) => keyv.delete(key)));
+            await dropFromOwners(listed.filter((key) => key.startsWith(OWNER_ENTRY)));
             deleted += keys.length;
           }
           await keyv.delete(bucketKey(bucket));

@@ -1,0 +1,164 @@
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import type { ChannelRegistry } from "../channels/channel-registry.js";
+import type { Config } from "../config/config-schema.js";
+import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-signer.js";
+import type { Metrics } from "../metrics/create-metrics.js";
+import type { ModelAccess } from "../models/model-access.js";
+import { openTaskBackend } from "./open-task-backend.js";
+import { createTaskFinisher } from "./task-finisher.js";
+import { createTaskRunner } from "./task-runner.js";
+import { available, createTaskService, type TaskService } from "./task-service.js";
+
+/** How often every process makes sure each unfinished task has its place in the queue. */
+const ADOPT_INTERVAL_MS = 60_000;
+/**
+ * How often every process sweeps expired tasks out of the store and its
+ * indexes: every minute, or every `retentionSec` when tasks are kept less.
+ */
+const sweepIntervalMs = (retentionSec: number) =>
+  Math.min(60_000, Math.max(1_000, retentionSec * 1000));
+
+/** Dependencies of {@link createImageTasks}. */
+export interface ImageTasksDeps {
+  config: Config;
+  registry: ChannelRegistry;
+  access: ModelAccess;
+  metrics: Metrics;
+  logger: Logger;
+  /** Milliseconds since the epoch; injectable for expiry tests. */
+  now?: () => number;
+}
+
+/** One stored image, as the files route serves it. */
+export interface StoredImage {
+  mime: string;
+  bytes: Buffer;
+}
+
+/** The async image-task feature, as the rest of the service sees it. */
+export interface ImageTasks {
+  /** Submit, read, cancel. */
+  service: TaskService;
+  /** Signs and checks the URLs of `url` images (the secret is shared by every replica). */
+  signer: ImageUrlSigner;
+  images: {
+    /** Image `index` of a completed task with its type, or undefined. */
+    read(taskId: string, index: number): Promise<StoredImage | undefined>;
+    /** The bytes of image `index` of a task, or undefined once expired. */
+    bytes(taskId: string, index: number): Promise<Buffer | undefined>;
+  };
+  /** Rejects when the store cannot be reached (`/readyz`). */
+  ping(): Promise<void>;
+  /**
+   * A value set once for every process of the deployment, kept in the task
+   * store (the URL signing secret; a generated encryption key, say).
+   */
+  getOrSetMeta(key: string, create: () => string): Promise<string>;
+  /** Picks up what earlier processes left, starts running tasks and the periodic maintenance. */
+  start(): Promise<void>;
+  /**
+   * Stops taking submissions and tasks; running ones get `graceMs`, then are
+   * handed back (persistent store: to another replica or the next start) or
+   * fail `interrupted` (memory store). Then closes the store, once `drained`
+   * (the HTTP server's last requests) has settled too.
+   */
+  stop(graceMs: number, drained?: Promise<unknown>): Promise<void>;
+}
+
+/**
+ * Builds the task feature on the store `store.url` names: store, queue, bus,
+ * runner, finisher, service and maintenance, behind one entry. Nothing runs
+ * until {@link ImageTasks.start}.
+ */
+export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks> {
+  const { config, metrics } = deps;
+  const logger = deps.logger.child({ component: "tasks" });
+  const now = deps.now ?? Date.now;
+  const limits = config.imageTasks;
+  const { store, queue, events, close } = await openTaskBackend(config, logger);
+  let secret: string;
+  try {
+    secret =
+      config.server.urlSigningSecret ??
+      (await store.getOrSetMeta("url-signing-secret", () => randomBytes(32).toString("base64url")));
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, now });
+  const runner = createTaskRunner({
+    store,
+    registry: deps.registry,
+    finisher,
+    metrics,
+    logger,
+    limits,
+    now,
+  });
+  const service = createTaskService({
+    config,
+    store,
+    queue,
+    finisher,
+    registry: deps.registry,
+    access: deps.access,
+    metrics,
+    logger,
+    now,
+  });
+
+  /** Every unfinished task gets its place in the queue (what a restart or a lost write left). */
+  const adoptUnfinished = async () => {
+    const unfinished = await store.listUnfinished();
+    await queue.adopt(unfinished.map(({ id, owner }) => ({ taskId: id, owner })));
+  };
+  const timers: NodeJS.Timeout[] = [];
+  let lastCounts = { waiting: 0, running: 0 };
+
+  return {
+    service,
+    signer: createImageUrlSigner(secret),
+    images: {
+      async read(taskId, index) {
+        return available(async () => {
+          const record = await store.get(taskId);
+          const image = record?.status === "completed" ? record.images?.[index] : undefined;
+          const bytes = image && (await store.getImage(taskId, index));
+          return image && bytes ? { mime: image.mime, bytes } : undefined;
+        });
+      },
+      bytes: (taskId, index) => available(() => store.getImage(taskId, index)),
+    },
+    ping: () => store.ping(),
+    getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
+
+    async start() {
+      await adoptUnfinished();
+      await queue.start(runner.run);
+      // The cluster's queue, read at scrape time; while the store is away, the last known one.
+      metrics.watchQueue(async () => {
+        lastCounts = await queue.counts().catch(() => lastCounts);
+        return lastCounts;
+      });
+      timers.push(
+        setInterval(() => {
+          store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+        }, sweepIntervalMs(limits.retentionSec)),
+        setInterval(() => {
+          adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));
+        }, ADOPT_INTERVAL_MS),
+      );
+      for (const timer of timers) timer.unref();
+    },
+
+    async stop(graceMs, drained) {
+      service.stopAccepting();
+      for (const timer of timers) clearInterval(timer);
+      await queue.stop(graceMs);
+      await runner.close();
+      await drained;
+      await close();
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import type { Logger } from "pino";
+import type { Config } from "../config/config-schema.js";
+import { openRedisClient } from "../redis/open-redis-client.js";
+import { createBullmqQueue } from "./queue/bullmq-queue.js";
+import { createInProcessQueue } from "./queue/in-process-queue.js";
+import type { TaskQueue } from "./queue/task-queue.js";
+import { createTaskStore, storeKind } from "./store/create-task-store.js";
+import type { TaskStore } from "./store/task-store.js";
+import { createLocalTaskEvents, createRedisTaskEvents, type TaskEvents } from "./task-events.js";
+
+/** Where tasks live and how they reach a run: one store, its queue, its bus. */
+export interface TaskBackend {
+  store: TaskStore;
+  queue: TaskQueue;
+  events: TaskEvents;
+  /** Closes the bus and the store (the queue is stopped by its owner first). */
+  close(): Promise<void>;
+}
+
+/**
+ * The store, queue and bus `store.url` calls for. The embedded stores belong
+ * to one process: an in-process queue and an EventEmitter. Redis serves any
+ * number of replicas: the Redis store, BullMQ and pub/sub, all on one client
+ * (plus the connections BullMQ and pub/sub block on).
+ */
+export async function openTaskBackend(config: Config, logger: Logger): Promise<TaskBackend> {
+  const kind = storeKind(config.store.url);
+  if (kind !== "redis") {
+    const store = await createTaskStore(config, logger);
+    const events = createLocalTaskEvents();
+    return {
+      store,
+      events,
+      queue: createInProcessQueue({
+        maxConcurrent: config.imageTasks.maxConcurrent,
+        handsBack: store.persistent,
+      }),
+      async close() {
+        await events.close();
+        await store.close();
+      },
+    };
+  }
+  const client = await openRedisClient({ url: config.store.url, logger });
+  try {
+    const store = await createTaskStore(config, logger, { client });
+    const events = await createRedisTaskEvents({ client, prefix: config.store.prefix, logger });
+    const queue = createBullmqQueue({
+      client,
+      prefix: config.store.prefix,
+      maxConcurrent: config.imageTasks.maxConcurrent,
+      leaseMs: config.imageTasks.leaseSec * 1000,
+      events,
+      logger,
+    });
+    return {
+      store,
+      events,
+      queue,
+      async close() {
+        await events.close();
+        await store.close();
+        await client.close().catch(() => client.destroy());
+      },
+    };
+  } catch (err) {
+    client.destroy();
+    throw err;
+  }
+}

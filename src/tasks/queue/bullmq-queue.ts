@@ -1,0 +1,254 @@
+import { Queue, WaitingError, Worker, createNodeRedisClient, type Job } from "bullmq";
+import type { Logger } from "pino";
+import { watchRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
+import { redisScript } from "../../redis/redis-script.js";
+import type { TaskEvents } from "../task-events.js";
+import type { LeaseEnd, QueueEntry, TaskHandler, TaskQueue } from "./task-queue.js";
+
+/** The BullMQ queue of image tasks (a deployment's keys start with its prefix). */
+const QUEUE_NAME = "image-tasks";
+/** How long an admitted place waits for its task to be created before it lapses. */
+const RESERVATION_MS = 60_000;
+
+/** Options of {@link createBullmqQueue}. */
+export interface BullmqQueueOptions {
+  client: RedisClient;
+  /** The deployment's namespace (`store.prefix`). */
+  prefix: string;
+  /** Tasks in progress across every replica (BullMQ's global concurrency). */
+  maxConcurrent: number;
+  /** Job lock duration: a dead replica's tasks are picked up within about three times this. */
+  leaseMs: number;
+  /** Reaches the replica running a task, for cancels. */
+  events: TaskEvents;
+  logger: Logger;
+}
+
+interface JobData {
+  taskId: string;
+  owner: string;
+}
+
+/*
+ * The admission ledger, beside BullMQ's own keys: `admission:waiting` (every
+ * task admitted and not started), `admission:waiting:<owner>` (the same per
+ * owner) and `admission:running`. A reservation's score is the time it lapses;
+ * once its task exists the score is +inf, and the place leaves the ledger when
+ * the job starts (waiting) and when its run ends (running), both in the job's
+ * processor, which BullMQ runs again until the job completes: no place leaks.
+ */
+
+/** KEYS: waiting, owner's waiting, running. */
+const ADMIT = redisScript(`
+local now = ARGV[1]
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local free = math.max(0, tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[3]))
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) + free then return 'queue_full' end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) + free then return 'owner_queue_full' end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return 'ok'
+`);
+
+/**
+ * The queue of a deployment on Redis: BullMQ (on node-redis, the client the
+ * store uses) with `setGlobalConcurrency` for the limit across replicas, job
+ * locks as the running tasks' leases (renewed every half `leaseMs`; a dead
+ * replica's jobs are found stalled and run again), the processor's
+ * AbortSignal and `worker.cancelJob` to end a lease, and the task bus to
+ * reach the replica running a task.
+ */
+export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
+  const { client, logger } = options;
+  const connection = createNodeRedisClient(client);
+  const bullPrefix = `${options.prefix}::bull`;
+  const ledger = (key: string) => `${options.prefix}::admission:${key}`;
+  const WAITING = ledger("waiting");
+  const RUNNING = ledger("running");
+  const ownerWaiting = (owner: string) => ledger(`waiting:${owner}`);
+  const queue = new Queue<JobData>(QUEUE_NAME, {
+    connection,
+    prefix: bullPrefix,
+    // BullMQ's event stream is read by no one here: keep it short.
+    streams: { events: { maxLen: 100 } },
+  });
+  onceAnOutage(queue, logger, "queue");
+  let worker: Worker<JobData> | undefined;
+  let workerClient: RedisClient | undefined;
+  let unsubscribe: (() => void) | undefined;
+
+  const addJob = (entry: QueueEntry) =>
+    queue.add(
+      "run",
+      { taskId: entry.taskId, owner: entry.owner },
+      {
+        jobId: entry.taskId,
+        removeOnComplete: true,
+        removeOnFail: true,
+        // A run rejects only when the store could not be written: try again, for ever.
+        attempts: Number.MAX_SAFE_INTEGER,
+        backoff: { type: "custom" },
+      },
+    );
+  /** Marks places as belonging to existing tasks (they no longer lapse). */
+  const hold = (entry: QueueEntry) =>
+    client
+      .multi()
+      .zAdd(WAITING, { score: Infinity, value: entry.taskId })
+      .zAdd(ownerWaiting(entry.owner), { score: Infinity, value: entry.taskId })
+      .exec();
+
+  async function process(job: Job<JobData>, token: string | undefined, signal?: AbortSignal) {
+    const { taskId, owner } = job.data;
+    await client
+      .multi()
+      .zRem(WAITING, taskId)
+      .zRem(ownerWaiting(owner), taskId)
+      .zAdd(RUNNING, { score: Infinity, value: taskId })
+      .exec();
+    await handler!({ taskId, signal: signal as AbortSignal });
+    const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
+    if (end === "lost") throw new Error("the task's lease was lost"); // its new holder ends it
+    if (end === "handback") {
+      // Back to the line at once: another replica takes it now, not after a lock expiry.
+      await hold({ taskId, owner });
+      await client.zRem(RUNNING, taskId);
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
+    await client.zRem(RUNNING, taskId);
+  }
+  let handler: TaskHandler | undefined;
+
+  return {
+    async admit(entry, limits) {
+      const now = Date.now();
+      const answer = await ADMIT.run(
+        client,
+        [WAITING, ownerWaiting(entry.owner), RUNNING],
+        [
+          now,
+          now + RESERVATION_MS,
+          entry.taskId,
+          limits.maxQueued,
+          limits.maxQueuedPerOwner,
+          options.maxConcurrent,
+        ],
+      );
+      return answer === "ok"
+        ? { admitted: true }
+        : { admitted: false, reason: answer as "queue_full" | "owner_queue_full" };
+    },
+
+    async release(entry) {
+      await client
+        .multi()
+        .zRem(WAITING, entry.taskId)
+        .zRem(ownerWaiting(entry.owner), entry.taskId)
+        .exec();
+    },
+
+    async enqueue(entry) {
+      await hold(entry);
+      await addJob(entry);
+    },
+
+    async adopt(entries) {
+      for (const entry of entries) {
+        if ((await queue.getJobState(entry.taskId)) !== "unknown") continue;
+        logger.info({ taskId: entry.taskId }, "queueing a task that had no job");
+        await this.enqueue(entry);
+      }
+    },
+
+    async remove(entry) {
+      // A job that started is locked: BullMQ leaves it, and the caller cancels the run instead.
+      const removed = (await queue.remove(entry.taskId)) === 1;
+      if (removed) await this.release(entry);
+      return removed;
+    },
+
+    async cancel(taskId) {
+      worker?.cancelJob(taskId, "cancelled" satisfies LeaseEnd);
+      await options.events.publish({ type: "cancel", taskId });
+    },
+
+    async counts() {
+      const counts = await queue.getJobCounts("wait", "prioritized", "delayed", "active");
+      return {
+        waiting: (counts.wait ?? 0) + (counts.prioritized ?? 0) + (counts.delayed ?? 0),
+        running: counts.active ?? 0,
+      };
+    },
+
+    async start(taskHandler) {
+      handler = taskHandler;
+      await queue.setGlobalConcurrency(options.maxConcurrent);
+      // The worker's commands wait out an outage instead of failing at once (as BullMQ
+      // wants of a worker's connection): failing at once, its fetch loop would spin
+      // without yielding and starve the process, reconnects included.
+      workerClient = client.duplicate({ disableOfflineQueue: false }) as RedisClient;
+      watchRedisClient(workerClient, logger, "worker");
+      await workerClient.connect();
+      worker = new Worker<JobData>(QUEUE_NAME, process, {
+        connection: createNodeRedisClient(workerClient),
+        prefix: bullPrefix,
+        concurrency: options.maxConcurrent,
+        lockDuration: options.leaseMs,
+        stalledInterval: options.leaseMs,
+        // Re-runs of a task whose holder died are counted and bounded by the runner
+        // (imageTasks.maxAttempts), which fails it `interrupted`: BullMQ never gives up.
+        maxStalledCount: Number.MAX_SAFE_INTEGER,
+        // After an outage, a finished run's result is written back this soon (default 15 s).
+        runRetryDelay: Math.min(options.leaseMs, 5_000),
+        settings: {
+          // The store could not be written: 1 s, 2 s, 4 s, ... up to 30 s.
+          backoffStrategy: (attemptsMade: number) =>
+            Math.min(1000 * 2 ** (attemptsMade - 1), 30_000),
+        },
+      });
+      onceAnOutage(worker, logger, "worker");
+      const running = worker;
+      // Another process may hold the task now: stop the upstream call, write nothing.
+      running.on("lockRenewalFailed", (jobIds: string[]) => {
+        for (const jobId of jobIds) running.cancelJob(jobId, "lost" satisfies LeaseEnd);
+      });
+      unsubscribe = options.events.subscribe((event) => {
+        if (event.type === "cancel")
+          running.cancelJob(event.taskId, "cancelled" satisfies LeaseEnd);
+      });
+    },
+
+    async stop(graceMs) {
+      unsubscribe?.();
+      if (worker) {
+        const closed = worker.close();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          closed,
+          new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
+        ]);
+        clearTimeout(timer);
+        worker.cancelAllJobs("handback" satisfies LeaseEnd);
+        await closed;
+      }
+      await workerClient?.close().catch(() => workerClient?.destroy());
+      await queue.close();
+    },
+  };
+}
+
+/** BullMQ reports each failed reconnect as an `error` event: log one line per outage. */
+function onceAnOutage(
+  emitter: { on(event: "error", listener: (err: Error) => void): unknown },
+  logger: Logger,
+  name: string,
+): void {
+  let last = 0;
+  emitter.on("error", (err: Error) => {
+    if (Date.now() - last < 60_000) return;
+    last = Date.now();
+    logger.warn({ err: err.message, component: name }, "task queue error");
+  });
+}

@@ -1,0 +1,275 @@
+import KeyvRedis, { Keyv } from "@keyv/redis";
+import type { RedisClient } from "../../redis/open-redis-client.js";
+import { redisScript } from "../../redis/redis-script.js";
+import { canTransition, isFinished, type TaskRecord } from "../task-record.js";
+import type { CreateResult, Idempotency, IdempotentAnswer, TaskStore } from "./task-store.js";
+
+/** A record as kept in Redis: `rev` counts its writes, the version `transition` compares. */
+type StoredRecord = TaskRecord & { rev: number };
+
+interface IdempotencyEntry {
+  taskId: string;
+  fingerprint: string;
+}
+
+/*
+ * Atomic steps, each one script, so that any number of replicas can share the
+ * store. Records, images, idempotency keys and meta values are Keyv entries
+ * (`<prefix>::task:<id>` holding `{"value": ..., "expires": ...}`); the
+ * scripts read and write those same entries. The indexes are sorted sets:
+ * `owner:<owner>` (an owner's tasks by creation), `unfinished` (tasks that
+ * must have a place in the queue) and `expiring` (`<id>|<owner>` by expiry
+ * time, what the sweep takes out of the indexes).
+ */
+
+/**
+ * KEYS: task, owner index, unfinished index, idempotency key or "", sequence.
+ * ARGV: record, id, max per owner (0: none), idempotency entry, its TTL, task key prefix.
+ * Indexes are ordered by a sequence every replica shares, so tasks created in
+ * one millisecond keep their order.
+ */
+const CREATE = redisScript(`
+if KEYS[4] ~= '' then
+  local seen = redis.call('GET', KEYS[4])
+  if seen then
+    local entry = cjson.decode(seen).value
+    if redis.call('EXISTS', ARGV[6] .. entry.taskId) == 1 then
+      return {'seen', entry.taskId, entry.fingerprint}
+    end
+  end
+end
+local limit = tonumber(ARGV[3])
+if limit > 0 and redis.call('ZCARD', KEYS[2]) >= limit then return {'owner_full'} end
+local seq = redis.call('INCR', KEYS[5])
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], seq, ARGV[2])
+redis.call('ZADD', KEYS[3], seq, ARGV[2])
+if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5]) end
+return {'created'}
+`);
+
+/** KEYS: task, unfinished index, expiring index. 1 written, 0 gone, -1 changed since read. */
+const TRANSITION = redisScript(`
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+if tostring(cjson.decode(raw).value.rev) ~= ARGV[1] then return -1 end
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+if ARGV[4] == '1' then
+  redis.call('ZREM', KEYS[2], ARGV[7])
+  if ARGV[3] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5]) end
+end
+return 1
+`);
+
+/** Image keys per task the sweep deletes: `n` is at most 10. */
+const MAX_IMAGES_PER_TASK = 10;
+
+/** KEYS: expiring index. Takes due tasks out of every index and deletes what is left of them. */
+const SWEEP = redisScript(`
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local deleted = 0
+for _, member in ipairs(due) do
+  local bar = string.find(member, '|', 1, true)
+  local id = string.sub(member, 1, bar - 1)
+  redis.call('ZREM', ARGV[3] .. 'owner:' .. string.sub(member, bar + 1), id)
+  deleted = deleted + redis.call('DEL', ARGV[3] .. 'task:' .. id)
+  for i = 0, ${MAX_IMAGES_PER_TASK - 1} do
+    deleted = deleted + redis.call('DEL', ARGV[3] .. 'image:' .. id .. ':' .. i)
+  end
+  redis.call('ZREM', KEYS[1], member)
+end
+return {#due, deleted}
+`);
+
+/** Options of {@link createRedisTaskStore}. */
+export interface RedisTaskStoreOptions {
+  client: RedisClient;
+  /** The deployment's namespace: every key starts with `<prefix>::`. */
+  prefix: string;
+  idempotencyTtlMs: number;
+  /** Whether {@link TaskStore.close} closes the client (the store opened it). */
+  ownsClient?: boolean;
+  now?: () => number;
+}
+
+/**
+ * The {@link TaskStore} many replicas share: Keyv on `@keyv/redis` for the
+ * entries, Lua scripts for the compare-and-set steps and the indexes.
+ */
+export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore {
+  const { client, prefix } = options;
+  const now = options.now ?? Date.now;
+  // Keyv errors must reach the caller (503 store_unavailable), not become "not found".
+  const keyv = new Keyv({
+    store: new KeyvRedis(client, { throwOnErrors: true, throwOnConnectError: true }),
+    namespace: prefix,
+    useKeyPrefix: false,
+    throwOnErrors: true,
+  });
+  keyv.on("error", () => undefined); // thrown to the caller as well; nothing to add here
+  const base = `${prefix}::`;
+  const raw = (key: string) => `${base}${key}`;
+  const taskKey = (id: string) => `task:${id}`;
+  const imageKey = (id: string, index: number) => `image:${id}:${index}`;
+  const idemKey = (owner: string, key: string) => `idem:${owner}:${key}`;
+  const UNFINISHED = raw("unfinished");
+  const EXPIRING = raw("expiring");
+  const serialize = (value: unknown, expires?: number) =>
+    keyv.serialize!({ value, expires }) as string;
+
+  const readStored = async (id: string) =>
+    (await keyv.get(taskKey(id))) as StoredRecord | undefined;
+  const strip = (record: StoredRecord | undefined): TaskRecord | undefined => {
+    if (!record) return undefined;
+    const { rev: _rev, ...rest } = record;
+    return rest;
+  };
+
+  const findIdempotent = async (
+    owner: string,
+    idempotency: Idempotency,
+  ): Promise<IdempotentAnswer | undefined> => {
+    const seen = (await keyv.get(idemKey(owner, idempotency.key))) as IdempotencyEntry | undefined;
+    const earlier = seen && strip(await readStored(seen.taskId));
+    if (!seen || !earlier) return undefined;
+    return seen.fingerprint === idempotency.fingerprint
+      ? { kind: "replayed", record: earlier }
+      : { kind: "conflict" };
+  };
+
+  return {
+    persistent: true,
+
+    get: async (id) => strip(await readStored(id)),
+
+    findIdempotent,
+
+    async create(record, { idempotency, maxPerOwner } = {}) {
+      const stored: StoredRecord = { ...record, rev: 1 };
+      const idemTtl = options.idempotencyTtlMs;
+      const answer = (await CREATE.run(
+        client,
+        [
+          raw(taskKey(record.id)),
+          raw(`owner:${record.owner}`),
+          UNFINISHED,
+          idempotency ? raw(idemKey(record.owner, idempotency.key)) : "",
+          raw("sequence"),
+        ],
+        [
+          serialize(stored),
+          record.id,
+          maxPerOwner ?? 0,
+          idempotency
+            ? serialize(
+                { taskId: record.id, fingerprint: idempotency.fingerprint },
+                now() + idemTtl,
+              )
+            : "",
+          idemTtl,
+          raw(taskKey("")),
+        ],
+      )) as string[];
+      switch (answer[0]) {
+        case "created":
+          return { kind: "created", record } satisfies CreateResult;
+        case "owner_full":
+          return { kind: "owner_full" };
+        default: {
+          const earlier = strip(await readStored(answer[1] as string));
+          if (!earlier) return this.create(record, { idempotency, maxPerOwner }); // expired meanwhile
+          return answer[2] === idempotency?.fingerprint
+            ? { kind: "replayed", record: earlier }
+            : { kind: "conflict" };
+        }
+      }
+    },
+
+    async transition(id, expected, patch, { ttlMs, attempts } = {}) {
+      if (!canTransition(expected, patch.status)) {
+        throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
+      }
+      // Read, merge, write if nothing changed in between; else read again.
+      for (;;) {
+        const current = await readStored(id);
+        if (!current || current.status !== expected) return undefined;
+        if (attempts !== undefined && current.attempts !== attempts) return undefined;
+        const next: StoredRecord = { ...current, ...patch, rev: current.rev + 1 };
+        for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
+          if (patch[key] === undefined) delete next[key];
+        }
+        const finished = isFinished(next.status);
+        const ttl = finished ? ttlMs : undefined;
+        const written = (await TRANSITION.run(
+          client,
+          [raw(taskKey(id)), UNFINISHED, EXPIRING],
+          [
+            current.rev,
+            serialize(next, ttl === undefined ? undefined : now() + ttl),
+            ttl ?? "",
+            finished ? "1" : "0",
+            `${id}|${next.owner}`,
+            now() + (ttl ?? 0),
+            id,
+          ],
+        )) as number;
+        if (written === 1) return strip(next);
+        if (written === 0) return undefined;
+      }
+    },
+
+    async listUnfinished() {
+      const ids = await client.zRange(UNFINISHED, 0, -1);
+      if (ids.length === 0) return [];
+      const records = (await keyv.get(ids.map(taskKey))) as Array<StoredRecord | undefined>;
+      return records
+        .map(strip)
+        .filter((record): record is TaskRecord => Boolean(record) && !isFinished(record!.status))
+        .sort((a, b) => a.created - b.created);
+    },
+
+    async putImage(id, index, bytes, ttlMs) {
+      await keyv.set(imageKey(id, index), bytes.toString("base64"), ttlMs);
+    },
+
+    async getImage(id, index) {
+      const stored = (await keyv.get(imageKey(id, index))) as string | undefined;
+      return stored === undefined ? undefined : Buffer.from(stored, "base64");
+    },
+
+    async deleteImages(id, count) {
+      if (count === 0) return;
+      await client.del(Array.from({ length: count }, (_, index) => raw(imageKey(id, index))));
+    },
+
+    async getOrSetMeta(key, create) {
+      const metaKey = `meta:${key}`;
+      // Several replicas may start at once: the first value written wins for all.
+      await client.set(raw(metaKey), serialize(create()), { condition: "NX" });
+      return (await keyv.get(metaKey)) as string;
+    },
+
+    async sweepExpired() {
+      let deleted = 0;
+      // Bounded per call and per script run, so one call never holds Redis for long.
+      for (let round = 0; round < 20; round += 1) {
+        const [due, gone] = (await SWEEP.run(client, [EXPIRING], [now(), 200, base])) as number[];
+        deleted += gone ?? 0;
+        if ((due ?? 0) < 200) break;
+      }
+      return deleted;
+    },
+
+    async ping() {
+      await client.ping();
+    },
+
+    async close() {
+      if (options.ownsClient) await client.close();
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import type { TaskRecord, TaskStatus } from "../task-record.js";
+
+/** An idempotency key, scoped to the owner, and a fingerprint of the body. */
+export interface Idempotency {
+  key: string;
+  fingerprint: string;
+}
+
+/** What an idempotency key already made: the same request again, or another one. */
+export type IdempotentAnswer =
+  /** The key was seen with the same body: the earlier task, as it is now. */
+  | { kind: "replayed"; record: TaskRecord }
+  /** The key was seen with another body. */
+  | { kind: "conflict" };
+
+/** The result of {@link TaskStore.create}. */
+export type CreateResult =
+  | { kind: "created"; record: TaskRecord }
+  | IdempotentAnswer
+  /** The owner already holds `maxPerOwner` tasks: nothing was written. */
+  | { kind: "owner_full" };
+
+/** Options of {@link TaskStore.create}. */
+export interface CreateOptions {
+  idempotency?: Idempotency;
+  /**
+   * Tasks one owner may hold at once, unfinished and finished-not-expired
+   * together; checked in the same atomic step as the write. No limit when unset.
+   */
+  maxPerOwner?: number;
+}
+
+/** Options of {@link TaskStore.transition}. */
+export interface TransitionOptions {
+  /** A finished task is kept this long more (and then deleted). */
+  ttlMs?: number;
+  /**
+   * Only when the record's `attempts` is this: the run that holds the task's
+   * lease. A run whose lease passed to another one can no longer write.
+   */
+  attempts?: number;
+}
+
+/**
+ * Where tasks and their image bytes live. Small on purpose: every backend
+ * (memory, SQLite, Redis) passes one conformance suite. Admission (how many
+ * tasks may wait) is the queue's business; the store only keeps each owner
+ * within its share of the store.
+ */
+export interface TaskStore {
+  get(id: string): Promise<TaskRecord | undefined>;
+  /** The task an owner's idempotency key already made, if it still exists. */
+  findIdempotent(owner: string, idempotency: Idempotency): Promise<IdempotentAnswer | undefined>;
+  /**
+   * Writes a new queued task, or answers with the task an idempotency key
+   * already made; one atomic step, also across processes sharing the store.
+   */
+  create(record: TaskRecord, options?: CreateOptions): Promise<CreateResult>;
+  /**
+   * Moves a task from `expected` to `patch.status` (a legal transition),
+   * merging `patch`: a compare-and-set. Resolves `undefined`, writing nothing,
+   * when the task is gone, no longer in `expected` or (with `options.attempts`)
+   * run by another lease: the race was lost and the caller backs off.
+   */
+  transition(
+    id: string,
+    expected: TaskStatus,
+    patch: Partial<TaskRecord> & { status: TaskStatus },
+    options?: TransitionOptions,
+  ): Promise<TaskRecord | undefined>;
+  /** Tasks not finished (queued or in progress), oldest first: what must have a place in the queue. */
+  listUnfinished(): Promise<TaskRecord[]>;
+  putImage(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
+  getImage(id: string, index: number): Promise<Buffer | undefined>;
+  deleteImages(id: string, count: number): Promise<void>;
+  /** A value set once for all processes sharing the store (the URL signing secret). */
+  getOrSetMeta(key: string, create: () => string): Promise<string>;
+  /**
+   * Deletes what has expired (finished tasks, their images, idempotency keys,
+   * their entries in the indexes); resolves the number of tasks and keys
+   * deleted. Called periodically, by every process; cheap when there is
+   * nothing to do.
+   */
+  sweepExpired(): Promise<number>;
+  /** Throws when the store cannot be reached (for `/readyz`). */
+  ping(): Promise<void>;
+  /** Whether tasks outlive the process, i.e. a restart should pick them up. */
+  readonly persistent: boolean;
+  close(): Promise<void>;
+}

@@ -1,0 +1,136 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient } from "@keyv/redis";
+
+/** The shared Redis every test uses (each under its own prefix). Never stopped or flushed. */
+export const REDIS_URL = "redis://127.0.0.1:6379";
+
+/** A key prefix no other test uses. */
+export function uniquePrefix(label = "t"): string {
+  return `test-${label}-${randomBytes(6).toString("hex")}`;
+}
+
+/** Deletes every key under `prefix` on `url` (default: the shared Redis); resolves how many. */
+export async function deleteKeys(prefix: string, url = REDIS_URL): Promise<number> {
+  const client = createClient({ url });
+  await client.connect();
+  try {
+    let deleted = 0;
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 })) {
+      if (keys.length > 0) deleted += await client.del(keys);
+    }
+    return deleted;
+  } finally {
+    await client.close();
+  }
+}
+
+/** Every key under `prefix`, sorted (what a test would see with `redis-cli --scan`). */
+export async function listKeys(prefix: string, url = REDIS_URL): Promise<string[]> {
+  const client = createClient({ url });
+  await client.connect();
+  try {
+    const found: string[] = [];
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 })) {
+      found.push(...keys);
+    }
+    return found.sort();
+  } finally {
+    await client.close();
+  }
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A Redis of the test's own, for outages: the shared one is never stopped. */
+export interface PrivateRedis {
+  url: string;
+  /** Stops it as an operator would (`SHUTDOWN SAVE`: its data is kept for the restart). */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data. */
+  start(): Promise<void>;
+  /** Stops it and deletes its data. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `redis-server` on a free port, saving nothing on its own
+ * (`--save "" --appendonly no`); `stop()` writes one snapshot so that a
+ * restart finds the data, as a Redis with persistence would.
+ */
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), "redis-"));
+  const url = `redis://127.0.0.1:${port}`;
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    const started = spawn(
+      "redis-server",
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir,
+      ],
+      { stdio: "ignore" },
+    );
+    child = started;
+    for (let i = 0; i < 200; i += 1) {
+      const client = createClient({ url, socket: { reconnectStrategy: false } });
+      client.on("error", () => undefined);
+      try {
+        await client.connect();
+        await client.ping();
+        await client.close();
+        return;
+      } catch {
+        client.destroy();
+        if (started.exitCode !== null) throw new Error(`redis-server exited ${started.exitCode}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    }
+    throw new Error("redis-server did not start");
+  };
+  const stop = async () => {
+    const running = child;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once("exit", resolve));
+    const client = createClient({ url });
+    client.on("error", () => undefined);
+    await client.connect();
+    await client.sendCommand(["SHUTDOWN", "SAVE"]).catch(() => undefined);
+    client.destroy();
+    await exited;
+  };
+  await start();
+  return {
+    url,
+    start,
+    stop,
+    async close() {
+      if (child && child.exitCode === null) {
+        const exited = new Promise((resolve) => child!.once("exit", resolve));
+        child.kill("SIGKILL");
+        await exited;
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { onTestFinished } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+/** The package's bin, as `npm run build` leaves it. */
+export const CLI = join(ROOT, "dist/cli.js");
+
+/** A service running as its own process, as an operator starts it. */
+export interface ServedProcess {
+  child: ChildProcess;
+  /** `http://127.0.0.1:PORT`, from the start-up banner. */
+  url: string;
+  /** Everything written to stderr so far. */
+  stderr(): string;
+  /** Resolves the exit code (or the signal's name) once the process is gone. */
+  exited: Promise<number | string>;
+}
+
+/** Writes `config` (JSON is YAML) into `dir` and resolves the file's path. */
+export async function writeConfig(dir: string, name: string, config: unknown): Promise<string> {
+  const file = join(dir, `${name}.yaml`);
+  await writeFile(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+/** Starts `image-task-sidecar serve --config FILE`; SIGKILLed when the test ends. */
+export function spawnServe(configFile: string, cwd: string, env: NodeJS.ProcessEnv = {}) {
+  if (!existsSync(CLI)) throw new Error("dist/ is missing: run `npm run build`");
+  const child = spawn(process.execPath, [CLI, "serve", "--config", configFile], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "silent", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | string>((done) =>
+    child.once("exit", (code, signal) => done(code ?? signal ?? "unknown")),
+  );
+  return { child, exited, stdout: () => stdout, stderr: () => stderr };
+}
+
+/** Starts the service and resolves once it listens. */
+export async function serve(
+  configFile: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<ServedProcess> {
+  const started = spawnServe(configFile, cwd, env);
+  const gone = started.exited.then((code) => {
+    throw new Error(`serve exited (${code}) before listening: ${started.stderr()}`);
+  });
+  gone.catch(() => undefined);
+  for (;;) {
+    const match = /listening on (http:\/\/\S+)/.exec(started.stdout());
+    if (match) {
+      return {
+        child: started.child,
+        url: match[1] as string,
+        stderr: started.stderr,
+        exited: started.exited,
+      };
+    }
+    await Promise.race([new Promise((r) => setTimeout(r, 20)), gone]);
+  }
+}
