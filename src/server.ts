@@ -80,7 +80,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     forwardChannel: forward?.channel,
   });
   try {
-    tasks = await createImageTasks({ config, registry, access, metrics, logger });
+    tasks = await createImageTasks({ config, access, sealer: forward?.sealer, metrics, logger });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
     throw err;

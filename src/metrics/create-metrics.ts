@@ -146,4 +146,5 @@ export const FINISH_REASONS = new Set([
   "invalid_response",
   "rate_limit_exceeded",
   "invalid_request",
+  "credential_unavailable",
 ]);

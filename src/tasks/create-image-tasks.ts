@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { ChannelRegistry } from "../channels/channel-registry.js";
+import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
 import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-signer.js";
 import type { Metrics } from "../metrics/create-metrics.js";
@@ -22,8 +22,9 @@ const sweepIntervalMs = (retentionSec: number) =>
 /** Dependencies of {@link createImageTasks}. */
 export interface ImageTasksDeps {
   config: Config;
-  registry: ChannelRegistry;
   access: ModelAccess;
+  /** Forward mode's sealer: forward keys' tasks keep their key sealed while unfinished. */
+  sealer?: CredentialSealer;
   metrics: Metrics;
   logger: Logger;
   /** Milliseconds since the epoch; injectable for expiry tests. */
@@ -89,7 +90,8 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   const finisher = createTaskFinisher({ store, events, metrics, logger, limits, now });
   const runner = createTaskRunner({
     store,
-    registry: deps.registry,
+    access: deps.access,
+    sealer: deps.sealer,
     finisher,
     metrics,
     logger,
@@ -101,8 +103,8 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     store,
     queue,
     finisher,
-    registry: deps.registry,
     access: deps.access,
+    sealer: deps.sealer,
     metrics,
     logger,
     now,

@@ -34,6 +34,8 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
    */
   const expiresAt = (atMs: number) => Math.ceil((atMs + retentionMs) / 1000);
 
+  // A finishing patch sets `sealedCredential: undefined`: every store deletes a field set
+  // to undefined, so a forward key leaves the store in the same write that ends its task.
   const finished = (record: TaskRecord | undefined) => {
     if (!record) return record;
     const reason = record.status === "completed" ? "ok" : (record.error?.code ?? "other");
@@ -79,6 +81,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
             completed_at: Math.floor(atMs / 1000),
             expires_at: expiresAt(atMs),
             error,
+            sealedCredential: undefined,
           },
           { ttlMs: retentionMs, attempts: options.attempts },
         ),
@@ -106,6 +109,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
               ...(revised_prompt === undefined ? {} : { revised_prompt }),
             })),
             ...(result.usage === undefined ? {} : { usage: result.usage }),
+            sealedCredential: undefined,
           },
           { ttlMs: retentionMs, attempts },
         ),

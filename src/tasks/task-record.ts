@@ -17,7 +17,10 @@ export interface TaskImage {
   revised_prompt?: string;
 }
 
-/** A task as stored. Never holds a client key or a channel key. */
+/**
+ * A task as stored. Never holds a channel key, and a client's key only sealed
+ * (`sealedCredential`, forward mode) and only while the task is unfinished.
+ */
 export interface TaskRecord {
   id: string;
   /** The principal's subject; only it may see the task. */
@@ -40,6 +43,12 @@ export interface TaskRecord {
   images?: TaskImage[];
   usage?: unknown;
   error?: TaskError;
+  /**
+   * Forward mode: the submitter's own key, sealed (AES-256-GCM, bound to this
+   * task's id), to run the task upstream with it. Deleted by the transition
+   * that finishes the task.
+   */
+  sealedCredential?: string;
 }
 
 /** Transitions a record may make; anything else is a bug or a race lost. */

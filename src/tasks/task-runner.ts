@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
-import type { ChannelRegistry } from "../channels/channel-registry.js";
+import { CredentialSealError, type CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
+import type { ModelAccess } from "../models/model-access.js";
 import { createSlowAgent, generateImages, type GeneratedImage } from "./generate-images.js";
 import type { LeaseEnd, TaskLease } from "./queue/task-queue.js";
 import type { TaskStore } from "./store/task-store.js";
@@ -18,7 +19,10 @@ type AbortReason = LeaseEnd | "timeout";
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {
   store: TaskStore;
-  registry: ChannelRegistry;
+  /** Routes a run to its channels: their own keys, or a forward task's gateway with its key. */
+  access: ModelAccess;
+  /** Forward mode's sealer, to open a task's `sealedCredential`; absent when forward mode is off. */
+  sealer?: CredentialSealer;
   finisher: TaskFinisher;
   metrics: Metrics;
   logger: Logger;
@@ -131,8 +135,31 @@ export function createTaskRunner(deps: TaskRunnerDeps) {
     return started;
   }
 
+  /**
+   * The forward key a task was submitted with, if any. A task whose key cannot
+   * be opened fails: running it on the channel's own key would bill the
+   * operator for someone else's task.
+   */
+  async function credentialOf(record: TaskRecord): Promise<string | undefined> {
+    if (record.sealedCredential === undefined) return undefined;
+    const unavailable = (why: string) =>
+      new TaskFailure(
+        "credential_unavailable",
+        `The key this task was submitted with cannot be used: ${why}.`,
+        "invalid_request_error",
+      );
+    if (!deps.sealer) throw unavailable("forward mode is off");
+    try {
+      return await deps.sealer.unseal(record.sealedCredential, record.id);
+    } catch (err) {
+      if (err instanceof CredentialSealError)
+        throw unavailable("it was sealed with another secret");
+      throw err; // the store holding a generated secret is away: the queue runs the task again
+    }
+  }
+
   async function generate(started: TaskRecord, signal: AbortSignal) {
-    const candidates = deps.registry.candidates(started.model);
+    const candidates = deps.access.route(started.model, await credentialOf(started));
     if (candidates.length === 0) {
       throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
     }

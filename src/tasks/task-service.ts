@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import type { Principal } from "../auth/principal.js";
-import type { ChannelRegistry } from "../channels/channel-registry.js";
+import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
 import { AppError } from "../http/app-error.js";
 import type { Metrics } from "../metrics/create-metrics.js";
@@ -21,8 +21,9 @@ export interface TaskServiceDeps {
   store: TaskStore;
   queue: TaskQueue;
   finisher: TaskFinisher;
-  registry: ChannelRegistry;
   access: ModelAccess;
+  /** Forward mode's sealer; a forward key's task cannot be taken without it. */
+  sealer?: CredentialSealer;
   metrics: Metrics;
   logger: Logger;
   /** Milliseconds since the epoch; injectable for expiry tests. */
@@ -153,6 +154,15 @@ export function createTaskService(deps: TaskServiceDeps) {
             fingerprint: createHash("sha256").update(JSON.stringify(request)).digest("base64url"),
           }
         : undefined;
+      const { upstream } = principal;
+      if (upstream) {
+        const { sealer } = deps;
+        if (!sealer) throw new Error("a forward principal without forward mode's sealer");
+        // Sealed to this task's id: the key runs this task and no other.
+        record.sealedCredential = await available(() =>
+          sealer.seal(upstream.credential.reveal(), record.id),
+        );
+      }
       const share = keyLimits(config, principal.group);
       const entry: QueueEntry = { taskId: record.id, owner: record.owner };
 
