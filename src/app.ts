@@ -17,8 +17,9 @@ import {
 } from "./metrics/create-metrics-router.js";
 import { createModelsRouter } from "./models/create-models-router.js";
 import type { GroupAccess } from "./models/group-access.js";
-import { createPassthroughHandler } from "./proxy/create-passthrough-handler.js";
+import { createPassthrough, SMALL_BODY_BYTES } from "./proxy/create-passthrough-handler.js";
 import { createProxyLane } from "./proxy/create-proxy-lane.js";
+import type { ResponseOwners } from "./proxy/response-owners.js";
 import { createTasksRouter } from "./tasks/create-tasks-router.js";
 import type { TaskService } from "./tasks/task-service.js";
 import type { TaskStore } from "./tasks/task-store.js";
@@ -34,6 +35,8 @@ export interface AppDeps {
   access: GroupAccess;
   tasks: TaskService;
   signer: ImageUrlSigner;
+  /** Which key and channel created each Responses API object. */
+  responseOwners: ResponseOwners;
   /** The service's own `/v1` URL, for the MCP endpoint's API client. */
   selfBaseUrl: () => string;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
@@ -41,7 +44,7 @@ export interface AppDeps {
 }
 
 /**
- * Builds the service's request listener: the proxy lane for the two
+ * Builds the service's request listener: the proxy lane for the OpenAI
  * passthrough routes, Express for everything else. No I/O here or on import,
  * so tests and the server assemble the same app from the same parts.
  */
@@ -53,8 +56,13 @@ export function createApp(deps: AppDeps): RequestListener {
   app.set("trust proxy", config.server.trustProxy);
 
   const auth = createAuthMiddleware(deps.authenticate);
-  const json = createJsonBody(config.server.maxBodyBytes);
-  const passthrough = { registry: deps.registry, access: deps.access, metrics, logger };
+  const { server } = config;
+  const bodyTimeoutMs = server.bodyTimeoutSec * 1000;
+  // A task submission is a prompt and a few fields.
+  const taskJson = createJsonBody({
+    limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes),
+    timeoutMs: bodyTimeoutMs,
+  });
 
   app.use(createHttpMetricsMiddleware(metrics));
   app.use(createHealthRouter({ store: deps.store, isStopping: deps.isStopping }));
@@ -66,7 +74,7 @@ export function createApp(deps: AppDeps): RequestListener {
   app.use(createModelsRouter({ registry: deps.registry, access: deps.access }));
   app.use(
     createTasksRouter({
-      jsonBody: json,
+      jsonBody: taskJson,
       service: deps.tasks,
       store: deps.store,
       signer: deps.signer,
@@ -81,13 +89,21 @@ export function createApp(deps: AppDeps): RequestListener {
 
   const lane = createProxyLane({
     authenticate: deps.authenticate,
-    jsonBody: json,
     metrics,
     logger,
-    routes: {
-      "/v1/chat/completions": createPassthroughHandler("chat_completions", passthrough),
-      "/v1/images/generations": createPassthroughHandler("images_generations", passthrough),
-    },
+    passthrough: createPassthrough({
+      registry: deps.registry,
+      access: deps.access,
+      metrics,
+      logger,
+      responseOwners: deps.responseOwners,
+      limits: {
+        maxBodyBytes: server.maxBodyBytes,
+        maxUploadBytes: server.maxUploadBytes,
+        bodyTimeoutMs,
+        maxResponseBytes: server.maxResponseBytes,
+      },
+    }),
   });
   return (req, res) => {
     if (!lane(req, res)) app(req, res);

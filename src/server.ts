@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import Keyv from "keyv";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
@@ -13,6 +14,7 @@ import { createClientErrorHandler } from "./http/create-client-error-handler.js"
 import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { createGroupAccess } from "./models/group-access.js";
+import { createResponseOwners } from "./proxy/response-owners.js";
 import { createTaskStore } from "./tasks/store/create-task-store.js";
 import { createInProcessQueue } from "./tasks/task-queue.js";
 import { createTaskService } from "./tasks/task-service.js";
@@ -87,6 +89,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     access,
     tasks,
     signer: createImageUrlSigner(secret),
+    // In this process for now; the shared store of many replicas takes it over later.
+    responseOwners: createResponseOwners(new Keyv(), config.imageTasks.retentionSec * 1000),
     selfBaseUrl: () => selfBaseUrl,
     isStopping: () => stopping,
   });
