@@ -136,17 +136,27 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     launch(attempt, res);
   };
 
+  /** Counter children by channel, model and group: label lookups are hoisted off the hot path. */
+  type TokenCounter = ReturnType<Metrics["tokens"]["labels"]>;
+  const tokenCounters = new Map<string, { input: TokenCounter; output: TokenCounter }>();
   const recordUsage = (attempt: ProxyAttempt, channel: Channel, usage: TokenUsage) => {
     if (!attempt.route.countsUsage) return;
     const { model } = attempt;
-    const labels = {
-      channel: channel.name,
-      // Bounded: a made-up id that only matches a channel's glob is not a label.
-      model: model !== undefined && deps.registry.lists(channel, model) ? model : "other",
-      group: attempt.principal.group,
-    };
-    if (usage.input > 0) metrics.tokens.inc({ ...labels, type: "input" }, usage.input);
-    if (usage.output > 0) metrics.tokens.inc({ ...labels, type: "output" }, usage.output);
+    // Bounded: a made-up id that only matches a channel's glob is not a label.
+    const label = model !== undefined && deps.registry.lists(channel, model) ? model : "other";
+    const group = attempt.principal.group;
+    const key = `${channel.name}\n${label}\n${group}`;
+    let counters = tokenCounters.get(key);
+    if (!counters) {
+      const labels = { channel: channel.name, model: label, group };
+      counters = {
+        input: metrics.tokens.labels({ ...labels, type: "input" }),
+        output: metrics.tokens.labels({ ...labels, type: "output" }),
+      };
+      tokenCounters.set(key, counters);
+    }
+    if (usage.input > 0) counters.input.inc(usage.input);
+    if (usage.output > 0) counters.output.inc(usage.output);
   };
 
   const remember = (attempt: ProxyAttempt, channel: Channel, id: unknown): Promise<void> => {

@@ -165,6 +165,7 @@ export function createKeyScrubber(key: string | undefined): KeyScrubber {
   return {
     scrub,
     scrubText(text) {
+      if (!text.includes("\\") && !text.includes(key)) return text;
       const bytes = Buffer.from(text, "latin1");
       const scrubbed = scrub(bytes);
       return scrubbed === bytes ? text : scrubbed.toString("latin1");
