@@ -46,7 +46,7 @@ describe("JSON nesting", () => {
   it("refuses deep nesting in a task submission too", async () => {
     app = await startTestApp();
     const nested = `{"model":"gpt-image-1","prompt":"x","background":${"[".repeat(100_000)}${"]".repeat(100_000)}}`;
-    await expectError(
+    const error = await expectError(
       await fetch(`${app.baseURL}/images/tasks`, {
         method: "POST",
         headers: authorized(app.key),
@@ -55,6 +55,7 @@ describe("JSON nesting", () => {
       400,
       "invalid_value",
     );
+    expect(error.message).toContain("deeper than");
   });
 });
 
