@@ -40,6 +40,39 @@ export function requestDecoder(req: IncomingMessage): Transform | undefined {
   throw new AppError("invalid_value", "The request body has an unsupported content encoding.");
 }
 
+/** A body still arriving, and what to do when its time is up. */
+interface Deadline {
+  at: number;
+  expire: () => void;
+}
+const deadlines = new Set<Deadline>();
+let sweeper: NodeJS.Timeout | undefined;
+/** How often deadlines are checked: a body is cut at most this late. */
+const SWEEP_MS = 250;
+
+/**
+ * Calls `expire` once `timeoutMs` have passed, unless the returned function
+ * is called first. One shared timer checks every deadline instead of one
+ * timer per request (a timer costs more than the rest of a small body's read).
+ */
+export function watchDeadline(timeoutMs: number, expire: () => void): () => void {
+  const deadline = { at: performance.now() + timeoutMs, expire };
+  deadlines.add(deadline);
+  sweeper ??= setInterval(() => {
+    const now = performance.now();
+    for (const entry of deadlines) {
+      if (entry.at > now) continue;
+      deadlines.delete(entry);
+      entry.expire();
+    }
+    if (deadlines.size === 0) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  }, SWEEP_MS).unref();
+  return () => deadlines.delete(deadline);
+}
+
 /**
  * Reads a request body whole (JSON bodies are small by their route's limit),
  * decoded from gzip, deflate or br. The limit counts decoded bytes, so a
@@ -63,7 +96,7 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
     const settle = (err: AppError | undefined, body?: Buffer) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      unwatch();
       source.off("data", onData);
       source.off("end", onEnd);
       if (err) {
@@ -83,7 +116,7 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
     };
     const onEnd = () =>
       settle(undefined, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    const timer = setTimeout(() => settle(bodyTimedOut(timeoutMs)), timeoutMs);
+    const unwatch = watchDeadline(timeoutMs, () => settle(bodyTimedOut(timeoutMs)));
     source.on("data", onData);
     source.once("end", onEnd);
     source.once("error", () =>

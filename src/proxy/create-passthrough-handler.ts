@@ -373,7 +373,8 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     }
     const req = attempt.carrier;
     req.url = attempt.path;
-    req.headers = { ...attempt.headers } as IncomingMessage["headers"];
+    // http-proxy copies them into its own request options.
+    req.headers = attempt.headers as IncomingMessage["headers"];
     void (secure ? proxies.https : proxies.http)(req, res, attempt.fail);
   }
 

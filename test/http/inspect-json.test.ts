@@ -18,6 +18,17 @@ describe("parseJson", () => {
     expect(parse('{"a":"model","model":"d"}').modelKeys).toBe(1);
   });
 
+  it("counts the same in bodies large enough to be pre-checked natively", () => {
+    const pad = `"pad":"${"x".repeat(20_000)}"`;
+    const count = (keys: string) => parse(`{${pad},${keys}}`).modelKeys;
+    expect(count('"model":"a"')).toBe(1);
+    expect(count('"model":"a","MODEL":"b"')).toBe(2);
+    expect(count('"model":"a","model":"b"')).toBe(2);
+    expect(count('"model":"a","mod\\u0065l":"b"')).toBe(2);
+    expect(count('"model":"a","x":{"model":"b"}')).toBe(1);
+    expect(() => parse(`{${pad},"a":${"[".repeat(200)}${"]".repeat(200)}}`)).toThrow(/deeper/);
+  });
+
   it("refuses nesting past the bound before parsing, whether in arrays or objects", () => {
     expect(() => parse(`${"[".repeat(10)}${"]".repeat(10)}`, 10)).not.toThrow();
     for (const deep of [

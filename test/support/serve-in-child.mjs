@@ -21,19 +21,26 @@ const sample = () => {
     heapUsed: Math.max(peak.heapUsed, usage.heapUsed),
   };
 };
-setInterval(() => {
-  globalThis.gc?.();
-  sample();
-}, 10).unref();
+// Array buffers freed by a collection are swept in the background: collect, give the sweeper
+// a moment, collect again, then read.
+const settled = () =>
+  new Promise((resolveSettled) => {
+    globalThis.gc?.();
+    setTimeout(() => {
+      globalThis.gc?.();
+      resolveSettled();
+    }, 10);
+  });
+setInterval(() => void settled().then(sample), 100).unref();
 process.on("message", (message) => {
   if (message === "reset") {
-    globalThis.gc?.();
-    peak = { rss: 0, arrayBuffers: 0, heapUsed: 0 };
-    sample();
-    process.send({ baseline: peak });
+    void settled().then(() => {
+      peak = { rss: 0, arrayBuffers: 0, heapUsed: 0 };
+      sample();
+      process.send({ baseline: peak });
+    });
   }
   if (message === "memory") {
-    sample();
     process.send({ peak });
   }
   if (message === "stop") void running.close(500).then(() => process.exit(0));
