@@ -66,7 +66,7 @@ export function deliverAnswer(
 
   if (isJson(contentType)) {
     readChannelBody(proxyRes, context.maxBytes).then(
-      async (body) => {
+      (body) => {
         if (context.clientGone()) return;
         let answer: unknown;
         try {
@@ -77,13 +77,17 @@ export function deliverAnswer(
         }
         const usage = usageOf(answer);
         if (usage) context.onUsage(usage);
-        await context.onAnswer?.(answer);
-        if (context.clientGone()) return;
-        const out = context.scrubber.scrub(body);
-        res.statusCode = status;
-        copyResponseHeaders(proxyRes.headers, setHeader, scrubText);
-        res.setHeader("content-length", out.length);
-        res.end(out);
+        const send = () => {
+          if (context.clientGone()) return;
+          const out = context.scrubber.scrub(body);
+          res.statusCode = status;
+          copyResponseHeaders(proxyRes.headers, setHeader, scrubText);
+          res.setHeader("content-length", out.length);
+          res.end(out);
+        };
+        const recorded = context.onAnswer?.(answer);
+        if (recorded) void recorded.then(send);
+        else send();
       },
       (err: unknown) => {
         if (context.clientGone()) return;

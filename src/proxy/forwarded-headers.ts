@@ -42,6 +42,11 @@ const RATE_LIMIT_PREFIX = "x-ratelimit-";
  */
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
   if (!value) return undefined;
+  // Nearly every message says only this much: nothing to exclude.
+  if (typeof value === "string" && value.length <= 10) {
+    const lower = value.toLowerCase();
+    if (lower === "keep-alive" || lower === "close") return undefined;
+  }
   const tokens = new Set<string>();
   for (const token of String(value).split(",")) tokens.add(token.trim().toLowerCase());
   tokens.delete("close");
