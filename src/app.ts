@@ -17,8 +17,9 @@ import {
 } from "./metrics/create-metrics-router.js";
 import { createModelsRouter } from "./models/create-models-router.js";
 import type { GroupAccess } from "./models/group-access.js";
-import { createPassthrough, SMALL_BODY_BYTES } from "./proxy/create-passthrough-handler.js";
+import { createPassthrough } from "./proxy/create-passthrough-handler.js";
 import { createProxyLane } from "./proxy/create-proxy-lane.js";
+import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import { createTasksRouter } from "./tasks/create-tasks-router.js";
 import type { TaskService } from "./tasks/task-service.js";

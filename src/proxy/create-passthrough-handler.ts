@@ -1,10 +1,4 @@
-import {
-  Agent as HttpAgent,
-  type ClientRequest,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  type ServerResponse,
-} from "node:http";
+import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { createProxyMiddleware, type Plugin } from "http-proxy-middleware";
 import type { Logger } from "pino";
@@ -12,27 +6,19 @@ import type { Principal } from "../auth/principal.js";
 import type { Channel } from "../channels/channel.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import { AppError } from "../http/app-error.js";
-import { readJsonBody } from "../http/json-body.js";
-import { requireJsonObject } from "../http/parse-body.js";
-import { readRequestBody } from "../http/read-body.js";
-import { shorten } from "../http/shorten.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { GroupAccess } from "../models/group-access.js";
-import { modelNotFound } from "../models/model-not-found.js";
-import { candidateChannels, upstreamAuthorization } from "./channel-selection.js";
+import { upstreamAuthorization } from "./channel-selection.js";
 import { deliverAnswer, type AnswerContext } from "./deliver-answer.js";
-import { receiveFormHead, type FormBody, type FormUpload } from "./form/form-upload.js";
+import type { FormBody } from "./form/form-upload.js";
 import { forwardedRequestHeaders } from "./forwarded-headers.js";
 import { createKeyScrubber, type KeyScrubber } from "./key-scrubber.js";
 import { passOnChannelError } from "./pass-on-channel-error.js";
-import type { PassthroughRoute, RouteMatch } from "./passthrough-routes.js";
+import type { RouteMatch } from "./passthrough-routes.js";
+import { createRequestPreparer } from "./prepare-request.js";
+import type { ProxyAttempt } from "./proxy-attempt.js";
 import type { ResponseOwners } from "./response-owners.js";
 import type { TokenUsage } from "./token-usage.js";
-
-/** Body limit of routes that take a prompt and a few fields. */
-export const SMALL_BODY_BYTES = 1024 * 1024;
-/** The routes on a stored response take no body; whatever a client sends is read and dropped. */
-const BY_ID_BODY_BYTES = 64 * 1024;
 
 /** Dependencies of {@link createPassthrough}. */
 export interface PassthroughDeps {
@@ -65,40 +51,6 @@ export type Passthrough = (
   fail: (err: unknown) => void,
 ) => Promise<void>;
 
-/** One client request's walk through its candidate channels. */
-interface ProxyAttempt {
-  route: PassthroughRoute;
-  principal: Principal;
-  /** The model the request named (not on the routes of a stored response). */
-  model?: string;
-  responseId?: string;
-  candidates: Channel[];
-  index: number;
-  method: string;
-  /** Path and query to send, after the channel's `/v1` base. */
-  path: string;
-  /** The client headers a channel may see. */
-  headers: OutgoingHttpHeaders;
-  /** A JSON body, sent on byte for byte. */
-  body?: Buffer;
-  /** A multipart form, streamed. */
-  form?: FormUpload;
-  /** What http-proxy gets as the request: the client's, or a form body for this try. */
-  carrier: IncomingMessage;
-  /** Hands an error to the one error writer (nothing sent yet). */
-  fail: (err: unknown) => void;
-  upstream?: ClientRequest;
-  sentAt: number;
-  timedOut: boolean;
-  /** The current try got response headers: its body's own path handles what follows. */
-  responded: boolean;
-  clientGone: boolean;
-  /** A stale pooled connection was already retried once. */
-  staleRetried: boolean;
-  /** This service aborted the upstream call itself (the rest of a form was refused). */
-  refused: boolean;
-}
-
 /**
  * The passthrough for every OpenAI route that names a model (and the routes
  * on a response the service recorded): the body's `model` picks the
@@ -112,6 +64,7 @@ interface ProxyAttempt {
  */
 export function createPassthrough(deps: PassthroughDeps): Passthrough {
   const { limits, metrics, logger } = deps;
+  const prepare = createRequestPreparer(deps);
   const attempts = new WeakMap<IncomingMessage, ProxyAttempt>();
   const current = (req: IncomingMessage) => attempts.get(req) as ProxyAttempt;
   const channelOf = (attempt: ProxyAttempt) => attempt.candidates[attempt.index] as Channel;
@@ -378,68 +331,6 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     void (secure ? proxies.https : proxies.http)(req, res, attempt.fail);
   }
 
-  /** The model a JSON body names, checked; the raw bytes go on as they are. */
-  async function prepareJson(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
-    const limit =
-      attempt.route.size === "small"
-        ? Math.min(SMALL_BODY_BYTES, limits.maxBodyBytes)
-        : limits.maxBodyBytes;
-    const parsed = await readJsonBody(req, { limit, timeoutMs: limits.bodyTimeoutMs });
-    const body = requireJsonObject(parsed?.value);
-    if ((parsed?.modelKeys ?? 0) > 1) {
-      // Parsers disagree on such a body (first or last wins, keys matched in any case):
-      // the channel could read another model than the one checked here.
-      throw new AppError(
-        "invalid_value",
-        "The request body names 'model' more than once (keys are matched in any case); send one 'model'.",
-        { param: "model" },
-      );
-    }
-    attempt.model = modelOf(body.model);
-    attempt.body = parsed?.raw;
-    attempt.candidates = candidateChannels(deps, attempt.principal, attempt.model);
-    const previous = body.previous_response_id;
-    if (attempt.route.createsResponse && typeof previous === "string") {
-      // A previous response lives on one channel and belongs to one key.
-      const owner = await ownedResponse(previous, attempt.principal, "previous_response_id");
-      attempt.candidates = attempt.candidates.filter((channel) => channel.name === owner.channel);
-    }
-    if (attempt.candidates.length === 0) throw modelNotFound(attempt.model);
-  }
-
-  async function prepareForm(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
-    const form = await receiveFormHead(req, {
-      maxBytes: limits.maxUploadBytes,
-      timeoutMs: limits.bodyTimeoutMs,
-    });
-    attempt.form = form;
-    if (attempt.clientGone) form.dispose();
-    attempt.model = modelOf(form.model);
-    attempt.candidates = candidateChannels(deps, attempt.principal, attempt.model);
-    if (attempt.candidates.length === 0) throw modelNotFound(attempt.model);
-  }
-
-  async function prepareById(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
-    await readRequestBody(req, { limit: BY_ID_BODY_BYTES, timeoutMs: limits.bodyTimeoutMs });
-    const owner = await ownedResponse(attempt.responseId as string, attempt.principal, null);
-    const channel = deps.registry.channels.find((candidate) => candidate.name === owner.channel);
-    if (!channel) throw responseNotFound(attempt.responseId as string, null);
-    attempt.candidates = [channel];
-  }
-
-  async function ownedResponse(id: string, principal: Principal, param: string | null) {
-    let owner;
-    try {
-      owner = await deps.responseOwners.lookup(id);
-    } catch (err) {
-      throw new AppError("store_unavailable", "The service's store cannot be reached.", {
-        cause: err,
-      });
-    }
-    if (!owner || owner.owner !== principal.subject) throw responseNotFound(id, param);
-    return owner;
-  }
-
   return async (match, req, res, principal, fail) => {
     const { route } = match;
     const attempt: ProxyAttempt = {
@@ -472,35 +363,8 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
       }
       attempt.form?.dispose();
     });
-    if (route.body === "none") await prepareById(attempt, req);
-    else if (route.body === "form" || (route.body === "form-or-json" && isMultipart(req))) {
-      await prepareForm(attempt, req);
-    } else await prepareJson(attempt, req);
+    await prepare(attempt, req);
     attempts.set(req, attempt);
     launch(attempt, res);
   };
-}
-
-function isMultipart(req: IncomingMessage): boolean {
-  return /^multipart\/form-data\b/i.test(req.headers["content-type"] ?? "");
-}
-
-/** The `model` of a body or form, or the 400 naming it. */
-function modelOf(model: unknown): string {
-  if (model === undefined || model === null || model === "") {
-    throw new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
-      param: "model",
-    });
-  }
-  if (typeof model !== "string") {
-    throw new AppError("invalid_value", "'model' must be a string.", { param: "model" });
-  }
-  return model;
-}
-
-/** One answer for "unknown" and "another key's", so ids cannot be probed. */
-function responseNotFound(id: string, param: string | null): AppError {
-  return new AppError("response_not_found", `No response found with id '${shorten(id)}'.`, {
-    param,
-  });
 }
