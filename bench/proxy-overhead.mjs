@@ -110,7 +110,9 @@ async function runRole(name, upstreamUrl, dist = "../dist") {
 function start(name, upstreamUrl, dist) {
   // BENCH_PROFILE=sidecar writes a V8 CPU profile of that process to ./bench-profiles.
   const execArgv =
-    process.env.BENCH_PROFILE === name ? ["--cpu-prof", "--cpu-prof-interval=50", "--cpu-prof-dir=bench-profiles"] : [];
+    process.env.BENCH_PROFILE === name
+      ? ["--cpu-prof", "--cpu-prof-interval=50", "--cpu-prof-dir=bench-profiles"]
+      : [];
   const args = [name, upstreamUrl ?? "", ...(dist ? [dist] : [])];
   const child = fork(fileURLToPath(import.meta.url), args, {
     stdio: "inherit",
