@@ -14,7 +14,7 @@ import { createClientErrorHandler } from "./http/create-client-error-handler.js"
 import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { createGroupAccess } from "./models/group-access.js";
-import { createResponseOwners } from "./proxy/response-owners.js";
+import { BoundedMap, createResponseOwners } from "./proxy/response-owners.js";
 import { createTaskStore } from "./tasks/store/create-task-store.js";
 import { createInProcessQueue } from "./tasks/task-queue.js";
 import { createTaskService } from "./tasks/task-service.js";
@@ -24,6 +24,9 @@ import { createTaskService } from "./tasks/task-service.js";
  * store, and the store's unfinished tasks are matched against the queue.
  */
 const MAINTENANCE_INTERVAL_MS = 60_000;
+
+/** Responses whose owner a single process remembers at most (the oldest are forgotten first). */
+const RESPONSE_OWNERS_IN_MEMORY = 100_000;
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -90,7 +93,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     tasks,
     signer: createImageUrlSigner(secret),
     // In this process for now; the shared store of many replicas takes it over later.
-    responseOwners: createResponseOwners(new Keyv(), config.imageTasks.retentionSec * 1000),
+    responseOwners: createResponseOwners(
+      new Keyv({ store: new BoundedMap(RESPONSE_OWNERS_IN_MEMORY) }),
+      config.imageTasks.retentionSec * 1000,
+    ),
     selfBaseUrl: () => selfBaseUrl,
     isStopping: () => stopping,
   });

@@ -308,6 +308,7 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
   function launch(attempt: ProxyAttempt, res: ServerResponse): void {
     attempt.responded = false;
     attempt.timedOut = false;
+    attempt.upstream = undefined;
     const secure = channelOf(attempt).baseUrl.startsWith("https:");
     if (attempt.form) {
       const body = attempt.form.body();

@@ -44,3 +44,22 @@ export function createResponseOwners(keyv: Keyv, ttlMs: number): ResponseOwners 
     },
   };
 }
+
+/**
+ * A Map that forgets its oldest entries past `maxEntries`: the memory store
+ * of a single process, where Keyv drops expired entries only when they are
+ * read, must not grow without bound under steady traffic.
+ */
+export class BoundedMap<K, V> extends Map<K, V> {
+  constructor(private readonly maxEntries: number) {
+    super();
+  }
+
+  override set(key: K, value: V): this {
+    if (!this.has(key) && this.size >= this.maxEntries) {
+      const oldest = this.keys().next();
+      if (!oldest.done) this.delete(oldest.value);
+    }
+    return super.set(key, value);
+  }
+}
