@@ -11,6 +11,8 @@ RUN npm ci && npm prune --omit=dev
 # Run: only the compiled service, its production dependencies and the configs.
 FROM node:22-bookworm-slim
 ENV NODE_ENV=production
+# The demo defaults bind 127.0.0.1; inside a container the published port needs every interface.
+ENV HOST=0.0.0.0
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

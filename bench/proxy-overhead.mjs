@@ -7,9 +7,12 @@
 // Rounds are interleaved so drift hits every target alike; medians reported.
 //
 //   npm run bench            (ROUNDS=3 REQUESTS=4000 CONNECTIONS=16 by default)
+//   BASELINE=/path/to/old/dist npm run bench
+//                            adds a fourth target, another build of the sidecar (its dist/
+//                            beside a node_modules), measured in the same rounds: before/after.
 import { fork } from "node:child_process";
 import { createServer, request } from "node:http";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Pool } from "undici";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -17,7 +20,7 @@ const REQUESTS = Number(process.env.REQUESTS ?? 4000);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 16);
 const KEY = "sk-bench-key-0001";
 
-async function runRole(name, upstreamUrl) {
+async function runRole(name, upstreamUrl, dist = "../dist") {
   // A normal exit, so --cpu-prof can write its profile.
   process.on("SIGINT", () => process.exit(0));
   const reportCpu = () =>
@@ -75,9 +78,9 @@ async function runRole(name, upstreamUrl) {
     reportCpu();
     return;
   }
-  if (name === "sidecar") {
-    const { parseConfig } = await import("../dist/config/load-config.js");
-    const { startServer } = await import("../dist/server.js");
+  if (name === "sidecar" || name === "baseline") {
+    const { parseConfig } = await import(`${dist}/config/load-config.js`);
+    const { startServer } = await import(`${dist}/server.js`);
     const { pino } = await import("pino");
     const config = parseConfig({
       server: { port: 0, host: "127.0.0.1" },
@@ -104,11 +107,14 @@ async function runRole(name, upstreamUrl) {
   }
 }
 
-function start(name, upstreamUrl) {
+function start(name, upstreamUrl, dist) {
   // BENCH_PROFILE=sidecar writes a V8 CPU profile of that process to ./bench-profiles.
   const execArgv =
-    process.env.BENCH_PROFILE === name ? ["--cpu-prof", "--cpu-prof-dir=bench-profiles"] : [];
-  const child = fork(fileURLToPath(import.meta.url), [name, upstreamUrl ?? ""], {
+    process.env.BENCH_PROFILE === name
+      ? ["--cpu-prof", "--cpu-prof-interval=50", "--cpu-prof-dir=bench-profiles"]
+      : [];
+  const args = [name, upstreamUrl ?? "", ...(dist ? [dist] : [])];
+  const child = fork(fileURLToPath(import.meta.url), args, {
     stdio: "inherit",
     execArgv,
   });
@@ -158,9 +164,16 @@ async function main() {
   const pipe = await start("pipe", upstream.url);
   const sidecar = await start("sidecar", upstream.url);
   const targets = { direct: upstream, pipe, sidecar };
+  if (process.env.BASELINE) {
+    targets.baseline = await start(
+      "baseline",
+      upstream.url,
+      pathToFileURL(process.env.BASELINE).href,
+    );
+  }
   for (const target of Object.values(targets)) await load(target.url, 500); // warm-up (JIT, sockets)
 
-  const results = { direct: [], pipe: [], sidecar: [] };
+  const results = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   for (let round = 0; round < ROUNDS; round += 1) {
     for (const [name, target] of Object.entries(targets)) {
       // The CPU that matters is the middle process's: the upstream's for direct.
@@ -176,13 +189,15 @@ async function main() {
       {
         rps: median(rows.map((r) => r.rps)),
         cpuUsPerRequest: median(rows.map((r) => r.cpuUsPerRequest)),
+        // The least disturbed round: other processes on the machine only ever add CPU time.
+        cpuUsMin: Math.min(...rows.map((r) => r.cpuUsPerRequest)),
       },
     ]),
   );
   console.log(`rounds=${ROUNDS} requests=${REQUESTS} connections=${CONNECTIONS}`);
-  for (const [name, { rps, cpuUsPerRequest }] of Object.entries(summary)) {
+  for (const [name, { rps, cpuUsPerRequest, cpuUsMin }] of Object.entries(summary)) {
     console.log(
-      `${name.padEnd(8)} ${rps.toFixed(0).padStart(7)} req/s   ${cpuUsPerRequest.toFixed(1).padStart(7)} us CPU/request (middle process)`,
+      `${name.padEnd(8)} ${rps.toFixed(0).padStart(7)} req/s   ${cpuUsPerRequest.toFixed(1).padStart(7)} us CPU/request (middle process; least ${cpuUsMin.toFixed(1)})`,
     );
   }
   console.log(
@@ -194,9 +209,17 @@ async function main() {
   console.log(
     `sidecar/direct throughput:     ${(summary.sidecar.rps / summary.direct.rps).toFixed(2)}x`,
   );
+  if (summary.baseline) {
+    console.log(
+      `baseline/pipe CPU per request: ${(summary.baseline.cpuUsPerRequest / summary.pipe.cpuUsPerRequest).toFixed(2)}x`,
+    );
+    console.log(
+      `sidecar/baseline CPU per request: ${(summary.sidecar.cpuUsPerRequest / summary.baseline.cpuUsPerRequest).toFixed(2)}x median, ${(summary.sidecar.cpuUsMin / summary.baseline.cpuUsMin).toFixed(2)}x least`,
+    );
+  }
   for (const target of Object.values(targets)) target.child.kill("SIGINT");
 }
 
 const role = process.argv[2];
-if (role) await runRole(role, process.argv[3]);
+if (role) await runRole(role, process.argv[3], process.argv[4]);
 else await main();

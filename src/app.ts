@@ -16,8 +16,10 @@ import {
 } from "./metrics/create-metrics-router.js";
 import { createModelsRouter } from "./models/create-models-router.js";
 import type { ModelAccess } from "./models/model-access.js";
-import { createPassthroughHandler } from "./proxy/create-passthrough-handler.js";
+import { createPassthrough } from "./proxy/create-passthrough-handler.js";
 import { createProxyLane } from "./proxy/create-proxy-lane.js";
+import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
+import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
 import { createTasksRouter } from "./tasks/create-tasks-router.js";
 
@@ -31,6 +33,8 @@ export interface AppDeps {
   access: ModelAccess;
   /** The async image-task feature (service, image reads, store health). */
   tasks: ImageTasks;
+  /** Which key and channel created each Responses API object. */
+  responseOwners: ResponseOwners;
   /** The service's own `/v1` URL, for the MCP endpoint's API client. */
   selfBaseUrl: () => string;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
@@ -38,7 +42,7 @@ export interface AppDeps {
 }
 
 /**
- * Builds the service's request listener: the proxy lane for the two
+ * Builds the service's request listener: the proxy lane for the OpenAI
  * passthrough routes, Express for everything else. No I/O here or on import,
  * so tests and the server assemble the same app from the same parts.
  */
@@ -50,8 +54,13 @@ export function createApp(deps: AppDeps): RequestListener {
   app.set("trust proxy", config.server.trustProxy);
 
   const auth = createAuthMiddleware(deps.authenticate);
-  const json = createJsonBody(config.server.maxBodyBytes);
-  const passthrough = { registry: deps.registry, access: deps.access, metrics, logger };
+  const { server } = config;
+  const bodyTimeoutMs = server.bodyTimeoutSec * 1000;
+  // A task submission is a prompt and a few fields.
+  const taskJson = createJsonBody({
+    limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes),
+    timeoutMs: bodyTimeoutMs,
+  });
 
   app.use(createHttpMetricsMiddleware(metrics));
   app.use(createHealthRouter({ ping: deps.tasks.ping, isStopping: deps.isStopping }));
@@ -63,7 +72,7 @@ export function createApp(deps: AppDeps): RequestListener {
   app.use(createModelsRouter({ access: deps.access }));
   app.use(
     createTasksRouter({
-      jsonBody: json,
+      jsonBody: taskJson,
       tasks: deps.tasks,
       publicBaseUrl: config.server.publicBaseUrl,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
@@ -84,13 +93,21 @@ export function createApp(deps: AppDeps): RequestListener {
 
   const lane = createProxyLane({
     authenticate: deps.authenticate,
-    jsonBody: json,
     metrics,
     logger,
-    routes: {
-      "/v1/chat/completions": createPassthroughHandler("chat_completions", passthrough),
-      "/v1/images/generations": createPassthroughHandler("images_generations", passthrough),
-    },
+    passthrough: createPassthrough({
+      registry: deps.registry,
+      access: deps.access,
+      metrics,
+      logger,
+      responseOwners: deps.responseOwners,
+      limits: {
+        maxBodyBytes: server.maxBodyBytes,
+        maxUploadBytes: server.maxUploadBytes,
+        bodyTimeoutMs,
+        maxResponseBytes: server.maxResponseBytes,
+      },
+    }),
   });
   return (req, res) => {
     if (!lane(req, res)) app(req, res);

@@ -13,7 +13,11 @@ import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess } from "./models/model-access.js";
+import { createResponseOwners } from "./proxy/response-owners.js";
 import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";
+
+/** Responses whose owner one process remembers at most, on the embedded stores (oldest go first). */
+const RESPONSE_OWNERS_IN_MEMORY = 100_000;
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -96,6 +100,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     registry,
     access,
     tasks,
+    responseOwners: createResponseOwners(
+      tasks.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
+      config.imageTasks.retentionSec * 1000,
+    ),
     selfBaseUrl: () => selfBaseUrl,
     isStopping: () => stopping,
   });

@@ -20,6 +20,12 @@ export interface ChannelRegistry {
    * channels are asked for their own `/v1/models` (cached per channel).
    */
   listModels(): Promise<ModelInfo[]>;
+  /**
+   * Whether `channel` names `model` itself: an exact id of its config, or one
+   * of its last fetched `/v1/models` (for a glob). Synchronous, for bounded
+   * metric labels: a client's made-up id that only matches a glob is not.
+   */
+  lists(channel: Channel, model: string): boolean;
 }
 
 /** Dependencies of {@link createChannelRegistry}. */
@@ -38,6 +44,14 @@ export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistr
   const doFetch = deps.fetch ?? fetch;
   const now = deps.now ?? Date.now;
   const cache = new Map<string, { at: number; models: Promise<ModelInfo[]> }>();
+  /** Ids each glob channel listed on its last successful fetch. */
+  const listed = new Map<string, ReadonlySet<string>>();
+  const exactIds = new Map(
+    deps.channels.map((channel) => [
+      channel.name,
+      new Set(channel.patterns.filter((pattern) => !pattern.includes("*"))),
+    ]),
+  );
 
   async function fetchChannelModels(channel: Channel): Promise<ModelInfo[]> {
     try {
@@ -69,7 +83,10 @@ export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistr
     const hit = cache.get(channel.name);
     if (hit && now() - hit.at < channel.modelsCacheMs) return hit.models;
     const models = fetchChannelModels(channel).then(
-      (fetched) => [...fetched, ...exact],
+      (fetched) => {
+        listed.set(channel.name, new Set(fetched.map((model) => model.id)));
+        return [...fetched, ...exact];
+      },
       () => {
         // A failed listing is not cached, so the next request tries again.
         cache.delete(channel.name);
@@ -84,6 +101,12 @@ export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistr
     channels: deps.channels,
     candidates(model) {
       return orderCandidates(deps.channels.filter((channel) => channel.serves(model)));
+    },
+    lists(channel, model) {
+      return (
+        (exactIds.get(channel.name)?.has(model) ?? false) ||
+        (listed.get(channel.name)?.has(model) ?? false)
+      );
     },
     async listModels() {
       const lists = await Promise.all(deps.channels.map(channelModels));

@@ -13,9 +13,14 @@ export function formatBanner(options: {
   configFile: string;
 }): string {
   const { url, config, demo } = options;
+  const { host } = config.server;
+  const everywhere = ["0.0.0.0", "::", ""].includes(host);
   const lines = [
     "",
     `  image-task-sidecar is listening on ${url}`,
+    everywhere
+      ? `  binds ${host || "0.0.0.0"}: every interface of this machine`
+      : `  binds ${host} only; set server.host (HOST for the demo defaults) to 0.0.0.0 for every interface`,
     `  OpenAI base URL: ${url}/v1`,
     `  config: ${options.configFile}   store: ${config.store.url}`,
     `  ${describeAuth(config.auth)}`,

@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   queue_full: { status: 429, type: "rate_limit_error" },
   too_many_tasks: { status: 429, type: "rate_limit_error" },
   task_not_found: { status: 404, type: "invalid_request_error" },
+  response_not_found: { status: 404, type: "invalid_request_error" },
   idempotency_key_conflict: { status: 409, type: "invalid_request_error" },
   upstream_rate_limited: { status: 429, type: "rate_limit_error" },
   upstream_unavailable: { status: 502, type: "upstream_error" },

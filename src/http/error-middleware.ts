@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import type { Logger } from "pino";
 import { AppError } from "./app-error.js";
+import { shorten } from "./shorten.js";
 
 /** body-parser errors carry a `type`; these are the ones a client can cause. */
 const BODY_PARSER_ERRORS: Record<string, () => AppError> = {
@@ -68,11 +69,14 @@ export function sendError(
     ...appError.headers,
     "content-type": "application/json; charset=utf-8",
     "content-length": Buffer.byteLength(body),
+    // A body left unread (refused, too large, too slow) is not waited for: the
+    // connection closes after the answer instead of draining whatever follows.
+    ...(req.complete ? {} : { connection: "close" }),
   });
   res.end(body);
 }
 
 /** Unknown routes: a 404 envelope instead of Express's HTML page. */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(new AppError("not_found", `Unknown route: ${req.method} ${req.path}`));
+  next(new AppError("not_found", `Unknown route: ${req.method} ${shorten(req.path)}`));
 };

@@ -1,33 +1,34 @@
 import type { IncomingMessage } from "node:http";
-import express, { type RequestHandler } from "express";
+import type { RequestHandler } from "express";
+import { MAX_JSON_DEPTH, parseJson, type ParsedJson } from "./inspect-json.js";
+import { readRequestBody, type ReadBodyOptions } from "./read-body.js";
 
-const rawBodies = new WeakMap<IncomingMessage, Buffer>();
-
-/**
- * Parses any request body as JSON (whatever its Content-Type, as OpenAI
- * does), up to `limit` bytes, and keeps the raw bytes so the passthrough can
- * send the client's exact body on.
- */
-export function createJsonBody(limit: number): RequestHandler {
-  const parse = express.json({
-    limit,
-    type: () => true,
-    // Any JSON parses; a body that is not an object is then `invalid_value`, not "not JSON".
-    strict: false,
-    verify: (req, _res, buf) => {
-      rawBodies.set(req, buf);
-    },
-  });
-  return (req, res, next) => {
-    parse(req, res, (err?: unknown) => {
-      // body-parser makes an empty body `{}`; an empty body is no JSON at all.
-      if (!err && !rawBodies.get(req)?.length) req.body = undefined;
-      next(err);
-    });
-  };
+/** Limits of a JSON route. */
+export interface JsonBodyOptions extends ReadBodyOptions {
+  /** Deepest nesting accepted. Default {@link MAX_JSON_DEPTH}. */
+  maxDepth?: number;
 }
 
-/** The bytes {@link createJsonBody} parsed, if it parsed any. */
-export function getRawBody(req: IncomingMessage): Buffer | undefined {
-  return rawBodies.get(req);
+/**
+ * Reads and parses a JSON body, whatever its Content-Type (as OpenAI does).
+ * `undefined` for an empty body: there is nothing to parse.
+ * @throws AppError `request_too_large`, `request_timeout`, `invalid_json`, `invalid_value`
+ */
+export async function readJsonBody(
+  req: IncomingMessage,
+  options: JsonBodyOptions,
+): Promise<ParsedJson | undefined> {
+  const body = await readRequestBody(req, options);
+  if (body.length === 0) return undefined;
+  return parseJson(body, options.maxDepth ?? MAX_JSON_DEPTH);
+}
+
+/** Express middleware for {@link readJsonBody}: the value lands in `req.body`. */
+export function createJsonBody(options: JsonBodyOptions): RequestHandler {
+  return (req, _res, next) => {
+    readJsonBody(req, options).then((parsed) => {
+      req.body = parsed?.value;
+      next();
+    }, next);
+  };
 }

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { AppError } from "./app-error.js";
+import { shorten } from "./shorten.js";
 
 /**
  * Parses a request body with a zod schema. The first problem becomes the
@@ -15,12 +16,13 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
   if (result.success) return result.data;
   const issue = result.error.issues[0] as z.core.$ZodIssue;
   if (issue.code === "unrecognized_keys") {
-    const key = issue.keys[0] ?? "";
+    const key = shorten(issue.keys[0] ?? "");
     throw new AppError("invalid_value", `Unrecognized request argument supplied: ${key}`, {
       param: key,
     });
   }
-  const param = issue.path.map(String).join(".") || null;
+  const joined = issue.path.map(String).join(".");
+  const param = joined ? shorten(joined) : null;
   if (issue.code === "invalid_type" && issue.input === undefined) {
     throw new AppError("missing_required_parameter", `Missing required parameter: '${param}'.`, {
       param,

@@ -14,8 +14,18 @@ const TASK_BUCKETS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 100, 150, 200, 300, 600, 1
  */
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true)
+  if (options.defaultMetrics ?? true) {
     collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+    // Gauges named *_total break the exposition format's rules (promtool flags them);
+    // the same counts stay available by type in the metrics without the suffix.
+    for (const name of [
+      "active_handles_total",
+      "active_requests_total",
+      "active_resources_total",
+    ]) {
+      registry.removeSingleMetric(`${METRIC_PREFIX}nodejs_${name}`);
+    }
+  }
   const p = METRIC_PREFIX;
   let queueCounts: () => Promise<{ waiting: number; running: number }> = async () => ({
     waiting: 0,
@@ -47,6 +57,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       help: "Time from sending a call to a channel to its response headers, by channel and route.",
       labelNames: ["channel", "route"] as const,
       buckets: [...LATENCY_BUCKETS, 300, 600],
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: `${p}tokens_total`,
+      help: "Tokens channels reported in passthrough answers, by channel, model (one a channel lists, else other), group and type (input, output).",
+      labelNames: ["channel", "model", "group", "type"] as const,
       registers: [registry],
     }),
     taskQueueDepth: new Gauge({

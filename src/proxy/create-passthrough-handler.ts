@@ -1,9 +1,4 @@
-import {
-  Agent as HttpAgent,
-  type ClientRequest,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
+import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from "node:http";
 import { Agent as HttpsAgent } from "node:https";
 import { createProxyMiddleware, type Plugin } from "http-proxy-middleware";
 import type { Logger } from "pino";
@@ -11,76 +6,159 @@ import type { Principal } from "../auth/principal.js";
 import type { Channel } from "../channels/channel.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import { AppError } from "../http/app-error.js";
-import { getRawBody } from "../http/json-body.js";
-import { requireJsonObject } from "../http/parse-body.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
-import { modelNotFound } from "../models/model-not-found.js";
-import { HOP_BY_HOP_HEADERS, REQUEST_HEADERS_NOT_FORWARDED } from "./hop-by-hop-headers.js";
+import { upstreamAuthorization } from "./channel-selection.js";
+import { deliverAnswer, type AnswerContext } from "./deliver-answer.js";
+import type { FormBody } from "./form/form-upload.js";
+import { forwardedRequestHeaders } from "./forwarded-headers.js";
+import { createKeyScrubber, type KeyScrubber } from "./key-scrubber.js";
 import { passOnChannelError } from "./pass-on-channel-error.js";
+import type { RouteMatch } from "./passthrough-routes.js";
+import { createRequestPreparer } from "./prepare-request.js";
+import type { ProxyAttempt } from "./proxy-attempt.js";
+import type { ResponseOwners } from "./response-owners.js";
+import type { TokenUsage } from "./token-usage.js";
 
-/** Which passthrough route, for metrics and the timeout to apply. */
-export type PassthroughRoute = "chat_completions" | "images_generations";
-
-/** One client request's walk through its candidate channels. */
-interface ProxyAttempt {
-  candidates: Channel[];
-  index: number;
-  body: Buffer;
-  /** Hands an error to the one error path (headers not sent yet). */
-  fail: (err: unknown) => void;
-  upstream?: ClientRequest;
-  sentAt: number;
-  timedOut: boolean;
-  clientGone: boolean;
-}
-
-/** A request with its parsed JSON body. */
-export type ParsedRequest = IncomingMessage & { body?: unknown };
-
-/**
- * Proxies one authenticated request with its parsed body; errors before the
- * response started go to `fail` (or are thrown), never written here.
- */
-export type PassthroughHandler = (
-  req: ParsedRequest,
-  res: ServerResponse,
-  principal: Principal,
-  fail: (err: unknown) => void,
-) => Promise<void>;
-
-/** Dependencies of {@link createPassthroughHandler}. */
+/** Dependencies of {@link createPassthrough}. */
 export interface PassthroughDeps {
   registry: ChannelRegistry;
   access: ModelAccess;
   metrics: Metrics;
   logger: Logger;
+  responseOwners: ResponseOwners;
+  limits: {
+    /** `server.maxBodyBytes` */
+    maxBodyBytes: number;
+    /** `server.maxUploadBytes` */
+    maxUploadBytes: number;
+    /** `server.bodyTimeoutSec`, in ms */
+    bodyTimeoutMs: number;
+    /** `server.maxResponseBytes` */
+    maxResponseBytes: number;
+  };
 }
 
 /**
- * The passthrough for chat and synchronous images: the body's `model` picks
- * the channels, the client's credentials are replaced by the channel's key,
- * and the channel's response is piped back as it arrives (never buffered, so
- * SSE reaches the client chunk by chunk). A channel that fails to connect or
- * answers 5xx before anything went to the client is skipped for the next one;
- * a timeout is not retried, since the channel may still be working (and
+ * Serves one authenticated passthrough request. Errors before the answer
+ * started go to `fail` (or are thrown), never written here.
+ */
+export type Passthrough = (
+  match: RouteMatch,
+  req: IncomingMessage,
+  res: ServerResponse,
+  principal: Principal,
+  fail: (err: unknown) => void,
+) => Promise<void>;
+
+/**
+ * The passthrough for every OpenAI route that names a model (and the routes
+ * on a response the service recorded): the body's `model` picks the
+ * channels, the key's group must allow it, the client's credentials are
+ * replaced by the channel's key and its headers cut to an allow-list, and
+ * the answer comes back checked (JSON) or as it arrives (streams). A channel
+ * that cannot be reached, answers 5xx or a redirect, or sends a broken JSON
+ * answer is skipped for the next one while nothing went to the client; a
+ * timeout is not retried, since the channel may still be working (and
  * billing) on it.
  */
-export function createPassthroughHandler(
-  route: PassthroughRoute,
-  deps: PassthroughDeps,
-): PassthroughHandler {
+export function createPassthrough(deps: PassthroughDeps): Passthrough {
+  const { limits, metrics, logger } = deps;
+  const prepare = createRequestPreparer(deps);
   const attempts = new WeakMap<IncomingMessage, ProxyAttempt>();
   const current = (req: IncomingMessage) => attempts.get(req) as ProxyAttempt;
   const channelOf = (attempt: ProxyAttempt) => attempt.candidates[attempt.index] as Channel;
+  const scrubbers = new Map<Channel, KeyScrubber>();
+  const scrubberOf = (channel: Channel) => {
+    let scrubber = scrubbers.get(channel);
+    if (!scrubber) scrubbers.set(channel, (scrubber = createKeyScrubber(channel.apiKey)));
+    return scrubber;
+  };
 
-  const retryOrFail = (attempt: ProxyAttempt, req: IncomingMessage, res: ServerResponse) => {
-    if (attempt.index + 1 < attempt.candidates.length) {
-      attempt.index += 1;
-      void proxy(req, res, attempt.fail);
+  const canFailOver = (attempt: ProxyAttempt, res: ServerResponse) =>
+    attempt.index + 1 < attempt.candidates.length &&
+    !res.headersSent &&
+    !(attempt.form?.started ?? false);
+
+  const retryOrFail = (attempt: ProxyAttempt, res: ServerResponse, err: AppError) => {
+    if (!canFailOver(attempt, res)) {
+      attempt.fail(err);
       return;
     }
-    attempt.fail(new AppError("upstream_unavailable", "No upstream channel could be reached."));
+    attempt.index += 1;
+    launch(attempt, res);
+  };
+
+  /** Counter children by channel, model and group: label lookups are hoisted off the hot path. */
+  type TokenCounter = ReturnType<Metrics["tokens"]["labels"]>;
+  const tokenCounters = new Map<string, { input: TokenCounter; output: TokenCounter }>();
+  const recordUsage = (attempt: ProxyAttempt, channel: Channel, usage: TokenUsage) => {
+    if (!attempt.route.countsUsage) return;
+    const { model } = attempt;
+    // Bounded: a made-up id that only matches a channel's glob is not a label; a forward
+    // key's model is one its gateway listed.
+    const listed =
+      model !== undefined &&
+      (deps.registry.lists(channel, model) ||
+        (attempt.principal.upstream?.models.ids.has(model) ?? false));
+    const label = listed ? (model as string) : "other";
+    const group = attempt.principal.group;
+    const key = `${channel.name}\n${label}\n${group}`;
+    let counters = tokenCounters.get(key);
+    if (!counters) {
+      const labels = { channel: channel.name, model: label, group };
+      counters = {
+        input: metrics.tokens.labels({ ...labels, type: "input" }),
+        output: metrics.tokens.labels({ ...labels, type: "output" }),
+      };
+      tokenCounters.set(key, counters);
+    }
+    if (usage.input > 0) counters.input.inc(usage.input);
+    if (usage.output > 0) counters.output.inc(usage.output);
+  };
+
+  const remember = (attempt: ProxyAttempt, channel: Channel, id: unknown): Promise<void> => {
+    if (typeof id !== "string") return Promise.resolve();
+    return deps.responseOwners
+      .remember(id, { channel: channel.name, owner: attempt.principal.subject })
+      .catch((err: unknown) => logger.warn({ err }, "could not record a response's owner"));
+  };
+
+  const answerContext = (
+    attempt: ProxyAttempt,
+    res: ServerResponse,
+    channel: Channel,
+  ): AnswerContext => {
+    const { route } = attempt;
+    return {
+      scrubber: scrubberOf(channel),
+      maxBytes: limits.maxResponseBytes,
+      onUsage: (usage) => recordUsage(attempt, channel, usage),
+      onAnswer: route.createsResponse
+        ? (answer) => remember(attempt, channel, (answer as { id?: unknown } | null)?.id)
+        : route.name === "responses_delete" && attempt.responseId !== undefined
+          ? () => void deps.responseOwners.forget(attempt.responseId as string).catch(() => {})
+          : undefined,
+      onEvent: route.createsResponse
+        ? (event) => {
+            const id = (event as { response?: { id?: unknown } } | null)?.response?.id;
+            if (typeof id !== "string") return false;
+            void remember(attempt, channel, id);
+            return true;
+          }
+        : undefined,
+      broken: (reason) => {
+        logger.warn({ channel: channel.name, reason }, "channel sent a broken answer");
+        retryOrFail(
+          attempt,
+          res,
+          new AppError("invalid_response", "The upstream channel sent a broken answer."),
+        );
+      },
+      timedOut: () => attempt.timedOut,
+      fail: attempt.fail,
+      clientGone: () => attempt.clientGone,
+    };
   };
 
   const events: Plugin = (proxyServer) => {
@@ -89,85 +167,133 @@ export function createPassthroughHandler(
       const channel = channelOf(attempt);
       attempt.upstream = proxyReq;
       attempt.sentAt = performance.now();
-      attempt.timedOut = false;
-      if (channel.apiKey) proxyReq.setHeader("authorization", `Bearer ${channel.apiKey}`);
-      proxyReq.setHeader("content-type", "application/json");
-      proxyReq.setHeader("content-length", attempt.body.length);
-      proxyReq.write(attempt.body);
-      const timeoutMs = route === "chat_completions" ? channel.timeoutMs : channel.imageTimeoutMs;
+      const authorization = upstreamAuthorization(channel, attempt.principal);
+      if (authorization) proxyReq.setHeader("authorization", authorization);
+      // Answers are scrubbed of the key, so they must arrive readable.
+      proxyReq.setHeader("accept-encoding", "identity");
+      if (attempt.body) {
+        proxyReq.setHeader("content-type", "application/json");
+        proxyReq.setHeader("content-length", attempt.body.length);
+        proxyReq.write(attempt.body);
+      } else if (attempt.form) {
+        proxyReq.setHeader("content-type", attempt.form.contentType);
+        if (attempt.form.contentLength !== undefined) {
+          proxyReq.setHeader("content-length", attempt.form.contentLength);
+        }
+        // Nothing of the form leaves before the connection is up: until then another
+        // channel can still get all of it.
+        const body = attempt.carrier as unknown as FormBody;
+        const socket = proxyReq.socket;
+        if (!socket) body.start();
+        else socket.once("encrypted" in socket ? "secureConnect" : "connect", () => body.start());
+      } else if (attempt.method !== "GET") {
+        proxyReq.setHeader("content-length", 0);
+      }
+      const timeoutMs =
+        attempt.route.timeout === "image" ? channel.imageTimeoutMs : channel.timeoutMs;
       // An idle timeout: a stream that keeps sending is never cut, a silent channel is.
       proxyReq.setTimeout(timeoutMs, () => {
         attempt.timedOut = true;
         proxyReq.destroy(new Error("upstream timeout"));
       });
-      if (res.writableEnded || attempt.clientGone) proxyReq.destroy();
+      if ((res as ServerResponse).writableEnded || attempt.clientGone) proxyReq.destroy();
     });
 
     proxyServer.on("proxyRes", (proxyRes, req, res) => {
       const attempt = current(req);
       const channel = channelOf(attempt);
+      attempt.responded = true;
       const status = proxyRes.statusCode ?? 502;
-      deps.metrics.upstreamRequests.inc({ channel: channel.name, route, outcome: String(status) });
-      deps.metrics.upstreamDuration.observe(
+      const route = attempt.route.name;
+      metrics.upstreamRequests.inc({ channel: channel.name, route, outcome: String(status) });
+      metrics.upstreamDuration.observe(
         { channel: channel.name, route },
         (performance.now() - attempt.sentAt) / 1000,
       );
-      if (status >= 500 && attempt.index + 1 < attempt.candidates.length && !res.headersSent) {
-        deps.logger.warn(
-          { channel: channel.name, status },
-          "channel answered 5xx; trying the next",
-        );
+      if (status >= 300 && status < 400) {
+        // Never followed and never handed on: a client re-sending its prompt to a
+        // channel's redirect target would leave the service's control.
         proxyRes.resume();
-        retryOrFail(attempt, req, res);
+        logger.warn({ channel: channel.name, status }, "channel answered a redirect");
+        retryOrFail(
+          attempt,
+          res,
+          new AppError(
+            "invalid_response",
+            `The upstream channel answered a redirect (HTTP ${status}).`,
+          ),
+        );
+        return;
+      }
+      if (status >= 500 && canFailOver(attempt, res)) {
+        logger.warn({ channel: channel.name, status }, "channel answered 5xx; trying the next");
+        proxyRes.resume();
+        attempt.index += 1;
+        launch(attempt, res);
         return;
       }
       if (status >= 400) {
         passOnChannelError(proxyRes, res, channel, {
-          logger: deps.logger,
+          logger,
+          scrubber: scrubberOf(channel),
           fail: attempt.fail,
           clientGone: () => attempt.clientGone,
         });
         return;
       }
-      res.statusCode = status;
-      for (const [name, value] of Object.entries(proxyRes.headers)) {
-        if (value !== undefined && !HOP_BY_HOP_HEADERS.has(name)) res.setHeader(name, value);
-      }
-      // An event stream's headers go out at once; other answers leave with their body,
-      // in one write, as a bare pipe does.
-      if (String(proxyRes.headers["content-type"]).startsWith("text/event-stream")) {
-        res.flushHeaders();
-      }
-      proxyRes.on("error", () => res.destroy());
-      proxyRes.on("aborted", () => res.destroy());
-      proxyRes.pipe(res);
+      deliverAnswer(proxyRes, res, answerContext(attempt, res, channel));
     });
 
     proxyServer.on("error", (err, req, res) => {
       const attempt = attempts.get(req);
-      if (!attempt || attempt.clientGone) return;
+      if (!attempt || attempt.clientGone || attempt.refused) return;
+      const response = res as ServerResponse;
+      if (err instanceof AppError) {
+        // The rest of the form was refused: the channel must never get a complete body.
+        attempt.refused = true;
+        attempt.upstream?.destroy();
+        attempt.fail(err);
+        return;
+      }
+      if (attempt.responded) return;
       const channel = channelOf(attempt);
       const outcome = attempt.timedOut ? "timeout" : "error";
-      deps.metrics.upstreamRequests.inc({ channel: channel.name, route, outcome });
-      const response = res as ServerResponse;
+      metrics.upstreamRequests.inc({ channel: channel.name, route: attempt.route.name, outcome });
       if (response.headersSent) {
-        // The stream was already under way: the client must see it cut, not completed.
+        // The answer was already under way: the client must see it cut, not completed.
         response.destroy();
         return;
       }
-      deps.logger.warn({ channel: channel.name, err: err.message, outcome }, "channel call failed");
+      logger.warn({ channel: channel.name, err: err.message, outcome }, "channel call failed");
       if (attempt.timedOut) {
         attempt.fail(
           new AppError("upstream_timeout", "The upstream channel did not answer in time."),
         );
         return;
       }
-      retryOrFail(attempt, req, response);
+      // A pooled connection the channel closed meanwhile: the request never reached it.
+      if (
+        attempt.upstream?.reusedSocket &&
+        (err as NodeJS.ErrnoException).code === "ECONNRESET" &&
+        !attempt.staleRetried &&
+        !attempt.form
+      ) {
+        attempt.staleRetried = true;
+        launch(attempt, response);
+        return;
+      }
+      retryOrFail(
+        attempt,
+        response,
+        new AppError("upstream_unavailable", "No upstream channel could be reached."),
+      );
     });
   };
 
   // http-proxy opens a new connection per request unless given an agent: keep-alive
   // agents (one per protocol, as Node requires) make the proxy cost about a bare pipe.
+  // Forms get a fresh connection each: a pooled one the channel closed meanwhile would
+  // fail after part of the form was sent, too late for another channel to take it.
   const proxyFor = (agent: HttpAgent) =>
     createProxyMiddleware({
       router: (req) => channelOf(current(req)).baseUrl,
@@ -177,48 +303,74 @@ export function createPassthroughHandler(
       plugins: [events],
       agent,
     });
-  const httpProxy = proxyFor(new HttpAgent({ keepAlive: true }));
-  const httpsProxy = proxyFor(new HttpsAgent({ keepAlive: true }));
-  const proxy = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) =>
-    channelOf(current(req)).baseUrl.startsWith("https:")
-      ? httpsProxy(req, res, next)
-      : httpProxy(req, res, next);
+  const proxies = {
+    http: proxyFor(new HttpAgent({ keepAlive: true })),
+    https: proxyFor(new HttpsAgent({ keepAlive: true })),
+    httpForm: proxyFor(new HttpAgent({ keepAlive: false })),
+    httpsForm: proxyFor(new HttpsAgent({ keepAlive: false })),
+  };
 
-  return async (req, res, principal, fail) => {
-    const body = requireJsonObject(req.body);
-    const model = body.model;
-    if (model === undefined || model === null || model === "") {
-      throw new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
-        param: "model",
-      });
+  function launch(attempt: ProxyAttempt, res: ServerResponse): void {
+    attempt.responded = false;
+    attempt.timedOut = false;
+    attempt.upstream = undefined;
+    const secure = channelOf(attempt).baseUrl.startsWith("https:");
+    if (attempt.form) {
+      const body = attempt.form.body();
+      const carrier = attempt.carrier;
+      // http-proxy reads a request's method, url, headers and socket, and pipes it.
+      attempt.carrier = Object.assign(body, {
+        method: carrier.method,
+        url: attempt.path,
+        headers: { ...attempt.headers },
+        httpVersion: "1.1",
+        socket: carrier.socket,
+      }) as unknown as IncomingMessage;
+      attempts.set(attempt.carrier, attempt);
+      void (secure ? proxies.httpsForm : proxies.httpForm)(attempt.carrier, res, attempt.fail);
+      return;
     }
-    if (typeof model !== "string") {
-      throw new AppError("invalid_value", "'model' must be a string.", { param: "model" });
-    }
-    const candidates = deps.access.candidates(principal, model);
-    if (candidates.length === 0) throw modelNotFound(model);
+    const req = attempt.carrier;
+    req.url = attempt.path;
+    // http-proxy copies them into its own request options.
+    req.headers = attempt.headers as IncomingMessage["headers"];
+    void (secure ? proxies.https : proxies.http)(req, res, attempt.fail);
+  }
 
+  return async (match, req, res, principal, fail) => {
+    const { route } = match;
     const attempt: ProxyAttempt = {
-      candidates,
+      route,
+      principal,
+      responseId: match.responseId,
+      candidates: [],
       index: 0,
-      // A body that passed requireJsonObject was parsed from these bytes.
-      body: getRawBody(req) as Buffer,
+      method: req.method ?? "POST",
+      // The channel's base already ends in its own /v1; only stored-response routes take a query.
+      path:
+        route.body === "none"
+          ? (req.url ?? "").slice("/v1".length)
+          : route.template.slice("/v1".length),
+      headers: forwardedRequestHeaders(req.headers),
+      carrier: req,
       fail,
       sentAt: 0,
       timedOut: false,
+      responded: false,
       clientGone: false,
+      staleRetried: false,
+      refused: false,
     };
-    attempts.set(req, attempt);
-    res.on("close", () => {
+    res.once("close", () => {
       if (!res.writableFinished) {
         attempt.clientGone = true;
         attempt.upstream?.destroy();
+        if (attempt.carrier !== req) attempt.carrier.destroy();
       }
+      attempt.form?.dispose();
     });
-    // The channel's base already ends in its own /v1.
-    req.url = (req.url ?? "").replace(/^\/v1(?=\/)/, "");
-    // http-proxy copies req.headers: drop what must not reach the channel before it does.
-    for (const header of REQUEST_HEADERS_NOT_FORWARDED) delete req.headers[header];
-    await proxy(req, res, fail);
+    await prepare(attempt, req);
+    attempts.set(req, attempt);
+    launch(attempt, res);
   };
 }

@@ -1,24 +1,28 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Readable } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Logger } from "pino";
 import type { Channel } from "../channels/channel.js";
 import { AppError } from "../http/app-error.js";
-import { HOP_BY_HOP_HEADERS } from "./hop-by-hop-headers.js";
+import { readChannelBody } from "./channel-body.js";
+import { copyResponseHeaders } from "./forwarded-headers.js";
+import type { KeyScrubber } from "./key-scrubber.js";
 
 /** How {@link passOnChannelError} reports back to the request it serves. */
 export interface ChannelErrorContext {
   logger: Logger;
-  /** Hands an error to the app's one error middleware. */
+  scrubber: KeyScrubber;
+  /** Hands an error to the one error writer. */
   fail: (err: AppError) => void;
   clientGone: () => boolean;
 }
 
+/** Larger error bodies are not OpenAI errors. */
+const MAX_ERROR_BODY_BYTES = 1024 * 1024;
+
 /**
- * A channel's error answer, read whole (error bodies are small): an OpenAI
- * error body goes on with its status, minus the channel's key should it echo
- * it; anything else (a CDN's HTML page, a bare 404 text) becomes this
- * service's own envelope, so no error is ever HTML.
+ * A channel's error answer, read whole (error bodies are small) and
+ * decoded: an OpenAI error body goes on with its status, minus the channel's
+ * key in any spelling should it echo it; anything else (a CDN's HTML page, a
+ * bare 404 text) becomes this service's own envelope, so no error is ever HTML.
  */
 export function passOnChannelError(
   proxyRes: IncomingMessage,
@@ -27,9 +31,10 @@ export function passOnChannelError(
   context: ChannelErrorContext,
 ): void {
   const status = proxyRes.statusCode ?? 502;
-  readChannelBody(proxyRes).then(
-    (text) => {
-      if (!isErrorEnvelope(text)) {
+  readChannelBody(proxyRes, MAX_ERROR_BODY_BYTES).then(
+    (body) => {
+      if (context.clientGone()) return;
+      if (!isErrorEnvelope(body)) {
         context.logger.warn(
           { channel: channel.name, status },
           "channel answered an error without an OpenAI error body",
@@ -37,22 +42,20 @@ export function passOnChannelError(
         context.fail(envelopeFor(status, proxyRes.headers["retry-after"]));
         return;
       }
-      const body = channel.apiKey ? text.split(channel.apiKey).join("[redacted]") : text;
+      const out = context.scrubber.scrub(body);
       res.statusCode = status;
-      for (const [name, value] of Object.entries(proxyRes.headers)) {
-        if (value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && !BODY_HEADERS.has(name)) {
-          res.setHeader(name, value);
-        }
-      }
+      copyResponseHeaders(
+        proxyRes.headers,
+        (name, value) => res.setHeader(name, value),
+        context.scrubber.scrubText,
+      );
       res.setHeader("content-type", "application/json");
-      res.setHeader("content-length", Buffer.byteLength(body));
-      res.end(body);
+      res.setHeader("content-length", out.length);
+      res.end(out);
     },
     () => {
       if (context.clientGone()) return;
-      context.fail(
-        new AppError("upstream_unavailable", "The upstream channel's answer was cut off."),
-      );
+      context.fail(new AppError("invalid_response", "The upstream channel's answer was cut off."));
     },
   );
 }
@@ -84,43 +87,10 @@ function envelopeFor(status: number, retryAfter: string | undefined): AppError {
   );
 }
 
-/** Headers describing a body that {@link readChannelBody} re-encodes. */
-const BODY_HEADERS = new Set(["content-length", "content-encoding", "content-type"]);
-/** Larger error bodies are not OpenAI errors. */
-const MAX_ERROR_BODY_BYTES = 1024 * 1024;
-
-/** A channel's (error) body as text, decompressed; rejects when cut off, too big or undecodable. */
-async function readChannelBody(proxyRes: IncomingMessage): Promise<string> {
-  const encoding = String(proxyRes.headers["content-encoding"] ?? "identity").toLowerCase();
-  const decoder =
-    encoding === "gzip" || encoding === "x-gzip"
-      ? createGunzip()
-      : encoding === "deflate"
-        ? createInflate()
-        : encoding === "br"
-          ? createBrotliDecompress()
-          : undefined;
-  if (!decoder && encoding !== "identity") throw new Error(`content-encoding ${encoding}`);
-  const source: Readable = decoder ? proxyRes.pipe(decoder) : proxyRes;
-  if (decoder) proxyRes.once("aborted", () => decoder.destroy(new Error("aborted")));
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of source as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ERROR_BODY_BYTES) {
-      proxyRes.destroy();
-      throw new Error("error body too large");
-    }
-    chunks.push(chunk);
-  }
-  if (!proxyRes.complete) throw new Error("cut off");
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-/** Whether `text` is an OpenAI error envelope (`{"error": {...}}`). */
-function isErrorEnvelope(text: string): boolean {
+/** Whether `body` is an OpenAI error envelope (`{"error": {...}}`). */
+function isErrorEnvelope(body: Buffer): boolean {
   try {
-    const parsed = JSON.parse(text) as { error?: unknown } | null;
+    const parsed = JSON.parse(body.toString("utf8")) as { error?: unknown } | null;
     return Boolean(parsed && typeof parsed.error === "object" && parsed.error !== null);
   } catch {
     return false;

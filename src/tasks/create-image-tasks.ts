@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type Keyv from "keyv";
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
@@ -56,6 +57,12 @@ export interface ImageTasks {
    * store (the URL signing secret; a generated encryption key, say).
    */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
+  /**
+   * A namespaced Keyv that every replica sees alike, for small entries with a
+   * TTL (Redis: in Redis; embedded stores: this process's memory, at most
+   * `maxLocalEntries`).
+   */
+  keyValue(namespace: string, maxLocalEntries: number): Keyv;
   /** Picks up what earlier processes left, starts running tasks and the periodic maintenance. */
   start(): Promise<void>;
   /**
@@ -77,7 +84,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   const logger = deps.logger.child({ component: "tasks" });
   const now = deps.now ?? Date.now;
   const limits = config.imageTasks;
-  const { store, queue, events, close } = await openTaskBackend(config, logger);
+  const { store, queue, events, keyValue, close } = await openTaskBackend(config, logger);
   let secret: string;
   try {
     secret =
@@ -134,6 +141,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     },
     ping: () => store.ping(),
     getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
+    keyValue,
 
     async start() {
       await adoptUnfinished();

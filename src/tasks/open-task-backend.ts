@@ -1,3 +1,5 @@
+import KeyvRedis from "@keyv/redis";
+import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { openRedisClient } from "../redis/open-redis-client.js";
@@ -13,6 +15,14 @@ export interface TaskBackend {
   store: TaskStore;
   queue: TaskQueue;
   events: TaskEvents;
+  /**
+   * Small entries with a TTL that every replica must see alike (which channel
+   * created a stored response, say), under their own namespace. On Redis they
+   * live in Redis with native expiry; the embedded stores belong to one
+   * process, so there they live in its memory, at most `maxLocalEntries`
+   * (the oldest go first), and do not survive a restart.
+   */
+  keyValue(namespace: string, maxLocalEntries: number): Keyv;
   /** Closes the bus and the store (the queue is stopped by its owner first). */
   close(): Promise<void>;
 }
@@ -35,6 +45,8 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
         maxConcurrent: config.imageTasks.maxConcurrent,
         handsBack: store.persistent,
       }),
+      keyValue: (namespace, maxLocalEntries) =>
+        new Keyv({ store: new BoundedMap(maxLocalEntries), namespace }),
       async close() {
         await events.close();
         await store.close();
@@ -57,6 +69,15 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       store,
       events,
       queue,
+      keyValue(namespace) {
+        const keyv = new Keyv({
+          store: new KeyvRedis(client, { throwOnErrors: true, throwOnConnectError: true }),
+          namespace: `${config.store.prefix}-${namespace}`,
+          throwOnErrors: true,
+        });
+        keyv.on("error", () => undefined); // thrown to the caller as well
+        return keyv;
+      },
       async close() {
         await events.close();
         await store.close();
@@ -66,5 +87,24 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
   } catch (err) {
     client.destroy();
     throw err;
+  }
+}
+
+/**
+ * A Map that forgets its oldest entries past `maxEntries`: Keyv drops an
+ * expired entry only when it is read, so a process-memory Keyv under steady
+ * traffic must be bounded some other way.
+ */
+export class BoundedMap<K, V> extends Map<K, V> {
+  constructor(private readonly maxEntries: number) {
+    super();
+  }
+
+  override set(key: K, value: V): this {
+    if (!this.has(key) && this.size >= this.maxEntries) {
+      const oldest = this.keys().next();
+      if (!oldest.done) this.delete(oldest.value);
+    }
+    return super.set(key, value);
   }
 }

@@ -205,6 +205,9 @@ describe("image-task-sidecar serve", () => {
     const banner = started.stdout();
     expect(banner).toContain("sk-demo-image-task-sidecar");
     expect(banner).toContain(`curl -s ${url}/v1/models`);
+    // The demo key reaches every model: the demo binds this machine only, and says so.
+    expect(new URL(url).hostname).toBe("127.0.0.1");
+    expect(banner).toContain("binds 127.0.0.1 only");
     const client = new OpenAI({
       apiKey: "sk-demo-image-task-sidecar",
       baseURL: `${url}/v1`,

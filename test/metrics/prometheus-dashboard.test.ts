@@ -43,6 +43,26 @@ async function traffic(): Promise<void> {
     headers: auth,
     body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }),
   });
+  // Token usage, plain and from the last event of a stream.
+  await (
+    await fetch(`${app.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({
+        model: "gpt-4o-mini",
+        messages: [{ role: "user", content: "hi" }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    })
+  ).text();
+  await (
+    await fetch(`${app.baseURL}/responses`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ model: "gpt-4o-mini", input: "hi", stream: true }),
+    })
+  ).text();
   await fetch(`${app.baseURL}/models`, { headers: { authorization: "Bearer sk-wrong" } });
   const submitted = await fetch(`${app.baseURL}/images/tasks`, {
     method: "POST",
@@ -65,7 +85,8 @@ beforeAll(async () => {
   if (which.error) {
     throw new Error("prometheus is not installed: `apt-get install prometheus` (.ci/run does)");
   }
-  app = await startTestApp();
+  // The whole /metrics output, Node's process metrics included.
+  app = await startTestApp({ defaultMetrics: true });
   await traffic();
   exposition = await (await fetch(`${app.url}/metrics`)).text();
 
@@ -170,5 +191,15 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
       await seen('image_task_sidecar_tasks_finished_total{status="completed",reason="ok"}'),
     ).toBe(1);
     expect(await seen("image_task_sidecar_task_queue_depth")).toBe(1);
+  });
+
+  it("counts token usage by channel, model, group and type, from plain answers and streams", async () => {
+    const value = async (expr: string) =>
+      Number(((await query(expr)).data.result[0] as { value?: [number, string] })?.value?.[1]);
+    const labels = 'channel="fake",model="gpt-4o-mini",group="default"';
+    // Chat: 5 in, 4 out, plain and streamed; responses: 7 in, 4 out.
+    expect(await value(`image_task_sidecar_tokens_total{${labels},type="input"}`)).toBe(17);
+    expect(await value(`image_task_sidecar_tokens_total{${labels},type="output"}`)).toBe(12);
+    expect(exposition).toContain("process_cpu_seconds_total");
   });
 });

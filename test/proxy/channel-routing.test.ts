@@ -142,6 +142,27 @@ describe("failover between channels", () => {
     expect(text).toBe("Hello from second!");
   });
 
+  it("sends a multipart form to the next channel when the first cannot be connected to", async () => {
+    const second = await upstream("second");
+    const app = await appWith([
+      { name: "first", baseUrl: await refusingBaseUrl(), priority: 0 },
+      { name: "second", baseUrl: second.baseUrl, priority: 1 },
+    ]);
+    const form = new FormData();
+    form.set("file", new Blob([Buffer.alloc(512 * 1024, 1)]), "a.mp3");
+    form.set("model", "gpt-4o-mini");
+    const response = await fetch(`${app.baseURL}/audio/transcriptions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${app.key}` },
+      body: form,
+    });
+    expect(await response.json()).toEqual({
+      text: "transcribed by second",
+      usage: { type: "tokens", input_tokens: 11, output_tokens: 3, total_tokens: 14 },
+    });
+    expect(second.requests[0]?.form?.files.file?.size).toBe(512 * 1024);
+  });
+
   it("skips a streaming channel answering 502 before any byte", async () => {
     const first = await upstream("first");
     const second = await upstream("second");

@@ -82,3 +82,80 @@ describe("request headers on the way to the channel", () => {
     expect((await seen).headers["proxy-authorization"]).toBeUndefined();
   });
 });
+
+describe("the header allow-list on the way to the channel", () => {
+  it("forwards only headers OpenAI-compatible APIs read: no billing picks, credentials, forwarding or query", async () => {
+    const seen = app.upstream.nextRequest("chat");
+    const response = await fetch(
+      `${app.baseURL}/chat/completions?model=gpt-4o&api-key=${app.key}`,
+      {
+        method: "POST",
+        headers: {
+          Authorization: `Bearer ${app.key}`,
+          "Content-Type": "application/json",
+          "OpenAI-Organization": "org-someone-else",
+          "OpenAI-Project": "proj_someone_else",
+          "X-Goog-Api-Key": app.key,
+          "X-API-KEY": app.key,
+          "Api-Key": app.key,
+          Cookie: `session=${app.key}`,
+          "X-Forwarded-For": "10.0.0.1",
+          "X-Forwarded-Host": "evil.example",
+          "X-Forwarded-Proto": "https",
+          Forwarded: "for=10.0.0.1",
+          "X-Real-IP": "10.0.0.1",
+          "OpenAI-Beta": "responses=v1",
+          "Idempotency-Key": "idem-1",
+          "X-Client-Request-Id": "client-1",
+          "User-Agent": "test-agent/1",
+          Accept: "application/json",
+        },
+        body,
+      },
+    );
+    expect(response.status).toBe(200);
+    const upstream = await seen;
+    expect(upstream.path).toBe("/v1/chat/completions");
+    expect(JSON.stringify(upstream.headers)).not.toContain(app.key);
+    for (const dropped of [
+      "openai-organization",
+      "openai-project",
+      "x-goog-api-key",
+      "x-api-key",
+      "api-key",
+      "cookie",
+      "x-forwarded-for",
+      "x-forwarded-host",
+      "x-forwarded-proto",
+      "forwarded",
+      "x-real-ip",
+    ]) {
+      expect(upstream.headers[dropped], dropped).toBeUndefined();
+    }
+    expect(upstream.headers).toMatchObject({
+      authorization: `Bearer ${UPSTREAM_KEY}`,
+      "openai-beta": "responses=v1",
+      "idempotency-key": "idem-1",
+      "x-client-request-id": "client-1",
+      "user-agent": "test-agent/1",
+      accept: "application/json",
+    });
+  });
+
+  it("strips the client's credentials in every casing", async () => {
+    const seen = app.upstream.nextRequest("chat");
+    await send(
+      { AUTHORIZATION: `bearer ${app.key}`, "aPi-KeY": app.key, "X-Api-Key": app.key },
+      body,
+    );
+    const upstream = await seen;
+    expect(upstream.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    expect(JSON.stringify(upstream.headers)).not.toContain(app.key);
+  });
+
+  it("never forwards a header the client's Connection header names", async () => {
+    const seen = app.upstream.nextRequest("chat");
+    await send({ connection: "keep-alive, OpenAI-Beta", "openai-beta": "assistants=v2" }, body);
+    expect((await seen).headers["openai-beta"]).toBeUndefined();
+  });
+});

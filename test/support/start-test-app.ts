@@ -34,6 +34,8 @@ export interface TestAppOptions {
   redis?: boolean | { prefix: string };
   /** Merged over the generated config (shallow, per top-level section). */
   config?: Partial<ConfigInput>;
+  /** Node's process metrics on /metrics too. Default false. */
+  defaultMetrics?: boolean;
 }
 
 export interface TestApp {
@@ -103,7 +105,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const server = await startServer({
     config,
     logger: pino({ level: "silent" }),
-    defaultMetrics: false,
+    defaultMetrics: options.defaultMetrics ?? false,
   });
   return {
     url: server.url,

@@ -1,0 +1,217 @@
+import { randomUUID } from "node:crypto";
+import { createReadStream, createWriteStream, rmSync, type WriteStream } from "node:fs";
+import type { IncomingMessage } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { AppError } from "../../http/app-error.js";
+import { bodyTimedOut, bodyTooLarge } from "../../http/read-body.js";
+import { FormScanner, formBoundary } from "./form-scanner.js";
+
+/** What of a form is kept in memory before the rest of the spool goes to a file. */
+const SPOOL_MEMORY_BYTES = 256 * 1024;
+
+/** Limits of {@link receiveFormHead}. */
+export interface FormUploadOptions {
+  /** Largest form accepted, in bytes (`server.maxUploadBytes`). */
+  maxBytes: number;
+  /** Time the whole form may take to arrive, from now, in ms (`server.bodyTimeoutSec`). */
+  timeoutMs: number;
+  /** Where spool files go. Default the OS temp directory. */
+  spoolDir?: string;
+}
+
+/** A form being received: its head (up to `model`) spooled, its rest still on the wire. */
+export interface FormUpload {
+  /** The `model` field, exactly as the channel will read it. */
+  readonly model: string;
+  /** The client's Content-Type (the boundary), sent on as is. */
+  readonly contentType: string;
+  /** The client's Content-Length, when it gave one: the channel gets the same bytes. */
+  readonly contentLength: number | undefined;
+  /** True once a body started flowing to a channel: no other channel can get the form then. */
+  readonly started: boolean;
+  /**
+   * A stream of the whole form for one channel, as the client sent it:
+   * the spool, then the rest as it arrives (scanned on the way: a second
+   * `model` field, the size limit or the deadline destroy the stream with an
+   * AppError). It sends nothing until `start()`.
+   */
+  body(): FormBody;
+  /** Removes the spool file. */
+  dispose(): void;
+}
+
+/** See {@link FormUpload.body}. */
+export type FormBody = Readable & { start(): void };
+
+/**
+ * Receives a multipart form up to its `model` field: what comes before is
+ * spooled (in memory up to 256 KiB, then to a temporary file), the rest is
+ * left on the wire until a channel is connected. The whole form is never in
+ * memory. SDKs send `model` before or after the files; either works.
+ * @throws AppError `invalid_value` (malformed, ambiguous), `missing_required_parameter`,
+ *   `request_too_large`, `request_timeout`
+ */
+export async function receiveFormHead(
+  req: IncomingMessage,
+  options: FormUploadOptions,
+): Promise<FormUpload> {
+  const contentType = String(req.headers["content-type"] ?? "");
+  const scanner = new FormScanner(formBoundary(contentType));
+  const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
+  if (encoding && encoding !== "identity") {
+    throw new AppError("invalid_value", "A multipart body must not have a Content-Encoding.");
+  }
+  const declared = req.headers["content-length"];
+  const contentLength = declared === undefined ? undefined : Number(declared);
+  if (contentLength !== undefined && contentLength > options.maxBytes) {
+    throw bodyTooLarge(options.maxBytes);
+  }
+  const deadline = performance.now() + options.timeoutMs;
+  const memory: Buffer[] = [];
+  let memoryBytes = 0;
+  let file: { path: string; stream: WriteStream } | undefined;
+  let received = 0;
+  let ended = false;
+  let started = false;
+  let disposed = false;
+  const dispose = () => {
+    if (disposed) return;
+    disposed = true;
+    if (file) {
+      file.stream.destroy();
+      rmSync(file.path, { force: true });
+    }
+  };
+
+  const spool = (chunk: Buffer): boolean => {
+    if (!file && memoryBytes + chunk.length <= SPOOL_MEMORY_BYTES) {
+      memory.push(chunk);
+      memoryBytes += chunk.length;
+      return true;
+    }
+    if (!file) {
+      const path = join(options.spoolDir ?? tmpdir(), `image-task-sidecar-form-${randomUUID()}`);
+      file = { path, stream: createWriteStream(path, { flags: "wx", mode: 0o600 }) };
+    }
+    return file.stream.write(chunk);
+  };
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const settle = (err?: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        req.off("data", onData);
+        req.off("end", onEnd);
+        req.off("close", onClose);
+        req.pause();
+        if (err) reject(err);
+        else resolve();
+      };
+      const onData = (chunk: Buffer) => {
+        received += chunk.length;
+        if (received > options.maxBytes) return settle(bodyTooLarge(options.maxBytes));
+        try {
+          scanner.push(chunk);
+        } catch (err) {
+          return settle(err);
+        }
+        if (!spool(chunk)) {
+          req.pause();
+          file?.stream.once("drain", () => req.resume());
+        }
+        // A closed form is read to its end, so what follows the close is checked too.
+        if (scanner.model !== undefined && !scanner.closed) settle();
+      };
+      const onEnd = () => {
+        ended = true;
+        try {
+          scanner.end();
+        } catch (err) {
+          return settle(err);
+        }
+        settle(
+          scanner.model === undefined
+            ? new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
+                param: "model",
+              })
+            : undefined,
+        );
+      };
+      const onClose = () => {
+        if (!req.complete) settle(new AppError("invalid_value", "The request was aborted."));
+      };
+      const timer = setTimeout(() => settle(bodyTimedOut(options.timeoutMs)), options.timeoutMs);
+      req.on("data", onData);
+      req.once("end", onEnd);
+      req.once("close", onClose);
+    });
+    if (file) {
+      const { stream } = file;
+      await new Promise<void>((resolve, reject) => {
+        stream.once("error", reject);
+        stream.end(resolve);
+      });
+    }
+  } catch (err) {
+    dispose();
+    throw err;
+  }
+
+  const spoolPath = file?.path;
+  const model = scanner.model as string;
+  async function* formBytes(gate: Promise<void>, body: () => FormBody): AsyncGenerator<Buffer> {
+    await gate;
+    yield* memory;
+    if (spoolPath) yield* createReadStream(spoolPath) as AsyncIterable<Buffer>;
+    if (ended) return;
+    const timer = setTimeout(
+      () => body().destroy(bodyTimedOut(options.timeoutMs)),
+      Math.max(0, deadline - performance.now()),
+    );
+    // The chunk that closes the form, and anything after it, wait for the end of the
+    // request: a channel must never hold a complete form that is then refused.
+    const held: Buffer[] = [];
+    try {
+      // Not destroyOnReturn: a refused form still gets its 400 on this connection.
+      for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+        received += chunk.length;
+        if (received > options.maxBytes) throw bodyTooLarge(options.maxBytes);
+        scanner.push(chunk);
+        if (scanner.closed) held.push(chunk);
+        else yield chunk;
+      }
+      scanner.end();
+    } finally {
+      clearTimeout(timer);
+    }
+    yield* held;
+  }
+
+  return {
+    model,
+    contentType,
+    contentLength,
+    get started() {
+      return started;
+    },
+    body() {
+      let open: () => void = () => {};
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const stream = Readable.from(
+        formBytes(gate, () => stream),
+        { objectMode: false },
+      ) as FormBody;
+      stream.start = () => {
+        started = true;
+        open();
+      };
+      return stream;
+    },
+    dispose,
+  };
+}

@@ -1,0 +1,132 @@
+import type { IncomingMessage } from "node:http";
+import type { Principal } from "../auth/principal.js";
+import { AppError } from "../http/app-error.js";
+import { readJsonBody } from "../http/json-body.js";
+import { requireJsonObject } from "../http/parse-body.js";
+import { readRequestBody } from "../http/read-body.js";
+import { shorten } from "../http/shorten.js";
+import type { ModelAccess } from "../models/model-access.js";
+import { modelNotFound } from "../models/model-not-found.js";
+import { candidateChannels } from "./channel-selection.js";
+import { receiveFormHead } from "./form/form-upload.js";
+import type { ProxyAttempt } from "./proxy-attempt.js";
+import type { ResponseOwners } from "./response-owners.js";
+
+/** Body limit of routes that take a prompt and a few fields. */
+export const SMALL_BODY_BYTES = 1024 * 1024;
+/** The routes on a stored response take no body; whatever a client sends is read and dropped. */
+const BY_ID_BODY_BYTES = 64 * 1024;
+
+/** Dependencies of {@link createRequestPreparer}. */
+export interface RequestPreparerDeps {
+  access: ModelAccess;
+  responseOwners: ResponseOwners;
+  limits: { maxBodyBytes: number; maxUploadBytes: number; bodyTimeoutMs: number };
+}
+
+/**
+ * Reads what a passthrough request needs before any channel is called: the
+ * model its JSON body or form names (checked unambiguous), or the stored
+ * response it names (checked owned), and from it the candidate channels.
+ * Throws the 4xx the client gets; nothing has gone upstream then.
+ */
+export function createRequestPreparer(
+  deps: RequestPreparerDeps,
+): (attempt: ProxyAttempt, req: IncomingMessage) => Promise<void> {
+  const { limits } = deps;
+
+  /** The model a JSON body names, checked; the raw bytes go on as they are. */
+  async function prepareJson(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
+    const limit =
+      attempt.route.size === "small"
+        ? Math.min(SMALL_BODY_BYTES, limits.maxBodyBytes)
+        : limits.maxBodyBytes;
+    const parsed = await readJsonBody(req, { limit, timeoutMs: limits.bodyTimeoutMs });
+    const body = requireJsonObject(parsed?.value);
+    if ((parsed?.modelKeys ?? 0) > 1) {
+      // Parsers disagree on such a body (first or last wins, keys matched in any case):
+      // the channel could read another model than the one checked here.
+      throw new AppError(
+        "invalid_value",
+        "The request body names 'model' more than once (keys are matched in any case); send one 'model'.",
+        { param: "model" },
+      );
+    }
+    attempt.model = modelOf(body.model);
+    attempt.body = parsed?.raw;
+    attempt.candidates = candidateChannels(deps, attempt.principal, attempt.model);
+    const previous = body.previous_response_id;
+    if (attempt.route.createsResponse && typeof previous === "string") {
+      // A previous response lives on one channel and belongs to one key.
+      const owner = await ownedResponse(previous, attempt.principal, "previous_response_id");
+      attempt.candidates = attempt.candidates.filter((channel) => channel.name === owner.channel);
+    }
+    if (attempt.candidates.length === 0) throw modelNotFound(attempt.model);
+  }
+
+  async function prepareForm(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
+    const form = await receiveFormHead(req, {
+      maxBytes: limits.maxUploadBytes,
+      timeoutMs: limits.bodyTimeoutMs,
+    });
+    attempt.form = form;
+    if (attempt.clientGone) form.dispose();
+    attempt.model = modelOf(form.model);
+    attempt.candidates = candidateChannels(deps, attempt.principal, attempt.model);
+    if (attempt.candidates.length === 0) throw modelNotFound(attempt.model);
+  }
+
+  async function prepareById(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
+    await readRequestBody(req, { limit: BY_ID_BODY_BYTES, timeoutMs: limits.bodyTimeoutMs });
+    const owner = await ownedResponse(attempt.responseId as string, attempt.principal, null);
+    const channel = deps.access.channelFor(attempt.principal, owner.channel);
+    if (!channel) throw responseNotFound(attempt.responseId as string, null);
+    attempt.candidates = [channel];
+  }
+
+  async function ownedResponse(id: string, principal: Principal, param: string | null) {
+    let owner;
+    try {
+      owner = await deps.responseOwners.lookup(id);
+    } catch (err) {
+      throw new AppError("store_unavailable", "The service's store cannot be reached.", {
+        cause: err,
+      });
+    }
+    if (!owner || owner.owner !== principal.subject) throw responseNotFound(id, param);
+    return owner;
+  }
+
+  return (attempt, req) => {
+    const { body } = attempt.route;
+    if (body === "none") return prepareById(attempt, req);
+    if (body === "form" || (body === "form-or-json" && isMultipart(req))) {
+      return prepareForm(attempt, req);
+    }
+    return prepareJson(attempt, req);
+  };
+}
+
+function isMultipart(req: IncomingMessage): boolean {
+  return /^multipart\/form-data\b/i.test(req.headers["content-type"] ?? "");
+}
+
+/** The `model` of a body or form, or the 400 naming it. */
+function modelOf(model: unknown): string {
+  if (model === undefined || model === null || model === "") {
+    throw new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
+      param: "model",
+    });
+  }
+  if (typeof model !== "string") {
+    throw new AppError("invalid_value", "'model' must be a string.", { param: "model" });
+  }
+  return model;
+}
+
+/** One answer for "unknown" and "another key's", so ids cannot be probed. */
+function responseNotFound(id: string, param: string | null): AppError {
+  return new AppError("response_not_found", `No response found with id '${shorten(id)}'.`, {
+    param,
+  });
+}

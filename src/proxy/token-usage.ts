@@ -1,0 +1,132 @@
+/** Tokens an answer reports, in the two spellings OpenAI's APIs use. */
+export interface TokenUsage {
+  input: number;
+  output: number;
+}
+
+const count = (value: unknown): number =>
+  typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
+
+/**
+ * The token usage of an OpenAI answer or stream event: `usage` of chat,
+ * completions, embeddings and images (`prompt_tokens`/`completion_tokens` or
+ * `input_tokens`/`output_tokens`), or `response.usage` of a Responses API
+ * event. `undefined` when there is none (or it counts seconds, as audio may).
+ */
+export function usageOf(answer: unknown): TokenUsage | undefined {
+  if (!answer || typeof answer !== "object") return undefined;
+  const record = answer as { usage?: unknown; response?: { usage?: unknown } | null };
+  const usage = (record.usage ?? record.response?.usage) as Record<string, unknown> | null;
+  if (!usage || typeof usage !== "object") return undefined;
+  const input = count(usage.prompt_tokens ?? usage.input_tokens);
+  const output = count(usage.completion_tokens ?? usage.output_tokens);
+  if (input === 0 && output === 0) return undefined;
+  return { input, output };
+}
+
+const USAGE_MARK = Buffer.from('"usage"');
+const LF = 0x0a;
+/** Events larger than this are passed on but not read for usage. */
+const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Watches an event stream for token usage and for the events a caller asks
+ * about, without holding a byte back: chunks are only looked at after they
+ * were passed on. Keeps the current unfinished event and parses only events
+ * that mention `"usage"` (the last one of a chat stream, `response.completed`
+ * of the Responses API) or, while `wantEvent` is set, the first events.
+ */
+export class EventStreamTap {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private skipping = false;
+  private endedInLineFeed = false;
+  /** The last usage the stream reported. */
+  usage: TokenUsage | undefined;
+
+  /** Events still shown to `wantEvent`. */
+  private eventsLeft = 8;
+
+  /** @param wantEvent called with each of the first events until it returns true */
+  constructor(private wantEvent?: (event: unknown) => boolean) {}
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    // A blank line split across two chunks.
+    if (this.endedInLineFeed) {
+      if (chunk[0] === LF) start = 1;
+      else if (chunk[0] === 0x0d && chunk[1] === LF) start = 2;
+      if (start > 0) this.finishEvent();
+    }
+    this.endedInLineFeed = chunk[chunk.length - 1] === LF;
+    for (;;) {
+      const end = eventEnd(chunk, start);
+      if (end === -1) break;
+      this.take(chunk.subarray(start, end));
+      this.finishEvent();
+      start = end;
+    }
+    if (start < chunk.length) this.take(chunk.subarray(start));
+  }
+
+  /** The stream ended: a last event without its blank line still counts. */
+  end(): void {
+    this.finishEvent();
+  }
+
+  private take(piece: Buffer): void {
+    if (this.skipping) return;
+    this.pendingBytes += piece.length;
+    if (this.pendingBytes > MAX_EVENT_BYTES) {
+      this.skipping = true;
+      this.pending = [];
+      return;
+    }
+    this.pending.push(piece);
+  }
+
+  private finishEvent(): void {
+    const pieces = this.pending;
+    const skipped = this.skipping;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.skipping = false;
+    if (skipped || pieces.length === 0) return;
+    const event = pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces);
+    const wanted = this.wantEvent !== undefined;
+    if (!wanted && event.indexOf(USAGE_MARK) === -1) return;
+    const data = dataOf(event);
+    if (data === undefined) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      return;
+    }
+    this.usage = usageOf(parsed) ?? this.usage;
+    if (this.wantEvent && (this.wantEvent(parsed) || --this.eventsLeft === 0)) {
+      this.wantEvent = undefined;
+    }
+  }
+}
+
+/** Index just past the blank line ending the event that starts at or after `from`, or -1. */
+function eventEnd(chunk: Buffer, from: number): number {
+  for (let i = chunk.indexOf(LF, from); i !== -1; i = chunk.indexOf(LF, i + 1)) {
+    const next = chunk[i + 1];
+    if (next === LF) return i + 2;
+    if (next === 0x0d && chunk[i + 2] === LF) return i + 3;
+  }
+  return -1;
+}
+
+/** The `data:` lines of one event, joined as the SSE spec says. */
+function dataOf(event: Buffer): string | undefined {
+  let data: string | undefined;
+  for (const line of event.toString("utf8").split(/\r?\n/)) {
+    if (!line.startsWith("data:")) continue;
+    const value = line.slice(line[5] === " " ? 6 : 5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data === undefined || data === "[DONE]" ? undefined : data;
+}

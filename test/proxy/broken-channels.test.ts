@@ -1,0 +1,157 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ConfigInput } from "../../src/config/config-schema.js";
+import { expectError } from "../http/error-envelope.js";
+import { startFakeUpstream, type FakeRoute, type FakeUpstream } from "../support/fake-upstream.js";
+import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
+
+// A channel that answers 200 and then resets, truncates its JSON, sends something that is
+// not JSON or stalls must never reach the client as a 200 with a broken body.
+const MODELS = ["gpt-4o-mini", "gpt-image-1"];
+let first: FakeUpstream;
+let second: FakeUpstream;
+let single: TestApp;
+let pair: TestApp;
+
+async function appOn(...upstreams: FakeUpstream[]): Promise<TestApp> {
+  return startTestApp({
+    upstream: upstreams[0],
+    config: {
+      channels: upstreams.map((upstream, index) => ({
+        name: `channel-${index}`,
+        baseUrl: upstream.baseUrl,
+        apiKey: UPSTREAM_KEY,
+        models: MODELS,
+        priority: index,
+        timeoutSec: 1,
+        imageTimeoutSec: 1,
+      })) as ConfigInput["channels"],
+    },
+  });
+}
+
+beforeAll(async () => {
+  first = await startFakeUpstream({ name: "first" });
+  second = await startFakeUpstream({ name: "second" });
+  single = await appOn(first);
+  pair = await appOn(first, second);
+});
+afterEach(() => {
+  first.reset();
+  second.reset();
+});
+afterAll(async () => {
+  await single.close();
+  await pair.close();
+  await first.close();
+  await second.close();
+});
+
+interface Case {
+  route: FakeRoute;
+  path: string;
+  body: () => { body: string | FormData; json: boolean };
+}
+const json = (body: unknown) => () => ({ body: JSON.stringify(body), json: true });
+const form = (fields: Record<string, string>) => () => {
+  const data = new FormData();
+  for (const [name, value] of Object.entries(fields)) data.set(name, value);
+  data.set("file", new Blob([Buffer.alloc(4096, 1)]), "input.png");
+  return { body: data, json: false };
+};
+const JSON_CASES: Case[] = [
+  { route: "chat", path: "/chat/completions", body: json({ model: "gpt-4o-mini", messages: [] }) },
+  { route: "responses", path: "/responses", body: json({ model: "gpt-4o-mini", input: "hi" }) },
+  { route: "embeddings", path: "/embeddings", body: json({ model: "gpt-4o-mini", input: "hi" }) },
+  {
+    route: "completions",
+    path: "/completions",
+    body: json({ model: "gpt-4o-mini", prompt: "hi" }),
+  },
+  { route: "moderations", path: "/moderations", body: json({ model: "gpt-4o-mini", input: "hi" }) },
+  {
+    route: "images",
+    path: "/images/generations",
+    body: json({ model: "gpt-image-1", prompt: "x" }),
+  },
+];
+const FORM_CASES: Case[] = [
+  { route: "edits", path: "/images/edits", body: form({ model: "gpt-image-1", prompt: "x" }) },
+  { route: "variations", path: "/images/variations", body: form({ model: "gpt-image-1" }) },
+  { route: "transcriptions", path: "/audio/transcriptions", body: form({ model: "gpt-4o-mini" }) },
+  { route: "translations", path: "/audio/translations", body: form({ model: "gpt-4o-mini" }) },
+];
+const ALL = [...JSON_CASES, ...FORM_CASES];
+
+function call(app: TestApp, { path, body }: Case): Promise<Response> {
+  const { body: payload, json: isJson } = body();
+  return fetch(`${app.baseURL}${path}`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${app.key}`,
+      ...(isJson ? { "content-type": "application/json" } : {}),
+    },
+    body: payload,
+  });
+}
+
+const broken = ["cut", "truncated", "garbage"] as const;
+
+describe.each(ALL)("$path, on a broken channel", (test) => {
+  it.each(broken)("%s: 502 invalid_response, never a 200 with a broken body", async (kind) => {
+    first.behave(test.route, { kind });
+    await expectError(await call(single, test), 502, "invalid_response");
+  });
+
+  it("stalling after its headers: 504 upstream_timeout after the channel's timeoutSec", async () => {
+    first.behave(test.route, { kind: "stall" });
+    await expectError(await call(single, test), 504, "upstream_timeout");
+  });
+});
+
+describe.each(JSON_CASES)("$path, failing over", (test) => {
+  it.each(broken)("%s on the first channel: the second one answers", async (kind) => {
+    first.behave(test.route, { kind });
+    const response = await call(pair, test);
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    expect(second.requests).toHaveLength(1);
+  });
+});
+
+describe("forms, once streamed to a channel", () => {
+  it.each(FORM_CASES)("$path is not sent to another channel: 502", async (test) => {
+    first.behave(test.route, { kind: "garbage" });
+    await expectError(await call(pair, test), 502, "invalid_response");
+    expect(second.requests).toHaveLength(0);
+  });
+});
+
+describe("streams and binary answers", () => {
+  it.each([
+    ["chat", "/chat/completions", { model: "gpt-4o-mini", messages: [], stream: true }],
+    ["responses", "/responses", { model: "gpt-4o-mini", input: "hi", stream: true }],
+  ] as const)(
+    "a %s stream that stalls is closed after timeoutSec, never looking complete",
+    async (route, path, body) => {
+      first.behave(route, { kind: "stall" });
+      const response = await fetch(`${single.baseURL}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${single.key}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(response.status).toBe(200);
+      await expect(response.text()).rejects.toThrow();
+    },
+  );
+
+  it("speech cut mid-body reaches the client cut, not complete", async () => {
+    first.behave("speech", { kind: "cut" });
+    const response = await fetch(`${single.baseURL}/audio/speech`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${single.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o-mini", input: "hi", voice: "alloy" }),
+    });
+    expect(response.status).toBe(200);
+    await expect(response.arrayBuffer()).rejects.toThrow();
+  });
+});

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { FormScanner, formBoundary } from "../../src/proxy/form/form-scanner.js";
+
+const B = "XyZ";
+const part = (name: string, value: string, extra = "") =>
+  `--${B}\r\nContent-Disposition: form-data; name="${name}"${extra}\r\n\r\n${value}\r\n`;
+const end = `--${B}--\r\n`;
+
+/** Scans `text` cut into pieces of `size` bytes. */
+function scan(text: string, size = text.length): FormScanner {
+  const scanner = new FormScanner(B);
+  const bytes = Buffer.from(text);
+  for (let at = 0; at < bytes.length; at += size) scanner.push(bytes.subarray(at, at + size));
+  scanner.end();
+  return scanner;
+}
+
+describe("FormScanner", () => {
+  it("finds the model field wherever the chunks are cut", () => {
+    const text =
+      part("file", "bytes\r\n--XyZnot-a-delimiter-but-refused".slice(0, 5), '; filename="a.png"') +
+      part("model", "gpt-image-1") +
+      end;
+    for (let size = 1; size <= text.length; size += 1)
+      expect(scan(text, size).model).toBe("gpt-image-1");
+  });
+
+  it("refuses what parsers could split or name differently", () => {
+    const bad = [
+      `preamble\r\n${part("model", "m")}${end}`,
+      `${part("file", `x\r\n--${B}X`)}${end}`,
+      `${part("model", "m")}${end}trailing data`,
+      `${part("model", "a")}${part("model", "b")}${end}`,
+      `${part("Model", "a")}${end}`,
+      `--${B}\r\nContent-Disposition: form-data; name="model"\r\n  folded\r\n\r\nm\r\n${end}`,
+      `${part("model", "m".repeat(2000))}${end}`,
+      `${part("file", "x")}`,
+    ];
+    for (const text of bad) expect(() => scan(text), text.slice(0, 60)).toThrow();
+  });
+
+  it("reads the boundary strictly", () => {
+    expect(formBoundary(`multipart/form-data; boundary=${B}`)).toBe(B);
+    expect(formBoundary('multipart/form-data; boundary="a b"')).toBe("a b");
+    for (const type of [
+      "application/json",
+      "multipart/form-data",
+      "multipart/form-data; boundary=a; boundary=b",
+      `multipart/form-data; boundary=${"x".repeat(71)}`,
+    ]) {
+      expect(() => formBoundary(type), type).toThrow();
+    }
+  });
+});
