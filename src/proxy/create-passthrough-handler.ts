@@ -71,7 +71,11 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
   const scrubbers = new Map<Channel, KeyScrubber>();
   const scrubberOf = (channel: Channel) => {
     let scrubber = scrubbers.get(channel);
-    if (!scrubber) scrubbers.set(channel, (scrubber = createKeyScrubber(channel.apiKey)));
+    if (scrubber) return scrubber;
+    scrubber = createKeyScrubber(channel.apiKey);
+    // Configured channels are few and kept; a forward key's channel is a copy made for one
+    // call (bound to that key), so caching it would grow with every request.
+    if (deps.registry.channels.includes(channel)) scrubbers.set(channel, scrubber);
     return scrubber;
   };
 
