@@ -64,6 +64,8 @@ export function createApp(deps: AppDeps): RequestListener {
   app.use(
     createTasksRouter({
       jsonBody: json,
+      uploadJsonBody: createJsonBody(config.server.maxUploadBytes),
+      maxUploadBytes: config.server.maxUploadBytes,
       tasks: deps.tasks,
       publicBaseUrl: config.server.publicBaseUrl,
       pollIntervalSec: config.imageTasks.pollIntervalSec,

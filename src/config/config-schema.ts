@@ -82,6 +82,11 @@ export const serverSchema = z
     /** Largest request body accepted, in bytes. Default 20 MiB (OpenAI's own cap for chat). */
     maxBodyBytes: positiveInt("bytes").default(20 * 1024 * 1024),
     /**
+     * Largest upload (`multipart/form-data` body, or an image edit's JSON with
+     * `data:` URLs), in bytes. Default 64 MiB.
+     */
+    maxUploadBytes: positiveInt("bytes").default(64 * 1024 * 1024),
+    /**
      * Secret that signs image URLs. Default: a random one kept in the store,
      * so URLs survive restarts and are valid on every replica.
      */

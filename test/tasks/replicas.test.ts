@@ -307,7 +307,8 @@ describe("Redis going away", () => {
     expect((await listKeys(prefix)).length).toBeGreaterThan(baseline.length);
     // Records, images and idempotency keys expire; the sweep empties the indexes.
     await waitUntil(async () => (await getTask(replica!, ids[2]!)).status === 404, "expiry");
-    const mentionsTask = (key: string) => /::(task|image|idem|owner):|task_/.test(key);
+    const mentionsTask = (key: string) =>
+      /::(task|image|input|idem|owner|owned:[a-z_]+):|webhook-outbox|task_/.test(key);
     await waitUntil(
       async () => (await listKeys(prefix)).filter(mentionsTask).length === 0,
       "every task's keys to go",
@@ -315,7 +316,7 @@ describe("Redis going away", () => {
     // What stays is a fixed set of small keys (BullMQ's counters and capped event
     // stream, the signing secret, the creation sequence), however many tasks ran.
     const fixed =
-      /::(bull:image-tasks:(meta|id|events|stalled-check)|meta:url-signing-secret|sequence)$/;
+      /::(bull:(image-tasks|webhooks):(meta|id|events|stalled-check)|meta:url-signing-secret|sequence)$/;
     for (const key of [...baseline, ...(await listKeys(prefix))]) expect(key).toMatch(fixed);
   });
 });

@@ -1,6 +1,7 @@
 import { Queue, WaitingError, Worker, createNodeRedisClient, type Job } from "bullmq";
 import type { Logger } from "pino";
 import { watchRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
+import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import { redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../task-events.js";
 import type { LeaseEnd, QueueEntry, TaskHandler, TaskQueue } from "./task-queue.js";
@@ -73,7 +74,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     // BullMQ's event stream is read by no one here: keep it short.
     streams: { events: { maxLen: 100 } },
   });
-  onceAnOutage(queue, logger, "queue");
+  logQueueOutages(queue, logger, "queue");
   let worker: Worker<JobData> | undefined;
   let workerClient: RedisClient | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -208,7 +209,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
             Math.min(1000 * 2 ** (attemptsMade - 1), 30_000),
         },
       });
-      onceAnOutage(worker, logger, "worker");
+      logQueueOutages(worker, logger, "worker");
       const running = worker;
       // Another process may hold the task now: stop the upstream call, write nothing.
       running.on("lockRenewalFailed", (jobIds: string[]) => {
@@ -237,18 +238,4 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
       await queue.close();
     },
   };
-}
-
-/** BullMQ reports each failed reconnect as an `error` event: log one line per outage. */
-function onceAnOutage(
-  emitter: { on(event: "error", listener: (err: Error) => void): unknown },
-  logger: Logger,
-  name: string,
-): void {
-  let last = 0;
-  emitter.on("error", (err: Error) => {
-    if (Date.now() - last < 60_000) return;
-    last = Date.now();
-    logger.warn({ err: err.message, component: name }, "task queue error");
-  });
 }
