@@ -67,6 +67,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       client,
       prefix: config.store.prefix,
       config: config.webhooks,
+      leaseMs: config.imageTasks.leaseSec * 1000,
       logger: logger.child({ component: "webhooks" }),
     });
     return {

@@ -29,6 +29,11 @@ export interface BullmqWebhookQueueOptions {
   /** The deployment's namespace (`store.prefix`). */
   prefix: string;
   config: WebhooksConfig;
+  /**
+   * Job lock duration (`imageTasks.leaseSec`): the attempts of a replica that
+   * died are made again elsewhere within about three times this.
+   */
+  leaseMs: number;
   logger: Logger;
 }
 
@@ -95,6 +100,8 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
         connection: createNodeRedisClient(workerClient),
         prefix,
         concurrency: config.maxConcurrent,
+        lockDuration: options.leaseMs,
+        stalledInterval: options.leaseMs,
         // An attempt that died with its replica is not a failed attempt: never give up on it.
         maxStalledCount: Number.MAX_SAFE_INTEGER,
         runRetryDelay: 5_000,

@@ -6,6 +6,8 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+import busboy from "busboy";
 import { encodePng } from "../../src/demo/png-encoder.js";
 
 /** How a route answers. */
@@ -36,8 +38,22 @@ export interface RecordedRequest {
   /** `req.url` as sent: path and query, e.g. `/v1/chat/completions`. */
   path: string;
   headers: IncomingHttpHeaders;
-  /** Parsed JSON, the raw string if not JSON, `undefined` if the body was empty. */
+  /**
+   * Parsed JSON, the raw string if not JSON, `undefined` if the body was empty. An image edit
+   * (multipart): its text fields as an object.
+   */
   body: unknown;
+  /** An image edit's `multipart/form-data` parts, in order, files byte for byte. */
+  parts?: MultipartPart[];
+}
+
+/** One part of a multipart body the fake received. */
+export interface MultipartPart {
+  name: string;
+  /** Set for file parts. */
+  filename?: string;
+  contentType?: string;
+  data: Buffer;
 }
 
 export interface FakeUpstreamOptions {
@@ -47,7 +63,7 @@ export interface FakeUpstreamOptions {
   name?: string;
 }
 
-export type FakeRoute = "chat" | "images" | "models";
+export type FakeRoute = "chat" | "images" | "models" | "edits";
 
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/v1` */
@@ -56,9 +72,9 @@ export interface FakeUpstream {
   origin: string;
   /** Every request, in order of arrival (recorded once its body is read). */
   requests: RecordedRequest[];
-  /** Image generations being answered right now. */
+  /** Image generations (and edits) being answered right now. */
   readonly inFlight: number;
-  /** The most image generations seen at once. */
+  /** The most image generations (and edits) seen at once. */
   readonly maxInFlight: number;
   /** The most image generations with one prompt seen at once (a task run twice at once shows as 2). */
   readonly maxInFlightPerPrompt: number;
@@ -102,8 +118,51 @@ const TINY_PNG_B64 = encodePng({
 function routeOf(method: string, pathname: string): FakeRoute | undefined {
   if (method === "POST" && pathname === "/v1/chat/completions") return "chat";
   if (method === "POST" && pathname === "/v1/images/generations") return "images";
+  if (method === "POST" && pathname === "/v1/images/edits") return "edits";
   if (method === "GET" && /^\/v1\/models(\/[^/]+)?$/.test(pathname)) return "models";
   return undefined;
+}
+
+/** Parts of a `multipart/form-data` body, read with busboy; undefined when it is not one. */
+async function readParts(req: IncomingMessage): Promise<MultipartPart[] | undefined> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+  const parts: MultipartPart[] = [];
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: req.headers });
+  } catch {
+    return undefined;
+  }
+  const files: Array<Promise<void>> = [];
+  parser.on("field", (name, value) => parts.push({ name, data: Buffer.from(value) }));
+  parser.on("file", (name, stream, info) => {
+    const part: MultipartPart = {
+      name,
+      filename: info.filename,
+      contentType: info.mimeType,
+      data: Buffer.alloc(0),
+    };
+    parts.push(part);
+    const data: Buffer[] = [];
+    files.push(
+      new Promise((resolve) => {
+        stream.on("data", (chunk: Buffer) => data.push(chunk));
+        stream.on("end", () => {
+          part.data = Buffer.concat(data);
+          resolve();
+        });
+      }),
+    );
+  });
+  const done = new Promise<void>((resolve, reject) => {
+    parser.on("close", resolve);
+    parser.on("error", reject);
+  });
+  Readable.from([Buffer.concat(chunks)]).pipe(parser);
+  await done;
+  await Promise.all(files);
+  return parts;
 }
 
 function errorEnvelope(message: string, type: string, code: string | null): unknown {
@@ -285,26 +344,33 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     let serverDestroyed = false;
     const arrivedIn = epoch;
 
-    if (route === "images") {
+    const generating = route === "images" || route === "edits";
+    if (generating) {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
     }
     res.once("close", () => {
       if (arrivedIn !== epoch) return;
-      if (route === "images") inFlight--;
+      if (generating) inFlight--;
       if (!res.writableFinished && !serverDestroyed && !closing) aborted++;
     });
     res.setHeader("x-fake-upstream", name);
 
+    const parts = route === "edits" ? await readParts(req) : undefined;
     const recorded: RecordedRequest = {
       method,
       path: req.url ?? "/",
       headers: req.headers,
-      body: await readBody(req),
+      body: parts
+        ? Object.fromEntries(
+            parts.filter((part) => !part.filename).map((p) => [p.name, p.data.toString()]),
+          )
+        : await readBody(req),
+      ...(parts ? { parts } : {}),
     };
     requests.push(recorded);
     const prompt = (recorded.body as { prompt?: unknown } | undefined)?.prompt;
-    if (route === "images" && typeof prompt === "string" && arrivedIn === epoch && !res.destroyed) {
+    if (generating && typeof prompt === "string" && arrivedIn === epoch && !res.destroyed) {
       const now = (inFlightByPrompt.get(prompt) ?? 0) + 1;
       inFlightByPrompt.set(prompt, now);
       maxInFlightPerPrompt = Math.max(maxInFlightPerPrompt, now);
@@ -369,6 +435,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         if (behavior.delayMs && !(await pause(res, behavior.delayMs))) return;
         if (route === "chat") await answerChat(res, recorded.body);
         else if (route === "images") answerImages(res, recorded.body);
+        else if (route === "edits") {
+          const n = Number((recorded.body as { n?: string } | undefined)?.n ?? 1);
+          answerImages(res, { n });
+        }
         else answerModels(res, pathname);
         return;
     }

@@ -25,6 +25,10 @@ import {
   type Target,
 } from "./task-api.js";
 
+/** A 1x1 PNG, for answers the test writes itself. */
+const PNG_B64 =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
 /*
  * Several real service processes (the built bin) on one Redis, in front of a
  * fake upstream that counts concurrent generations: what an operator running
@@ -180,6 +184,53 @@ describe("three replicas on one Redis", () => {
       () => upstream.inFlight === 2 && upstream.requests.length === 4,
       "the next two",
     );
+  });
+});
+
+describe("waiting across replicas", () => {
+  it("answers ?wait=N on one replica the moment the task finishes on another", async () => {
+    upstream.reset();
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let answeredAt = 0;
+    upstream.behave("images", {
+      kind: "custom",
+      async respond(_req, res) {
+        await gate;
+        answeredAt = performance.now();
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ created: 1, data: [{ b64_json: PNG_B64 }] }));
+      },
+    });
+    const configFile = await clusterConfig({ maxConcurrent: 1 });
+    // The task runs on the first replica: the second does not exist yet when it starts.
+    const [runner] = await startReplicas(configFile, 1);
+    const id = await submitOk(target(runner!), { prompt: "finish elsewhere" });
+    await waitUntil(() => upstream.inFlight === 1, "the first replica to run the task");
+    const [waiter] = await startReplicas(configFile, 1);
+
+    const waiting = call(target(waiter!), "GET", `/v1/images/tasks/${id}?wait=20`);
+    let answered = false;
+    void waiting.then(() => (answered = true));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(answered).toBe(false);
+    open();
+    const answer = await waiting;
+    const latency = performance.now() - answeredAt;
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body.status).toBe("completed");
+    // Heard over Redis pub/sub within milliseconds, not after a poll tick or the 20 s.
+    expect(latency).toBeLessThan(500);
+
+    // Prefer: wait on the other replica answers 200 once the task finishes anywhere.
+    upstream.behave("images", { kind: "ok", delayMs: 200 });
+    const preferred = await submit(
+      target(waiter!),
+      { prompt: "prefer across" },
+      { headers: { Prefer: "wait=20" } },
+    );
+    expect(preferred.status, preferred.text).toBe(200);
+    expect(preferred.headers.get("preference-applied")).toBe("wait=20");
   });
 });
 
