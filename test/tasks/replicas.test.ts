@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
 import {
@@ -12,6 +13,7 @@ import {
 } from "../support/redis.js";
 import { serve, spawnServe, writeConfig, type ServedProcess } from "../support/serve-process.js";
 import { TEST_KEYS, UPSTREAM_KEY } from "../support/start-test-app.js";
+import { headerRecord, startWebhookReceiver } from "../webhooks/webhook-receiver.js";
 import {
   PNG_MAGIC,
   call,
@@ -51,6 +53,7 @@ interface ClusterOptions {
   maxConcurrent?: number;
   leaseSec?: number;
   shutdownGraceSec?: number;
+  webhooks?: Record<string, unknown>;
 }
 
 /** A deployment's config: every replica gets the same one. */
@@ -85,6 +88,7 @@ async function clusterConfig(options: ClusterOptions = {}): Promise<string> {
       leaseSec: options.leaseSec ?? 1,
       pollIntervalSec: 1,
     },
+    ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
 }
 
@@ -254,6 +258,36 @@ describe("a replica that dies or stops", () => {
     }
     expect(upstream.maxInFlight).toBeLessThanOrEqual(2);
     expect(upstream.maxInFlightPerPrompt).toBe(1);
+  });
+
+  it("SIGKILLed mid-delivery: another replica makes the webhook attempt again, same webhook-id", async () => {
+    upstream.reset();
+    const secret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
+    // The first attempt is never answered: its replica dies holding it.
+    const receiver = await startWebhookReceiver((res, _request, n) => {
+      if (n > 1) res.writeHead(200).end();
+    });
+    onTestFinished(() => receiver.close());
+    const configFile = await clusterConfig({
+      leaseSec: 1,
+      webhooks: { secret, allowPrivateNetworks: true, timeoutSec: 60 },
+    });
+    const [doomed] = await startReplicas(configFile, 1);
+    const id = await submitOk(target(doomed!), { prompt: "hook", webhook_url: receiver.url });
+    await receiver.received(1);
+    const [survivor] = await startReplicas(configFile, 1);
+    doomed!.child.kill("SIGKILL");
+    await doomed!.exited;
+    await receiver.received(2);
+    const [first, second] = receiver.requests;
+    expect(second!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
+    const event = new Webhook(secret).verify(second!.body, headerRecord(second!.headers)) as {
+      data: { id: string };
+    };
+    expect(event.data.id).toBe(id);
+    expect((await getTask(target(survivor!), id)).body.status).toBe("completed");
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(receiver.requests).toHaveLength(2);
   });
 
   it("SIGTERMed: hands its running tasks to another replica at once, not after a lease expiry", async () => {
