@@ -31,8 +31,6 @@ export interface AppDeps {
   access: ModelAccess;
   /** The async image-task feature (service, image reads, store health). */
   tasks: ImageTasks;
-  /** The service's own `/v1` URL, for the MCP endpoint's API client. */
-  selfBaseUrl: () => string;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
   isStopping: () => boolean;
 }
@@ -75,7 +73,8 @@ export function createApp(deps: AppDeps): RequestListener {
     "/mcp",
     auth,
     createMcpRouter({
-      apiBaseUrl: deps.selfBaseUrl,
+      tasks: deps.tasks,
+      pollIntervalSec: config.imageTasks.pollIntervalSec,
       publicBaseUrl: config.server.publicBaseUrl,
       logger,
     }),

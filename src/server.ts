@@ -87,7 +87,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   }
 
   let stopping = false;
-  let selfBaseUrl = "";
   const app = createApp({
     config,
     metrics,
@@ -96,7 +95,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     registry,
     access,
     tasks,
-    selfBaseUrl: () => selfBaseUrl,
     isStopping: () => stopping,
   });
 
@@ -117,7 +115,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     ? "127.0.0.1"
     : config.server.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  selfBaseUrl = `${url}/v1`;
   const metricsListener = await startMetricsListener({
     config: config.metrics,
     defaultHost: config.server.host,
