@@ -438,8 +438,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         else if (route === "edits") {
           const n = Number((recorded.body as { n?: string } | undefined)?.n ?? 1);
           answerImages(res, { n });
-        }
-        else answerModels(res, pathname);
+        } else answerModels(res, pathname);
         return;
     }
   };
