@@ -13,6 +13,6 @@ export function logQueueOutages(
   emitter.on("error", (err: Error) => {
     if (Date.now() - last < 60_000) return;
     last = Date.now();
-    logger.warn({ err: err.message, component }, "task queue error");
+    logger.warn({ err: err.message, component }, "queue error");
   });
 }

@@ -9,7 +9,8 @@ import {
 import type { Logger } from "pino";
 import type { WebhooksConfig } from "../config/config-schema.js";
 import { logQueueOutages } from "../redis/log-queue-outages.js";
-import { watchRedisClient, type RedisClient } from "../redis/open-redis-client.js";
+import { openWorkerConnection, stopWorker } from "../redis/bullmq-worker.js";
+import type { RedisClient } from "../redis/open-redis-client.js";
 import { retryDelaySec } from "./delivery-policy.js";
 import type { WebhookDelivery } from "./webhook-delivery.js";
 import type { AttemptDelivery, WebhookQueue } from "./webhook-queue.js";
@@ -92,10 +93,7 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
         if (report.next.action === "retry") throw new Error(report.detail);
         if (report.next.result !== "delivered") throw new UnrecoverableError(report.detail);
       };
-      // As the task queue's worker: a connection of its own whose commands wait out an outage.
-      workerClient = client.duplicate({ disableOfflineQueue: false }) as RedisClient;
-      watchRedisClient(workerClient, logger, "webhook-worker");
-      await workerClient.connect();
+      workerClient = await openWorkerConnection(client, logger, "webhook-worker");
       worker = new Worker<WebhookDelivery>(QUEUE_NAME, process, {
         connection: createNodeRedisClient(workerClient),
         prefix,
@@ -114,17 +112,7 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
     },
 
     async stop(graceMs) {
-      if (worker) {
-        const closed = worker.close();
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          closed,
-          new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
-        ]);
-        clearTimeout(timer);
-        worker.cancelAllJobs("stopping");
-        await closed;
-      }
+      if (worker) await stopWorker(worker, graceMs, "stopping");
       await workerClient?.close().catch(() => workerClient?.destroy());
       await queue.close();
     },

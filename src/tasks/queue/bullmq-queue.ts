@@ -1,6 +1,7 @@
 import { Queue, WaitingError, Worker, createNodeRedisClient, type Job } from "bullmq";
 import type { Logger } from "pino";
-import { watchRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
+import type { RedisClient } from "../../redis/open-redis-client.js";
+import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import { redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../task-events.js";
@@ -186,12 +187,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     async start(taskHandler) {
       handler = taskHandler;
       await queue.setGlobalConcurrency(options.maxConcurrent);
-      // The worker's commands wait out an outage instead of failing at once (as BullMQ
-      // wants of a worker's connection): failing at once, its fetch loop would spin
-      // without yielding and starve the process, reconnects included.
-      workerClient = client.duplicate({ disableOfflineQueue: false }) as RedisClient;
-      watchRedisClient(workerClient, logger, "worker");
-      await workerClient.connect();
+      workerClient = await openWorkerConnection(client, logger, "worker");
       worker = new Worker<JobData>(QUEUE_NAME, process, {
         connection: createNodeRedisClient(workerClient),
         prefix: bullPrefix,
@@ -223,17 +219,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
 
     async stop(graceMs) {
       unsubscribe?.();
-      if (worker) {
-        const closed = worker.close();
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          closed,
-          new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
-        ]);
-        clearTimeout(timer);
-        worker.cancelAllJobs("handback" satisfies LeaseEnd);
-        await closed;
-      }
+      if (worker) await stopWorker(worker, graceMs, "handback" satisfies LeaseEnd);
       await workerClient?.close().catch(() => workerClient?.destroy());
       await queue.close();
     },
