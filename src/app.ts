@@ -35,8 +35,6 @@ export interface AppDeps {
   tasks: ImageTasks;
   /** Which key and channel created each Responses API object. */
   responseOwners: ResponseOwners;
-  /** The service's own `/v1` URL, for the MCP endpoint's API client. */
-  selfBaseUrl: () => string;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
   isStopping: () => boolean;
 }
@@ -73,6 +71,12 @@ export function createApp(deps: AppDeps): RequestListener {
   app.use(
     createTasksRouter({
       jsonBody: taskJson,
+      // An edit task's JSON carries its images as data: URLs.
+      uploadJsonBody: createJsonBody({
+        limit: server.maxUploadBytes,
+        timeoutMs: bodyTimeoutMs,
+      }),
+      maxUploadBytes: server.maxUploadBytes,
       tasks: deps.tasks,
       publicBaseUrl: config.server.publicBaseUrl,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
@@ -82,7 +86,8 @@ export function createApp(deps: AppDeps): RequestListener {
     "/mcp",
     auth,
     createMcpRouter({
-      apiBaseUrl: deps.selfBaseUrl,
+      tasks: deps.tasks,
+      pollIntervalSec: config.imageTasks.pollIntervalSec,
       publicBaseUrl: config.server.publicBaseUrl,
       logger,
     }),

@@ -91,7 +91,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   }
 
   let stopping = false;
-  let selfBaseUrl = "";
   const app = createApp({
     config,
     metrics,
@@ -104,7 +103,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       tasks.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
       config.imageTasks.retentionSec * 1000,
     ),
-    selfBaseUrl: () => selfBaseUrl,
     isStopping: () => stopping,
   });
 
@@ -125,7 +123,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     ? "127.0.0.1"
     : config.server.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  selfBaseUrl = `${url}/v1`;
   const metricsListener = await startMetricsListener({
     config: config.metrics,
     defaultHost: config.server.host,

@@ -90,7 +90,11 @@ export const serverSchema = z
      * 1 MiB, or this if lower. Default 20 MiB (OpenAI's own cap for chat).
      */
     maxBodyBytes: positiveInt("bytes").default(20 * 1024 * 1024),
-    /** Largest `multipart/form-data` body (image edits, audio), in bytes. Default 64 MiB. */
+    /**
+     * Largest upload, in bytes: a `multipart/form-data` body (image edits and
+     * variations, audio; edit tasks), or an edit task's JSON with `data:` URLs.
+     * Default 64 MiB.
+     */
     maxUploadBytes: positiveInt("bytes").default(64 * 1024 * 1024),
     /**
      * Seconds an authenticated request's body may take to arrive, apart from

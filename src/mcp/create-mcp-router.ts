@@ -1,26 +1,29 @@
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import express, { type Request, type Response, type Router } from "express";
 import type { Logger } from "pino";
+import { getPrincipal } from "../auth/principal.js";
 import { publicBaseUrl } from "../http/public-base-url.js";
+import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { createMcpServer } from "./create-mcp-server.js";
-import { createImageTaskApiClient } from "./image-task-api-client.js";
+import { createInProcessTaskApiClient } from "./in-process-task-api-client.js";
 
 /** What the `/mcp` route needs from the service. */
 export interface CreateMcpRouterDeps {
-  /** The service's own `/v1` base URL, e.g. http://127.0.0.1:8080/v1 (known once listening). */
-  apiBaseUrl: () => string;
+  /** The task feature, called in process with the caller's principal. */
+  tasks: ImageTasks;
+  /** `Retry-After` of unfinished tasks (`imageTasks.pollIntervalSec`). */
+  pollIntervalSec: number;
   logger: Logger;
   /** `server.publicBaseUrl`: the origin of the image links, when set. */
   publicBaseUrl?: string;
-  /** Shortest pause between polls in `check_image_task` (tests shorten it). */
-  pollIntervalMs?: number;
 }
 
 /**
  * Serves the MCP tools over stateless Streamable HTTP, mounted behind the service's bearer auth.
- * Every POST gets its own server, and the tools call the HTTP API with the caller's own
- * `Authorization`, so a remote client sees exactly its key's tasks and models; finished images
- * are returned as links to their signed URLs because the client's disk is out of reach.
+ * Every POST gets its own server, and the tools call the task service in process as the
+ * authenticated caller, so a remote client sees exactly its key's tasks and models (and
+ * `check_image_task` waits on the service itself); finished images are returned as links to
+ * their signed URLs because the client's disk is out of reach.
  */
 export function createMcpRouter(deps: CreateMcpRouterDeps): Router {
   const router = express.Router();
@@ -28,16 +31,17 @@ export function createMcpRouter(deps: CreateMcpRouterDeps): Router {
   router.post("/", async (req: Request, res: Response) => {
     // Same origin rule as the service's own URLs; a poisoned Host is refused here (400).
     const publicOrigin = publicBaseUrl(req, deps.publicBaseUrl);
-    const api = createImageTaskApiClient({
-      baseUrl: deps.apiBaseUrl(),
-      authorization: req.headers.authorization,
+    const api = createInProcessTaskApiClient({
+      tasks: deps.tasks,
+      principal: getPrincipal(res),
+      publicOrigin,
+      pollIntervalSec: deps.pollIntervalSec,
       credentialHint: "Check the bearer key your MCP client sends to /mcp.",
     });
     const server = createMcpServer({
       api,
       delivery: { kind: "links", publicOrigin },
       logger: deps.logger,
-      pollIntervalMs: deps.pollIntervalMs,
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on("close", () => {

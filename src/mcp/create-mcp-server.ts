@@ -14,10 +14,15 @@ export interface CreateMcpServerDeps {
   logger?: Logger;
   /** Model for `generate_image` calls that name none. Default gpt-image-1. */
   defaultModel?: string;
-  /** Shortest pause between polls in `check_image_task`. Default 1000 ms. */
+  /**
+   * Shortest pause before `check_image_task` asks again when the service
+   * answered a wait early (a service that does not wait). Default 1000 ms.
+   */
   pollIntervalMs?: number;
-  /** Longest pause between polls, whatever `Retry-After` says. Default 2000 ms. */
+  /** Longest such pause, whatever `Retry-After` says. Default 2000 ms. */
   maxPollIntervalMs?: number;
+  /** How often `check_image_task` sends progress while it waits. Default 5000 ms. */
+  progressIntervalMs?: number;
   /** Images one task may deliver; more are refused. Default 10 (the API's largest `n`). */
   maxImagesPerTask?: number;
   /** Largest `b64_json` image saved, decoded. Default 64 MiB. */
@@ -52,6 +57,7 @@ export function createMcpServer(deps: CreateMcpServerDeps): McpServer {
     defaultModel: deps.defaultModel ?? DEFAULT_IMAGE_MODEL,
     pollIntervalMs: deps.pollIntervalMs ?? 1000,
     maxPollIntervalMs: deps.maxPollIntervalMs ?? 2000,
+    progressIntervalMs: deps.progressIntervalMs ?? 5000,
     maxImagesPerTask: deps.maxImagesPerTask ?? MAX_IMAGES_PER_TASK,
     maxImageBytes: deps.maxImageBytes ?? MAX_IMAGE_BYTES,
   };

@@ -62,11 +62,24 @@ export interface DownloadedImage {
   contentType: string | undefined;
 }
 
+/** Options of {@link ImageTaskApiClient.getTask}. */
+export interface GetTaskOptions {
+  /**
+   * Seconds the service may hold the answer until the task finishes
+   * (`GET ...?wait=N`, at most 60); 0 or absent: answer at once.
+   */
+  waitSeconds?: number;
+}
+
 /** The part of the service's HTTP API the MCP tools use. */
 export interface ImageTaskApiClient {
   readonly baseUrl: string;
   submitTask(body: SubmitImageTaskRequest, signal?: AbortSignal): Promise<ImageTask>;
-  getTask(taskId: string, signal?: AbortSignal): Promise<ImageTaskSnapshot>;
+  getTask(
+    taskId: string,
+    signal?: AbortSignal,
+    options?: GetTaskOptions,
+  ): Promise<ImageTaskSnapshot>;
   cancelTask(taskId: string, signal?: AbortSignal): Promise<ImageTask>;
   /** Fetches a signed image URL; refuses any URL not on the API's own origin. */
   downloadImage(url: string, signal?: AbortSignal): Promise<DownloadedImage>;
@@ -120,6 +133,8 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
     path: string,
     body: unknown,
     signal: AbortSignal | undefined,
+    /** How long the service may hold its answer on purpose (a wait), on top of the timeout. */
+    heldMs = 0,
   ): Promise<{ task: ImageTask; response: Response }> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (options.authorization) headers.authorization = options.authorization;
@@ -128,7 +143,7 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
       doFetch,
       `${baseUrl}${path}`,
       { method, headers, body: body === undefined ? undefined : JSON.stringify(body) },
-      requestTimeoutMs,
+      requestTimeoutMs + heldMs,
       signal,
       baseUrl,
     );
@@ -150,12 +165,15 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
     async submitTask(body, signal) {
       return (await send("POST", "/images/tasks", body, signal)).task;
     },
-    async getTask(taskId, signal) {
+    async getTask(taskId, signal, options = {}) {
+      // Whole seconds: the service takes up to 60, and a few ms more are harmless.
+      const wait = Math.min(60, Math.ceil(Math.max(0, options.waitSeconds ?? 0)));
       const { task, response } = await send(
         "GET",
-        `/images/tasks/${encodeURIComponent(taskId)}`,
+        `/images/tasks/${encodeURIComponent(taskId)}${wait > 0 ? `?wait=${wait}` : ""}`,
         undefined,
         signal,
+        wait * 1000,
       );
       return { task, retryAfterSeconds: parseRetryAfter(response.headers.get("retry-after")) };
     },
@@ -310,10 +328,26 @@ function httpError(
   } catch {
     // Not the OpenAI envelope (a proxy's page, say): the status alone has to do.
   }
-  const status = response.status;
+  return apiError(
+    { status: response.status, code, message, retryAfter: response.headers.get("retry-after") },
+    credentialHint,
+    prefix,
+  );
+}
+
+/**
+ * The error a tool shows for an error answer of the API (over HTTP, or the
+ * service's own `AppError` in process): status, code, message and what to do.
+ */
+export function apiError(
+  answer: { status: number; code?: string; message?: string; retryAfter?: string | null },
+  credentialHint: string,
+  prefix = "The image service answered",
+): ImageTaskApiError {
+  const { status, code, message } = answer;
   const label = code ? `HTTP ${status} ${code}` : `HTTP ${status}`;
   const parts = [`${prefix} ${label}${message ? `: ${truncate(message)}` : "."}`];
-  const hint = hintFor(status, code, response, credentialHint);
+  const hint = hintFor(status, code, answer.retryAfter ?? null, credentialHint);
   if (hint) parts.push(hint);
   return new ImageTaskApiError("http", parts.join(" "), status, code);
 }
@@ -321,7 +355,7 @@ function httpError(
 function hintFor(
   status: number,
   code: string | undefined,
-  response: Response,
+  retryAfter: string | null,
   credentialHint: string,
 ): string | undefined {
   if (status === 401 || status === 403) return credentialHint;
@@ -333,7 +367,7 @@ function hintFor(
     case "unsupported_model":
       return "Only gpt-image-* models run as image tasks.";
     case "queue_full": {
-      const retry = parseRetryAfter(response.headers.get("retry-after"));
+      const retry = parseRetryAfter(retryAfter);
       return retry === undefined
         ? "Try again in a little while."
         : `Try again in about ${retry} s.`;

@@ -1,17 +1,26 @@
 import type { ImageTaskApiClient, ImageTaskSnapshot } from "./image-task-api-client.js";
 
-/** How `check_image_task` polls while it waits. */
+/** How `check_image_task` waits. */
 export interface WaitForTaskOptions {
   api: ImageTaskApiClient;
   taskId: string;
   waitSeconds: number;
-  /** Shortest pause between two polls. */
+  /** Shortest pause before asking again when the service answered early (one that does not wait). */
   pollIntervalMs: number;
-  /** Longest pause, however large the server's `Retry-After`. */
+  /** Longest such pause, however large the server's `Retry-After`. */
   maxPollIntervalMs: number;
+  /** How often `onProgress` is called while the service holds the answer. */
+  progressIntervalMs: number;
   signal?: AbortSignal;
-  /** Called before each pause with the seconds waited so far. */
-  onProgress?: (elapsedSeconds: number, snapshot: ImageTaskSnapshot) => Promise<void> | void;
+  /**
+   * Called when the wait starts, every `progressIntervalMs` while it lasts,
+   * and after each early answer, with the seconds waited so far and the task
+   * as last seen (none before the first answer).
+   */
+  onProgress?: (
+    elapsedSeconds: number,
+    snapshot: ImageTaskSnapshot | undefined,
+  ) => Promise<void> | void;
 }
 
 /** True once a task will not change any more. */
@@ -20,25 +29,41 @@ export function isFinished(status: string): boolean {
 }
 
 /**
- * Polls until the task is finished or `waitSeconds` have passed, then returns the last answer.
- * The wait is capped by the caller (25 s) so the tool call ends well inside the ~60 s after which
- * MCP clients give up; `Retry-After` is honoured up to `maxPollIntervalMs` so a finished task is
- * noticed promptly.
+ * Waits until the task is finished or `waitSeconds` have passed, then returns the last answer.
+ * The service does the waiting (`GET ...?wait=N`): it answers the moment the task finishes, so
+ * one request covers the whole wait and nothing polls. A service that answers early anyway (an
+ * older one, or one that restarted) is asked again after a pause, as long as time remains. The
+ * wait is capped by the caller (25 s) so the tool call ends well inside the ~60 s after which
+ * MCP clients give up; progress notifications keep coming meanwhile.
  */
 export async function waitForTask(options: WaitForTaskOptions): Promise<ImageTaskSnapshot> {
   const started = Date.now();
   const deadline = started + options.waitSeconds * 1000;
-  for (;;) {
-    const snapshot = await options.api.getTask(options.taskId, options.signal);
-    const remaining = deadline - Date.now();
-    if (isFinished(snapshot.task.status) || remaining <= 0) return snapshot;
-    await options.onProgress?.((Date.now() - started) / 1000, snapshot);
-    const hinted = (snapshot.retryAfterSeconds ?? 0) * 1000;
-    const pause = Math.min(
-      Math.max(options.pollIntervalMs, Math.min(hinted, options.maxPollIntervalMs)),
-      remaining,
-    );
-    await sleep(pause, options.signal);
+  const elapsed = () => (Date.now() - started) / 1000;
+  let last: ImageTaskSnapshot | undefined;
+  const report = () => {
+    Promise.resolve(options.onProgress?.(elapsed(), last)).catch(() => undefined);
+  };
+  report();
+  const ticker = options.onProgress ? setInterval(report, options.progressIntervalMs) : undefined;
+  try {
+    for (;;) {
+      const remaining = deadline - Date.now();
+      last = await options.api.getTask(options.taskId, options.signal, {
+        waitSeconds: Math.max(0, remaining / 1000),
+      });
+      const left = deadline - Date.now();
+      if (isFinished(last.task.status) || left <= 0) return last;
+      report();
+      const hinted = (last.retryAfterSeconds ?? 0) * 1000;
+      const pause = Math.min(
+        Math.max(options.pollIntervalMs, Math.min(hinted, options.maxPollIntervalMs)),
+        left,
+      );
+      await sleep(pause, options.signal);
+    }
+  } finally {
+    clearInterval(ticker);
   }
 }
 

@@ -6,13 +6,27 @@ import type { Config } from "../config/config-schema.js";
 import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-signer.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
+import { createWebhookDeliverer } from "../webhooks/create-webhook-deliverer.js";
 import { openTaskBackend } from "./open-task-backend.js";
+import { storeKind } from "./store/create-task-store.js";
 import { createTaskFinisher } from "./task-finisher.js";
 import { createTaskRunner } from "./task-runner.js";
 import { available, createTaskService, type TaskService } from "./task-service.js";
+import { createTaskWaiters } from "./task-waiters.js";
+import { createTaskWebhooks } from "./task-webhooks.js";
 
-/** How often every process makes sure each unfinished task has its place in the queue. */
+/**
+ * How often every process makes sure each unfinished task has its place in
+ * the queue, and each finished task's webhook event its place in the webhook
+ * queue.
+ */
 const ADOPT_INTERVAL_MS = 60_000;
+/**
+ * An outbox entry younger than this is left to the process that finished its
+ * task (which queues it within milliseconds); older ones were left by a crash
+ * or an outage.
+ */
+const OUTBOX_GRACE_MS = 30_000;
 /**
  * How often every process sweeps expired tasks out of the store and its
  * indexes: every minute, or every `retentionSec` when tasks are kept less.
@@ -66,25 +80,27 @@ export interface ImageTasks {
   /** Picks up what earlier processes left, starts running tasks and the periodic maintenance. */
   start(): Promise<void>;
   /**
-   * Stops taking submissions and tasks; running ones get `graceMs`, then are
-   * handed back (persistent store: to another replica or the next start) or
-   * fail `interrupted` (memory store). Then closes the store, once `drained`
-   * (the HTTP server's last requests) has settled too.
+   * Stops taking submissions and tasks, and answers waiting requests at once;
+   * running tasks and webhook attempts get `graceMs`, then are handed back
+   * (persistent store: to another replica or the next start) or fail
+   * `interrupted` (memory store). Then closes the store, once `drained` (the
+   * HTTP server's last requests) has settled too.
    */
   stop(graceMs: number, drained?: Promise<unknown>): Promise<void>;
 }
 
 /**
  * Builds the task feature on the store `store.url` names: store, queue, bus,
- * runner, finisher, service and maintenance, behind one entry. Nothing runs
- * until {@link ImageTasks.start}.
+ * runner, finisher, service, waiting requests, webhook deliveries and
+ * maintenance, behind one entry. Nothing runs until {@link ImageTasks.start}.
  */
 export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks> {
   const { config, metrics } = deps;
   const logger = deps.logger.child({ component: "tasks" });
   const now = deps.now ?? Date.now;
   const limits = config.imageTasks;
-  const { store, queue, events, keyValue, close } = await openTaskBackend(config, logger);
+  const backend = await openTaskBackend(config, logger);
+  const { store, queue, events, close } = backend;
   let secret: string;
   try {
     secret =
@@ -94,7 +110,21 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     await close();
     throw err;
   }
-  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, now });
+  const signer = createImageUrlSigner(secret);
+  const waiters = createTaskWaiters(events);
+  const deliverer = createWebhookDeliverer({
+    config: config.webhooks,
+    metrics,
+    logger: deps.logger.child({ component: "webhooks" }),
+  });
+  const webhooks = createTaskWebhooks({
+    store,
+    queue: backend.webhooks,
+    signer,
+    logger,
+    now,
+  });
+  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, webhooks, now });
   const runner = createTaskRunner({
     store,
     access: deps.access,
@@ -114,6 +144,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     sealer: deps.sealer,
     metrics,
     logger,
+    waiters,
     now,
   });
 
@@ -122,12 +153,16 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     const unfinished = await store.listUnfinished();
     await queue.adopt(unfinished.map(({ id, owner }) => ({ taskId: id, owner })));
   };
+  const drainOutbox = (minAgeMs: number) =>
+    webhooks.drainOutbox(minAgeMs).catch((err: unknown) => {
+      logger.warn({ err }, "could not queue the webhook events left in the outbox");
+    });
   const timers: NodeJS.Timeout[] = [];
   let lastCounts = { waiting: 0, running: 0 };
 
   return {
     service,
-    signer: createImageUrlSigner(secret),
+    signer,
     images: {
       async read(taskId, index) {
         return available(async () => {
@@ -141,11 +176,16 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     },
     ping: () => store.ping(),
     getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
-    keyValue,
+    keyValue: backend.keyValue,
 
     async start() {
       await adoptUnfinished();
       await queue.start(runner.run);
+      await backend.webhooks.start((delivery, attempt, options) =>
+        deliverer.attempt(delivery, attempt, options),
+      );
+      // The embedded stores belong to this process: what their outbox holds, a dead one left.
+      await drainOutbox(storeKind(config.store.url) === "redis" ? OUTBOX_GRACE_MS : 0);
       // The cluster's queue, read at scrape time; while the store is away, the last known one.
       metrics.watchQueue(async () => {
         lastCounts = await queue.counts().catch(() => lastCounts);
@@ -157,16 +197,20 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
         }, sweepIntervalMs(limits.retentionSec)),
         setInterval(() => {
           adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));
+          void drainOutbox(OUTBOX_GRACE_MS);
         }, ADOPT_INTERVAL_MS),
       );
       for (const timer of timers) timer.unref();
     },
 
     async stop(graceMs, drained) {
+      // Waiting requests answer now, with the task as it is: a stop never waits for them.
       service.stopAccepting();
       for (const timer of timers) clearInterval(timer);
-      await queue.stop(graceMs);
+      await Promise.all([queue.stop(graceMs), backend.webhooks.stop(graceMs)]);
       await runner.close();
+      await deliverer.close();
+      waiters.close();
       await drained;
       await close();
     },

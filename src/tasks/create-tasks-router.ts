@@ -1,41 +1,81 @@
-import { Router, type Request, type RequestHandler } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Router, type Request, type RequestHandler, type Response } from "express";
 import { getPrincipal } from "../auth/principal.js";
 import { AppError } from "../http/app-error.js";
 import { parseBody } from "../http/parse-body.js";
 import { publicBaseUrl } from "../http/public-base-url.js";
-import { presentTask } from "./present-task.js";
+import type { ImageTasks } from "./create-image-tasks.js";
+import {
+  EDIT_FILE_FIELDS,
+  MAX_EDIT_IMAGES,
+  editFromForm,
+  editFromJson,
+} from "./edit-submission.js";
+import { presentTask, type PresentDeps } from "./present-task.js";
+import { isMultipart, readMultipartForm } from "./read-multipart-form.js";
 import { isFinished, type TaskRecord } from "./task-record.js";
 import { submitTaskSchema } from "./task-schemas.js";
-import type { ImageTasks } from "./create-image-tasks.js";
+import { parseListQuery, parsePreferWait, parseWaitQuery } from "./task-query.js";
+import type { Submission } from "./task-service.js";
 
 /** Dependencies of {@link createTasksRouter}. */
 export interface TasksRouterDeps {
   /** Parses the JSON body of the POST routes. */
   jsonBody: RequestHandler;
+  /** Parses the JSON body of an image edit (its images are data: URLs), up to `maxUploadBytes`. */
+  uploadJsonBody: RequestHandler;
+  /** Largest multipart body (`server.maxUploadBytes`). */
+  maxUploadBytes: number;
   tasks: ImageTasks;
   publicBaseUrl?: string;
   pollIntervalSec: number;
 }
 
-/** `POST /v1/images/tasks`, `GET /v1/images/tasks/{id}`, `POST /v1/images/tasks/{id}/cancel`. */
+/** Text fields an edit form may have: the task's, with room for SDKs' extras to be refused by name. */
+const MAX_FORM_FIELDS = 32;
+/** One text field: a 32000-character prompt in any script fits. */
+const MAX_FIELD_BYTES = 256 * 1024;
+
+/** Aborts when the client goes away before its answer was sent. */
+function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once("close", () => controller.abort());
+  return controller.signal;
+}
+
+/** Runs a body parser as a step of a handler. */
+function runParser(parser: RequestHandler, req: Request, res: Response): Promise<void> {
+  return new Promise((resolve, reject) => {
+    parser(req, res, (err?: unknown) => (err ? reject(err) : resolve()));
+  });
+}
+
+/**
+ * The task API: `POST /v1/images/tasks` and `/v1/images/edits/tasks` (both
+ * taking `Prefer: wait=N`), `GET /v1/images/tasks` (the caller's list),
+ * `GET /v1/images/tasks/{id}` (with `?wait=N`), `POST /v1/images/tasks/{id}/cancel`.
+ */
 export function createTasksRouter(deps: TasksRouterDeps): Router {
   const router = Router();
   const { service, signer, images } = deps.tasks;
-  const view = (req: Request, record: TaskRecord, withData = true) =>
+  const view = (req: Request, record: TaskRecord, data: PresentDeps["data"] = "full") =>
     presentTask(record, {
       imageBytes: images.bytes,
       signer,
       baseUrl: publicBaseUrl(req, deps.publicBaseUrl),
-      withData,
+      data,
     });
   const pollHeaders = (record: TaskRecord): Record<string, string> => ({
     "Cache-Control": "no-store",
     ...(isFinished(record.status) ? {} : { "Retry-After": String(deps.pollIntervalSec) }),
   });
 
-  router.post("/v1/images/tasks", deps.jsonBody, async (req, res) => {
+  /**
+   * Creates the task (or replays it), then, with `Prefer: wait=N`, waits up
+   * to N seconds: finished by then, 200 with the result; else the usual 202.
+   */
+  async function answerSubmission(req: Request, res: Response, submission: Submission) {
     const principal = getPrincipal(res);
-    const request = parseBody(submitTaskSchema, req.body);
     const idempotencyKey = req.get("idempotency-key");
     if (
       idempotencyKey !== undefined &&
@@ -45,17 +85,73 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
         param: "Idempotency-Key",
       });
     }
-    const { record, replayed } = await service.submit(principal, request, idempotencyKey);
+    const baseUrl = publicBaseUrl(req, deps.publicBaseUrl);
+    const wait = parsePreferWait(req.get("prefer"));
+    const { record, replayed } = await service.submit(principal, submission, {
+      idempotencyKey,
+      baseUrl,
+    });
+    let current = record;
+    if (wait) {
+      // The task exists whatever happens now: a failed wait answers what is known, 202.
+      current = await service
+        .waitFor(principal, record.id, wait * 1000, clientGone(res))
+        .catch(() => record);
+    }
+    const finished = wait !== undefined && isFinished(current.status);
     res
-      .status(202)
-      .set(pollHeaders(record))
-      .set("Location", `${publicBaseUrl(req, deps.publicBaseUrl)}/v1/images/tasks/${record.id}`)
+      .status(finished ? 200 : 202)
+      .set(pollHeaders(current))
+      .set("Location", `${baseUrl}/v1/images/tasks/${record.id}`)
       .set(replayed ? { "Idempotent-Replayed": "true" } : {})
-      .json(await view(req, record, replayed));
+      .set(finished ? { "Preference-Applied": `wait=${wait}` } : {})
+      .json(await view(req, current, finished || replayed ? "full" : "none"));
+  }
+
+  router.post("/v1/images/tasks", deps.jsonBody, async (req, res) => {
+    await answerSubmission(req, res, { request: parseBody(submitTaskSchema, req.body) });
+  });
+
+  router.post("/v1/images/edits/tasks", async (req, res) => {
+    let submission: Submission;
+    if (isMultipart(req)) {
+      const form = await readMultipartForm(req as IncomingMessage, {
+        maxBytes: deps.maxUploadBytes,
+        fileFields: EDIT_FILE_FIELDS,
+        maxFiles: MAX_EDIT_IMAGES + 1,
+        maxFields: MAX_FORM_FIELDS,
+        maxFieldBytes: MAX_FIELD_BYTES,
+      });
+      submission = editFromForm(form);
+    } else {
+      await runParser(deps.uploadJsonBody, req, res);
+      submission = editFromJson(req.body);
+    }
+    await answerSubmission(req, res, submission);
+  });
+
+  router.get("/v1/images/tasks", async (req, res) => {
+    const query = parseListQuery(req.query);
+    const page = await service.list(getPrincipal(res), query);
+    // No b64_json in a list: a page of 100 tasks of 10 images would be gigabytes.
+    const data = await Promise.all(page.records.map((record) => view(req, record, "listed")));
+    res.set("Cache-Control", "no-store").json({
+      object: "list",
+      data,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
+      has_more: page.hasMore,
+    });
   });
 
   router.get("/v1/images/tasks/:taskId", async (req, res) => {
-    const record = await service.get(getPrincipal(res), req.params.taskId);
+    const wait = parseWaitQuery(req.query);
+    const record = await service.waitFor(
+      getPrincipal(res),
+      req.params.taskId,
+      wait * 1000,
+      clientGone(res),
+    );
     res.set(pollHeaders(record)).json(await view(req, record));
   });
 

@@ -1,8 +1,8 @@
-import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
+import { Agent, FormData, fetch as undiciFetch, type Dispatcher } from "undici";
 import type { Logger } from "pino";
 import { channelAuthHeaders, type Channel } from "../channels/channel.js";
 import type { Metrics } from "../metrics/create-metrics.js";
-import { sniffImageType } from "../files/image-type.js";
+import { extensionOf, sniffImageType } from "../files/image-type.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../net/address-policy.js";
 import { createGuardedAgent } from "../net/create-guarded-agent.js";
 import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
@@ -15,10 +15,21 @@ export interface GeneratedImage {
   revised_prompt?: string;
 }
 
+/** An input image of an edit, as it goes to the channel. */
+export interface EditFile {
+  /** `image`, `image[]` or `mask`. */
+  field: string;
+  mime: string;
+  bytes: Buffer;
+}
+
 /** Dependencies and inputs of {@link generateImages}. */
 export interface GenerateImagesInput {
   candidates: readonly Channel[];
+  /** The generation's JSON body, or an edit's form fields. */
   body: Record<string, unknown>;
+  /** An edit's images: the call goes to `/images/edits` as `multipart/form-data`. */
+  files?: readonly EditFile[];
   /** Aborted on timeout, cancel or shutdown; its reason says which. */
   signal: AbortSignal;
   metrics: Metrics;
@@ -43,7 +54,25 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 const MAX_USAGE_DEPTH = 16;
 
 /**
- * Calls the channels' `/images/generations` in order until one answers:
+ * An edit's form: the fields as text, then the images, named by their place
+ * (`image-0.png`, `mask.png`): the client's file names are not passed on.
+ */
+function editForm(body: Record<string, unknown>, files: readonly EditFile[]): FormData {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(body)) form.append(name, String(value));
+  files.forEach((file, index) => {
+    const name = file.field === "mask" ? "mask" : `image-${index}`;
+    form.append(
+      file.field,
+      new Blob([file.bytes], { type: file.mime }),
+      `${name}.${extensionOf(file.mime)}`,
+    );
+  });
+  return form;
+}
+
+/**
+ * Calls the channels' `/images/generations` (an edit: `/images/edits`) in order until one answers:
  * a connect failure or 5xx moves on to the next channel, anything else is
  * the answer. Every failure becomes a {@link TaskFailure} with a code and a
  * message free of channel keys; an abort is rethrown for the caller to name.
@@ -57,7 +86,8 @@ const MAX_USAGE_DEPTH = 16;
 export async function generateImages(
   input: GenerateImagesInput,
 ): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
-  const { candidates, body, signal, metrics } = input;
+  const { candidates, body, files, signal, metrics } = input;
+  const route = files ? "image_edit_tasks" : "image_tasks";
   let lastFailure = new TaskFailure(
     "upstream_unavailable",
     "No upstream channel could be reached.",
@@ -67,10 +97,13 @@ export async function generateImages(
     const started = performance.now();
     let response: Awaited<ReturnType<typeof undiciFetch>>;
     try {
-      response = await undiciFetch(`${channel.baseUrl}/images/generations`, {
+      response = await undiciFetch(`${channel.baseUrl}/images/${files ? "edits" : "generations"}`, {
         method: "POST",
-        headers: { "content-type": "application/json", ...channelAuthHeaders(channel) },
-        body: JSON.stringify(body),
+        headers: files
+          ? channelAuthHeaders(channel)
+          : { "content-type": "application/json", ...channelAuthHeaders(channel) },
+        // A form is read as it is sent: each channel tried gets one of its own.
+        body: files ? editForm(body, files) : JSON.stringify(body),
         signal,
         dispatcher: input.dispatcher,
         // A redirect would send the prompt (and, same-origin, the key) where nobody configured.
@@ -78,11 +111,7 @@ export async function generateImages(
       });
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      metrics.upstreamRequests.inc({
-        channel: channel.name,
-        route: "image_tasks",
-        outcome: "error",
-      });
+      metrics.upstreamRequests.inc({ channel: channel.name, route, outcome: "error" });
       const code = errorCode(err);
       input.logger.warn({ channel: channel.name, err: code }, "channel call failed");
       if (CONNECT_ERRORS.has(code)) continue;
@@ -96,11 +125,11 @@ export async function generateImages(
     }
     metrics.upstreamRequests.inc({
       channel: channel.name,
-      route: "image_tasks",
+      route,
       outcome: String(response.status),
     });
     metrics.upstreamDuration.observe(
-      { channel: channel.name, route: "image_tasks" },
+      { channel: channel.name, route },
       (performance.now() - started) / 1000,
     );
     if (response.status >= 400) {

@@ -3,6 +3,9 @@ import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { openRedisClient } from "../redis/open-redis-client.js";
+import { createBullmqWebhookQueue } from "../webhooks/bullmq-webhook-queue.js";
+import { createInProcessWebhookQueue } from "../webhooks/in-process-webhook-queue.js";
+import type { WebhookQueue } from "../webhooks/webhook-queue.js";
 import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
 import type { TaskQueue } from "./queue/task-queue.js";
@@ -23,15 +26,18 @@ export interface TaskBackend {
    * (the oldest go first), and do not survive a restart.
    */
   keyValue(namespace: string, maxLocalEntries: number): Keyv;
-  /** Closes the bus and the store (the queue is stopped by its owner first). */
+  /** Webhook deliveries, apart from the task queue. */
+  webhooks: WebhookQueue;
+  /** Closes the bus and the store (the queues are stopped by their owner first). */
   close(): Promise<void>;
 }
 
 /**
- * The store, queue and bus `store.url` calls for. The embedded stores belong
- * to one process: an in-process queue and an EventEmitter. Redis serves any
- * number of replicas: the Redis store, BullMQ and pub/sub, all on one client
- * (plus the connections BullMQ and pub/sub block on).
+ * The store, queues and bus `store.url` calls for. The embedded stores belong
+ * to one process: in-process queues (webhook deliveries kept in the store's
+ * journal) and an EventEmitter. Redis serves any number of replicas: the
+ * Redis store, BullMQ and pub/sub, all on one client (plus the connections
+ * BullMQ's workers and pub/sub block on).
  */
 export async function openTaskBackend(config: Config, logger: Logger): Promise<TaskBackend> {
   const kind = storeKind(config.store.url);
@@ -47,6 +53,10 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       }),
       keyValue: (namespace, maxLocalEntries) =>
         new Keyv({ store: new BoundedMap(maxLocalEntries), namespace }),
+      webhooks: createInProcessWebhookQueue({
+        journal: store.webhookJournal!,
+        logger: logger.child({ component: "webhooks" }),
+      }),
       async close() {
         await events.close();
         await store.close();
@@ -65,6 +75,13 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       events,
       logger,
     });
+    const webhooks = createBullmqWebhookQueue({
+      client,
+      prefix: config.store.prefix,
+      config: config.webhooks,
+      leaseMs: config.imageTasks.leaseSec * 1000,
+      logger: logger.child({ component: "webhooks" }),
+    });
     return {
       store,
       events,
@@ -78,6 +95,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
         keyv.on("error", () => undefined); // thrown to the caller as well
         return keyv;
       },
+      webhooks,
       async close() {
         await events.close();
         await store.close();

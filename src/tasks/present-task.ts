@@ -25,8 +25,12 @@ export interface PresentDeps {
   signer: ImageUrlSigner;
   /** Origin the signed URLs start with, e.g. `https://images.example.com`. */
   baseUrl: string;
-  /** Whether to include `data` (the submit answer does not need the images). */
-  withData: boolean;
+  /**
+   * `data` as GET shows it (`full`), without `b64_json` payloads (`listed`:
+   * the task list and webhook events; `url` items stay), or not at all
+   * (`none`: the submit answer does not need the images).
+   */
+  data: "full" | "listed" | "none";
 }
 
 /**
@@ -45,7 +49,7 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
   if (record.completed_at !== undefined) view.completed_at = record.completed_at;
   if (record.expires_at !== undefined) view.expires_at = record.expires_at;
   if (record.error) view.error = record.error;
-  if (record.status === "completed" && deps.withData) {
+  if (record.status === "completed" && deps.data !== "none") {
     view.data = await Promise.all(
       (record.images ?? []).map(async (image, index) => {
         const extra =
@@ -59,6 +63,7 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
           );
           return { url: `${deps.baseUrl}${path}`, ...extra };
         }
+        if (deps.data === "listed") return extra;
         const bytes = await deps.imageBytes(record.id, index);
         if (!bytes) {
           // The bytes expired a moment before the record did.

@@ -5,6 +5,7 @@ import type { GeneratedImage } from "./generate-images.js";
 import type { TaskStore } from "./store/task-store.js";
 import type { TaskEvents } from "./task-events.js";
 import type { TaskError, TaskRecord } from "./task-record.js";
+import type { TaskWebhooks } from "./task-webhooks.js";
 
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {
@@ -13,6 +14,8 @@ export interface TaskFinisherDeps {
   metrics: Metrics;
   logger: Logger;
   limits: Config["imageTasks"];
+  /** Queues the webhook event of a task that has a `webhook_url`. */
+  webhooks: Pick<TaskWebhooks, "announce">;
   now: () => number;
 }
 
@@ -23,10 +26,12 @@ export type TaskFinisher = ReturnType<typeof createTaskFinisher>;
  * Ends tasks: the terminal transition with its timestamps and retention, the
  * finish metrics and the `finished` event every replica hears. Every path
  * that ends a task goes through here, so what must happen when a task ends
- * (a webhook to send, a credential to delete) has one place to live.
+ * (a webhook to send, a credential to delete) has one place to live. The
+ * store's finishing step itself deletes an edit's input images and puts a
+ * task with a webhook into the outbox, so none of that waits on this process.
  */
 export function createTaskFinisher(deps: TaskFinisherDeps) {
-  const { store, events, metrics, logger, limits, now } = deps;
+  const { store, events, metrics, logger, limits, webhooks, now } = deps;
   const retentionMs = limits.retentionSec * 1000;
   /**
    * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
@@ -51,6 +56,12 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
     events.publish({ type: "finished", taskId: record.id, status: record.status }).catch((err) => {
       logger.warn({ err, taskId: record.id }, "could not announce a finished task");
     });
+    if (record.webhook) {
+      // The outbox keeps the event until it is queued: a failure here only delays it.
+      webhooks.announce(record).catch((err: unknown) => {
+        logger.warn({ err, taskId: record.id }, "could not queue a webhook event yet");
+      });
+    }
     return record;
   };
 

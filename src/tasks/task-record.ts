@@ -18,6 +18,25 @@ export interface TaskImage {
 }
 
 /**
+ * An input image of an edit task, as kept with the record; its bytes are
+ * stored apart (`putInput`) until the task finishes.
+ */
+export interface TaskInput {
+  /** The form field it is sent to the channel in: `image`, `image[]` or `mask`. */
+  field: "image" | "image[]" | "mask";
+  mime: string;
+  bytes: number;
+}
+
+/** Where the event of a finished task is delivered. */
+export interface TaskWebhook {
+  /** The receiver, as `validateWebhookUrl` normalised it. Never shown by GET or the list. */
+  url: string;
+  /** The origin the task was submitted at: the base of the image URLs in the event. */
+  baseUrl: string;
+}
+
+/**
  * A task as stored. Never holds a channel key, and a client's key only sealed
  * (`sealedCredential`, forward mode) and only while the task is unfinished.
  */
@@ -27,8 +46,17 @@ export interface TaskRecord {
   owner: string;
   status: TaskStatus;
   model: string;
-  /** The body sent to the channel's `/images/generations`. */
+  /**
+   * `edit`: the channel's `/images/edits` with {@link inputs}; absent: a
+   * generation (`/images/generations`), as every record written before edits.
+   */
+  kind?: "edit";
+  /** The body sent to the channel (an edit's form fields besides its files). */
   request: Record<string, unknown>;
+  /** An edit's input images, in the order they are sent. */
+  inputs?: TaskInput[];
+  /** Set when the submission named a `webhook_url`. */
+  webhook?: TaskWebhook;
   responseFormat: "url" | "b64_json";
   /** Unix seconds, as OpenAI's `created`. */
   created: number;

@@ -3,7 +3,12 @@ import { CredentialSealError, type CredentialSealer } from "../auth/credential-s
 import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
-import { createSlowAgent, generateImages, type GeneratedImage } from "./generate-images.js";
+import {
+  createSlowAgent,
+  generateImages,
+  type EditFile,
+  type GeneratedImage,
+} from "./generate-images.js";
 import type { LeaseEnd, TaskLease } from "./queue/task-queue.js";
 import type { TaskStore } from "./store/task-store.js";
 import { TaskFailure } from "./task-failure.js";
@@ -158,14 +163,37 @@ export function createTaskRunner(deps: TaskRunnerDeps) {
     }
   }
 
-  async function generate(started: TaskRecord, signal: AbortSignal) {
+  /**
+   * An edit's images from the store; undefined for a generation. A store that
+   * cannot be read rejects (the queue runs the task again later).
+   */
+  async function editFiles(started: TaskRecord): Promise<EditFile[] | undefined> {
+    if (started.kind !== "edit") return undefined;
+    const inputs = started.inputs ?? [];
+    const bytes = await Promise.all(inputs.map((_, index) => store.getInput(started.id, index)));
+    return inputs.map((input, index) => ({
+      field: input.field,
+      mime: input.mime,
+      bytes: bytes[index] ?? Buffer.alloc(0),
+    }));
+  }
+
+  async function generate(started: TaskRecord, files: EditFile[] | undefined, signal: AbortSignal) {
     const candidates = deps.access.route(started.model, await credentialOf(started));
     if (candidates.length === 0) {
       throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
     }
+    if (files?.some((file) => file.bytes.length === 0)) {
+      throw new TaskFailure(
+        "invalid_request",
+        "The task's input images are no longer stored (it waited longer than they are kept).",
+        "invalid_request_error",
+      );
+    }
     return generateImages({
       candidates,
       body: started.request,
+      ...(files ? { files } : {}),
       signal,
       metrics,
       logger,
@@ -180,6 +208,7 @@ export function createTaskRunner(deps: TaskRunnerDeps) {
       if (!record || isFinished(record.status) || lease.signal.aborted) return;
       const started = await claim(record);
       if (!started) return;
+      const files = await editFiles(started);
 
       const own = new AbortController();
       const signal = AbortSignal.any([lease.signal, own.signal]);
@@ -203,7 +232,7 @@ export function createTaskRunner(deps: TaskRunnerDeps) {
       let result: { images: GeneratedImage[]; usage?: unknown };
       try {
         try {
-          result = await generate(started, signal);
+          result = await generate(started, files, signal);
         } catch (err) {
           await settleFailure(started, signal, err);
           return;

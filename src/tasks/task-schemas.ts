@@ -39,11 +39,24 @@ export const submitTaskSchema = z
       .max(100, "must be an integer from 0 to 100")
       .optional(),
     moderation: option().optional(),
+    /** Checked (and resolved) by `validateWebhookUrl`, which names the problem. */
+    webhook_url: z.unknown().optional(),
   })
   .strict();
 
 /** A parsed task submission. */
 export type SubmitTaskRequest = z.output<typeof submitTaskSchema>;
+
+/**
+ * The fields of `POST /v1/images/edits/tasks` besides its images: those of a
+ * task and the edit's own `input_fidelity`.
+ */
+export const submitEditSchema = submitTaskSchema.extend({
+  input_fidelity: option().optional(),
+});
+
+/** A parsed edit submission's fields. */
+export type SubmitEditRequest = z.output<typeof submitEditSchema>;
 
 /** gpt-image models take these qualities; older names are mapped, anything else dropped. */
 const GPT_IMAGE_QUALITY: Record<string, string> = {
@@ -57,11 +70,18 @@ const GPT_IMAGE_QUALITY: Record<string, string> = {
 
 /**
  * The body sent to the channel. gpt-image models always answer base64 and
- * refuse `response_format` and `style`, so those stay here; `quality` is sent
- * only as a value the model takes. Accepted fields never cause an error.
+ * refuse `response_format` and `style`, so those stay here (as does
+ * `webhook_url`, ours); `quality` is sent only as a value the model takes.
+ * Accepted fields never cause an error.
  */
 export function toUpstreamBody(request: SubmitTaskRequest): Record<string, unknown> {
-  const { response_format: _format, style: _style, quality, ...rest } = request;
+  const {
+    response_format: _format,
+    style: _style,
+    webhook_url: _webhook,
+    quality,
+    ...rest
+  } = request;
   const mapped = quality === undefined ? undefined : GPT_IMAGE_QUALITY[quality.toLowerCase()];
   return Object.fromEntries(
     Object.entries({ ...rest, quality: mapped }).filter(([, value]) => value !== undefined),

@@ -8,12 +8,27 @@ import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { isTaskModel } from "../models/model-pattern.js";
 import { modelNotFound } from "../models/model-not-found.js";
+import { validateWebhookUrl } from "../webhooks/validate-webhook-url.js";
 import { keyLimits } from "./key-limits.js";
 import type { QueueEntry, TaskQueue } from "./queue/task-queue.js";
-import type { CreateResult, IdempotentAnswer, TaskStore } from "./store/task-store.js";
+import type {
+  CreateOptions,
+  CreateResult,
+  IdempotentAnswer,
+  OwnedPage,
+  TaskStore,
+} from "./store/task-store.js";
 import type { TaskFinisher } from "./task-finisher.js";
-import { TASK_ID_PATTERN, isFinished, newTaskId, type TaskRecord } from "./task-record.js";
+import {
+  TASK_ID_PATTERN,
+  isFinished,
+  newTaskId,
+  type TaskInput,
+  type TaskRecord,
+  type TaskStatus,
+} from "./task-record.js";
 import { toUpstreamBody, type SubmitTaskRequest } from "./task-schemas.js";
+import type { TaskWaiters } from "./task-waiters.js";
 
 /** Dependencies of {@link createTaskService}. */
 export interface TaskServiceDeps {
@@ -26,11 +41,45 @@ export interface TaskServiceDeps {
   sealer?: CredentialSealer;
   metrics: Metrics;
   logger: Logger;
+  /** Requests waiting for tasks to finish. */
+  waiters: TaskWaiters;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now: () => number;
 }
 
-/** The task API's operations: submit, read, cancel. */
+/** An edit's input image, checked (PNG, JPEG or WebP), as the route read it. */
+export interface EditInput {
+  field: TaskInput["field"];
+  mime: string;
+  bytes: Buffer;
+}
+
+/** What a submission asks for: a generation, or an edit of `inputs`. */
+export interface Submission {
+  /** The parsed fields (an edit's besides its images). */
+  request: SubmitTaskRequest;
+  /** An edit's images, in the order they go to the channel; absent for a generation. */
+  inputs?: EditInput[];
+}
+
+/** How a submission came. */
+export interface SubmitOptions {
+  idempotencyKey?: string;
+  /** The origin the client reached the service at: the base of image URLs in its webhook event. */
+  baseUrl: string;
+}
+
+/** A page of the task list. */
+export interface ListQuery {
+  limit: number;
+  after?: string;
+  status?: TaskStatus;
+}
+
+/** The longest an edit's inputs wait for their task in the store (see `TaskStore.putInput`). */
+const INPUT_TTL_MS = 7 * 24 * 3600 * 1000;
+
+/** The task API's operations: submit, read, list, wait, cancel. */
 export type TaskService = ReturnType<typeof createTaskService>;
 
 /**
@@ -54,7 +103,7 @@ export async function available<T>(step: () => Promise<T>): Promise<T> {
  * the runner's job; ending one, the finisher's.
  */
 export function createTaskService(deps: TaskServiceDeps) {
-  const { config, store, queue, finisher, metrics, logger, now } = deps;
+  const { config, store, queue, finisher, metrics, logger, waiters, now } = deps;
   const limits = config.imageTasks;
   const seconds = () => Math.floor(now() / 1000);
   /** Set by stopAccepting(): a task accepted now would wait on a queue that no longer runs. */
@@ -96,14 +145,22 @@ export function createTaskService(deps: TaskServiceDeps) {
     return { record: answer.record, replayed: true };
   }
 
-  /** Creates the admitted task in the store; the place goes back when no task was made. */
+  /**
+   * Creates the admitted task in the store, an edit's images first (a run
+   * never finds its task without them); the place and the images go when no
+   * task was made.
+   */
   async function create(
     record: TaskRecord,
     entry: QueueEntry,
-    options: Parameters<TaskStore["create"]>[1],
+    options: CreateOptions,
+    inputs: readonly EditInput[],
   ): Promise<CreateResult> {
     let result: CreateResult | undefined;
     try {
+      await Promise.all(
+        inputs.map((input, index) => store.putInput(record.id, index, input.bytes, INPUT_TTL_MS)),
+      );
       result = await store.create(record, options);
       return result;
     } finally {
@@ -111,8 +168,22 @@ export function createTaskService(deps: TaskServiceDeps) {
         await queue.release(entry).catch((err: unknown) => {
           logger.warn({ err }, "could not give back a queue place; it lapses on its own");
         });
+        if (inputs.length > 0) {
+          await store.deleteInputs(record.id, inputs.length).catch((err: unknown) => {
+            logger.warn({ err }, "could not delete an edit's images; they expire on their own");
+          });
+        }
       }
     }
+  }
+
+  /** A fingerprint of everything the submission asks for, an edit's image bytes included. */
+  function fingerprint({ request, inputs }: Submission): string {
+    const hash = createHash("sha256").update(JSON.stringify(request));
+    for (const input of inputs ?? []) {
+      hash.update(`\n${input.field}:${createHash("sha256").update(input.bytes).digest("hex")}`);
+    }
+    return hash.digest("base64url");
   }
 
   return {
@@ -120,9 +191,11 @@ export function createTaskService(deps: TaskServiceDeps) {
 
     async submit(
       principal: Principal,
-      request: SubmitTaskRequest,
-      idempotencyKey?: string,
+      submission: Submission,
+      options: SubmitOptions,
     ): Promise<{ record: TaskRecord; replayed: boolean }> {
+      const { request, inputs = [] } = submission;
+      const { idempotencyKey } = options;
       if (stopping) {
         throw new AppError("service_unavailable", "The service is shutting down; retry shortly.", {
           headers: { "Retry-After": "2" },
@@ -138,6 +211,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       if (deps.access.candidates(principal, request.model).length === 0) {
         throw modelNotFound(request.model);
       }
+      const webhookUrl = await validateWebhookUrl(request.webhook_url, {
+        webhooks: config.webhooks,
+      });
       const record: TaskRecord = {
         id: newTaskId(),
         owner: principal.subject,
@@ -148,10 +224,19 @@ export function createTaskService(deps: TaskServiceDeps) {
         created: seconds(),
         attempts: 0,
       };
+      if (submission.inputs) {
+        record.kind = "edit";
+        record.inputs = inputs.map(({ field, mime, bytes }) => ({
+          field,
+          mime,
+          bytes: bytes.length,
+        }));
+      }
+      if (webhookUrl) record.webhook = { url: webhookUrl, baseUrl: options.baseUrl };
       const idempotency = idempotencyKey
         ? {
             key: createHash("sha256").update(idempotencyKey).digest("base64url"),
-            fingerprint: createHash("sha256").update(JSON.stringify(request)).digest("base64url"),
+            fingerprint: fingerprint(submission),
           }
         : undefined;
       const { upstream } = principal;
@@ -183,10 +268,12 @@ export function createTaskService(deps: TaskServiceDeps) {
             { headers: { "Retry-After": String(Math.max(limits.pollIntervalSec, 10)) } },
           );
         }
-        const result = await create(record, entry, {
-          idempotency,
-          maxPerOwner: share.maxRetainedPerKey,
-        });
+        const result = await create(
+          record,
+          entry,
+          { idempotency, maxPerOwner: share.maxRetainedPerKey },
+          inputs,
+        );
         if (result.kind === "owner_full") {
           throw new AppError(
             "too_many_tasks",
@@ -204,6 +291,52 @@ export function createTaskService(deps: TaskServiceDeps) {
         metrics.tasksSubmitted.inc();
         return { record, replayed: false };
       });
+    },
+
+    /**
+     * The task once it has finished, or after `waitMs` as it is then: a
+     * request waiting here holds no worker slot and reads the store twice
+     * (before and after), whatever the wait. It listens for the task's
+     * `finished` event (from whichever replica ends it) before its first read,
+     * so a finish in between is not missed. A client that goes away
+     * (`signal`) or a service that stops ends the wait at once.
+     */
+    async waitFor(
+      principal: Principal,
+      id: string,
+      waitMs: number,
+      signal?: AbortSignal,
+    ): Promise<TaskRecord> {
+      if (waitMs <= 0) return get(principal, id);
+      const watch = waiters.watch(id);
+      try {
+        const record = await get(principal, id);
+        if (isFinished(record.status)) return record;
+        const why = await watch.until(waitMs, signal);
+        // Nobody is left to answer: no need to read again.
+        if (why === "aborted") return record;
+        return await get(principal, id);
+      } finally {
+        watch.dispose();
+      }
+    },
+
+    /**
+     * A page of the principal's own tasks, newest first; `after` must be one
+     * of them (an unknown one is the caller's mistake, or has expired).
+     */
+    async list(principal: Principal, query: ListQuery): Promise<OwnedPage> {
+      const page = await available(() =>
+        store.listOwned(principal.subject, { ...query, nowSec: seconds() }),
+      );
+      if (!page) {
+        throw new AppError(
+          "invalid_value",
+          `Invalid 'after': no task '${(query.after ?? "").slice(0, 80)}' among this key's tasks (it may have expired).`,
+          { param: "after" },
+        );
+      }
+      return page;
     },
 
     /** Fails a queued or running task with `cancelled`; a finished one is returned as it is. */
@@ -234,9 +367,13 @@ export function createTaskService(deps: TaskServiceDeps) {
       });
     },
 
-    /** New submissions get 503 from now on (the service is stopping). */
+    /**
+     * New submissions get 503 from now on (the service is stopping), and
+     * waiting requests answer at once with the task as it is.
+     */
     stopAccepting(): void {
       stopping = true;
+      waiters.release();
     },
   };
 }

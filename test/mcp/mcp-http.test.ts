@@ -78,6 +78,41 @@ describe("MCP over Streamable HTTP at /mcp", () => {
     }
   });
 
+  it("waits in process: one check_image_task call returns the finished task", async () => {
+    app.upstream.behave("images", { kind: "ok", delayMs: 1500 });
+    const client = await connect(app.key);
+    try {
+      const generated = (await client.callTool({
+        name: "generate_image",
+        arguments: { prompt: "a kettle" },
+      })) as CallToolResult;
+      const taskId = (generated.structuredContent as { task_id: string }).task_id;
+      const metrics = async () => (await fetch(`${app.url}/metrics`)).text();
+      const polls = (text: string) =>
+        (
+          text.match(
+            /^image_task_sidecar_http_requests_total\{route="\/v1\/images\/tasks[^\n]*/gm,
+          ) ?? []
+        ).length;
+      const before = polls(await metrics());
+      const progress: number[] = [];
+      const started = Date.now();
+      const result = (await client.callTool(
+        { name: "check_image_task", arguments: { task_id: taskId, wait_seconds: 20 } },
+        undefined,
+        { onprogress: (p) => progress.push(p.progress) },
+      )) as CallToolResult;
+      expect(result.isError, text(result)).toBeFalsy();
+      expect((result.structuredContent as { status: string }).status).toBe("completed");
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(progress.length).toBeGreaterThan(0);
+      // No HTTP round trip to the service's own task routes.
+      expect(polls(await metrics())).toBe(before);
+    } finally {
+      await client.close();
+    }
+  });
+
   it("sees only the caller's own tasks", async () => {
     app.upstream.behave("images", { kind: "ok" });
     const vip = await connect(app.vipKey);

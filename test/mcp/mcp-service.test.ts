@@ -38,6 +38,9 @@ describe("MCP tools against the running service (in memory)", () => {
     await fs.rm(scratch, { recursive: true, force: true });
   });
 
+  /** Every URL the MCP server's API client fetched. */
+  const fetched: string[] = [];
+
   async function connect(key: string) {
     await closeClient?.();
     const server = createMcpServer({
@@ -45,6 +48,10 @@ describe("MCP tools against the running service (in memory)", () => {
         baseUrl: app.baseURL,
         authorization: `Bearer ${key}`,
         credentialHint: "Check OPENAI_API_KEY in the MCP server's environment.",
+        fetch: (input, init) => {
+          fetched.push(String(input));
+          return fetch(input, init);
+        },
       }),
       delivery: { kind: "files", sink: createImageFileSink({ outputDir }) },
       pollIntervalMs: 100,
@@ -122,6 +129,21 @@ describe("MCP tools against the running service (in memory)", () => {
       before.map((s) => [s.ino, s.mtimeMs, s.size]),
     );
     expect(app.upstream.requests.length).toBe(upstreamCalls);
+  });
+
+  it("waits on the service (one GET with ?wait=) instead of polling, answered as the task ends", async () => {
+    app.upstream.behave("images", { kind: "ok", delayMs: 1500 });
+    const taskId = await submit();
+    fetched.length = 0;
+    const started = Date.now();
+    const result = await call("check_image_task", { task_id: taskId, wait_seconds: 20 });
+    const took = Date.now() - started;
+    expect(result.isError, text(result)).toBeFalsy();
+    expect((result.structuredContent as { status: string }).status).toBe("completed");
+    const polls = fetched.filter((url) => url.includes(`/images/tasks/${taskId}`));
+    expect(polls).toEqual([`${app.baseURL}/images/tasks/${taskId}?wait=20`]);
+    // Answered when the task ended (about 1.5 s after submission), not at the 20 s limit.
+    expect(took).toBeLessThan(10_000);
   });
 
   it("reports a failed task as a tool error with its code", async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, TEST_KEYS, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
+import { startWebhookReceiver, type WebhookReceiver } from "../webhooks/webhook-receiver.js";
 
 // A real Prometheus scrapes the real service; every dashboard query must run against it.
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -15,6 +16,7 @@ const dir = mkdtempSync(join(tmpdir(), "sidecar-prom-"));
 const PROMPT = "a prompt that must not become a label 7f3a";
 
 let app: TestApp;
+let receiver: WebhookReceiver;
 let prometheus: ChildProcess;
 let promUrl: string;
 let exposition: string;
@@ -67,7 +69,7 @@ async function traffic(): Promise<void> {
   const submitted = await fetch(`${app.baseURL}/images/tasks`, {
     method: "POST",
     headers: auth,
-    body: JSON.stringify({ model: "gpt-image-1", prompt: PROMPT }),
+    body: JSON.stringify({ model: "gpt-image-1", prompt: PROMPT, webhook_url: receiver.url }),
   });
   const { id } = (await submitted.json()) as { id: string };
   taskId = id;
@@ -75,9 +77,10 @@ async function traffic(): Promise<void> {
     const task = (await (
       await fetch(`${app.baseURL}/images/tasks/${id}`, { headers: auth })
     ).json()) as { status: string };
-    if (task.status === "completed" || task.status === "failed") return;
+    if (task.status === "completed" || task.status === "failed") break;
     await new Promise((r) => setTimeout(r, 25));
   }
+  await receiver.received(1);
 }
 
 beforeAll(async () => {
@@ -85,8 +88,14 @@ beforeAll(async () => {
   if (which.error) {
     throw new Error("prometheus is not installed: `apt-get install prometheus` (.ci/run does)");
   }
+  receiver = await startWebhookReceiver();
   // The whole /metrics output, Node's process metrics included.
-  app = await startTestApp({ defaultMetrics: true });
+  app = await startTestApp({
+    defaultMetrics: true,
+    config: {
+      webhooks: { secret: `whsec_${"A".repeat(32)}`, allowPrivateNetworks: true },
+    },
+  });
   await traffic();
   exposition = await (await fetch(`${app.url}/metrics`)).text();
 
@@ -128,6 +137,7 @@ beforeAll(async () => {
 afterAll(async () => {
   prometheus?.kill("SIGKILL");
   await app?.close();
+  await receiver?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -191,6 +201,7 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
       await seen('image_task_sidecar_tasks_finished_total{status="completed",reason="ok"}'),
     ).toBe(1);
     expect(await seen("image_task_sidecar_task_queue_depth")).toBe(1);
+    expect(await seen('image_task_sidecar_webhook_deliveries_total{result="delivered"}')).toBe(1);
   });
 
   it("counts token usage by channel, model, group and type, from plain answers and streams", async () => {

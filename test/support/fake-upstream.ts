@@ -7,6 +7,8 @@ import {
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
+import { Readable } from "node:stream";
+import busboy from "busboy";
 import { encodePng } from "../../src/demo/png-encoder.js";
 import { modelReadings, type ModelReadings } from "./json-readings.js";
 
@@ -71,6 +73,17 @@ export interface RecordedRequest {
   model?: ModelReadings;
   /** A multipart body. */
   form?: RecordedForm;
+  /** A multipart body's parts, in order, files byte for byte (as busboy reads them). */
+  parts?: MultipartPart[];
+}
+
+/** One part of a multipart body the fake received. */
+export interface MultipartPart {
+  name: string;
+  /** Set for file parts. */
+  filename?: string;
+  contentType?: string;
+  data: Buffer;
 }
 
 export interface FakeUpstreamOptions {
@@ -102,9 +115,9 @@ export interface FakeUpstream {
   origin: string;
   /** Every request, in order of arrival (recorded once its body is read). */
   requests: RecordedRequest[];
-  /** Image generations being answered right now. */
+  /** Image generations (and edits) being answered right now. */
   readonly inFlight: number;
-  /** The most image generations seen at once. */
+  /** The most image generations (and edits) seen at once. */
   readonly maxInFlight: number;
   /** The most image generations with one prompt seen at once (a task run twice at once shows as 2). */
   readonly maxInFlightPerPrompt: number;
@@ -167,6 +180,49 @@ function routeOf(method: string, pathname: string): FakeRoute | undefined {
   if (method === "GET" && /^\/v1\/models(\/[^/]+)?$/.test(pathname)) return "models";
   if (/^\/v1\/responses\/[^/]+(\/cancel|\/input_items)?$/.test(pathname)) return "stored-response";
   return undefined;
+}
+
+/** Parts of a `multipart/form-data` body, read with busboy; undefined when it is not one. */
+async function readParts(
+  headers: IncomingHttpHeaders,
+  raw: Buffer,
+): Promise<MultipartPart[] | undefined> {
+  const parts: MultipartPart[] = [];
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers });
+  } catch {
+    return undefined;
+  }
+  const files: Array<Promise<void>> = [];
+  parser.on("field", (name, value) => parts.push({ name, data: Buffer.from(value) }));
+  parser.on("file", (name, stream, info) => {
+    const part: MultipartPart = {
+      name,
+      filename: info.filename,
+      contentType: info.mimeType,
+      data: Buffer.alloc(0),
+    };
+    parts.push(part);
+    const data: Buffer[] = [];
+    files.push(
+      new Promise((resolve) => {
+        stream.on("data", (chunk: Buffer) => data.push(chunk));
+        stream.on("end", () => {
+          part.data = Buffer.concat(data);
+          resolve();
+        });
+      }),
+    );
+  });
+  const done = new Promise<void>((resolve, reject) => {
+    parser.on("close", resolve);
+    parser.on("error", reject);
+  });
+  Readable.from([raw]).pipe(parser);
+  await done;
+  await Promise.all(files);
+  return parts;
 }
 
 function errorEnvelope(message: string, type: string, code: string | null): unknown {
@@ -693,13 +749,14 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     let serverDestroyed = false;
     const arrivedIn = epoch;
 
-    if (route === "images") {
+    const generating = route === "images" || route === "edits";
+    if (generating) {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
     }
     res.once("close", () => {
       if (arrivedIn !== epoch) return;
-      if (route === "images") inFlight--;
+      if (generating) inFlight--;
       if (!res.writableFinished && !serverDestroyed && !closing) aborted++;
     });
     res.setHeader("x-fake-upstream", name);
@@ -719,6 +776,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         body = textBody;
       }
     }
+    const parts = form ? await readParts(req.headers, raw) : undefined;
     const recorded: RecordedRequest = {
       method,
       path: req.url ?? "/",
@@ -726,10 +784,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       body,
       raw,
       ...(form ? { form } : raw.length > 0 ? { model: modelReadings(textBody) } : {}),
+      ...(parts ? { parts } : {}),
     };
     requests.push(recorded);
     const prompt = (recorded.body as { prompt?: unknown } | undefined)?.prompt;
-    if (route === "images" && typeof prompt === "string" && arrivedIn === epoch && !res.destroyed) {
+    if (generating && typeof prompt === "string" && arrivedIn === epoch && !res.destroyed) {
       const now = (inFlightByPrompt.get(prompt) ?? 0) + 1;
       inFlightByPrompt.set(prompt, now);
       maxInFlightPerPrompt = Math.max(maxInFlightPerPrompt, now);

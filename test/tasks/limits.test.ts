@@ -22,23 +22,44 @@ import {
   type Target,
 } from "./task-api.js";
 
+/** A 1x1 PNG, for answers the test writes itself. */
+const PNG_MAGIC_B64 =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
 describe("IMAGE_ASYNC_MAX_CONCURRENT", () => {
   it("runs at most maxConcurrent tasks at once, reaches that limit, and starts them in order", async () => {
     const app = await useApp({ imageTasks: { maxConcurrent: 2 } });
-    app.upstream.behave("images", { kind: "ok", delayMs: 400 });
+    // The channel holds each generation until the test lets the oldest one end, so the order
+    // in which tasks start is what the queue decided, not how fast each start ran.
+    const held: Array<() => void> = [];
+    app.upstream.behave("images", {
+      kind: "custom",
+      async respond(_req, res) {
+        await new Promise<void>((resolve) => held.push(resolve));
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ created: 1, data: [{ b64_json: PNG_MAGIC_B64 }] }));
+      },
+    });
 
     const ids: string[] = [];
-    for (let i = 0; i < 6; i++) {
-      ids.push(await submitOk(app, { prompt: `task ${i}` }));
-      await sleep(60); // spaces the submissions so that "in order" is well defined
+    for (let i = 0; i < 6; i++) ids.push(await submitOk(app, { prompt: `task ${i}` }));
+    const expected = ids.map((_, i) => `task ${i}`);
+    await waitUntil(() => app.upstream.requests.length === 2, "two tasks to start");
+    for (let started = 2; started <= ids.length; started++) {
+      await sleep(100); // a third start would show here
+      expect(upstreamPrompts(app.upstream)).toEqual(expected.slice(0, started));
+      expect(app.upstream.inFlight).toBe(Math.min(2, ids.length - (started - 2)));
+      held.shift()!(); // the oldest generation ends: the next task takes its slot
+      if (started < ids.length) {
+        await waitUntil(() => app.upstream.requests.length === started + 1, "the next start");
+      }
     }
+    while (held.length > 0) held.shift()!();
     for (const id of ids) {
       const done = await waitForStatus(app, id, ["completed", "failed"], 15_000);
       expect(done.body.status, done.text).toBe("completed");
     }
-
     expect(app.upstream.maxInFlight).toBe(2);
-    expect(upstreamPrompts(app.upstream)).toEqual(ids.map((_, i) => `task ${i}`));
   });
 
   it("takes IMAGE_ASYNC_MAX_CONCURRENT and IMAGE_ASYNC_TIMEOUT_SEC from the environment over the file", async () => {

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
 import {
@@ -12,6 +13,7 @@ import {
 } from "../support/redis.js";
 import { serve, spawnServe, writeConfig, type ServedProcess } from "../support/serve-process.js";
 import { TEST_KEYS, UPSTREAM_KEY } from "../support/start-test-app.js";
+import { headerRecord, startWebhookReceiver } from "../webhooks/webhook-receiver.js";
 import {
   PNG_MAGIC,
   call,
@@ -24,6 +26,10 @@ import {
   waitUntil,
   type Target,
 } from "./task-api.js";
+
+/** A 1x1 PNG, for answers the test writes itself. */
+const PNG_B64 =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 /*
  * Several real service processes (the built bin) on one Redis, in front of a
@@ -47,6 +53,7 @@ interface ClusterOptions {
   maxConcurrent?: number;
   leaseSec?: number;
   shutdownGraceSec?: number;
+  webhooks?: Record<string, unknown>;
 }
 
 /** A deployment's config: every replica gets the same one. */
@@ -81,6 +88,7 @@ async function clusterConfig(options: ClusterOptions = {}): Promise<string> {
       leaseSec: options.leaseSec ?? 1,
       pollIntervalSec: 1,
     },
+    ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
 }
 
@@ -183,6 +191,53 @@ describe("three replicas on one Redis", () => {
   });
 });
 
+describe("waiting across replicas", () => {
+  it("answers ?wait=N on one replica the moment the task finishes on another", async () => {
+    upstream.reset();
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let answeredAt = 0;
+    upstream.behave("images", {
+      kind: "custom",
+      async respond(_req, res) {
+        await gate;
+        answeredAt = performance.now();
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ created: 1, data: [{ b64_json: PNG_B64 }] }));
+      },
+    });
+    const configFile = await clusterConfig({ maxConcurrent: 1 });
+    // The task runs on the first replica: the second does not exist yet when it starts.
+    const [runner] = await startReplicas(configFile, 1);
+    const id = await submitOk(target(runner!), { prompt: "finish elsewhere" });
+    await waitUntil(() => upstream.inFlight === 1, "the first replica to run the task");
+    const [waiter] = await startReplicas(configFile, 1);
+
+    const waiting = call(target(waiter!), "GET", `/v1/images/tasks/${id}?wait=20`);
+    let answered = false;
+    void waiting.then(() => (answered = true));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(answered).toBe(false);
+    open();
+    const answer = await waiting;
+    const latency = performance.now() - answeredAt;
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body.status).toBe("completed");
+    // Heard over Redis pub/sub within milliseconds, not after a poll tick or the 20 s.
+    expect(latency).toBeLessThan(500);
+
+    // Prefer: wait on the other replica answers 200 once the task finishes anywhere.
+    upstream.behave("images", { kind: "ok", delayMs: 200 });
+    const preferred = await submit(
+      target(waiter!),
+      { prompt: "prefer across" },
+      { headers: { Prefer: "wait=20" } },
+    );
+    expect(preferred.status, preferred.text).toBe(200);
+    expect(preferred.headers.get("preference-applied")).toBe("wait=20");
+  });
+});
+
 describe("a replica that dies or stops", () => {
   it("SIGKILLed mid-run: its tasks finish on the others, none stuck, none run twice at once", async () => {
     upstream.reset();
@@ -203,6 +258,36 @@ describe("a replica that dies or stops", () => {
     }
     expect(upstream.maxInFlight).toBeLessThanOrEqual(2);
     expect(upstream.maxInFlightPerPrompt).toBe(1);
+  });
+
+  it("SIGKILLed mid-delivery: another replica makes the webhook attempt again, same webhook-id", async () => {
+    upstream.reset();
+    const secret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
+    // The first attempt is never answered: its replica dies holding it.
+    const receiver = await startWebhookReceiver((res, _request, n) => {
+      if (n > 1) res.writeHead(200).end();
+    });
+    onTestFinished(() => receiver.close());
+    const configFile = await clusterConfig({
+      leaseSec: 1,
+      webhooks: { secret, allowPrivateNetworks: true, timeoutSec: 60 },
+    });
+    const [doomed] = await startReplicas(configFile, 1);
+    const id = await submitOk(target(doomed!), { prompt: "hook", webhook_url: receiver.url });
+    await receiver.received(1);
+    const [survivor] = await startReplicas(configFile, 1);
+    doomed!.child.kill("SIGKILL");
+    await doomed!.exited;
+    await receiver.received(2);
+    const [first, second] = receiver.requests;
+    expect(second!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
+    const event = new Webhook(secret).verify(second!.body, headerRecord(second!.headers)) as {
+      data: { id: string };
+    };
+    expect(event.data.id).toBe(id);
+    expect((await getTask(target(survivor!), id)).body.status).toBe("completed");
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(receiver.requests).toHaveLength(2);
   });
 
   it("SIGTERMed: hands its running tasks to another replica at once, not after a lease expiry", async () => {
@@ -307,7 +392,8 @@ describe("Redis going away", () => {
     expect((await listKeys(prefix)).length).toBeGreaterThan(baseline.length);
     // Records, images and idempotency keys expire; the sweep empties the indexes.
     await waitUntil(async () => (await getTask(replica!, ids[2]!)).status === 404, "expiry");
-    const mentionsTask = (key: string) => /::(task|image|idem|owner):|task_/.test(key);
+    const mentionsTask = (key: string) =>
+      /::(task|image|input|idem|owner|owned:[a-z_]+):|webhook-outbox|task_/.test(key);
     await waitUntil(
       async () => (await listKeys(prefix)).filter(mentionsTask).length === 0,
       "every task's keys to go",
@@ -315,7 +401,7 @@ describe("Redis going away", () => {
     // What stays is a fixed set of small keys (BullMQ's counters and capped event
     // stream, the signing secret, the creation sequence), however many tasks ran.
     const fixed =
-      /::(bull:image-tasks:(meta|id|events|stalled-check)|meta:url-signing-secret|sequence)$/;
+      /::(bull:(image-tasks|webhooks):(meta|id|events|stalled-check)|meta:url-signing-secret|sequence)$/;
     for (const key of [...baseline, ...(await listKeys(prefix))]) expect(key).toMatch(fixed);
   });
 });

@@ -299,6 +299,163 @@ describe.each(backends)("TaskStore on $name", ({ url, persistent }) => {
     ]);
   });
 
+  it("pages an owner's tasks newest first, by status, after a task, without other owners'", async () => {
+    const store = await open();
+    const mine = Array.from({ length: 7 }, (_, i) => record({ created: 1000 + i }));
+    const theirs = record({ owner: "key:owner-b", created: 1003 });
+    // Created in one second: the order of creation still holds.
+    const sameSecond = [record({ created: 2000 }), record({ created: 2000 })];
+    for (const task of [...mine.slice(0, 4), theirs, ...mine.slice(4), ...sameSecond]) {
+      await store.create(task);
+    }
+    const newestFirst = [...sameSecond].reverse().concat([...mine].reverse());
+    const ids = (page: { records: TaskRecord[] } | undefined) =>
+      page?.records.map((task) => task.id);
+    const owner = mine[0]!.owner;
+    const nowSec = 1;
+
+    const first = await store.listOwned(owner, { limit: 4, nowSec });
+    expect(ids(first)).toEqual(newestFirst.slice(0, 4).map((task) => task.id));
+    expect(first?.hasMore).toBe(true);
+    const second = await store.listOwned(owner, { limit: 4, after: newestFirst[3]!.id, nowSec });
+    expect(ids(second)).toEqual(newestFirst.slice(4, 8).map((task) => task.id));
+    expect(second?.hasMore).toBe(true);
+    const last = await store.listOwned(owner, { limit: 4, after: newestFirst[7]!.id, nowSec });
+    expect(ids(last)).toEqual([newestFirst[8]!.id]);
+    expect(last?.hasMore).toBe(false);
+    expect(await store.listOwned(owner, { limit: 100, nowSec })).toMatchObject({ hasMore: false });
+    expect(ids(await store.listOwned("key:nobody", { limit: 5, nowSec }))).toEqual([]);
+
+    // Another owner's task, or an unknown one, is no place to start from.
+    expect(await store.listOwned(owner, { limit: 5, after: theirs.id, nowSec })).toBeUndefined();
+    expect(await store.listOwned(owner, { limit: 5, after: newTaskId(), nowSec })).toBeUndefined();
+    expect(ids(await store.listOwned(theirs.owner, { limit: 5, nowSec }))).toEqual([theirs.id]);
+
+    // By status, as tasks move; `after` may name a task of another status.
+    await store.transition(mine[1]!.id, "queued", { status: "in_progress" });
+    await store.transition(mine[1]!.id, "in_progress", { status: "completed" });
+    await store.transition(mine[5]!.id, "queued", { status: "failed" });
+    await store.transition(mine[3]!.id, "queued", { status: "in_progress" });
+    const byStatus = async (status: TaskRecord["status"], after?: string) =>
+      ids(await store.listOwned(owner, { limit: 10, status, after, nowSec }));
+    expect(await byStatus("completed")).toEqual([mine[1]!.id]);
+    expect(await byStatus("failed")).toEqual([mine[5]!.id]);
+    expect(await byStatus("in_progress")).toEqual([mine[3]!.id]);
+    expect(await byStatus("queued")).toEqual(
+      newestFirst
+        .filter((task) => ![mine[1], mine[3], mine[5]].includes(task))
+        .map((task) => task.id),
+    );
+    expect(await byStatus("queued", mine[3]!.id)).toEqual([mine[2]!.id, mine[0]!.id]);
+    const page = await store.listOwned(owner, { limit: 1, status: "completed", nowSec });
+    expect(page?.records[0]).toMatchObject({ id: mine[1]!.id, status: "completed" });
+    expect(page?.hasMore).toBe(false);
+    // Handed back, a task is queued again in the list too.
+    await store.transition(mine[3]!.id, "in_progress", { status: "queued" });
+    expect(await byStatus("in_progress")).toEqual([]);
+    expect(await byStatus("queued")).toContain(mine[3]!.id);
+  });
+
+  it("leaves finished tasks past their expires_at out of the list", async () => {
+    const store = await open();
+    const [old, fresh, running] = [record(), record(), record()];
+    for (const task of [old, fresh, running]) await store.create(task);
+    await store.transition(old.id, "queued", { status: "failed", expires_at: 100 });
+    await store.transition(fresh.id, "queued", { status: "failed", expires_at: 300 });
+    const page = await store.listOwned(old.owner, { limit: 1, nowSec: 200 });
+    expect(page?.records.map((task) => task.id)).toEqual([running.id]);
+    expect(page?.hasMore).toBe(true);
+    const all = await store.listOwned(old.owner, { limit: 5, nowSec: 200 });
+    expect(all?.records.map((task) => task.id)).toEqual([running.id, fresh.id]);
+    expect(all?.hasMore).toBe(false);
+  });
+
+  it("keeps an edit's input images until the task finishes", async () => {
+    const store = await open();
+    const task = record({
+      kind: "edit",
+      inputs: [
+        { field: "image[]", mime: "image/png", bytes: 8 },
+        { field: "mask", mime: "image/png", bytes: 3 },
+      ],
+    });
+    const bytes = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]), Buffer.from("msk")];
+    await store.putInput(task.id, 0, bytes[0]!, 60_000);
+    await store.putInput(task.id, 1, bytes[1]!, 60_000);
+    await store.create(task);
+    expect(await store.getInput(task.id, 0)).toEqual(bytes[0]);
+    expect(await store.getInput(task.id, 1)).toEqual(bytes[1]);
+    expect(await store.getInput(task.id, 2)).toBeUndefined();
+    await store.transition(task.id, "queued", { status: "in_progress" });
+    await store.transition(task.id, "in_progress", { status: "queued" });
+    expect(await store.getInput(task.id, 1)).toEqual(bytes[1]);
+    await store.transition(task.id, "queued", { status: "failed" }, { ttlMs: 60_000 });
+    expect(await store.getInput(task.id, 0)).toBeUndefined();
+    expect(await store.getInput(task.id, 1)).toBeUndefined();
+
+    // Written for a task that was never created: deleted by hand, or gone with their TTL.
+    const orphan = newTaskId();
+    await store.putInput(orphan, 0, bytes[0]!, 60_000);
+    await store.deleteInputs(orphan, 1);
+    expect(await store.getInput(orphan, 0)).toBeUndefined();
+  });
+
+  it("puts a task that finishes with a webhook into the outbox, in the same step", async () => {
+    const store = await open();
+    const webhook = { url: "https://hooks.example.com/x", baseUrl: "http://localhost:8080" };
+    const [hooked, plain, later] = [record({ webhook }), record(), record({ webhook })];
+    for (const task of [hooked, plain, later]) await store.create(task);
+    await store.transition(hooked.id, "queued", { status: "in_progress" });
+    expect(await store.webhookOutbox(10)).toEqual([]);
+    const before = Date.now();
+    await store.transition(hooked.id, "in_progress", { status: "completed" }, { ttlMs: 60_000 });
+    await store.transition(plain.id, "queued", { status: "failed" }, { ttlMs: 60_000 });
+    await sleep(5);
+    await store.transition(later.id, "queued", { status: "failed" }, { ttlMs: 60_000 });
+    const outbox = await store.webhookOutbox(10);
+    expect(outbox.map((entry) => entry.id)).toEqual([hooked.id, later.id]);
+    expect(outbox[0]!.sinceMs).toBeGreaterThanOrEqual(before);
+    expect(await store.webhookOutbox(1)).toHaveLength(1);
+    await store.clearWebhookOutbox(hooked.id);
+    await store.clearWebhookOutbox(hooked.id);
+    expect((await store.webhookOutbox(10)).map((entry) => entry.id)).toEqual([later.id]);
+  });
+
+  it("keeps pending webhook deliveries in its journal (embedded stores), across a restart", async () => {
+    const place = url();
+    const store = await open(place);
+    const journal = store.webhookJournal;
+    if (place.startsWith("redis")) {
+      expect(journal).toBeUndefined(); // BullMQ keeps them
+      return;
+    }
+    const taskId = newTaskId();
+    const delivery = (eventId: string) => ({
+      eventId,
+      taskId,
+      url: "https://hooks.example.com/x",
+      payload: `{"id":"${eventId}"}`,
+    });
+    await journal!.save({ delivery: delivery("evt_a"), attempt: 1, dueAt: 10 });
+    await journal!.save({ delivery: delivery("evt_b"), attempt: 1, dueAt: 20 });
+    await journal!.save({ delivery: delivery("evt_a"), attempt: 2, dueAt: 30 });
+    const listed = await journal!.list();
+    expect(listed.map((entry) => [entry.delivery.eventId, entry.attempt, entry.dueAt])).toEqual([
+      ["evt_a", 2, 30],
+      ["evt_b", 1, 20],
+    ]);
+    await journal!.remove("evt_b");
+    await journal!.remove("evt_unknown");
+    expect((await journal!.list()).map((entry) => entry.delivery.eventId)).toEqual(["evt_a"]);
+    if (persistent) {
+      await store.close();
+      const reopened = await open(place);
+      expect(await reopened.webhookJournal!.list()).toEqual([
+        { delivery: delivery("evt_a"), attempt: 2, dueAt: 30 },
+      ]);
+    }
+  });
+
   it("puts, gets and deletes image bytes", async () => {
     const store = await open();
     const id = newTaskId();

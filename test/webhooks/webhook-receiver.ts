@@ -8,6 +8,8 @@ export interface ReceivedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: string;
+  /** `Date.now()` when the body was complete. */
+  receivedAt: number;
 }
 
 /** How the receiver answers its n-th request (n from 1); it may also never answer. */
@@ -26,9 +28,13 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-/** Starts a receiver; by default it answers 200 `ok`. */
+/**
+ * Starts a receiver; by default it answers 200 `ok`. `port` brings one back
+ * where an earlier one was (a receiver that was down comes up again).
+ */
 export async function startWebhookReceiver(
   respond: Responder = (res) => res.end("ok"),
+  options: { port?: number } = {},
 ): Promise<WebhookReceiver> {
   const requests: ReceivedRequest[] = [];
   const waiters: Array<{ count: number; resolve: () => void }> = [];
@@ -41,6 +47,7 @@ export async function startWebhookReceiver(
         path: req.url ?? "",
         headers: req.headers,
         body: Buffer.concat(chunks).toString("utf8"),
+        receivedAt: Date.now(),
       };
       requests.push(request);
       receiver.respond(res, request, requests.length);
@@ -50,7 +57,7 @@ export async function startWebhookReceiver(
       }
     });
   });
-  server.listen(0, "127.0.0.1");
+  server.listen(options.port ?? 0, "127.0.0.1");
   await once(server, "listening");
   const { port } = server.address() as AddressInfo;
   const receiver: WebhookReceiver = {

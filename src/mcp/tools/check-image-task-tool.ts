@@ -100,6 +100,7 @@ export function registerCheckImageTaskTool(server: McpServer, deps: ImageToolDep
       const taskId = args.task_id;
       const waitSeconds = args.wait_seconds ?? DEFAULT_WAIT_SECONDS;
       const progressToken = extra._meta?.progressToken;
+      let lastProgress = -1;
       try {
         const snapshot = await waitForTask({
           api: deps.api,
@@ -107,20 +108,28 @@ export function registerCheckImageTaskTool(server: McpServer, deps: ImageToolDep
           waitSeconds,
           pollIntervalMs: deps.pollIntervalMs,
           maxPollIntervalMs: deps.maxPollIntervalMs,
+          progressIntervalMs: deps.progressIntervalMs,
           signal: extra.signal,
           onProgress:
             progressToken === undefined
               ? undefined
-              : (elapsed, { task }) =>
-                  extra.sendNotification({
+              : async (elapsed, seen) => {
+                  const progress = Math.round(elapsed * 1000) / 1000;
+                  // MCP wants each notification's progress above the last one's.
+                  if (progress <= lastProgress) return;
+                  lastProgress = progress;
+                  await extra.sendNotification({
                     method: "notifications/progress",
                     params: {
                       progressToken,
-                      progress: Math.round(elapsed * 1000) / 1000,
+                      progress,
                       total: waitSeconds,
-                      message: `Task ${taskId} is ${task.status.replace("_", " ")}`,
+                      message: seen
+                        ? `Task ${taskId} is ${seen.task.status.replace("_", " ")}`
+                        : `Waiting for task ${taskId}`,
                     },
-                  }),
+                  });
+                },
         });
         const task = snapshot.task;
         if (task.id !== taskId) {

@@ -24,8 +24,11 @@ export interface ImageToolDeps {
   api: ImageTaskApiClient;
   delivery: ImageDelivery;
   defaultModel: string;
+  /** Pause before asking again when the service answered a wait early (an older service). */
   pollIntervalMs: number;
   maxPollIntervalMs: number;
+  /** How often `check_image_task` sends a progress notification while it waits. */
+  progressIntervalMs: number;
   /** More images than this in one task are refused, nothing saved. */
   maxImagesPerTask: number;
   /** Largest decoded `b64_json` image saved. */

@@ -1,6 +1,8 @@
 import { Queue, WaitingError, Worker, createNodeRedisClient, type Job } from "bullmq";
 import type { Logger } from "pino";
-import { watchRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
+import type { RedisClient } from "../../redis/open-redis-client.js";
+import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
+import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import { redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../task-events.js";
 import type { LeaseEnd, QueueEntry, TaskHandler, TaskQueue } from "./task-queue.js";
@@ -73,7 +75,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     // BullMQ's event stream is read by no one here: keep it short.
     streams: { events: { maxLen: 100 } },
   });
-  onceAnOutage(queue, logger, "queue");
+  logQueueOutages(queue, logger, "queue");
   let worker: Worker<JobData> | undefined;
   let workerClient: RedisClient | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -185,12 +187,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     async start(taskHandler) {
       handler = taskHandler;
       await queue.setGlobalConcurrency(options.maxConcurrent);
-      // The worker's commands wait out an outage instead of failing at once (as BullMQ
-      // wants of a worker's connection): failing at once, its fetch loop would spin
-      // without yielding and starve the process, reconnects included.
-      workerClient = client.duplicate({ disableOfflineQueue: false }) as RedisClient;
-      watchRedisClient(workerClient, logger, "worker");
-      await workerClient.connect();
+      workerClient = await openWorkerConnection(client, logger, "worker");
       worker = new Worker<JobData>(QUEUE_NAME, process, {
         connection: createNodeRedisClient(workerClient),
         prefix: bullPrefix,
@@ -208,7 +205,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
             Math.min(1000 * 2 ** (attemptsMade - 1), 30_000),
         },
       });
-      onceAnOutage(worker, logger, "worker");
+      logQueueOutages(worker, logger, "worker");
       const running = worker;
       // Another process may hold the task now: stop the upstream call, write nothing.
       running.on("lockRenewalFailed", (jobIds: string[]) => {
@@ -222,33 +219,9 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
 
     async stop(graceMs) {
       unsubscribe?.();
-      if (worker) {
-        const closed = worker.close();
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          closed,
-          new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
-        ]);
-        clearTimeout(timer);
-        worker.cancelAllJobs("handback" satisfies LeaseEnd);
-        await closed;
-      }
+      if (worker) await stopWorker(worker, graceMs, "handback" satisfies LeaseEnd);
       await workerClient?.close().catch(() => workerClient?.destroy());
       await queue.close();
     },
   };
-}
-
-/** BullMQ reports each failed reconnect as an `error` event: log one line per outage. */
-function onceAnOutage(
-  emitter: { on(event: "error", listener: (err: Error) => void): unknown },
-  logger: Logger,
-  name: string,
-): void {
-  let last = 0;
-  emitter.on("error", (err: Error) => {
-    if (Date.now() - last < 60_000) return;
-    last = Date.now();
-    logger.warn({ err: err.message, component: name }, "task queue error");
-  });
 }

@@ -1,14 +1,26 @@
 import type Keyv from "keyv";
-import { canTransition, isFinished, type TaskRecord } from "../task-record.js";
-import type { CreateResult, Idempotency, IdempotentAnswer, TaskStore } from "./task-store.js";
+import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
+import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import type {
+  CreateResult,
+  Idempotency,
+  IdempotentAnswer,
+  OutboxEntry,
+  OwnedPage,
+  TaskStore,
+} from "./task-store.js";
 
 interface IdempotencyEntry {
   taskId: string;
   fingerprint: string;
 }
 
-/** One task in its owner's index, in the order tasks were created. */
-type OwnerEntry = [id: string, created: number];
+/**
+ * One task in its owner's index, in the order tasks were created, with its
+ * status, so a list filtered by status reads only the records it returns.
+ * (Entries written before the list existed have no status.)
+ */
+type OwnerEntry = [id: string, created: number, status?: TaskStatus];
 
 /**
  * A {@link TaskStore} on Keyv for one process (memory or SQLite). Read-modify-
@@ -28,15 +40,25 @@ export function createKeyvTaskStore(
   };
   const taskKey = (id: string) => `task:${id}`;
   const imageKey = (id: string, index: number) => `image:${id}:${index}`;
+  const inputKey = (id: string, index: number) => `input:${id}:${index}`;
   const idemKey = (owner: string, key: string) => `idem:${owner}:${key}`;
   /** Each owner's tasks, oldest first: its share of the store, and (later) its task list. */
   const ownerKey = (owner: string) => `owner:${owner}`;
   const UNFINISHED = "index:unfinished";
+  /** Finished tasks whose webhook event is not queued yet: `[id, sinceMs]`. */
+  const OUTBOX = "index:webhook-outbox";
+  /** Event ids of the pending webhook deliveries, each kept at `webhook:<eventId>`. */
+  const DELIVERIES = "index:webhooks";
+  const deliveryKey = (eventId: string) => `webhook:${eventId}`;
 
   const read = async <T>(key: string): Promise<T | undefined> =>
     (await keyv.get(key)) as T | undefined;
   const readUnfinished = async () => (await read<string[]>(UNFINISHED)) ?? [];
   const readOwner = async (owner: string) => (await read<OwnerEntry[]>(ownerKey(owner))) ?? [];
+  const readOutbox = async () => (await read<Array<[string, number]>>(OUTBOX)) ?? [];
+  const readDeliveries = async () => (await read<string[]>(DELIVERIES)) ?? [];
+  const readMany = async <T>(keys: string[]): Promise<Array<T | undefined>> =>
+    keys.length === 0 ? [] : ((await keyv.get(keys)) as Array<T | undefined>);
 
   /*
    * Keyv drops an expired entry only when it is read, so finished tasks, their
@@ -100,7 +122,10 @@ export function createKeyvTaskStore(
         const owned = await readOwner(record.owner);
         if (maxPerOwner !== undefined && owned.length >= maxPerOwner) return { kind: "owner_full" };
         await keyv.set(taskKey(record.id), record);
-        await keyv.set(ownerKey(record.owner), [...owned, [record.id, record.created]]);
+        await keyv.set(ownerKey(record.owner), [
+          ...owned,
+          [record.id, record.created, record.status],
+        ]);
         await keyv.set(UNFINISHED, [...(await readUnfinished()), record.id]);
         if (idempotency) {
           const key = idemKey(record.owner, idempotency.key);
@@ -130,10 +155,22 @@ export function createKeyvTaskStore(
         }
         const finished = isFinished(next.status);
         await keyv.set(taskKey(id), next, finished ? ttlMs : undefined);
+        if (next.status !== expected) {
+          const owned = await readOwner(next.owner);
+          const at = owned.findIndex(([other]) => other === id);
+          if (at !== -1) {
+            owned[at] = [id, owned[at]![1], next.status];
+            await keyv.set(ownerKey(next.owner), owned);
+          }
+        }
         if (finished) {
           await keyv.set(
             UNFINISHED,
             (await readUnfinished()).filter((other) => other !== id),
+          );
+          if (next.webhook) await keyv.set(OUTBOX, [...(await readOutbox()), [id, now()]]);
+          await Promise.all(
+            (next.inputs ?? []).map((_, index) => keyv.delete(inputKey(id, index))),
           );
           if (ttlMs !== undefined) {
             const images = Array.from({ length: next.images?.length ?? 0 }, (_, index) =>
@@ -158,6 +195,33 @@ export function createKeyvTaskStore(
         .sort((a, b) => a.created - b.created);
     },
 
+    listOwned(owner, { limit, after, status, nowSec }) {
+      return exclusive(async (): Promise<OwnedPage | undefined> => {
+        const owned = await readOwner(owner);
+        let end = owned.length;
+        if (after !== undefined) {
+          end = owned.findIndex(([id]) => id === after);
+          if (end === -1) return undefined;
+        }
+        const records: TaskRecord[] = [];
+        // Newest first; the index's status spares reading records of other statuses.
+        let at = end - 1;
+        while (at >= 0 && records.length <= limit) {
+          const batch: string[] = [];
+          for (; at >= 0 && batch.length < limit + 1 - records.length; at -= 1) {
+            const [id, , indexed] = owned[at]!;
+            if (status === undefined || indexed === undefined || indexed === status) batch.push(id);
+          }
+          for (const record of await readMany<TaskRecord>(batch.map(taskKey))) {
+            if (!record || (status !== undefined && record.status !== status)) continue;
+            if (isFinished(record.status) && (record.expires_at ?? Infinity) <= nowSec) continue;
+            records.push(record);
+          }
+        }
+        return { records: records.slice(0, limit), hasMore: records.length > limit };
+      });
+    },
+
     async putImage(id, index, bytes, ttlMs) {
       // Base64 text, so every Keyv backend stores it the same way.
       await keyv.set(imageKey(id, index), bytes.toString("base64"), ttlMs);
@@ -173,6 +237,63 @@ export function createKeyvTaskStore(
         Array.from({ length: count }, (_, index) => keyv.delete(imageKey(id, index))),
       );
     },
+
+    putInput(id, index, bytes, ttlMs) {
+      return exclusive(async () => {
+        await keyv.set(inputKey(id, index), bytes.toString("base64"), ttlMs);
+        await expireLater([inputKey(id, index)], ttlMs);
+      });
+    },
+
+    async getInput(id, index) {
+      const stored = await read<string>(inputKey(id, index));
+      return stored === undefined ? undefined : Buffer.from(stored, "base64");
+    },
+
+    async deleteInputs(id, count) {
+      await Promise.all(
+        Array.from({ length: count }, (_, index) => keyv.delete(inputKey(id, index))),
+      );
+    },
+
+    async webhookOutbox(limit): Promise<OutboxEntry[]> {
+      return (await readOutbox()).slice(0, limit).map(([id, sinceMs]) => ({ id, sinceMs }));
+    },
+
+    clearWebhookOutbox(id) {
+      return exclusive(async () => {
+        const outbox = await readOutbox();
+        const kept = outbox.filter(([other]) => other !== id);
+        if (kept.length !== outbox.length) await keyv.set(OUTBOX, kept);
+      });
+    },
+
+    webhookJournal: {
+      async list() {
+        const pending = await readMany<PendingDelivery>((await readDeliveries()).map(deliveryKey));
+        return pending.filter((entry): entry is PendingDelivery => entry !== undefined);
+      },
+      save(pending) {
+        return exclusive(async () => {
+          const { eventId } = pending.delivery;
+          await keyv.set(deliveryKey(eventId), pending);
+          const listed = await readDeliveries();
+          if (!listed.includes(eventId)) await keyv.set(DELIVERIES, [...listed, eventId]);
+        });
+      },
+      remove(eventId) {
+        return exclusive(async () => {
+          await keyv.delete(deliveryKey(eventId));
+          const listed = await readDeliveries();
+          if (listed.includes(eventId)) {
+            await keyv.set(
+              DELIVERIES,
+              listed.filter((other) => other !== eventId),
+            );
+          }
+        });
+      },
+    } satisfies WebhookJournal,
 
     getOrSetMeta(key, create) {
       return exclusive(async () => {

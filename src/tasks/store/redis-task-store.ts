@@ -1,8 +1,14 @@
 import KeyvRedis, { Keyv } from "@keyv/redis";
 import type { RedisClient } from "../../redis/open-redis-client.js";
 import { redisScript } from "../../redis/redis-script.js";
-import { canTransition, isFinished, type TaskRecord } from "../task-record.js";
-import type { CreateResult, Idempotency, IdempotentAnswer, TaskStore } from "./task-store.js";
+import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import type {
+  CreateResult,
+  Idempotency,
+  IdempotentAnswer,
+  OwnedPage,
+  TaskStore,
+} from "./task-store.js";
 
 /** A record as kept in Redis: `rev` counts its writes, the version `transition` compares. */
 type StoredRecord = TaskRecord & { rev: number };
@@ -17,13 +23,15 @@ interface IdempotencyEntry {
  * store. Records, images, idempotency keys and meta values are Keyv entries
  * (`<prefix>::task:<id>` holding `{"value": ..., "expires": ...}`); the
  * scripts read and write those same entries. The indexes are sorted sets:
- * `owner:<owner>` (an owner's tasks by creation), `unfinished` (tasks that
- * must have a place in the queue) and `expiring` (`<id>|<owner>` by expiry
- * time, what the sweep takes out of the indexes).
+ * `owner:<owner>` (an owner's tasks by creation), `owned:<status>:<owner>`
+ * (the same, per status, for the task list), `unfinished` (tasks that must
+ * have a place in the queue), `expiring` (`<id>|<owner>` by expiry time, what
+ * the sweep takes out of the indexes) and `webhook-outbox` (finished tasks
+ * whose webhook event is not queued yet, by the time they finished).
  */
 
 /**
- * KEYS: task, owner index, unfinished index, idempotency key or "", sequence.
+ * KEYS: task, owner index, unfinished index, idempotency key or "", sequence, owner's queued index.
  * ARGV: record, id, max per owner (0: none), idempotency entry, its TTL, task key prefix.
  * Indexes are ordered by a sequence every replica shares, so tasks created in
  * one millisecond keep their order.
@@ -43,12 +51,19 @@ if limit > 0 and redis.call('ZCARD', KEYS[2]) >= limit then return {'owner_full'
 local seq = redis.call('INCR', KEYS[5])
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], seq, ARGV[2])
+redis.call('ZADD', KEYS[6], seq, ARGV[2])
 redis.call('ZADD', KEYS[3], seq, ARGV[2])
 if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5]) end
 return {'created'}
 `);
 
-/** KEYS: task, unfinished index, expiring index. 1 written, 0 gone, -1 changed since read. */
+/**
+ * KEYS: task, unfinished index, expiring index, owner index, the owner's index of the old
+ * status, of the new one, webhook outbox.
+ * ARGV: rev read, record, TTL or "", finished, expiring member, expiry time, id, into the
+ * outbox, now, input images, input key prefix.
+ * 1 written, 0 gone, -1 changed since read.
+ */
 const TRANSITION = redisScript(`
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
@@ -58,31 +73,64 @@ if ARGV[3] ~= '' then
 else
   redis.call('SET', KEYS[1], ARGV[2])
 end
+if KEYS[5] ~= KEYS[6] then
+  local seq = redis.call('ZSCORE', KEYS[4], ARGV[7])
+  redis.call('ZREM', KEYS[5], ARGV[7])
+  if seq then redis.call('ZADD', KEYS[6], seq, ARGV[7]) end
+end
 if ARGV[4] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[7])
   if ARGV[3] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5]) end
+  if ARGV[8] == '1' then redis.call('ZADD', KEYS[7], ARGV[9], ARGV[7]) end
+  for i = 0, tonumber(ARGV[10]) - 1 do redis.call('DEL', ARGV[11] .. i) end
 end
 return 1
 `);
 
 /** Image keys per task the sweep deletes: `n` is at most 10. */
 const MAX_IMAGES_PER_TASK = 10;
+/** Input keys per task the sweep deletes: an edit takes at most 16 images and a mask. */
+const MAX_INPUTS_PER_TASK = 17;
 
-/** KEYS: expiring index. Takes due tasks out of every index and deletes what is left of them. */
+/** KEYS: expiring index, webhook outbox. Takes due tasks out of every index and deletes what is left of them. */
 const SWEEP = redisScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local deleted = 0
 for _, member in ipairs(due) do
   local bar = string.find(member, '|', 1, true)
   local id = string.sub(member, 1, bar - 1)
-  redis.call('ZREM', ARGV[3] .. 'owner:' .. string.sub(member, bar + 1), id)
+  local owner = string.sub(member, bar + 1)
+  redis.call('ZREM', ARGV[3] .. 'owner:' .. owner, id)
+  for _, status in ipairs({'queued', 'in_progress', 'completed', 'failed'}) do
+    redis.call('ZREM', ARGV[3] .. 'owned:' .. status .. ':' .. owner, id)
+  end
+  redis.call('ZREM', KEYS[2], id)
   deleted = deleted + redis.call('DEL', ARGV[3] .. 'task:' .. id)
   for i = 0, ${MAX_IMAGES_PER_TASK - 1} do
     deleted = deleted + redis.call('DEL', ARGV[3] .. 'image:' .. id .. ':' .. i)
   end
+  for i = 0, ${MAX_INPUTS_PER_TASK - 1} do
+    deleted = deleted + redis.call('DEL', ARGV[3] .. 'input:' .. id .. ':' .. i)
+  end
   redis.call('ZREM', KEYS[1], member)
 end
 return {#due, deleted}
+`);
+
+/**
+ * KEYS: owner index, the index to page (the owner's, or one of its status).
+ * ARGV: the task the page follows or "", else the highest sequence (exclusive) or "", count.
+ * The page's ids and sequences, newest first; nil when that task is not the owner's.
+ */
+const LIST = redisScript(`
+local max = ARGV[2]
+if ARGV[1] ~= '' then
+  local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  if not seq then return false end
+  max = '(' .. seq
+end
+if max == '' then max = '+inf' end
+return redis.call('ZREVRANGEBYSCORE', KEYS[2], max, '-inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
 `);
 
 /** Options of {@link createRedisTaskStore}. */
@@ -115,9 +163,13 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
   const raw = (key: string) => `${base}${key}`;
   const taskKey = (id: string) => `task:${id}`;
   const imageKey = (id: string, index: number) => `image:${id}:${index}`;
+  const inputKey = (id: string, index: number) => `input:${id}:${index}`;
   const idemKey = (owner: string, key: string) => `idem:${owner}:${key}`;
+  const ownerIndex = (owner: string) => raw(`owner:${owner}`);
+  const statusIndex = (status: TaskStatus, owner: string) => raw(`owned:${status}:${owner}`);
   const UNFINISHED = raw("unfinished");
   const EXPIRING = raw("expiring");
+  const OUTBOX = raw("webhook-outbox");
   const serialize = (value: unknown, expires?: number) =>
     keyv.serialize!({ value, expires }) as string;
 
@@ -155,10 +207,11 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
         client,
         [
           raw(taskKey(record.id)),
-          raw(`owner:${record.owner}`),
+          ownerIndex(record.owner),
           UNFINISHED,
           idempotency ? raw(idemKey(record.owner, idempotency.key)) : "",
           raw("sequence"),
+          statusIndex(record.status, record.owner),
         ],
         [
           serialize(stored),
@@ -206,7 +259,15 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
         const ttl = finished ? ttlMs : undefined;
         const written = (await TRANSITION.run(
           client,
-          [raw(taskKey(id)), UNFINISHED, EXPIRING],
+          [
+            raw(taskKey(id)),
+            UNFINISHED,
+            EXPIRING,
+            ownerIndex(next.owner),
+            statusIndex(current.status, next.owner),
+            statusIndex(next.status, next.owner),
+            OUTBOX,
+          ],
           [
             current.rev,
             serialize(next, ttl === undefined ? undefined : now() + ttl),
@@ -215,6 +276,10 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
             `${id}|${next.owner}`,
             now() + (ttl ?? 0),
             id,
+            finished && next.webhook ? "1" : "0",
+            now(),
+            next.inputs?.length ?? 0,
+            raw(`input:${id}:`),
           ],
         )) as number;
         if (written === 1) return strip(next);
@@ -232,6 +297,34 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
         .sort((a, b) => a.created - b.created);
     },
 
+    async listOwned(owner, { limit, after, status, nowSec }) {
+      const index = status ? statusIndex(status, owner) : ownerIndex(owner);
+      const records: TaskRecord[] = [];
+      let from: { after?: string; max?: string } = { after };
+      // Records that expired before the sweep took them out of the index are skipped.
+      while (records.length <= limit) {
+        const want = limit + 1 - records.length;
+        const page = (await LIST.run(
+          client,
+          [ownerIndex(owner), index],
+          [from.after ?? "", from.max ?? "", want],
+        )) as string[] | null;
+        if (page === null) return undefined;
+        const ids = page.filter((_, at) => at % 2 === 0);
+        if (ids.length === 0) break;
+        const found = (await keyv.get(ids.map(taskKey))) as Array<StoredRecord | undefined>;
+        for (const stored of found) {
+          const record = strip(stored);
+          if (!record || (status !== undefined && record.status !== status)) continue;
+          if (isFinished(record.status) && (record.expires_at ?? Infinity) <= nowSec) continue;
+          records.push(record);
+        }
+        if (ids.length < want) break;
+        from = { max: `(${page[page.length - 1]}` };
+      }
+      return { records: records.slice(0, limit), hasMore: records.length > limit } as OwnedPage;
+    },
+
     async putImage(id, index, bytes, ttlMs) {
       await keyv.set(imageKey(id, index), bytes.toString("base64"), ttlMs);
     },
@@ -246,6 +339,29 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
       await client.del(Array.from({ length: count }, (_, index) => raw(imageKey(id, index))));
     },
 
+    async putInput(id, index, bytes, ttlMs) {
+      await keyv.set(inputKey(id, index), bytes.toString("base64"), ttlMs);
+    },
+
+    async getInput(id, index) {
+      const stored = (await keyv.get(inputKey(id, index))) as string | undefined;
+      return stored === undefined ? undefined : Buffer.from(stored, "base64");
+    },
+
+    async deleteInputs(id, count) {
+      if (count === 0) return;
+      await client.del(Array.from({ length: count }, (_, index) => raw(inputKey(id, index))));
+    },
+
+    async webhookOutbox(limit) {
+      const entries = await client.zRangeWithScores(OUTBOX, 0, limit - 1);
+      return entries.map(({ value, score }) => ({ id: value, sinceMs: score }));
+    },
+
+    async clearWebhookOutbox(id) {
+      await client.zRem(OUTBOX, id);
+    },
+
     async getOrSetMeta(key, create) {
       const metaKey = `meta:${key}`;
       // Several replicas may start at once: the first value written wins for all.
@@ -257,7 +373,11 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
       let deleted = 0;
       // Bounded per call and per script run, so one call never holds Redis for long.
       for (let round = 0; round < 20; round += 1) {
-        const [due, gone] = (await SWEEP.run(client, [EXPIRING], [now(), 200, base])) as number[];
+        const [due, gone] = (await SWEEP.run(
+          client,
+          [EXPIRING, OUTBOX],
+          [now(), 200, base],
+        )) as number[];
         deleted += gone ?? 0;
         if ((due ?? 0) < 200) break;
       }

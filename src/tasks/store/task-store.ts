@@ -1,3 +1,4 @@
+import type { WebhookJournal } from "../../webhooks/webhook-queue.js";
 import type { TaskRecord, TaskStatus } from "../task-record.js";
 
 /** An idempotency key, scoped to the owner, and a fingerprint of the body. */
@@ -41,6 +42,33 @@ export interface TransitionOptions {
   attempts?: number;
 }
 
+/** A page of {@link TaskStore.listOwned}. */
+export interface OwnedQuery {
+  /** Tasks in the page, at most. */
+  limit: number;
+  /** The page starts after this task (the list runs newest first). */
+  after?: string;
+  /** Only tasks in this status. */
+  status?: TaskStatus;
+  /** Unix seconds now: finished tasks that expired by then are left out. */
+  nowSec: number;
+}
+
+/** The answer of {@link TaskStore.listOwned}. */
+export interface OwnedPage {
+  /** Newest first. */
+  records: TaskRecord[];
+  /** Whether more tasks follow the page. */
+  hasMore: boolean;
+}
+
+/** A finished task whose webhook event still has to reach the delivery queue. */
+export interface OutboxEntry {
+  id: string;
+  /** Milliseconds since the epoch when the task entered the outbox (finished). */
+  sinceMs: number;
+}
+
 /**
  * Where tasks and their image bytes live. Small on purpose: every backend
  * (memory, SQLite, Redis) passes one conformance suite. Admission (how many
@@ -61,6 +89,9 @@ export interface TaskStore {
    * merging `patch`: a compare-and-set. Resolves `undefined`, writing nothing,
    * when the task is gone, no longer in `expected` or (with `options.attempts`)
    * run by another lease: the race was lost and the caller backs off.
+   *
+   * In the same atomic step, a task that finishes enters the webhook outbox
+   * (when it has a `webhook`) and its input images are deleted.
    */
   transition(
     id: string,
@@ -70,9 +101,35 @@ export interface TaskStore {
   ): Promise<TaskRecord | undefined>;
   /** Tasks not finished (queued or in progress), oldest first: what must have a place in the queue. */
   listUnfinished(): Promise<TaskRecord[]>;
+  /**
+   * A page of an owner's tasks, newest first, from the owner's index (ordered
+   * by creation): costs the page, not a walk over the owner's tasks or all
+   * tasks. `undefined` when `after` is not one of the owner's tasks.
+   */
+  listOwned(owner: string, query: OwnedQuery): Promise<OwnedPage | undefined>;
   putImage(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
   getImage(id: string, index: number): Promise<Buffer | undefined>;
   deleteImages(id: string, count: number): Promise<void>;
+  /**
+   * The bytes of an edit's input image `index`, written before the task is
+   * created; `ttlMs` only frees those of a task never created (the process
+   * died in between): a finished task's inputs go with its transition.
+   */
+  putInput(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
+  getInput(id: string, index: number): Promise<Buffer | undefined>;
+  deleteInputs(id: string, count: number): Promise<void>;
+  /**
+   * Finished tasks whose webhook event has not been handed to the delivery
+   * queue yet, at most `limit`, those that finished first first.
+   */
+  webhookOutbox(limit: number): Promise<OutboxEntry[]>;
+  /** Takes a task out of the webhook outbox (its delivery is queued). */
+  clearWebhookOutbox(id: string): Promise<void>;
+  /**
+   * The embedded stores keep the in-process webhook queue's pending
+   * deliveries; on Redis, BullMQ keeps them (undefined).
+   */
+  readonly webhookJournal?: WebhookJournal;
   /** A value set once for all processes sharing the store (the URL signing secret). */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
   /**

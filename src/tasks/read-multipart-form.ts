@@ -1,0 +1,147 @@
+import type { IncomingMessage } from "node:http";
+import busboy from "busboy";
+import { AppError } from "../http/app-error.js";
+
+/** A `multipart/form-data` body, read whole. */
+export interface MultipartForm {
+  /** Text fields in the order they came (a name may repeat). */
+  fields: Array<{ name: string; value: string }>;
+  /** File parts in the order they came. */
+  files: Array<{ name: string; bytes: Buffer }>;
+}
+
+/** Limits of {@link readMultipartForm}. */
+export interface MultipartLimits {
+  /** The whole body, in bytes (413 `request_too_large` beyond it). */
+  maxBytes: number;
+  /** Names a file part may have; any other file is refused (400, naming it). */
+  fileFields: ReadonlySet<string>;
+  /** File parts, at most. */
+  maxFiles: number;
+  /** Text fields, at most. */
+  maxFields: number;
+  /** One text field, in bytes. */
+  maxFieldBytes: number;
+}
+
+/** Whether the request's body is `multipart/form-data`. */
+export function isMultipart(req: IncomingMessage): boolean {
+  return /^multipart\/form-data\s*(;|$)/i.test(req.headers["content-type"] ?? "");
+}
+
+/**
+ * Reads a `multipart/form-data` body with busboy, a streaming parser: each
+ * part is checked as it arrives, so a body over `maxBytes` (declared or
+ * actual), a file of an unexpected field, or too many parts is refused before
+ * the rest is read; the connection is then closed rather than drained.
+ *
+ * @throws AppError `request_too_large`, `invalid_value` (the field in `param`)
+ */
+export function readMultipartForm(
+  req: IncomingMessage,
+  limits: MultipartLimits,
+): Promise<MultipartForm> {
+  const tooLarge = () =>
+    new AppError(
+      "request_too_large",
+      `The request body is larger than ${limits.maxBytes} bytes (server.maxUploadBytes).`,
+      { headers: { Connection: "close" } },
+    );
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limits.maxBytes) {
+    return Promise.reject(tooLarge());
+  }
+  const encoding = req.headers["content-encoding"];
+  if (encoding && encoding.toLowerCase() !== "identity") {
+    return Promise.reject(
+      invalid(null, `A multipart body must not be compressed (Content-Encoding: ${encoding}).`),
+    );
+  }
+
+  return new Promise((resolve, reject) => {
+    const form: MultipartForm = { fields: [], files: [] };
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: req.headers,
+        limits: {
+          fileSize: limits.maxBytes,
+          files: limits.maxFiles,
+          fields: limits.maxFields,
+          fieldSize: limits.maxFieldBytes,
+          parts: limits.maxFiles + limits.maxFields,
+        },
+      });
+    } catch {
+      reject(invalid(null, "The multipart body has no boundary in its Content-Type."));
+      return;
+    }
+    let settled = false;
+    let received = 0;
+    let pendingFiles = 0;
+    let finished = false;
+    const fail = (err: AppError) => {
+      if (settled) return;
+      settled = true;
+      req.unpipe(parser);
+      req.off("data", count);
+      // Left unread: the error answer closes the connection (Connection: close).
+      err.headers.Connection = "close";
+      reject(err);
+    };
+    const done = () => {
+      if (settled || !finished || pendingFiles > 0) return;
+      settled = true;
+      req.off("data", count);
+      resolve(form);
+    };
+    const count = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limits.maxBytes) fail(tooLarge());
+    };
+    req.on("data", count);
+
+    parser.on("file", (name, stream, info) => {
+      if (!limits.fileFields.has(name)) {
+        stream.resume();
+        fail(invalid(name, `Unexpected file field '${name.slice(0, 100)}'.`));
+        return;
+      }
+      pendingFiles += 1;
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("limit", () => fail(tooLarge()));
+      stream.on("error", () => fail(invalid(name, `The file '${info.filename}' broke off.`)));
+      stream.on("end", () => {
+        pendingFiles -= 1;
+        form.files.push({ name, bytes: Buffer.concat(chunks) });
+        done();
+      });
+    });
+    parser.on("field", (name, value, info) => {
+      if (info.nameTruncated || info.valueTruncated) {
+        fail(invalid(name.slice(0, 100), `The field '${name.slice(0, 100)}' is too long.`));
+        return;
+      }
+      form.fields.push({ name, value });
+    });
+    parser.on("filesLimit", () =>
+      fail(invalid(null, `At most ${limits.maxFiles} files may be sent.`)),
+    );
+    parser.on("fieldsLimit", () =>
+      fail(invalid(null, `At most ${limits.maxFields} fields may be sent.`)),
+    );
+    parser.on("partsLimit", () => fail(invalid(null, "The form has too many parts.")));
+    parser.on("error", () => fail(invalid(null, "The multipart body is malformed.")));
+    parser.on("close", () => {
+      finished = true;
+      done();
+    });
+    req.on("aborted", () => fail(invalid(null, "The request body broke off.")));
+    req.pipe(parser);
+  });
+}
+
+function invalid(param: string | null, message: string): AppError {
+  return new AppError("invalid_value", message, { param });
+}
