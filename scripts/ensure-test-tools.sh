@@ -1,16 +1,43 @@
 #!/usr/bin/env bash
-# Runs before `npm test`: the metrics test scrapes the service with a real
-# Prometheus and lints with promtool. On a fresh Debian machine (as root) they
-# are installed here, so `npm ci && npm test` works as the README says.
+# Runs before `npm test`, so that `npm ci && npm test` works on a fresh machine:
+# - the metrics tests scrape the service with a real Prometheus and lint with promtool;
+# - the Redis store, queue and replica tests need a Redis on 127.0.0.1:6379.
+# On a fresh Debian machine (as root) what is missing is installed or started here.
 set -euo pipefail
-if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
-  exit 0
+
+can_install() { [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; }
+apt_updated=""
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    apt-get update -qq >/dev/null
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  if can_install; then
+    echo "installing prometheus (promtool) for the metrics tests..." >&2
+    apt_install prometheus
+  else
+    echo "The metrics tests need prometheus and promtool on PATH (Debian: apt-get install prometheus)." >&2
+    exit 1
+  fi
 fi
-if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing prometheus (promtool) for the metrics tests..." >&2
-  apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
-  exit 0
+
+redis_up() { (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; }
+if ! redis_up; then
+  if ! command -v redis-server >/dev/null 2>&1; then
+    if can_install; then
+      echo "installing redis-server for the Redis tests..." >&2
+      apt_install redis-server
+    else
+      echo "The Redis tests need a Redis on 127.0.0.1:6379 (Debian: apt-get install redis-server)." >&2
+      exit 1
+    fi
+  fi
+  echo "starting redis-server on 127.0.0.1:6379 for the Redis tests (nothing saved to disk)..." >&2
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
+  for _ in $(seq 1 50); do redis_up && break; sleep 0.1; done
+  redis_up || { echo "redis-server did not start on 127.0.0.1:6379" >&2; exit 1; }
 fi
-echo "The metrics tests need prometheus and promtool on PATH (Debian: apt-get install prometheus)." >&2
-exit 1
