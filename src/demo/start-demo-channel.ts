@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createDemoChannelHandler } from "./create-demo-channel-handler.js";
+import { createDemoResponseStore } from "./demo-response-store.js";
 
 export { DEMO_MODELS } from "./demo-models.js";
 
@@ -16,7 +17,10 @@ export interface DemoChannelOptions {
 export interface DemoChannel {
   /** OpenAI base URL, e.g. `http://127.0.0.1:PORT/v1`, to configure as a channel's `baseUrl`. */
   baseUrl: string;
-  /** Stops listening and drops open connections, including pending image generations. */
+  /**
+   * Stops listening and drops open connections, including pending image generations, and
+   * forgets the responses it kept.
+   */
   close(): Promise<void>;
 }
 
@@ -27,7 +31,10 @@ export interface DemoChannel {
  */
 export async function startDemoChannel(options: DemoChannelOptions): Promise<DemoChannel> {
   const host = options.host ?? "127.0.0.1";
-  const server = createServer(createDemoChannelHandler({ imageDelayMs: options.imageDelayMs }));
+  const responses = createDemoResponseStore();
+  const server = createServer(
+    createDemoChannelHandler({ imageDelayMs: options.imageDelayMs, responses }),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, host, () => {
@@ -43,6 +50,7 @@ export async function startDemoChannel(options: DemoChannelOptions): Promise<Dem
     baseUrl: `http://${urlHost}:${port}/v1`,
     close() {
       closing ??= new Promise<void>((resolve, reject) => {
+        responses.clear();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       });

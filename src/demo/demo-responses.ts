@@ -1,0 +1,306 @@
+import { demoChatReply, demoId, estimateTokens, messageText } from "./demo-chat-reply.js";
+import { openEventStream, streamPieces } from "./demo-event-stream.js";
+import {
+  clientGoneSignal,
+  DemoRequestError,
+  invalidParam,
+  isJsonObject,
+  missingParam,
+  oneOf,
+  readObjectBody,
+  sendJson,
+  wholeNumber,
+} from "./demo-http-helpers.js";
+import type { StoredResponse } from "./demo-response-store.js";
+import type { DemoHandler } from "./demo-route.js";
+import { structuredReply } from "./demo-structured-reply.js";
+
+type Json = Record<string, unknown>;
+
+/** A background response is done after this long at least (more for longer replies). */
+const MIN_BACKGROUND_MS = 50;
+
+/**
+ * `POST /v1/responses`: quotes the last user input back as one assistant message, plain, streamed
+ * with the Responses API's event sequence, or (`background: true`) answered `queued` and finished
+ * a moment later. Responses are kept (unless `store: false`) for the stored-response routes.
+ */
+export const handleCreateResponse: DemoHandler = async (req, res, context) => {
+  const gone = clientGoneSignal(res);
+  const { value: body, bytes } = await readObjectBody(req);
+  const { model } = body;
+  if (typeof model !== "string" || model.length === 0) {
+    throw new DemoRequestError(400, missingParam("model"));
+  }
+  const previous = body.previous_response_id;
+  if (previous !== undefined && previous !== null) {
+    if (typeof previous !== "string" || !context.responses.get(previous)) {
+      throw new DemoRequestError(400, {
+        message: `Previous response with id '${String(previous).slice(0, 100)}' not found.`,
+        type: "invalid_request_error",
+        param: "previous_response_id",
+        code: "previous_response_not_found",
+      });
+    }
+  }
+  const store = body.store !== false;
+  const background = body.background === true;
+  if (background && !store) {
+    throw new DemoRequestError(
+      400,
+      invalidParam("store", "A background response must be stored: drop 'store: false'."),
+    );
+  }
+  const items = inputItems(body.input);
+  const echo = demoChatReply(items);
+  const text = isJsonObject(body.text) ? (structuredReply(body.text.format, echo) ?? echo) : echo;
+
+  const id = demoId("resp_");
+  const messageId = demoId("msg_");
+  const createdAt = Math.floor(Date.now() / 1000);
+  const inputText = [body.instructions, ...items.map((item) => messageText(item.content))]
+    .filter((t): t is string => typeof t === "string")
+    .join("\n");
+  const usage = {
+    input_tokens: estimateTokens(inputText),
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: estimateTokens(text),
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: estimateTokens(inputText) + estimateTokens(text),
+  };
+  const part = (t: string) => ({ type: "output_text", annotations: [], logprobs: [], text: t });
+  const message = (status: string, content: unknown[]) => ({
+    id: messageId,
+    type: "message",
+    status,
+    content,
+    role: "assistant",
+  });
+  const snapshot = (status: string, done: boolean): Json =>
+    responseObject(body, {
+      id,
+      createdAt,
+      status,
+      completedAt: done ? Math.floor(Date.now() / 1000) : null,
+      output: done ? [message("completed", [part(text)])] : [],
+      usage: done ? usage : null,
+    });
+
+  const final = snapshot("completed", true);
+  const entry: StoredResponse = {
+    response: final,
+    inputItems: items,
+    bytes: bytes + text.length * 2,
+  };
+
+  if (background && body.stream !== true) {
+    entry.response = snapshot("in_progress", false);
+    const pieces = streamPieces(text).length;
+    entry.timer = setTimeout(
+      () => {
+        entry.response = snapshot("completed", true);
+        entry.timer = undefined;
+      },
+      Math.max(MIN_BACKGROUND_MS, pieces * context.streamDelayMs),
+    );
+    entry.timer.unref();
+    context.responses.set(id, entry);
+    sendJson(res, 200, snapshot("queued", false));
+    return;
+  }
+  if (store) context.responses.set(id, entry);
+  if (body.stream !== true) {
+    sendJson(res, 200, final);
+    return;
+  }
+
+  // The event sequence of a one-message answer, as OpenAI streams it.
+  const stream = openEventStream(res, context.streamDelayMs, gone);
+  let sequence = 0;
+  const send = (type: string, fields: Json) =>
+    stream.send({ type, sequence_number: sequence++, ...fields }, type);
+  const at = { item_id: messageId, output_index: 0, content_index: 0 };
+  send("response.created", { response: snapshot("in_progress", false) });
+  send("response.in_progress", { response: snapshot("in_progress", false) });
+  send("response.output_item.added", { output_index: 0, item: message("in_progress", []) });
+  send("response.content_part.added", { ...at, part: part("") });
+  for (const piece of streamPieces(text)) {
+    if (!(await stream.pause())) return;
+    send("response.output_text.delta", { ...at, delta: piece, logprobs: [] });
+  }
+  send("response.output_text.done", { ...at, text, logprobs: [] });
+  send("response.content_part.done", { ...at, part: part(text) });
+  send("response.output_item.done", {
+    output_index: 0,
+    item: message("completed", [part(text)]),
+  });
+  send("response.completed", { response: snapshot("completed", true) });
+  stream.end();
+};
+
+/** The parts of a response that change as it runs. */
+interface ResponseState {
+  id: string;
+  createdAt: number;
+  status: string;
+  completedAt: number | null;
+  output: unknown[];
+  usage: unknown;
+}
+
+/** A full Response object: the request's settings echoed, with OpenAI's defaults. */
+function responseObject(body: Json, state: ResponseState): Json {
+  const given = (key: string, fallback: unknown) => body[key] ?? fallback;
+  return {
+    id: state.id,
+    object: "response",
+    created_at: state.createdAt,
+    status: state.status,
+    background: body.background === true,
+    completed_at: state.completedAt,
+    error: null,
+    incomplete_details: null,
+    instructions: given("instructions", null),
+    max_output_tokens: given("max_output_tokens", null),
+    max_tool_calls: given("max_tool_calls", null),
+    model: body.model,
+    output: state.output,
+    parallel_tool_calls: given("parallel_tool_calls", true),
+    previous_response_id: given("previous_response_id", null),
+    prompt_cache_key: given("prompt_cache_key", null),
+    reasoning: given("reasoning", { effort: null, summary: null }),
+    safety_identifier: given("safety_identifier", null),
+    service_tier: given("service_tier", "default"),
+    store: body.store !== false,
+    temperature: given("temperature", 1),
+    text: given("text", { format: { type: "text" }, verbosity: "medium" }),
+    tool_choice: given("tool_choice", "auto"),
+    tools: given("tools", []),
+    top_logprobs: given("top_logprobs", 0),
+    top_p: given("top_p", 1),
+    truncation: given("truncation", "disabled"),
+    usage: state.usage,
+    user: given("user", null),
+    metadata: given("metadata", {}),
+  };
+}
+
+/**
+ * The request's `input` as stored items, each with an id: a text is one user message; messages
+ * get OpenAI's item shape (text content as `input_text`, or `output_text` for the assistant's);
+ * other items (tool outputs, references) are kept as sent.
+ */
+function inputItems(input: unknown): Json[] {
+  if (input === undefined || input === null) return [];
+  if (typeof input === "string") {
+    return [userMessage([{ type: "input_text", text: input }])];
+  }
+  if (!Array.isArray(input) || !input.every(isJsonObject)) {
+    throw new DemoRequestError(
+      400,
+      invalidParam("input", "'input' must be a string or a list of input items."),
+    );
+  }
+  return input.map((item) => {
+    const isMessage = item.type === "message" || (item.type === undefined && "role" in item);
+    if (!isMessage) return { ...item, id: item.id ?? demoId("item_") };
+    const assistant = item.role === "assistant";
+    const content =
+      typeof item.content === "string"
+        ? [
+            assistant
+              ? { type: "output_text", text: item.content, annotations: [] }
+              : { type: "input_text", text: item.content },
+          ]
+        : item.content;
+    return {
+      id: item.id ?? demoId("msg_"),
+      type: "message",
+      role: item.role,
+      content,
+      status: "completed",
+    };
+  });
+}
+
+function userMessage(content: unknown[]): Json {
+  return { id: demoId("msg_"), type: "message", role: "user", content, status: "completed" };
+}
+
+/** The stored response a route names, or OpenAI's 404. */
+function storedResponse(context: Parameters<DemoHandler>[2], id: string): StoredResponse {
+  const entry = context.responses.get(id);
+  if (!entry) {
+    throw new DemoRequestError(404, {
+      message: `Response with id '${id.slice(0, 100)}' not found.`,
+      type: "invalid_request_error",
+      code: "not_found",
+    });
+  }
+  return entry;
+}
+
+/** The response id of `/v1/responses/{id}[/...]`. */
+function responseIdOf(url: URL): string {
+  return decodeURIComponent(url.pathname.split("/")[3] ?? "");
+}
+
+/** `GET /v1/responses/{id}`. */
+export const handleGetResponse: DemoHandler = async (req, res, context, url) => {
+  req.resume();
+  sendJson(res, 200, storedResponse(context, responseIdOf(url)).response);
+};
+
+/** `DELETE /v1/responses/{id}`. */
+export const handleDeleteResponse: DemoHandler = async (req, res, context, url) => {
+  req.resume();
+  const id = responseIdOf(url);
+  storedResponse(context, id);
+  context.responses.delete(id);
+  sendJson(res, 200, { id, object: "response", deleted: true });
+};
+
+/**
+ * `POST /v1/responses/{id}/cancel`: a background response still running becomes `cancelled`; a
+ * finished one is answered as it is; one not made in the background cannot be cancelled.
+ */
+export const handleCancelResponse: DemoHandler = async (req, res, context, url) => {
+  req.resume();
+  const entry = storedResponse(context, responseIdOf(url));
+  if (entry.response.background !== true) {
+    throw new DemoRequestError(400, {
+      message: "Only responses created with background=true can be cancelled.",
+      type: "invalid_request_error",
+      code: "invalid_value",
+    });
+  }
+  if (entry.timer) {
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.response = { ...entry.response, status: "cancelled" };
+  }
+  sendJson(res, 200, entry.response);
+};
+
+/** `GET /v1/responses/{id}/input_items`: OpenAI's cursor list (`limit`, `order`, `after`). */
+export const handleInputItems: DemoHandler = async (req, res, context, url) => {
+  req.resume();
+  const entry = storedResponse(context, responseIdOf(url));
+  const query = url.searchParams;
+  const limit = wholeNumber(query.get("limit") ?? undefined, "limit", 1, 100, 20);
+  const order = oneOf(query.get("order") ?? undefined, "order", ["asc", "desc"], "desc");
+  let items = order === "asc" ? entry.inputItems : [...entry.inputItems].reverse();
+  const after = query.get("after");
+  if (after) {
+    const index = items.findIndex((item) => item.id === after);
+    items = index === -1 ? [] : items.slice(index + 1);
+  }
+  const page = items.slice(0, limit);
+  sendJson(res, 200, {
+    object: "list",
+    data: page,
+    first_id: page[0]?.id ?? null,
+    last_id: page.at(-1)?.id ?? null,
+    has_more: items.length > limit,
+  });
+};
