@@ -82,7 +82,10 @@ export function toUpstreamBody(request: SubmitTaskRequest): Record<string, unkno
     quality,
     ...rest
   } = request;
-  const mapped = quality === undefined ? undefined : GPT_IMAGE_QUALITY[quality.toLowerCase()];
+  // Own keys only: a client's `__proto__` or `constructor` must not reach an inherited value.
+  const key = quality?.toLowerCase();
+  const mapped =
+    key !== undefined && Object.hasOwn(GPT_IMAGE_QUALITY, key) ? GPT_IMAGE_QUALITY[key] : undefined;
   return Object.fromEntries(
     Object.entries({ ...rest, quality: mapped }).filter(([, value]) => value !== undefined),
   );

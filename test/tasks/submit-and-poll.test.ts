@@ -124,6 +124,18 @@ describe("GET /v1/images/tasks/{id}", () => {
     expect((app.upstream.requests.at(-1)!.body as { n: number }).n).toBe(2);
   });
 
+  it("drops a quality the model does not take, also one named like an object's own property", async () => {
+    const app = await useApp();
+    for (const quality of ["__proto__", "constructor", "ultra"]) {
+      const arrived = app.upstream.nextRequest("images");
+      const id = await submitOk(app, { prompt: "a fox", quality });
+      const body = (await arrived).body as Record<string, unknown>;
+      expect(Object.keys(body), quality).not.toContain("quality");
+      const done = await waitForStatus(app, id, ["completed", "failed"]);
+      expect(done.body.status, done.text).toBe("completed");
+    }
+  });
+
   it("sends the other OpenAI image fields on as they are", async () => {
     const app = await useApp();
     const arrived = app.upstream.nextRequest("images");
