@@ -85,6 +85,9 @@ export function createApp(deps: AppDeps): RequestListener {
   app.use(
     "/mcp",
     auth,
+    // Read here, under the service's size and time limits: the MCP transport would read the
+    // body itself without a deadline, so a client trickling bytes could hold a request forever.
+    taskJson,
     createMcpRouter({
       tasks: deps.tasks,
       pollIntervalSec: config.imageTasks.pollIntervalSec,

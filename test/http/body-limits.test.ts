@@ -104,9 +104,14 @@ describe("body limits per route", () => {
 
 describe("a body that never ends", () => {
   /** Sends headers and part of a body, then nothing; resolves what the service answers. */
-  const trickle = (path: string, headers: Record<string, string>, part: string) =>
+  const trickle = (
+    path: string,
+    headers: Record<string, string>,
+    part: string,
+    base: string = app!.baseURL,
+  ) =>
     new Promise<{ status: number; body: string; closed: boolean }>((resolve, reject) => {
-      const req = request(`${app!.baseURL}${path}`, {
+      const req = request(`${base}${path}`, {
         method: "POST",
         headers: { authorization: `Bearer ${app!.key}`, "content-length": "100000", ...headers },
       });
@@ -150,6 +155,13 @@ describe("a body that never ends", () => {
       '{"model":',
     );
     expect(task.status).toBe(408);
+    const mcp = await trickle(
+      "/mcp",
+      { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      '{"jsonrpc":"2.0",',
+      app.url,
+    );
+    expect(mcp.status).toBe(408);
     expect(app.upstream.requests).toHaveLength(0);
   });
 });
