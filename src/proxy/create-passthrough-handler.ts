@@ -90,9 +90,6 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     launch(attempt, res);
   };
 
-  /** Counter children by channel, model and group: label lookups are hoisted off the hot path. */
-  type TokenCounter = ReturnType<Metrics["tokens"]["labels"]>;
-  const tokenCounters = new Map<string, { input: TokenCounter; output: TokenCounter }>();
   const recordUsage = (attempt: ProxyAttempt, channel: Channel, usage: TokenUsage) => {
     if (!attempt.route.countsUsage) return;
     const { model } = attempt;
@@ -104,18 +101,9 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
         (attempt.principal.upstream?.models.ids.has(model) ?? false));
     const label = listed ? (model as string) : "other";
     const group = attempt.principal.group;
-    const key = `${channel.name}\n${label}\n${group}`;
-    let counters = tokenCounters.get(key);
-    if (!counters) {
-      const labels = { channel: channel.name, model: label, group };
-      counters = {
-        input: metrics.tokens.labels({ ...labels, type: "input" }),
-        output: metrics.tokens.labels({ ...labels, type: "output" }),
-      };
-      tokenCounters.set(key, counters);
-    }
-    if (usage.input > 0) counters.input.inc(usage.input);
-    if (usage.output > 0) counters.output.inc(usage.output);
+    const tokens = metrics.tokenSeries;
+    if (usage.input > 0) tokens.get(channel.name, label, group, "input").inc(usage.input);
+    if (usage.output > 0) tokens.get(channel.name, label, group, "output").inc(usage.output);
   };
 
   const remember = (attempt: ProxyAttempt, channel: Channel, id: unknown): Promise<void> => {
@@ -168,7 +156,7 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     attempt.responded = true;
     const status = proxyRes.statusCode ?? 502;
     const route = attempt.route.name;
-    metrics.upstreamRequests.inc({ channel: channel.name, route, outcome: String(status) });
+    metrics.upstreamRequestSeries.get(channel.name, route, String(status)).inc();
     metrics.upstreamDuration.observe(
       { channel: channel.name, route },
       (performance.now() - attempt.sentAt) / 1000,
@@ -221,7 +209,7 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     if (attempt.responded) return;
     const channel = channelOf(attempt);
     const outcome = attempt.timedOut ? "timeout" : "error";
-    metrics.upstreamRequests.inc({ channel: channel.name, route: attempt.route.name, outcome });
+    metrics.upstreamRequestSeries.get(channel.name, attempt.route.name, outcome).inc();
     if (res.headersSent) {
       // The answer was already under way: the client must see it cut, not completed.
       res.destroy();
