@@ -4,7 +4,12 @@ import {
   type ClientRequest,
   type OutgoingHttpHeaders,
 } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import {
+  Agent as HttpsAgent,
+  request as httpsRequest,
+  type RequestOptions as HttpsRequestOptions,
+} from "node:https";
+import { isIP } from "node:net";
 
 /** One call to a channel, as {@link ChannelRequester} sends it. */
 export interface ChannelRequestOptions {
@@ -38,10 +43,12 @@ export type ChannelRequester = (options: ChannelRequestOptions) => ClientRequest
 
 /** What a channel's base URL says, parsed once. */
 interface ChannelTarget {
-  send: typeof httpRequest;
+  send: (options: HttpsRequestOptions) => ClientRequest;
   hostname: string;
   port: number | undefined;
   host: string;
+  /** TLS server name: what the agent would derive from `Host` on every call. */
+  servername: string;
   prefix: string;
   pooled: HttpAgent;
   fresh: HttpAgent;
@@ -65,12 +72,15 @@ export function createChannelRequester(): ChannelRequester {
     const url = new URL(baseUrl);
     const secure = url.protocol === "https:";
     const Agent = secure ? HttpsAgent : HttpAgent;
+    // `[::1]` is the URL's spelling; the socket wants the bare address.
+    const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1");
     target = {
       send: secure ? httpsRequest : httpRequest,
-      // `[::1]` is the URL's spelling; the socket wants the bare address.
-      hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+      hostname,
       port: url.port === "" ? undefined : Number(url.port),
       host: url.host,
+      // No SNI for an address, as Node itself decides.
+      servername: isIP(hostname) ? "" : hostname,
       prefix: url.pathname.replace(/\/+$/, ""),
       pooled: new Agent({ keepAlive: true }),
       fresh: new Agent({ keepAlive: false }),
@@ -88,6 +98,7 @@ export function createChannelRequester(): ChannelRequester {
       method: options.method,
       path: target.prefix + options.path,
       headers: options.headers,
+      servername: target.servername,
       agent: options.fresh ? target.fresh : target.pooled,
     });
     request.setTimeout(options.timeoutMs, () => {
