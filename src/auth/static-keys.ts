@@ -1,10 +1,20 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import type { Config } from "../config/config-schema.js";
 import type { Principal } from "./principal.js";
 
+/**
+ * One-shot sha256 hex: `crypto.hash` (Node 20.12+, 21.7+) skips the Hash
+ * object createHash builds, and this runs on every request a static key
+ * authenticates. Read off the namespace so an older runtime falls back.
+ */
+const sha256Hex: (secret: string) => string =
+  typeof crypto.hash === "function"
+    ? (secret) => crypto.hash("sha256", secret, "hex")
+    : (secret) => crypto.createHash("sha256").update(secret).digest("hex");
+
 /** sha256 hex of a secret: the only form in which keys are kept or compared. */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  return sha256Hex(secret);
 }
 
 /**

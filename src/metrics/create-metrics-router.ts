@@ -48,13 +48,14 @@ export function observeHttpRequest(
 ): void {
   const started = performance.now();
   const record = () => {
-    const labels = {
-      route: route(),
-      method: req.method ?? "",
-      status: res.writableFinished ? String(res.statusCode) : "aborted",
-    };
-    metrics.httpRequests.inc(labels);
-    metrics.httpDuration.observe(labels, (performance.now() - started) / 1000);
+    const series = metrics.httpRequestSeries.get(
+      route(),
+      req.method ?? "",
+      res.writableFinished ? String(res.statusCode) : "aborted",
+    );
+    series.inc();
+    // The series' labels are the histogram's too: no labels object per request.
+    metrics.httpDuration.observe(series.labels, (performance.now() - started) / 1000);
   };
   // "close" always comes, after "finish" when there is one.
   res.once("close", record);

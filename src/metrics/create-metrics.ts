@@ -1,9 +1,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { createCounterChildren } from "./child-cache.js";
 
 /** Every metric's name starts with this. */
 export const METRIC_PREFIX = "image_task_sidecar_";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const HTTP_LABELS = ["route", "method", "status"] as const;
+const UPSTREAM_LABELS = ["channel", "route", "outcome"] as const;
+const TOKEN_LABELS = ["channel", "model", "group", "type"] as const;
 const TASK_BUCKETS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 100, 150, 200, 300, 600, 1200];
 
 /**
@@ -31,27 +35,42 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     waiting: 0,
     running: 0,
   });
+  // The counters every passthrough request moves count per series here, and reach
+  // prom-client when scraped (see child-cache.ts).
+  const httpRequestSeries = createCounterChildren(HTTP_LABELS);
+  const upstreamRequestSeries = createCounterChildren(UPSTREAM_LABELS);
+  const tokenSeries = createCounterChildren(TOKEN_LABELS);
   return {
     registry,
     httpRequests: new Counter({
       name: `${p}http_requests_total`,
       help: "HTTP requests answered, by route template, method and status.",
-      labelNames: ["route", "method", "status"] as const,
+      labelNames: HTTP_LABELS,
       registers: [registry],
+      collect() {
+        httpRequestSeries.flush(this);
+      },
     }),
+    /** {@link httpRequests} by series, for the per-request path. */
+    httpRequestSeries,
     httpDuration: new Histogram({
       name: `${p}http_request_duration_seconds`,
       help: "Time to answer an HTTP request (to the last byte), by route, method and status.",
-      labelNames: ["route", "method", "status"] as const,
+      labelNames: HTTP_LABELS,
       buckets: LATENCY_BUCKETS,
       registers: [registry],
     }),
     upstreamRequests: new Counter({
       name: `${p}upstream_requests_total`,
       help: "Calls to channels, by channel, route and outcome (HTTP status, error or timeout).",
-      labelNames: ["channel", "route", "outcome"] as const,
+      labelNames: UPSTREAM_LABELS,
       registers: [registry],
+      collect() {
+        upstreamRequestSeries.flush(this);
+      },
     }),
+    /** {@link upstreamRequests} by series, for the per-request path. */
+    upstreamRequestSeries,
     upstreamDuration: new Histogram({
       name: `${p}upstream_request_duration_seconds`,
       help: "Time from sending a call to a channel to its response headers, by channel and route.",
@@ -62,9 +81,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     tokens: new Counter({
       name: `${p}tokens_total`,
       help: "Tokens channels reported in passthrough answers, by channel, model (one a channel lists, else other), group and type (input, output).",
-      labelNames: ["channel", "model", "group", "type"] as const,
+      labelNames: TOKEN_LABELS,
       registers: [registry],
+      collect() {
+        tokenSeries.flush(this);
+      },
     }),
+    /** {@link tokens} by series, for the per-request path. */
+    tokenSeries,
     taskQueueDepth: new Gauge({
       name: `${p}task_queue_depth`,
       help: "Image tasks waiting for a slot, across all replicas.",

@@ -1,6 +1,4 @@
-import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from "node:http";
-import { Agent as HttpsAgent } from "node:https";
-import { createProxyMiddleware, type Plugin } from "http-proxy-middleware";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Principal } from "../auth/principal.js";
 import type { Channel } from "../channels/channel.js";
@@ -8,6 +6,7 @@ import type { ChannelRegistry } from "../channels/channel-registry.js";
 import { AppError } from "../http/app-error.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
+import { createChannelRequester } from "./channel-request.js";
 import { upstreamAuthorization } from "./channel-selection.js";
 import { deliverAnswer, type AnswerContext } from "./deliver-answer.js";
 import type { FormBody } from "./form/form-upload.js";
@@ -65,8 +64,6 @@ export type Passthrough = (
 export function createPassthrough(deps: PassthroughDeps): Passthrough {
   const { limits, metrics, logger } = deps;
   const prepare = createRequestPreparer(deps);
-  const attempts = new WeakMap<IncomingMessage, ProxyAttempt>();
-  const current = (req: IncomingMessage) => attempts.get(req) as ProxyAttempt;
   const channelOf = (attempt: ProxyAttempt) => attempt.candidates[attempt.index] as Channel;
   const scrubbers = new Map<Channel, KeyScrubber>();
   const scrubberOf = (channel: Channel) => {
@@ -93,9 +90,6 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     launch(attempt, res);
   };
 
-  /** Counter children by channel, model and group: label lookups are hoisted off the hot path. */
-  type TokenCounter = ReturnType<Metrics["tokens"]["labels"]>;
-  const tokenCounters = new Map<string, { input: TokenCounter; output: TokenCounter }>();
   const recordUsage = (attempt: ProxyAttempt, channel: Channel, usage: TokenUsage) => {
     if (!attempt.route.countsUsage) return;
     const { model } = attempt;
@@ -107,18 +101,9 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
         (attempt.principal.upstream?.models.ids.has(model) ?? false));
     const label = listed ? (model as string) : "other";
     const group = attempt.principal.group;
-    const key = `${channel.name}\n${label}\n${group}`;
-    let counters = tokenCounters.get(key);
-    if (!counters) {
-      const labels = { channel: channel.name, model: label, group };
-      counters = {
-        input: metrics.tokens.labels({ ...labels, type: "input" }),
-        output: metrics.tokens.labels({ ...labels, type: "output" }),
-      };
-      tokenCounters.set(key, counters);
-    }
-    if (usage.input > 0) counters.input.inc(usage.input);
-    if (usage.output > 0) counters.output.inc(usage.output);
+    const tokens = metrics.tokenSeries;
+    if (usage.input > 0) tokens.get(channel.name, label, group, "input").inc(usage.input);
+    if (usage.output > 0) tokens.get(channel.name, label, group, "output").inc(usage.output);
   };
 
   const remember = (attempt: ProxyAttempt, channel: Channel, id: unknown): Promise<void> => {
@@ -165,180 +150,170 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     };
   };
 
-  const events: Plugin = (proxyServer) => {
-    proxyServer.on("proxyReq", (proxyReq, req, res) => {
-      const attempt = current(req);
-      const channel = channelOf(attempt);
-      attempt.upstream = proxyReq;
-      attempt.sentAt = performance.now();
-      const authorization = upstreamAuthorization(channel, attempt.principal);
-      if (authorization) proxyReq.setHeader("authorization", authorization);
-      // Answers are scrubbed of the key, so they must arrive readable.
-      proxyReq.setHeader("accept-encoding", "identity");
-      if (attempt.body) {
-        proxyReq.setHeader("content-type", "application/json");
-        proxyReq.setHeader("content-length", attempt.body.length);
-        proxyReq.write(attempt.body);
-      } else if (attempt.form) {
-        proxyReq.setHeader("content-type", attempt.form.contentType);
-        if (attempt.form.contentLength !== undefined) {
-          proxyReq.setHeader("content-length", attempt.form.contentLength);
-        }
-        // Nothing of the form leaves before the connection is up: until then another
-        // channel can still get all of it.
-        const body = attempt.carrier as unknown as FormBody;
-        const socket = proxyReq.socket;
-        if (!socket) body.start();
-        else socket.once("encrypted" in socket ? "secureConnect" : "connect", () => body.start());
-      } else if (attempt.method !== "GET") {
-        proxyReq.setHeader("content-length", 0);
-      }
-      const timeoutMs =
-        attempt.route.timeout === "image" ? channel.imageTimeoutMs : channel.timeoutMs;
-      // An idle timeout: a stream that keeps sending is never cut, a silent channel is.
-      proxyReq.setTimeout(timeoutMs, () => {
-        attempt.timedOut = true;
-        proxyReq.destroy(new Error("upstream timeout"));
-      });
-      if ((res as ServerResponse).writableEnded || attempt.clientGone) proxyReq.destroy();
-    });
-
-    proxyServer.on("proxyRes", (proxyRes, req, res) => {
-      const attempt = current(req);
-      const channel = channelOf(attempt);
-      attempt.responded = true;
-      const status = proxyRes.statusCode ?? 502;
-      const route = attempt.route.name;
-      metrics.upstreamRequests.inc({ channel: channel.name, route, outcome: String(status) });
-      metrics.upstreamDuration.observe(
-        { channel: channel.name, route },
-        (performance.now() - attempt.sentAt) / 1000,
-      );
-      if (status >= 300 && status < 400) {
-        // Never followed and never handed on: a client re-sending its prompt to a
-        // channel's redirect target would leave the service's control.
-        proxyRes.resume();
-        logger.warn({ channel: channel.name, status }, "channel answered a redirect");
-        retryOrFail(
-          attempt,
-          res,
-          new AppError(
-            "invalid_response",
-            `The upstream channel answered a redirect (HTTP ${status}).`,
-          ),
-        );
-        return;
-      }
-      if (status >= 500 && canFailOver(attempt, res)) {
-        logger.warn({ channel: channel.name, status }, "channel answered 5xx; trying the next");
-        proxyRes.resume();
-        attempt.index += 1;
-        launch(attempt, res);
-        return;
-      }
-      if (status >= 400) {
-        passOnChannelError(proxyRes, res, channel, {
-          logger,
-          scrubber: scrubberOf(channel),
-          fail: attempt.fail,
-          clientGone: () => attempt.clientGone,
-        });
-        return;
-      }
-      deliverAnswer(proxyRes, res, answerContext(attempt, res, channel));
-    });
-
-    proxyServer.on("error", (err, req, res) => {
-      const attempt = attempts.get(req);
-      if (!attempt || attempt.clientGone || attempt.refused) return;
-      const response = res as ServerResponse;
-      if (err instanceof AppError) {
-        // The rest of the form was refused: the channel must never get a complete body.
-        attempt.refused = true;
-        attempt.upstream?.destroy();
-        attempt.fail(err);
-        return;
-      }
-      if (attempt.responded) return;
-      const channel = channelOf(attempt);
-      const outcome = attempt.timedOut ? "timeout" : "error";
-      metrics.upstreamRequests.inc({ channel: channel.name, route: attempt.route.name, outcome });
-      if (response.headersSent) {
-        // The answer was already under way: the client must see it cut, not completed.
-        response.destroy();
-        return;
-      }
-      logger.warn({ channel: channel.name, err: err.message, outcome }, "channel call failed");
-      if (attempt.timedOut) {
-        attempt.fail(
-          new AppError("upstream_timeout", "The upstream channel did not answer in time."),
-        );
-        return;
-      }
-      // A pooled connection the channel closed meanwhile: the request never reached it.
-      if (
-        attempt.upstream?.reusedSocket &&
-        (err as NodeJS.ErrnoException).code === "ECONNRESET" &&
-        !attempt.staleRetried &&
-        !attempt.form
-      ) {
-        attempt.staleRetried = true;
-        launch(attempt, response);
-        return;
-      }
+  /** The channel's answer headers arrived: skip it, pass its error on, or deliver it. */
+  const onResponse = (attempt: ProxyAttempt, res: ServerResponse, proxyRes: IncomingMessage) => {
+    const channel = channelOf(attempt);
+    attempt.responded = true;
+    const status = proxyRes.statusCode ?? 502;
+    const route = attempt.route.name;
+    metrics.upstreamRequestSeries.get(channel.name, route, String(status)).inc();
+    metrics.upstreamDuration.observe(
+      { channel: channel.name, route },
+      (performance.now() - attempt.sentAt) / 1000,
+    );
+    if (status >= 300 && status < 400) {
+      // Never followed and never handed on: a client re-sending its prompt to a
+      // channel's redirect target would leave the service's control.
+      proxyRes.resume();
+      logger.warn({ channel: channel.name, status }, "channel answered a redirect");
       retryOrFail(
         attempt,
-        response,
-        new AppError("upstream_unavailable", "No upstream channel could be reached."),
+        res,
+        new AppError(
+          "invalid_response",
+          `The upstream channel answered a redirect (HTTP ${status}).`,
+        ),
       );
-    });
-  };
-
-  // http-proxy opens a new connection per request unless given an agent: keep-alive
-  // agents (one per protocol, as Node requires) make the proxy cost about a bare pipe.
-  // Forms get a fresh connection each: a pooled one the channel closed meanwhile would
-  // fail after part of the form was sent, too late for another channel to take it.
-  const proxyFor = (agent: HttpAgent) =>
-    createProxyMiddleware({
-      router: (req) => channelOf(current(req)).baseUrl,
-      changeOrigin: true,
-      selfHandleResponse: true,
-      ejectPlugins: true,
-      plugins: [events],
-      agent,
-    });
-  const proxies = {
-    http: proxyFor(new HttpAgent({ keepAlive: true })),
-    https: proxyFor(new HttpsAgent({ keepAlive: true })),
-    httpForm: proxyFor(new HttpAgent({ keepAlive: false })),
-    httpsForm: proxyFor(new HttpsAgent({ keepAlive: false })),
-  };
-
-  function launch(attempt: ProxyAttempt, res: ServerResponse): void {
-    attempt.responded = false;
-    attempt.timedOut = false;
-    attempt.upstream = undefined;
-    const secure = channelOf(attempt).baseUrl.startsWith("https:");
-    if (attempt.form) {
-      const body = attempt.form.body();
-      const carrier = attempt.carrier;
-      // http-proxy reads a request's method, url, headers and socket, and pipes it.
-      attempt.carrier = Object.assign(body, {
-        method: carrier.method,
-        url: attempt.path,
-        headers: { ...attempt.headers },
-        httpVersion: "1.1",
-        socket: carrier.socket,
-      }) as unknown as IncomingMessage;
-      attempts.set(attempt.carrier, attempt);
-      void (secure ? proxies.httpsForm : proxies.httpForm)(attempt.carrier, res, attempt.fail);
       return;
     }
-    const req = attempt.carrier;
-    req.url = attempt.path;
-    // http-proxy copies them into its own request options.
-    req.headers = attempt.headers as IncomingMessage["headers"];
-    void (secure ? proxies.https : proxies.http)(req, res, attempt.fail);
+    if (status >= 500 && canFailOver(attempt, res)) {
+      logger.warn({ channel: channel.name, status }, "channel answered 5xx; trying the next");
+      proxyRes.resume();
+      attempt.index += 1;
+      launch(attempt, res);
+      return;
+    }
+    if (status >= 400) {
+      passOnChannelError(proxyRes, res, channel, {
+        logger,
+        scrubber: scrubberOf(channel),
+        fail: attempt.fail,
+        clientGone: () => attempt.clientGone,
+      });
+      return;
+    }
+    deliverAnswer(proxyRes, res, answerContext(attempt, res, channel));
+  };
+
+  /** The call failed before its answer (or the form feeding it was refused). */
+  const onError = (attempt: ProxyAttempt, res: ServerResponse, err: Error) => {
+    // After the whole answer went out, what breaks (the form's request closing) is nobody's.
+    if (attempt.clientGone || attempt.refused || res.writableEnded) return;
+    if (err instanceof AppError) {
+      // The rest of the form was refused: the channel must never get a complete body.
+      attempt.refused = true;
+      attempt.upstream?.destroy();
+      attempt.fail(err);
+      return;
+    }
+    if (attempt.responded) return;
+    const channel = channelOf(attempt);
+    const outcome = attempt.timedOut ? "timeout" : "error";
+    metrics.upstreamRequestSeries.get(channel.name, attempt.route.name, outcome).inc();
+    if (res.headersSent) {
+      // The answer was already under way: the client must see it cut, not completed.
+      res.destroy();
+      return;
+    }
+    logger.warn({ channel: channel.name, err: err.message, outcome }, "channel call failed");
+    // A form that broke on this side leaves its call open: end it before the next.
+    attempt.upstream?.destroy();
+    if (attempt.timedOut) {
+      attempt.fail(
+        new AppError("upstream_timeout", "The upstream channel did not answer in time."),
+      );
+      return;
+    }
+    // A pooled connection the channel closed meanwhile: the request never reached it.
+    if (
+      attempt.upstream?.reusedSocket &&
+      (err as NodeJS.ErrnoException).code === "ECONNRESET" &&
+      !attempt.staleRetried &&
+      !attempt.form
+    ) {
+      attempt.staleRetried = true;
+      launch(attempt, res);
+      return;
+    }
+    retryOrFail(
+      attempt,
+      res,
+      new AppError("upstream_unavailable", "No upstream channel could be reached."),
+    );
+  };
+
+  const send = createChannelRequester();
+
+  /** Sends the request to the current candidate. */
+  function launch(attempt: ProxyAttempt, res: ServerResponse): void {
+    try {
+      call(attempt, res);
+    } catch (err) {
+      attempt.fail(err);
+    }
+  }
+
+  function call(attempt: ProxyAttempt, res: ServerResponse): void {
+    attempt.responded = false;
+    attempt.timedOut = false;
+    const channel = channelOf(attempt);
+    // A fresh object per call: the requester adds Host, and a retry must not inherit this one's.
+    const headers: OutgoingHttpHeaders = { ...attempt.headers };
+    const authorization = upstreamAuthorization(channel, attempt.principal);
+    if (authorization) headers.authorization = authorization;
+    // Answers are scrubbed of the key, so they must arrive readable.
+    headers["accept-encoding"] = "identity";
+    let form: FormBody | undefined;
+    if (attempt.body) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = attempt.body.length;
+    } else if (attempt.form) {
+      form = attempt.form.body();
+      attempt.formBody = form;
+      headers["content-type"] = attempt.form.contentType;
+      if (attempt.form.contentLength !== undefined) {
+        headers["content-length"] = attempt.form.contentLength;
+      }
+    } else if (attempt.method !== "GET") {
+      headers["content-length"] = 0;
+    }
+    const upstream = send({
+      baseUrl: channel.baseUrl,
+      path: attempt.path,
+      method: attempt.method,
+      headers,
+      fresh: form !== undefined,
+      timeoutMs: attempt.route.timeout === "image" ? channel.imageTimeoutMs : channel.timeoutMs,
+      onTimeout: () => {
+        if (attempt.upstream === upstream) attempt.timedOut = true;
+      },
+    });
+    attempt.upstream = upstream;
+    attempt.sentAt = performance.now();
+    // Events of a call already given up (skipped, retried) are not this try's.
+    upstream.on("response", (proxyRes: IncomingMessage) => {
+      if (attempt.upstream === upstream) onResponse(attempt, res, proxyRes);
+      else proxyRes.resume();
+    });
+    upstream.on("error", (err) => {
+      if (attempt.upstream === upstream) onError(attempt, res, err);
+    });
+    if (!form) {
+      upstream.end(attempt.body);
+      return;
+    }
+    const body = form;
+    body.once("error", (err) => {
+      if (attempt.upstream === upstream) onError(attempt, res, err);
+    });
+    body.pipe(upstream);
+    // Nothing of the form leaves before the connection is up: until then another
+    // channel can still get all of it.
+    upstream.once("socket", (socket) => {
+      if ("encrypted" in socket) socket.once("secureConnect", () => body.start());
+      else if (socket.connecting) socket.once("connect", () => body.start());
+      else body.start();
+    });
   }
 
   return async (match, req, res, principal, fail) => {
@@ -356,7 +331,6 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
           ? (req.url ?? "").slice("/v1".length)
           : route.template.slice("/v1".length),
       headers: forwardedRequestHeaders(req.headers),
-      carrier: req,
       fail,
       sentAt: 0,
       timedOut: false,
@@ -369,12 +343,12 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
       if (!res.writableFinished) {
         attempt.clientGone = true;
         attempt.upstream?.destroy();
-        if (attempt.carrier !== req) attempt.carrier.destroy();
+        attempt.formBody?.destroy();
       }
       attempt.form?.dispose();
     });
     await prepare(attempt, req);
-    attempts.set(req, attempt);
+    if (attempt.clientGone) return;
     launch(attempt, res);
   };
 }

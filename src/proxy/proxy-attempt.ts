@@ -1,7 +1,7 @@
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from "node:http";
+import type { ClientRequest, OutgoingHttpHeaders } from "node:http";
 import type { Principal } from "../auth/principal.js";
 import type { Channel } from "../channels/channel.js";
-import type { FormUpload } from "./form/form-upload.js";
+import type { FormBody, FormUpload } from "./form/form-upload.js";
 import type { PassthroughRoute } from "./passthrough-routes.js";
 
 /** One client request's walk through its candidate channels. */
@@ -22,8 +22,8 @@ export interface ProxyAttempt {
   body?: Buffer;
   /** A multipart form, streamed. */
   form?: FormUpload;
-  /** What http-proxy gets as the request: the client's, or a form body for this try. */
-  carrier: IncomingMessage;
+  /** The form's body stream of the current try. */
+  formBody?: FormBody;
   /** Hands an error to the one error writer (nothing sent yet). */
   fail: (err: unknown) => void;
   upstream?: ClientRequest;

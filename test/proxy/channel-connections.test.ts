@@ -1,0 +1,135 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
+
+// How the service talks to a channel at the connection level: a base URL with its own path
+// prefix, pooled keep-alive connections, and a pooled connection the channel dropped
+// meanwhile (the request never reached it, so it goes again, once, on a new connection).
+const ANSWER = JSON.stringify({
+  id: "chatcmpl-1",
+  object: "chat.completion",
+  created: 0,
+  model: "gpt-4o-mini",
+  choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
+});
+
+interface Seen {
+  url: string;
+  host: string | undefined;
+  authorization: string | undefined;
+  /** Which connection it came on, counted from 1. */
+  connection: number;
+}
+
+let channel: Server;
+let app: TestApp;
+let seen: Seen[] = [];
+let connections = 0;
+/** Requests on a reused connection that the channel drops unanswered, once each. */
+let dropReused = 0;
+
+beforeAll(async () => {
+  const numbers = new WeakMap<Socket, { id: number; requests: number }>();
+  channel = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const socket = numbers.get(req.socket) as { id: number; requests: number };
+    socket.requests += 1;
+    if (socket.requests > 1 && dropReused > 0) {
+      dropReused -= 1;
+      req.socket.destroy();
+      return;
+    }
+    req.resume();
+    req.on("end", () => {
+      seen.push({
+        url: req.url ?? "",
+        host: req.headers.host,
+        authorization: req.headers.authorization,
+        connection: socket.id,
+      });
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(ANSWER);
+    });
+  });
+  channel.on("connection", (socket: Socket) => {
+    connections += 1;
+    numbers.set(socket, { id: connections, requests: 0 });
+  });
+  await new Promise<void>((resolve) => channel.listen(0, "127.0.0.1", resolve));
+  const { port } = channel.address() as AddressInfo;
+  app = await startTestApp({
+    config: {
+      channels: [
+        {
+          name: "prefixed",
+          baseUrl: `http://127.0.0.1:${port}/openai/deployments/v1/`,
+          apiKey: UPSTREAM_KEY,
+          models: ["gpt-4o-mini"],
+        },
+      ],
+    },
+  });
+});
+beforeEach(() => {
+  seen = [];
+  dropReused = 0;
+});
+afterAll(async () => {
+  await app.close();
+  channel.closeAllConnections();
+  await new Promise((resolve) => channel.close(resolve));
+});
+
+const chat = () =>
+  fetch(`${app.baseURL}/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${app.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }),
+  });
+
+describe("calls to a channel", () => {
+  it("go to the channel's own path prefix with its Host and key", async () => {
+    const response = await chat();
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ id: "chatcmpl-1" });
+    const { port } = channel.address() as AddressInfo;
+    expect(seen).toMatchObject([
+      {
+        url: "/openai/deployments/v1/chat/completions",
+        host: `127.0.0.1:${port}`,
+        authorization: `Bearer ${UPSTREAM_KEY}`,
+      },
+    ]);
+  });
+
+  it("reuse pooled connections one after another", async () => {
+    for (let i = 0; i < 5; i += 1) {
+      const response = await chat();
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    }
+    expect(new Set(seen.map((request) => request.connection)).size).toBe(1);
+  });
+
+  it("go again on a new connection when a pooled one was dropped unanswered", async () => {
+    // Make sure a pooled connection is there to be reused.
+    await (await chat()).arrayBuffer();
+    dropReused = 1;
+    const before = connections;
+    const response = await chat();
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ id: "chatcmpl-1" });
+    expect(connections).toBe(before + 1);
+    expect(seen.at(-1)?.connection).toBe(connections);
+  });
+
+  it("are not repeated more than once when the channel keeps dropping them", async () => {
+    await (await chat()).arrayBuffer();
+    // The retry comes on a fresh connection, whose first request is answered; a channel
+    // dropping every request would get each call twice at most (here: dropped once, then ok).
+    dropReused = 5;
+    const response = await chat();
+    expect(response.status).toBe(200);
+    expect(dropReused).toBe(4);
+  });
+});
