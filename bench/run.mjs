@@ -37,7 +37,10 @@ function readOptions() {
     allowPositionals: true,
     options: {
       quick: { type: "boolean", default: process.env.BENCH_QUICK === "1" },
-      out: { type: "string", default: process.env.BENCH_RESULTS_DIR ?? join(ROOT, "bench/results") },
+      out: {
+        type: "string",
+        default: process.env.BENCH_RESULTS_DIR ?? join(ROOT, "bench/results"),
+      },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -48,7 +51,9 @@ function readOptions() {
   const unknown = phases.filter((phase) => !PHASES[phase]);
   if (values.help || unknown.length) {
     if (unknown.length) console.error(`unknown phase: ${unknown.join(", ")}`);
-    console.error(`usage: npm run bench -- [${Object.keys(PHASES).join("|")}]... [--quick] [--out DIR]`);
+    console.error(
+      `usage: npm run bench -- [${Object.keys(PHASES).join("|")}]... [--quick] [--out DIR]`,
+    );
     process.exit(values.help ? 0 : 2);
   }
   const dist = resolve(process.env.BENCH_DIST ?? join(ROOT, "dist"));
@@ -111,11 +116,13 @@ const result = {
   phases: {},
   targets: [],
 };
-const log = (message) => console.error(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${message}`);
+const log = (message) =>
+  console.error(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${message}`);
 
 // A watchdog over the whole run, whatever a phase does.
 const budgetMs =
-  options.phases.reduce((sum, phase) => sum + PHASES[phase].deadlineSec(options) * 1000, 0) + 30_000;
+  options.phases.reduce((sum, phase) => sum + PHASES[phase].deadlineSec(options) * 1000, 0) +
+  30_000;
 setTimeout(() => {
   console.error(`bench: over its ${budgetMs / 1000} s budget, killing everything`);
   killAllNow();
@@ -155,7 +162,9 @@ for (const phaseName of options.phases) {
     deadlineMs,
   );
   const aborted = new Promise((_, reject) =>
-    controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
+    controller.signal.addEventListener("abort", () => reject(controller.signal.reason), {
+      once: true,
+    }),
   );
   const running = phase.run(ctx, out);
   running.catch(() => undefined);

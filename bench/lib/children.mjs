@@ -34,7 +34,10 @@ export async function startChild(script, args, { group, execArgv = [], timeoutMs
   );
   child.on("error", () => undefined);
   const ready = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start in ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${script} did not start in ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     child.once("message", (message) => {
       clearTimeout(timer);
       resolve(message);
@@ -77,7 +80,11 @@ function ask(entry, message, timeoutMs = 30_000) {
     };
     const onExit = () => done(reject, new Error(`${entry.script} exited`));
     const timer = setTimeout(
-      () => done(reject, new Error(`${entry.script} did not answer ${message.type} in ${timeoutMs} ms`)),
+      () =>
+        done(
+          reject,
+          new Error(`${entry.script} did not answer ${message.type} in ${timeoutMs} ms`),
+        ),
       timeoutMs,
     );
     child.on("message", onMessage);
@@ -151,7 +158,9 @@ export function answerMessages(handlers) {
       .then(() => handler(message))
       .then(
         (answer) => process.connected && process.send({ ...answer, seq: message.seq }),
-        (err) => process.connected && process.send({ error: String(err?.message ?? err), seq: message.seq }),
+        (err) =>
+          process.connected &&
+          process.send({ error: String(err?.message ?? err), seq: message.seq }),
       );
   });
 }

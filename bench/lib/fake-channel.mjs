@@ -24,9 +24,7 @@ const chat = json({
   object: "chat.completion",
   created: 1700000000,
   model: "gpt-4o-mini",
-  choices: [
-    { index: 0, message: { role: "assistant", content: filler }, finish_reason: "stop" },
-  ],
+  choices: [{ index: 0, message: { role: "assistant", content: filler }, finish_reason: "stop" }],
   usage: { prompt_tokens: 9, completion_tokens: 160, total_tokens: 169 },
 });
 const responses = json({

@@ -44,7 +44,9 @@ async function run(job) {
   const stopAt = started + (durationMs ?? timeoutMs);
   const hardStop = started + timeoutMs;
   const more = () =>
-    count !== undefined ? issued < count && performance.now() < hardStop : performance.now() < stopAt;
+    count !== undefined
+      ? issued < count && performance.now() < hardStop
+      : performance.now() < stopAt;
   const worker = async (index) => {
     const client = clients[index % clients.length];
     while (more()) {
@@ -105,7 +107,8 @@ async function hold({ origins, paths, headers = {}, holdMs }) {
 async function release() {
   const state = held;
   held = undefined;
-  if (state) await Promise.all(state.clients.map((client) => client.destroy().catch(() => undefined)));
+  if (state)
+    await Promise.all(state.clients.map((client) => client.destroy().catch(() => undefined)));
   return { released: true };
 }
 

@@ -21,7 +21,12 @@ export const RESPONSES_BODY = JSON.stringify({
 });
 
 export const taskBody = (model = "gpt-image-1", responseFormat = "b64_json") =>
-  JSON.stringify({ model, prompt: "a fox in the snow", size: "1024x1024", response_format: responseFormat });
+  JSON.stringify({
+    model,
+    prompt: "a fox in the snow",
+    size: "1024x1024",
+    response_format: responseFormat,
+  });
 
 /**
  * A multipart `/v1/images/edits` form of about `kib` KiB: a PNG-looking image file (PNG

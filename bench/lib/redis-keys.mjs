@@ -50,9 +50,7 @@ export function prefixMemory(prefix) {
     const keys = await keysOf(client, prefix);
     let bytes = 0;
     for (let i = 0; i < keys.length; i += 500) {
-      const sizes = await Promise.all(
-        keys.slice(i, i + 500).map((key) => client.memoryUsage(key)),
-      );
+      const sizes = await Promise.all(keys.slice(i, i + 500).map((key) => client.memoryUsage(key)));
       bytes += sizes.reduce((sum, size) => sum + (size ?? 0), 0);
     }
     return { keys: keys.length, bytes };

@@ -8,7 +8,12 @@ function textTable({ title, columns, rows }) {
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? "").length)));
   const line = (row) =>
     row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join("  ");
-  return [title, line(cells[0]), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join("\n");
+  return [
+    title,
+    line(cells[0]),
+    widths.map((w) => "-".repeat(w)).join("  "),
+    ...cells.slice(1).map(line),
+  ].join("\n");
 }
 
 function markdownTable({ title, columns, rows }) {
@@ -26,17 +31,24 @@ function markdownTable({ title, columns, rows }) {
 function tablesOf(result) {
   const tables = [];
   for (const [name, phase] of Object.entries(result.phases)) {
-    const state = phase.status === "ok" ? "" : ` (${phase.status}${phase.error ? `: ${phase.error}` : ""})`;
-    for (const table of phase.tables ?? []) tables.push({ ...table, title: `${table.title}${state}` });
+    const state =
+      phase.status === "ok" ? "" : ` (${phase.status}${phase.error ? `: ${phase.error}` : ""})`;
+    for (const table of phase.tables ?? [])
+      tables.push({ ...table, title: `${table.title}${state}` });
     if (!phase.tables?.length) {
       tables.push({ title: `${name}${state}`, columns: ["figure"], rows: [["no figures"]] });
     }
-    for (const note of phase.notes ?? []) tables.at(-1).notes = [...(tables.at(-1).notes ?? []), note];
+    for (const note of phase.notes ?? [])
+      tables.at(-1).notes = [...(tables.at(-1).notes ?? []), note];
   }
   tables.push({
     title: "Targets (printed, never asserted)",
     columns: ["target", "measured", "met"],
-    rows: result.targets.map((t) => [t.target, t.measured, t.met === null ? "n/a" : t.met ? "met" : "not met"]),
+    rows: result.targets.map((t) => [
+      t.target,
+      t.measured,
+      t.met === null ? "n/a" : t.met ? "met" : "not met",
+    ]),
   });
   return tables;
 }
@@ -53,18 +65,24 @@ export function renderText(result) {
   return [
     header(result),
     ...tablesOf(result).map(
-      (table) => textTable(table) + (table.notes ? `\n${table.notes.map((n) => `  note: ${n}`).join("\n")}` : ""),
+      (table) =>
+        textTable(table) +
+        (table.notes ? `\n${table.notes.map((n) => `  note: ${n}`).join("\n")}` : ""),
     ),
   ].join("\n\n");
 }
 
 export function renderMarkdown(result) {
-  return [
-    `_${header(result)}_`,
-    ...tablesOf(result).map(
-      (table) => markdownTable(table) + (table.notes ? `\n\n${table.notes.map((n) => `- ${n}`).join("\n")}` : ""),
-    ),
-  ].join("\n\n") + "\n";
+  return (
+    [
+      `_${header(result)}_`,
+      ...tablesOf(result).map(
+        (table) =>
+          markdownTable(table) +
+          (table.notes ? `\n\n${table.notes.map((n) => `- ${n}`).join("\n")}` : ""),
+      ),
+    ].join("\n\n") + "\n"
+  );
 }
 
 /** Writes `bench-<date>.json`, `latest.json` and `latest.md`; resolves the JSON's path. */

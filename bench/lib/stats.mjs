@@ -37,6 +37,7 @@ export function fmt(value, digits = 0) {
 }
 
 /** A ratio as `1.23x`. */
-export const fmtRatio = (value) => (value === null || value === undefined ? "-" : `${fmt(value, 2)}x`);
+export const fmtRatio = (value) =>
+  value === null || value === undefined ? "-" : `${fmt(value, 2)}x`;
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

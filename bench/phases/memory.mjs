@@ -5,7 +5,13 @@
 // after a GC before, with the tasks held, and after retention expired them (the sweep runs
 // every retentionSec, at most every minute).
 import { taskBody } from "../lib/payloads.mjs";
-import { JSON_HEADERS, startFakeChannel, startLoader, startService, serviceConfig } from "../lib/processes.mjs";
+import {
+  JSON_HEADERS,
+  startFakeChannel,
+  startLoader,
+  startService,
+  serviceConfig,
+} from "../lib/processes.mjs";
 import { prefixMemory, redisAvailable, REDIS_URL, usedMemory } from "../lib/redis-keys.mjs";
 import { fmt, MIB, sleep } from "../lib/stats.mjs";
 import { getTask, waitFinished, waitGone } from "../lib/task-client.mjs";
@@ -33,7 +39,9 @@ export async function run(ctx, out) {
   if (!haveRedis) out.notes.push(`no Redis at ${REDIS_URL}: the Redis run was skipped`);
   const runs = RUNS.filter((run) => !run.redis || haveRedis);
   summarize(out, runs);
-  await Promise.all(runs.map((run) => measure(ctx, out, run, { channel, loader, count, retentionSec, runs })));
+  await Promise.all(
+    runs.map((run) => measure(ctx, out, run, { channel, loader, count, retentionSec, runs })),
+  );
 }
 
 async function measure(ctx, out, run, { channel, loader, count, retentionSec, runs }) {
@@ -56,7 +64,14 @@ async function measure(ctx, out, run, { channel, loader, count, retentionSec, ru
 
   const submitted = await loader.run({
     origins: [service.url],
-    requests: [{ path: "/v1/images/tasks", method: "POST", headers: JSON_HEADERS, body: taskBody("gpt-image-1", run.format) }],
+    requests: [
+      {
+        path: "/v1/images/tasks",
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: taskBody("gpt-image-1", run.format),
+      },
+    ],
     concurrency: 32,
     count,
     collectIds: true,
@@ -64,14 +79,15 @@ async function measure(ctx, out, run, { channel, loader, count, retentionSec, ru
   });
   const ids = submitted.ids ?? [];
   figures.submitted = ids.length;
-  if (ids.length === 0) throw new Error(`${run.label}: no task accepted (${JSON.stringify(submitted.statuses)})`);
+  if (ids.length === 0)
+    throw new Error(`${run.label}: no task accepted (${JSON.stringify(submitted.statuses)})`);
   await waitFinished(service.url, ids.at(-1), { signal: ctx.signal, deadline: deadline() });
   // Were all still there when measured? (The first finished first and expires first.)
   figures.allHeld = (await getTask(service.url, ids[0], { signal: ctx.signal })).status === 200;
   const held = await service.gc();
   figures.rssHeldMiB = held.memory.rss / MIB;
   figures.heapHeldMiB = held.memory.heapUsed / MIB;
-  figures.rssPerTaskKiB = ((held.memory.rss - before.memory.rss) / 1024 / ids.length);
+  figures.rssPerTaskKiB = (held.memory.rss - before.memory.rss) / 1024 / ids.length;
   if (run.redis) {
     const keys = await prefixMemory(prefix);
     figures.redisKeys = keys.keys;
@@ -83,7 +99,11 @@ async function measure(ctx, out, run, { channel, loader, count, retentionSec, ru
 
   // Expiry: the last task answers 404, then the sweep takes everything out; give it one
   // sweep interval, and stop early once the heap is back near where it was.
-  const expired = await waitGone(service.url, ids.at(-1), { signal: ctx.signal, deadline: deadline(), everyMs: 1000 });
+  const expired = await waitGone(service.url, ids.at(-1), {
+    signal: ctx.signal,
+    deadline: deadline(),
+    everyMs: 1000,
+  });
   const sweptBy = Date.now() + Math.min(60, retentionSec) * 1000 + 1000;
   const settleBy = Math.min(deadline(), sweptBy);
   let after = await service.gc();
@@ -108,9 +128,13 @@ function summarize(out, runs) {
       run.label,
       fmt(f.submitted),
       fmt(f.rssBeforeMiB, 1),
-      f.rssHeldMiB === undefined ? "-" : `${fmt(f.rssHeldMiB, 1)}${f.allHeld === false ? " (some expired)" : ""}`,
+      f.rssHeldMiB === undefined
+        ? "-"
+        : `${fmt(f.rssHeldMiB, 1)}${f.allHeld === false ? " (some expired)" : ""}`,
       fmt(f.rssPerTaskKiB, 2),
-      f.rssAfterExpiryMiB === undefined ? "-" : `${fmt(f.rssAfterExpiryMiB, 1)}${f.expired ? "" : " (not swept yet)"}`,
+      f.rssAfterExpiryMiB === undefined
+        ? "-"
+        : `${fmt(f.rssAfterExpiryMiB, 1)}${f.expired ? "" : " (not swept yet)"}`,
       run.redis
         ? `${fmt(f.redisMiB, 1)} (${fmt(f.redisKeys)} keys${f.redisKeysAfterExpiry === undefined ? "" : `, ${fmt(f.redisKeysAfterExpiry)} after expiry`})`
         : "-",
@@ -119,7 +143,15 @@ function summarize(out, runs) {
   out.tables = [
     {
       title: `Memory: ${fmt(out.figures.tasks)} finished tasks held, then expired`,
-      columns: ["store, results", "tasks", "RSS before MiB", "RSS held MiB", "RSS KiB/task", "RSS after expiry MiB", "Redis MiB"],
+      columns: [
+        "store, results",
+        "tasks",
+        "RSS before MiB",
+        "RSS held MiB",
+        "RSS KiB/task",
+        "RSS after expiry MiB",
+        "Redis MiB",
+      ],
       rows,
     },
   ];
@@ -131,7 +163,10 @@ export function targets(figures) {
   return [
     {
       target: "10,000 finished url tasks under 200 MB RSS",
-      measured: url?.rssHeldMiB === undefined ? "-" : `${fmt((url.rssHeldMiB * MIB) / 1e6)} MB (${fmt(url.submitted)} tasks)`,
+      measured:
+        url?.rssHeldMiB === undefined
+          ? "-"
+          : `${fmt((url.rssHeldMiB * MIB) / 1e6)} MB (${fmt(url.submitted)} tasks)`,
       met: ok ? url.rssHeldMiB * MIB < 200e6 : null,
     },
   ];

@@ -31,21 +31,36 @@ function loads(quick) {
       key: "chat-c1",
       label: "chat, ~1 KB answer, concurrency 1",
       concurrency: 1,
-      request: { path: "/v1/chat/completions", method: "POST", headers: JSON_HEADERS, body: CHAT_BODY },
+      request: {
+        path: "/v1/chat/completions",
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: CHAT_BODY,
+      },
       targets: ["direct", "pipe", "service", "baseline"],
     },
     {
       key: "chat-c64",
       label: "chat, ~1 KB answer, concurrency 64",
       concurrency: 64,
-      request: { path: "/v1/chat/completions", method: "POST", headers: JSON_HEADERS, body: CHAT_BODY },
+      request: {
+        path: "/v1/chat/completions",
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: CHAT_BODY,
+      },
       targets: ["direct", "pipe", "service", "baseline"],
     },
     {
       key: "responses-c16",
       label: "/v1/responses, concurrency 16",
       concurrency: 16,
-      request: { path: "/v1/responses", method: "POST", headers: JSON_HEADERS, body: RESPONSES_BODY },
+      request: {
+        path: "/v1/responses",
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: RESPONSES_BODY,
+      },
       targets: ["pipe", "service", "baseline"],
     },
     {
@@ -97,7 +112,10 @@ export async function run(ctx, out) {
       timeoutMs: ms + 20_000,
     });
     const after = await proc.stats();
-    if (result.ok === 0) throw new Error(`${load.key} via ${target}: no request succeeded (${JSON.stringify(result.statuses)}, ${result.errors} errors)`);
+    if (result.ok === 0)
+      throw new Error(
+        `${load.key} via ${target}: no request succeeded (${JSON.stringify(result.statuses)}, ${result.errors} errors)`,
+      );
     return {
       rps: result.rps,
       p50Ms: result.p50Ms,
@@ -108,7 +126,8 @@ export async function run(ctx, out) {
   };
 
   // Warm-up: JIT, sockets, keep-alive pools.
-  for (const load of plan) for (const target of load.targets) await measure(load, target, quick ? 50 : 300);
+  for (const load of plan)
+    for (const target of load.targets) await measure(load, target, quick ? 50 : 300);
 
   for (let round = 0; round < rounds; round += 1) {
     for (const load of plan) {
@@ -143,7 +162,8 @@ function summarize(out, plan, samples) {
     }
     const pipe = byTarget.pipe;
     for (const [target, figures] of Object.entries(byTarget)) {
-      figures.cpuVsPipe = target === "direct" ? null : ratio(figures.cpuUsPerRequest, pipe?.cpuUsPerRequest);
+      figures.cpuVsPipe =
+        target === "direct" ? null : ratio(figures.cpuUsPerRequest, pipe?.cpuUsPerRequest);
       figures.rpsVsPipe = ratio(figures.rps, pipe?.rps);
       figures.p50OverPipeMs = pipe ? figures.p50Ms - pipe.p50Ms : null;
       rows.push([
@@ -157,12 +177,25 @@ function summarize(out, plan, samples) {
         fmtRatio(figures.rpsVsPipe),
       ]);
     }
-    out.figures.loads[load.key] = { label: load.label, concurrency: load.concurrency, targets: byTarget };
+    out.figures.loads[load.key] = {
+      label: load.label,
+      concurrency: load.concurrency,
+      targets: byTarget,
+    };
   }
   out.tables = [
     {
       title: "Proxy: passthrough through the service, against a direct call and the bare pipe",
-      columns: ["load", "target", "RPS", "p50 ms", "p99 ms", "CPU µs/req", "CPU vs pipe", "RPS vs pipe"],
+      columns: [
+        "load",
+        "target",
+        "RPS",
+        "p50 ms",
+        "p99 ms",
+        "CPU µs/req",
+        "CPU vs pipe",
+        "RPS vs pipe",
+      ],
       rows,
     },
   ];

@@ -5,7 +5,13 @@
 // across targets, read by the bench process itself (node:http, one read = one 'data' event).
 import { Agent, request } from "node:http";
 import { STREAM_BODY } from "../lib/payloads.mjs";
-import { JSON_HEADERS, startFakeChannel, startPipe, startService, serviceConfig } from "../lib/processes.mjs";
+import {
+  JSON_HEADERS,
+  startFakeChannel,
+  startPipe,
+  startService,
+  serviceConfig,
+} from "../lib/processes.mjs";
 import { fmt, max, median, min } from "../lib/stats.mjs";
 
 export const name = "streams";
@@ -13,7 +19,12 @@ export const deadlineSec = ({ quick }) => (quick ? 20 : 60);
 
 const CHUNKS = 20;
 const GAP_MS = 20;
-const LABELS = { direct: "direct to the channel", pipe: "bare node:http pipe", service: "service", baseline: "service (BASELINE)" };
+const LABELS = {
+  direct: "direct to the channel",
+  pipe: "bare node:http pipe",
+  service: "service",
+  baseline: "service (BASELINE)",
+};
 
 /** One streamed chat: when each read arrived, relative to sending the request. */
 function probe(url, agent, signal) {
@@ -50,7 +61,9 @@ export async function run(ctx, out) {
     service: await startService(ctx, serviceConfig({ channelUrl: channel.url })),
   };
   if (ctx.options.baseline) {
-    targets.baseline = await startService(ctx, serviceConfig({ channelUrl: channel.url }), { role: "baseline" });
+    targets.baseline = await startService(ctx, serviceConfig({ channelUrl: channel.url }), {
+      role: "baseline",
+    });
   }
   const agent = new Agent({ keepAlive: true });
   const samples = Object.fromEntries(Object.keys(targets).map((target) => [target, []]));
@@ -102,7 +115,16 @@ function summarize(out, samples) {
   out.tables = [
     {
       title: `Streams: ${CHUNKS} SSE events sent ${GAP_MS} ms apart`,
-      columns: ["target", "streams", "TTFB ms", "TTFB added ms", "reads per stream", "coalesced streams", "gap median ms", "gap max ms"],
+      columns: [
+        "target",
+        "streams",
+        "TTFB ms",
+        "TTFB added ms",
+        "reads per stream",
+        "coalesced streams",
+        "gap median ms",
+        "gap max ms",
+      ],
       rows,
     },
   ];
@@ -117,7 +139,9 @@ export function targets(figures) {
   return [
     {
       target: "streams never coalesced (service)",
-      measured: service ? `${service.coalesced} of ${service.streams} coalesced, min ${service.readsMin} reads` : "-",
+      measured: service
+        ? `${service.coalesced} of ${service.streams} coalesced, min ${service.readsMin} reads`
+        : "-",
       met: service ? service.coalesced === 0 : null,
     },
   ];

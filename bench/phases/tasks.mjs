@@ -79,11 +79,18 @@ export async function run(ctx, out) {
     out.figures.setups[setup.key] = figures;
     const timeoutMs = () => Math.max(1000, ctx.remainingMs() - 2000);
     const setupStarted = Date.now();
-    const step = (what) => ctx.log(`tasks: ${setup.label}: ${what} (${Date.now() - setupStarted} ms)`);
+    const step = (what) =>
+      ctx.log(`tasks: ${setup.label}: ${what} (${Date.now() - setupStarted} ms)`);
     step("started");
 
     // Warm-up: a few of each call.
-    await loader.run({ origins, requests: [submitRequest()], concurrency: 4, count: 40, timeoutMs: timeoutMs() });
+    await loader.run({
+      origins,
+      requests: [submitRequest()],
+      concurrency: 4,
+      count: 40,
+      timeoutMs: timeoutMs(),
+    });
 
     // Submissions.
     let before = await totalStats(services);
@@ -107,15 +114,21 @@ export async function run(ctx, out) {
     };
     summarize(out);
     const ids = submitted.ids;
-    if (!ids?.length) throw new Error(`${setup.label}: no task was accepted (${JSON.stringify(submitted.statuses)})`);
+    if (!ids?.length)
+      throw new Error(
+        `${setup.label}: no task was accepted (${JSON.stringify(submitted.statuses)})`,
+      );
 
-    step('// Every submitted task finished');
+    step("// Every submitted task finished");
     // Every submitted task finished: the run's throughput end to end.
-    const last = await waitFinished(origins[0], ids.at(-1), { signal: ctx.signal, deadline: Date.now() + timeoutMs() });
+    const last = await waitFinished(origins[0], ids.at(-1), {
+      signal: ctx.signal,
+      deadline: Date.now() + timeoutMs(),
+    });
     figures.completedPerSec = ids.length / ((Date.now() - started) / 1000);
     figures.lastTaskStatus = last.status;
 
-    step('// Polls on finished tasks.');
+    step("// Polls on finished tasks.");
     // Polls on finished tasks.
     const polled = ids.slice(0, 2000);
     before = await totalStats(services);
@@ -141,7 +154,9 @@ export async function run(ctx, out) {
       before = await totalStats(services);
       const chat = await loader.run({
         origins,
-        requests: [{ path: "/v1/chat/completions", method: "POST", headers: JSON_HEADERS, body: CHAT_BODY }],
+        requests: [
+          { path: "/v1/chat/completions", method: "POST", headers: JSON_HEADERS, body: CHAT_BODY },
+        ],
         concurrency: 32,
         durationMs,
         timeoutMs: timeoutMs(),
@@ -151,7 +166,7 @@ export async function run(ctx, out) {
     }
     summarize(out);
 
-    step('// Waits held at once');
+    step("// Waits held at once");
     // Waits held at once, on tasks that never finish.
     ctx.check();
     const slow = await loader.run({
@@ -163,7 +178,7 @@ export async function run(ctx, out) {
       timeoutMs: timeoutMs(),
     });
     const holdMs = quick ? 500 : 3000;
-    step('const idle = await totalStats(services);');
+    step("const idle = await totalStats(services);");
     const idle = await totalStats(services);
     const held = await loader.hold({
       origins,
@@ -231,11 +246,17 @@ function summarize(out) {
   ];
   if (memory?.chat) {
     out.tables.push({
-      title: "Tasks: a poll against a chat passthrough (memory store, same service, concurrency 32)",
+      title:
+        "Tasks: a poll against a chat passthrough (memory store, same service, concurrency 32)",
       columns: ["request", "per second", "CPU µs/request", "vs chat"],
       rows: [
         ["chat passthrough", fmt(memory.chat.perSec), fmt(memory.chat.cpuUsPerRequest), "1.00x"],
-        ["poll of a finished task", fmt(memory.polls.perSec), fmt(memory.polls.cpuUsPerRequest), fmtRatio(out.figures.pollVsChat)],
+        [
+          "poll of a finished task",
+          fmt(memory.polls.perSec),
+          fmt(memory.polls.cpuUsPerRequest),
+          fmtRatio(out.figures.pollVsChat),
+        ],
       ],
     });
   }
