@@ -5,7 +5,7 @@
 //     (worker i uses origin i mod n), `concurrency` at a time, for `durationMs` or `count`
 //     requests; answers counts, statuses, RPS, p50/p99 latency (ms) and, with collectIds,
 //     the `id` of each 2xx JSON answer in order.
-//   {type: "hold", origins, paths, timeoutMs}: opens one GET per path at once (long waits)
+//   {type: "hold", origins, paths, headers, holdMs}: opens one GET per path at once (long waits)
 //     and answers how many are still unanswered after `holdMs`; `release` drops them.
 import { Pool } from "undici";
 import { answerMessages, exitWithParent } from "./children.mjs";

@@ -81,7 +81,7 @@ function loads(quick) {
 export async function run(ctx, out) {
   const { quick } = ctx.options;
   const rounds = quick ? 1 : 3;
-  const durationMs = quick ? 150 : 1500;
+  const durationMs = quick ? 150 : 1200;
   const channel = await startFakeChannel(ctx);
   const targets = {
     direct: channel,

@@ -51,7 +51,7 @@ async function totalStats(services) {
 
 export async function run(ctx, out) {
   const { quick } = ctx.options;
-  const durationMs = quick ? 200 : 2000;
+  const durationMs = quick ? 200 : 1500;
   const waits = quick ? 20 : 1000;
   const channel = await startFakeChannel(ctx);
   const loader = await startLoader(ctx);
@@ -177,7 +177,7 @@ export async function run(ctx, out) {
       collectIds: true,
       timeoutMs: timeoutMs(),
     });
-    const holdMs = quick ? 500 : 3000;
+    const holdMs = quick ? 500 : 2000;
     step("const idle = await totalStats(services);");
     const idle = await totalStats(services);
     const held = await loader.hold({
@@ -187,7 +187,7 @@ export async function run(ctx, out) {
       holdMs,
     });
     const holding = await totalStats(services);
-    await sleep(quick ? 300 : 2000);
+    await sleep(quick ? 300 : 1500);
     const steady = await totalStats(services);
     const stillHeld = held.opened - held.answered - held.errors;
     figures.waits = {
@@ -198,7 +198,7 @@ export async function run(ctx, out) {
       rssMiB: steady.rss / MIB,
       rssAddedMiB: (steady.rss - idle.rss) / MIB,
       // CPU spent while nothing but the waits was going on, in ms per second.
-      cpuMsPerSecHolding: cpuMicros(holding, steady) / 1000 / ((quick ? 300 : 2000) / 1000),
+      cpuMsPerSecHolding: cpuMicros(holding, steady) / 1000 / ((quick ? 300 : 1500) / 1000),
     };
     await loader.release();
     summarize(out);
