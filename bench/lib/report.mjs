@@ -22,7 +22,7 @@ function markdownTable({ title, columns, rows }) {
     `**${title}**`,
     "",
     `| ${columns.map(escape).join(" | ")} |`,
-    `| ${columns.map((_, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`,
+    `| ${columns.map((_, i) => (rows.every((row) => /^[-+\d]/.test(String(row[i] ?? "-"))) ? "---:" : "---")).join(" | ")} |`,
     ...rows.map((row) => `| ${row.map(escape).join(" | ")} |`),
   ].join("\n");
 }
@@ -85,14 +85,27 @@ export function renderMarkdown(result) {
   );
 }
 
+/** Formats with the project's prettier when it is there, so that results pass `npm run lint`. */
+async function pretty(text, file) {
+  try {
+    const prettier = await import("prettier");
+    return await prettier.format(text, { ...(await prettier.resolveConfig(file)), filepath: file });
+  } catch {
+    return text;
+  }
+}
+
 /** Writes `bench-<date>.json`, `latest.json` and `latest.md`; resolves the JSON's path. */
 export async function writeResults(dir, result) {
   await mkdir(dir, { recursive: true });
   const stamp = result.meta.date.replace(/[:.]/g, "-");
-  const json = `${JSON.stringify(result, null, 2)}\n`;
   const file = join(dir, `bench-${stamp}.json`);
+  const json = await pretty(JSON.stringify(result, null, 2), file);
   await writeFile(file, json);
   await writeFile(join(dir, "latest.json"), json);
-  await writeFile(join(dir, "latest.md"), renderMarkdown(result));
+  await writeFile(
+    join(dir, "latest.md"),
+    await pretty(renderMarkdown(result), join(dir, "latest.md")),
+  );
   return file;
 }

@@ -167,7 +167,7 @@ function summarize(out, runs) {
   });
   out.tables = [
     {
-      title: `Memory: ${fmt(out.figures.tasks)} finished tasks held, then expired`,
+      title: `Memory: finished tasks held (up to ${fmt(out.figures.tasks)}), then expired`,
       columns: [
         "store, results",
         "tasks held",
