@@ -172,7 +172,7 @@ for (const phaseName of options.phases) {
     await Promise.race([running, aborted]);
   } catch (err) {
     const message = err?.message ?? String(err);
-    out.status = controller.signal.aborted ? "partial" : "failed";
+    out.status = interrupted ? "interrupted" : controller.signal.aborted ? "partial" : "failed";
     out.error = message;
     log(`${phaseName}: ${out.status}: ${message}`);
   } finally {

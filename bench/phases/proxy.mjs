@@ -81,19 +81,17 @@ function loads(quick) {
 export async function run(ctx, out) {
   const { quick } = ctx.options;
   const rounds = quick ? 1 : 3;
-  const durationMs = quick ? 150 : 1200;
+  const durationMs = quick ? 100 : 1200;
   const channel = await startFakeChannel(ctx);
-  const targets = {
-    direct: channel,
-    pipe: await startPipe(ctx, channel.url),
-    service: await startService(ctx, serviceConfig({ channelUrl: channel.url })),
-  };
-  if (ctx.options.baseline) {
-    targets.baseline = await startService(ctx, serviceConfig({ channelUrl: channel.url }), {
-      role: "baseline",
-    });
-  }
-  const loader = await startLoader(ctx);
+  const [pipe, service, baseline, loader] = await Promise.all([
+    startPipe(ctx, channel.url),
+    startService(ctx, serviceConfig({ channelUrl: channel.url })),
+    ctx.options.baseline
+      ? startService(ctx, serviceConfig({ channelUrl: channel.url }), { role: "baseline" })
+      : undefined,
+    startLoader(ctx),
+  ]);
+  const targets = { direct: channel, pipe, service, ...(baseline ? { baseline } : {}) };
   const plan = loads(quick).map((load) => ({
     ...load,
     targets: load.targets.filter((target) => targets[target]),
@@ -127,7 +125,7 @@ export async function run(ctx, out) {
 
   // Warm-up: JIT, sockets, keep-alive pools.
   for (const load of plan)
-    for (const target of load.targets) await measure(load, target, quick ? 50 : 300);
+    for (const target of load.targets) await measure(load, target, quick ? 20 : 300);
 
   for (let round = 0; round < rounds; round += 1) {
     for (const load of plan) {

@@ -55,16 +55,14 @@ function probe(url, agent, signal) {
 export async function run(ctx, out) {
   const perTarget = ctx.options.quick ? 2 : 8;
   const channel = await startFakeChannel(ctx, { streamChunks: CHUNKS, streamGapMs: GAP_MS });
-  const targets = {
-    direct: channel,
-    pipe: await startPipe(ctx, channel.url),
-    service: await startService(ctx, serviceConfig({ channelUrl: channel.url })),
-  };
-  if (ctx.options.baseline) {
-    targets.baseline = await startService(ctx, serviceConfig({ channelUrl: channel.url }), {
-      role: "baseline",
-    });
-  }
+  const [pipe, service, baseline] = await Promise.all([
+    startPipe(ctx, channel.url),
+    startService(ctx, serviceConfig({ channelUrl: channel.url })),
+    ctx.options.baseline
+      ? startService(ctx, serviceConfig({ channelUrl: channel.url }), { role: "baseline" })
+      : undefined,
+  ]);
+  const targets = { direct: channel, pipe, service, ...(baseline ? { baseline } : {}) };
   const agent = new Agent({ keepAlive: true });
   const samples = Object.fromEntries(Object.keys(targets).map((target) => [target, []]));
   out.figures = { chunksSent: CHUNKS, gapMs: GAP_MS, targets: {} };

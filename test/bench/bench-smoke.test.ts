@@ -57,7 +57,8 @@ describe("npm run bench --quick", () => {
     expect(existsSync(join(ROOT, "dist/server.js")), "dist/ is built by npm test").toBe(true);
     const out = await mkdtemp(join(tmpdir(), "bench-smoke-"));
     dirs.push(out);
-    const run = await runBench(["proxy", "--quick", "--out", out], 14_000);
+    // A few seconds on a quiet machine; the bench's own deadlines bound it on a loaded one.
+    const run = await runBench(["proxy", "--quick", "--out", out], 40_000);
     expect(run.code, run.stderr).toBe(0);
     // What a user sees: the table with the figures and the targets.
     expect(run.stdout).toContain("bare node:http pipe");
@@ -87,5 +88,5 @@ describe("npm run bench --quick", () => {
     // Every child the bench started is gone.
     expect(result.meta.childPids.length).toBeGreaterThanOrEqual(4);
     expect(result.meta.childPids.filter(alive)).toEqual([]);
-  }, 20_000);
+  }, 45_000);
 });
