@@ -1,0 +1,113 @@
+// Starting the bench's processes: the fake channel, the bare pipe, the service (from a dist/
+// with a configuration file written to the run's temp dir) and the load generator.
+import { writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { startChild } from "./children.mjs";
+
+/** The bench's API key (static, in a group that may use every model). */
+export const KEY = "sk-bench-key-0001";
+export const AUTH = { authorization: `Bearer ${KEY}` };
+export const JSON_HEADERS = { ...AUTH, "content-type": "application/json" };
+
+const PROFILE_DIR = resolve(import.meta.dirname, "../../bench-profiles");
+
+/** `--cpu-prof` for the role named in BENCH_PROFILE (service, pipe, channel, baseline). */
+function profileArgs(role, options) {
+  const wanted = options.profile === "sidecar" ? "service" : options.profile;
+  return wanted === role
+    ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}`]
+    : [];
+}
+
+/** A started process: its URL, `stats()` (CPU, memory) and `gc()` (the same after a GC). */
+function wrap(started, role) {
+  return {
+    role,
+    url: started.ready.url,
+    child: started.child,
+    stats: () => started.ask({ type: "stats" }, 10_000),
+    gc: () => started.ask({ type: "gc" }, 10_000),
+    ask: started.ask,
+    /** A graceful stop (a CPU profile gets written), SIGKILL after `graceMs`. */
+    stop: async (graceMs = 3000) => {
+      if (started.child.exitCode !== null || started.child.signalCode !== null) return;
+      if (started.child.connected) started.child.send({ type: "stop" });
+      const timer = setTimeout(() => started.child.kill("SIGKILL"), graceMs);
+      await started.exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export async function startFakeChannel(ctx, options = {}) {
+  const started = await startChild("fake-channel.mjs", [JSON.stringify(options)], {
+    group: ctx.group,
+    execArgv: profileArgs("channel", ctx.options),
+  });
+  return wrap(started, "channel");
+}
+
+export async function startPipe(ctx, channelUrl) {
+  const started = await startChild("bare-pipe.mjs", [channelUrl], {
+    group: ctx.group,
+    execArgv: profileArgs("pipe", ctx.options),
+  });
+  return wrap(started, "pipe");
+}
+
+export async function startLoader(ctx) {
+  const started = await startChild("load-generator.mjs", [], { group: ctx.group });
+  return {
+    /** Runs a load job (see load-generator.mjs); never waits past the job's own timeout. */
+    run: (job) =>
+      started.ask({ type: "run", timeoutMs: 60_000, ...job }, (job.timeoutMs ?? 60_000) + 15_000),
+    hold: (job) => started.ask({ type: "hold", ...job }, job.holdMs + 15_000),
+    release: () => started.ask({ type: "release" }, 15_000),
+  };
+}
+
+let configs = 0;
+
+/** The service's configuration: one fake channel, one static key, limits raised for the bench. */
+export function serviceConfig({ channelUrl, storeUrl = "memory://", prefix, imageTasks = {} }) {
+  return {
+    server: { port: 0, host: "127.0.0.1" },
+    store: { url: storeUrl, ...(prefix ? { prefix } : {}) },
+    auth: { keys: [{ key: KEY, group: "bench", name: "bench" }] },
+    groups: { bench: { models: ["*"] } },
+    channels: [
+      {
+        name: "fake",
+        baseUrl: `${channelUrl}/v1`,
+        apiKey: "sk-upstream-bench",
+        models: ["gpt-4o-mini", "gpt-image-1", "gpt-image-slow"],
+      },
+    ],
+    imageTasks: {
+      maxConcurrent: 16,
+      maxQueued: 1_000_000,
+      maxQueuedPerKey: 1_000_000,
+      maxRetainedPerKey: 1_000_000,
+      retentionSec: 3600,
+      ...imageTasks,
+    },
+    logging: { level: "silent" },
+  };
+}
+
+/**
+ * Starts the service from `dist` (default the run's, or `ctx.options.baseline` for role
+ * "baseline") with `config` written as a file in the run's temp dir.
+ */
+export async function startService(ctx, config, { role = "service", dist } = {}) {
+  configs += 1;
+  const file = join(ctx.tempDir, `service-${configs}.yaml`);
+  await writeFile(file, JSON.stringify(config, null, 2)); // JSON is YAML
+  const from = dist ?? (role === "baseline" ? ctx.options.baseline : ctx.options.dist);
+  const started = await startChild("service-process.mjs", [from, file], {
+    group: ctx.group,
+    execArgv: ["--expose-gc", ...profileArgs(role, ctx.options)],
+    timeoutMs: 30_000,
+  });
+  return wrap(started, role);
+}

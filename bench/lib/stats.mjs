@@ -1,0 +1,43 @@
+// Small numeric helpers.
+
+export const median = (values) => {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+export const min = (values) => {
+  const finite = values.filter((v) => Number.isFinite(v));
+  return finite.length ? Math.min(...finite) : null;
+};
+
+export const max = (values) => {
+  const finite = values.filter((v) => Number.isFinite(v));
+  return finite.length ? Math.max(...finite) : null;
+};
+
+/** `a / b`, or null when either is missing. */
+export const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? a / b : null);
+
+/** CPU microseconds between two `process.cpuUsage()` readings. */
+export const cpuMicros = (before, after) =>
+  after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system;
+
+export const MIB = 1024 * 1024;
+
+/** A number for a table cell: `digits` decimals, thousands separated; "-" when missing. */
+export function fmt(value, digits = 0) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "-";
+  if (typeof value !== "number") return String(value);
+  return value.toLocaleString("en-US", {
+    minimumFractionDigits: digits,
+    maximumFractionDigits: digits,
+  });
+}
+
+/** A ratio as `1.23x`. */
+export const fmtRatio = (value) =>
+  value === null || value === undefined ? "-" : `${fmt(value, 2)}x`;
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,203 @@
+// npm run bench [-- PHASE... ] [--quick] [--out DIR]
+//
+// The one place where the service's cost is measured: each phase starts its own processes
+// (fake channel, bare pipe, the service from dist/, a load generator), measures side by side
+// and reports ratios and CPU per request, which hold on a shared, noisy machine where absolute
+// figures do not. Phases: proxy, streams, tasks, memory (default: all, in that order).
+//
+//   BENCH_PHASES=tasks,memory     the same as naming phases on the command line
+//   --quick / BENCH_QUICK=1       tiny counts and short phases (a smoke run, ~20 s)
+//   --out DIR / BENCH_RESULTS_DIR where the JSON and latest.md go (default bench/results)
+//   BASELINE=/path/to/other/dist  also measures another build of the service (its dist/ beside
+//                                 a node_modules/) in the same interleaved rounds (proxy, streams)
+//   BENCH_PROFILE=service         writes a V8 CPU profile of that process (service, pipe,
+//                                 channel, baseline) to bench-profiles/
+//
+// Every phase has a deadline: past it the phase's processes are killed and what it measured
+// so far is reported, marked partial. Every child is killed at the end, on error and on Ctrl-C.
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { childCount, killAllNow, startedPids, stopChildren } from "./lib/children.mjs";
+import { describeMachine } from "./lib/machine.mjs";
+import { deletePrefix } from "./lib/redis-keys.mjs";
+import { renderText, writeResults } from "./lib/report.mjs";
+import * as proxy from "./phases/proxy.mjs";
+import * as streams from "./phases/streams.mjs";
+import * as tasks from "./phases/tasks.mjs";
+import * as memory from "./phases/memory.mjs";
+
+const PHASES = { proxy, streams, tasks, memory };
+const ROOT = resolve(import.meta.dirname, "..");
+
+function readOptions() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      quick: { type: "boolean", default: process.env.BENCH_QUICK === "1" },
+      out: {
+        type: "string",
+        default: process.env.BENCH_RESULTS_DIR ?? join(ROOT, "bench/results"),
+      },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  const named = positionals.length
+    ? positionals
+    : (process.env.BENCH_PHASES ?? "").split(/[\s,]+/).filter(Boolean);
+  const phases = named.length ? named : Object.keys(PHASES);
+  const unknown = phases.filter((phase) => !PHASES[phase]);
+  if (values.help || unknown.length) {
+    if (unknown.length) console.error(`unknown phase: ${unknown.join(", ")}`);
+    console.error(
+      `usage: npm run bench -- [${Object.keys(PHASES).join("|")}]... [--quick] [--out DIR]`,
+    );
+    process.exit(values.help ? 0 : 2);
+  }
+  const dist = resolve(process.env.BENCH_DIST ?? join(ROOT, "dist"));
+  const baseline = process.env.BASELINE ? resolve(process.env.BASELINE) : undefined;
+  for (const dir of [dist, baseline].filter(Boolean)) {
+    if (!existsSync(join(dir, "server.js"))) {
+      console.error(`${dir}/server.js is missing: build it first (npm run build)`);
+      process.exit(2);
+    }
+  }
+  return {
+    phases,
+    quick: values.quick,
+    out: resolve(values.out),
+    dist,
+    baseline,
+    profile: process.env.BENCH_PROFILE || undefined,
+  };
+}
+
+const options = readOptions();
+const started = Date.now();
+const redisPrefixes = new Set();
+let interrupted = false;
+let current; // the running phase's abort controller
+
+async function cleanRedis() {
+  for (const prefix of redisPrefixes) {
+    await deletePrefix(prefix).catch(() => undefined);
+    redisPrefixes.delete(prefix);
+  }
+}
+
+function onSignal(signal) {
+  if (interrupted) {
+    killAllNow();
+    process.exit(130);
+  }
+  interrupted = true;
+  console.error(`\n${signal}: stopping every child process, cleaning up...`);
+  current?.abort(new Error(`interrupted (${signal})`));
+  killAllNow();
+  // The main loop reports and cleans up; if it cannot within 5 s, leave anyway.
+  setTimeout(() => process.exit(130), 5000).unref();
+}
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
+process.on("exit", killAllNow);
+
+const tempDir = await mkdtemp(join(tmpdir(), "bench-"));
+const runId = `bench-${started.toString(36)}-${process.pid}`;
+const result = {
+  meta: {
+    date: new Date(started).toISOString(),
+    quick: options.quick,
+    phases: options.phases,
+    baseline: options.baseline ?? null,
+    machine: describeMachine(),
+  },
+  phases: {},
+  targets: [],
+};
+const log = (message) =>
+  console.error(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${message}`);
+
+// A watchdog over the whole run, whatever a phase does.
+const budgetMs =
+  options.phases.reduce((sum, phase) => sum + PHASES[phase].deadlineSec(options) * 1000, 0) +
+  30_000;
+setTimeout(() => {
+  console.error(`bench: over its ${budgetMs / 1000} s budget, killing everything`);
+  killAllNow();
+  process.exit(1);
+}, budgetMs).unref();
+
+for (const phaseName of options.phases) {
+  if (interrupted) break;
+  const phase = PHASES[phaseName];
+  const controller = new AbortController();
+  current = controller;
+  const deadlineMs = phase.deadlineSec(options) * 1000;
+  const out = { status: "ok", tables: [], figures: {}, notes: [] };
+  result.phases[phaseName] = out;
+  const phaseStarted = Date.now();
+  const ctx = {
+    group: phaseName,
+    options,
+    tempDir,
+    runId,
+    signal: controller.signal,
+    log,
+    deadline: phaseStarted + deadlineMs,
+    remainingMs: () => Math.max(0, phaseStarted + deadlineMs - Date.now()),
+    /** Throws once the phase is past its deadline or interrupted. */
+    check: () => controller.signal.throwIfAborted(),
+    /** A Redis prefix the phase writes under: deleted when the phase ends, whatever happens. */
+    redisPrefix: (label) => {
+      const prefix = `${runId}-${label}`;
+      redisPrefixes.add(prefix);
+      return prefix;
+    },
+  };
+  log(`${phaseName}: starting (deadline ${deadlineMs / 1000} s)`);
+  const timer = setTimeout(
+    () => controller.abort(new Error(`deadline of ${deadlineMs / 1000} s reached`)),
+    deadlineMs,
+  );
+  const aborted = new Promise((_, reject) =>
+    controller.signal.addEventListener("abort", () => reject(controller.signal.reason), {
+      once: true,
+    }),
+  );
+  const running = phase.run(ctx, out);
+  running.catch(() => undefined);
+  try {
+    await Promise.race([running, aborted]);
+  } catch (err) {
+    const message = err?.message ?? String(err);
+    out.status = interrupted ? "interrupted" : controller.signal.aborted ? "partial" : "failed";
+    out.error = message;
+    log(`${phaseName}: ${out.status}: ${message}`);
+  } finally {
+    clearTimeout(timer);
+    if (!controller.signal.aborted) controller.abort(new Error("phase over"));
+    await stopChildren(phaseName);
+    await cleanRedis();
+  }
+  out.seconds = Math.round((Date.now() - phaseStarted) / 100) / 10;
+  try {
+    result.targets.push(...phase.targets(out.figures));
+  } catch {
+    // a phase that failed early has no figures to compare
+  }
+  log(`${phaseName}: ${out.status} in ${out.seconds} s`);
+}
+
+await stopChildren();
+await cleanRedis();
+await rm(tempDir, { recursive: true, force: true });
+result.meta.durationSec = Math.round((Date.now() - started) / 100) / 10;
+if (interrupted) result.meta.interrupted = true;
+result.meta.childPids = startedPids;
+console.log(renderText(result));
+const file = await writeResults(options.out, result);
+console.log(`\nresults: ${file} (and latest.md, latest.json beside it)`);
+if (childCount() > 0) console.error(`bench: ${childCount()} child processes were still running`);
+process.exit(interrupted ? 130 : 0);

@@ -1,0 +1,92 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+
+interface BenchResult {
+  meta: {
+    quick: boolean;
+    phases: string[];
+    machine: { node: string; cpuCount: number; note: string };
+    childPids: number[];
+  };
+  phases: Record<string, { status: string; figures: Record<string, unknown>; tables: unknown[] }>;
+  targets: { target: string; measured: string; met: boolean | null }[];
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `node bench/run.mjs ARGS` to its end (SIGKILLed past `ms`); resolves its exit code and output. */
+function runBench(args: string[], ms: number) {
+  const child = spawn(process.execPath, ["bench/run.mjs", ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const timer = setTimeout(() => child.kill("SIGKILL"), ms);
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done) =>
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    }),
+  );
+}
+
+describe("npm run bench --quick", () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+
+  it("measures the proxy phase and writes its figures, leaving no process behind", async () => {
+    expect(existsSync(join(ROOT, "dist/server.js")), "dist/ is built by npm test").toBe(true);
+    const out = await mkdtemp(join(tmpdir(), "bench-smoke-"));
+    dirs.push(out);
+    // A few seconds on a quiet machine; the bench's own deadlines bound it on a loaded one.
+    const run = await runBench(["proxy", "--quick", "--out", out], 40_000);
+    expect(run.code, run.stderr).toBe(0);
+    // What a user sees: the table with the figures and the targets.
+    expect(run.stdout).toContain("bare node:http pipe");
+    expect(run.stdout).toContain("Targets (printed, never asserted)");
+
+    const result = JSON.parse(await readFile(join(out, "latest.json"), "utf8")) as BenchResult;
+    expect(result.meta.quick).toBe(true);
+    expect(result.meta.phases).toEqual(["proxy"]);
+    expect(result.meta.machine.cpuCount).toBeGreaterThan(0);
+    expect(result.meta.machine.note).toMatch(/share/);
+    const proxy = result.phases.proxy!;
+    expect(proxy.status).toBe("ok");
+    const loads = proxy.figures.loads as Record<
+      string,
+      { targets: Record<string, { rps: number; p50Ms: number; cpuUsPerRequest: number }> }
+    >;
+    for (const target of ["direct", "pipe", "service"]) {
+      const figures = loads["chat-c64"]!.targets[target]!;
+      expect(figures.rps).toBeGreaterThan(0);
+      expect(figures.p50Ms).toBeGreaterThan(0);
+      expect(figures.cpuUsPerRequest).toBeGreaterThan(0);
+    }
+    expect(loads["edits-c4"]!.targets.service!.rps).toBeGreaterThan(0);
+    expect(result.targets.map((t) => t.target).join("\n")).toMatch(/bare pipe/);
+    expect(await readFile(join(out, "latest.md"), "utf8")).toMatch(/^\| load +\| target +\| RPS/m);
+
+    // Every child the bench started is gone.
+    expect(result.meta.childPids.length).toBeGreaterThanOrEqual(4);
+    expect(result.meta.childPids.filter(alive)).toEqual([]);
+  }, 45_000);
+});
