@@ -178,7 +178,7 @@ describe("submissions on the task lane", () => {
     return {
       ...answer,
       body: masked,
-      location: answer.location?.replace(id, "<id>"),
+      location: String(answer.location).replace(id, "<id>"),
       "content-length": undefined,
     };
   };
