@@ -21,6 +21,7 @@ import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
+import { createTaskLane } from "./tasks/create-task-lane.js";
 import { createTasksRouter } from "./tasks/create-tasks-router.js";
 
 /** Everything the HTTP layer needs, built by the caller (see `startServer`). */
@@ -41,7 +42,8 @@ export interface AppDeps {
 
 /**
  * Builds the service's request listener: the proxy lane for the OpenAI
- * passthrough routes, Express for everything else. No I/O here or on import,
+ * passthrough routes, the task lane for polls and submissions, Express for
+ * everything else. No I/O here or on import,
  * so tests and the server assemble the same app from the same parts.
  */
 export function createApp(deps: AppDeps): RequestListener {
@@ -55,10 +57,11 @@ export function createApp(deps: AppDeps): RequestListener {
   const { server } = config;
   const bodyTimeoutMs = server.bodyTimeoutSec * 1000;
   // A task submission is a prompt and a few fields.
-  const taskJson = createJsonBody({
+  const taskJsonLimits = {
     limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes),
     timeoutMs: bodyTimeoutMs,
-  });
+  };
+  const taskJson = createJsonBody(taskJsonLimits);
 
   app.use(createHttpMetricsMiddleware(metrics));
   app.use(createHealthRouter({ ping: deps.tasks.ping, isStopping: deps.isStopping }));
@@ -117,7 +120,17 @@ export function createApp(deps: AppDeps): RequestListener {
       },
     }),
   });
+  const taskLane = createTaskLane({
+    authenticate: deps.authenticate,
+    tasks: deps.tasks,
+    pollIntervalSec: config.imageTasks.pollIntervalSec,
+    jsonBody: taskJsonLimits,
+    metrics,
+    logger,
+    publicBaseUrl: config.server.publicBaseUrl,
+    expressRequest: app.request,
+  });
   return (req, res) => {
-    if (!lane(req, res)) app(req, res);
+    if (!lane(req, res) && !taskLane(req, res)) app(req, res);
   };
 }

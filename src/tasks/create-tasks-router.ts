@@ -1,7 +1,6 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { Router, type Request, type RequestHandler, type Response } from "express";
 import { getPrincipal } from "../auth/principal.js";
-import { AppError } from "../http/app-error.js";
 import { parseBody } from "../http/parse-body.js";
 import { publicBaseUrl } from "../http/public-base-url.js";
 import type { ImageTasks } from "./create-image-tasks.js";
@@ -11,11 +10,13 @@ import {
   editFromForm,
   editFromJson,
 } from "./edit-submission.js";
+import { pollHeaders as headersOf } from "./poll-headers.js";
 import { presentTask, type PresentDeps } from "./present-task.js";
 import { isMultipart, readMultipartForm } from "./read-multipart-form.js";
-import { isFinished, type TaskRecord } from "./task-record.js";
+import { createTaskAnswers } from "./task-answers.js";
+import type { TaskRecord } from "./task-record.js";
 import { submitTaskSchema } from "./task-schemas.js";
-import { parseListQuery, parsePreferWait, parseWaitQuery } from "./task-query.js";
+import { parseListQuery } from "./task-query.js";
 import type { Submission } from "./task-service.js";
 
 /** Dependencies of {@link createTasksRouter}. */
@@ -35,13 +36,6 @@ export interface TasksRouterDeps {
 const MAX_FORM_FIELDS = 32;
 /** One text field: a 32000-character prompt in any script fits. */
 const MAX_FIELD_BYTES = 256 * 1024;
-
-/** Aborts when the client goes away before its answer was sent. */
-function clientGone(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once("close", () => controller.abort());
-  return controller.signal;
-}
 
 /** Runs a body parser as a step of a handler. */
 function runParser(parser: RequestHandler, req: Request, res: Response): Promise<void> {
@@ -65,49 +59,15 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
       baseUrl: publicBaseUrl(req, deps.publicBaseUrl),
       data,
     });
-  const pollHeaders = (record: TaskRecord): Record<string, string> => ({
-    "Cache-Control": "no-store",
-    ...(isFinished(record.status) ? {} : { "Retry-After": String(deps.pollIntervalSec) }),
-  });
+  const pollHeaders = (record: TaskRecord) => headersOf(record, deps.pollIntervalSec);
+  // The same answers the task lane gives (see create-task-lane.ts).
+  const answers = createTaskAnswers({ tasks: deps.tasks, pollIntervalSec: deps.pollIntervalSec });
+  const baseUrlOf = (req: Request) => () => publicBaseUrl(req, deps.publicBaseUrl);
+  const answerSubmission = (req: Request, res: Response, submission: Submission) =>
+    answers.submission(req, res, getPrincipal(res), submission, baseUrlOf(req));
 
-  /**
-   * Creates the task (or replays it), then, with `Prefer: wait=N`, waits up
-   * to N seconds: finished by then, 200 with the result; else the usual 202.
-   */
-  async function answerSubmission(req: Request, res: Response, submission: Submission) {
-    const principal = getPrincipal(res);
-    const idempotencyKey = req.get("idempotency-key");
-    if (
-      idempotencyKey !== undefined &&
-      (idempotencyKey.length === 0 || idempotencyKey.length > 255)
-    ) {
-      throw new AppError("invalid_value", "Idempotency-Key must be 1 to 255 characters.", {
-        param: "Idempotency-Key",
-      });
-    }
-    const baseUrl = publicBaseUrl(req, deps.publicBaseUrl);
-    const wait = parsePreferWait(req.get("prefer"));
-    const { record, replayed } = await service.submit(principal, submission, {
-      idempotencyKey,
-      baseUrl,
-    });
-    let current = record;
-    if (wait) {
-      // The task exists whatever happens now: a failed wait answers what is known, 202.
-      current = await service
-        .waitFor(principal, record.id, wait * 1000, clientGone(res))
-        .catch(() => record);
-    }
-    const finished = wait !== undefined && isFinished(current.status);
-    res
-      .status(finished ? 200 : 202)
-      .set(pollHeaders(current))
-      .set("Location", `${baseUrl}/v1/images/tasks/${record.id}`)
-      .set(replayed ? { "Idempotent-Replayed": "true" } : {})
-      .set(finished ? { "Preference-Applied": `wait=${wait}` } : {})
-      .json(await view(req, current, finished || replayed ? "full" : "none"));
-  }
-
+  // Plain submissions are answered by the task lane beside Express; this route
+  // answers the rest alike (a path only Express matches: other casing, a trailing `/`).
   router.post("/v1/images/tasks", deps.jsonBody, async (req, res) => {
     await answerSubmission(req, res, { request: parseBody(submitTaskSchema, req.body) });
   });
@@ -144,15 +104,10 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
     });
   });
 
+  // Plain polls are answered by the task lane beside Express; this route
+  // answers the rest alike (HEAD, conditional requests, escaped or oddly cased paths).
   router.get("/v1/images/tasks/:taskId", async (req, res) => {
-    const wait = parseWaitQuery(req.query);
-    const record = await service.waitFor(
-      getPrincipal(res),
-      req.params.taskId,
-      wait * 1000,
-      clientGone(res),
-    );
-    res.set(pollHeaders(record)).json(await view(req, record));
+    await answers.poll(res, getPrincipal(res), req.params.taskId, req.query, baseUrlOf(req));
   });
 
   router.post("/v1/images/tasks/:taskId/cancel", async (req, res) => {

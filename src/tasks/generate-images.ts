@@ -88,10 +88,8 @@ export async function generateImages(
 ): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
   const { candidates, body, files, signal, metrics } = input;
   const route = files ? "image_edit_tasks" : "image_tasks";
-  let lastFailure = new TaskFailure(
-    "upstream_unavailable",
-    "No upstream channel could be reached.",
-  );
+  // Made only when needed: an Error captures a stack, on every run otherwise.
+  let lastFailure: TaskFailure | undefined;
   for (const [index, channel] of candidates.entries()) {
     const isLast = index === candidates.length - 1;
     const started = performance.now();
@@ -148,7 +146,9 @@ export async function generateImages(
     const bytes = await readCapped(response, limit, signal, "answer");
     return parseGeneration(bytes.toString("utf8"), channel, input);
   }
-  throw lastFailure;
+  throw (
+    lastFailure ?? new TaskFailure("upstream_unavailable", "No upstream channel could be reached.")
+  );
 }
 
 /** Errors that prove the request never reached the channel, so another may take it. */

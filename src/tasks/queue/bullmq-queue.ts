@@ -100,6 +100,22 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
       .zAdd(WAITING, { score: Infinity, value: entry.taskId })
       .zAdd(ownerWaiting(entry.owner), { score: Infinity, value: entry.taskId })
       .exec();
+  /**
+   * {@link hold} for a place {@link admit} reserved, sent together with the
+   * job (one round trip, not two): the job may start, and its processor take
+   * the place out of the ledger, before this lands, so it only updates a
+   * place still there (XX) and never puts back one that was taken.
+   */
+  const confirm = (entry: QueueEntry) =>
+    client
+      .multi()
+      .zAdd(WAITING, { score: Infinity, value: entry.taskId }, { condition: "XX" })
+      .zAdd(
+        ownerWaiting(entry.owner),
+        { score: Infinity, value: entry.taskId },
+        { condition: "XX" },
+      )
+      .exec();
 
   async function process(job: Job<JobData>, token: string | undefined, signal?: AbortSignal) {
     const { taskId, owner } = job.data;
@@ -152,15 +168,16 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     },
 
     async enqueue(entry) {
-      await hold(entry);
-      await addJob(entry);
+      await Promise.all([confirm(entry), addJob(entry)]);
     },
 
     async adopt(entries) {
       for (const entry of entries) {
         if ((await queue.getJobState(entry.taskId)) !== "unknown") continue;
         logger.info({ taskId: entry.taskId }, "queueing a task that had no job");
-        await this.enqueue(entry);
+        // Its reservation may have lapsed: the place is taken again, then the job made.
+        await hold(entry);
+        await addJob(entry);
       }
     },
 

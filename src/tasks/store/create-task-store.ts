@@ -5,6 +5,7 @@ import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
 import { openRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
+import { useKeyvCodec } from "./keyv-codec.js";
 import { createKeyvTaskStore } from "./keyv-task-store.js";
 import { createRedisTaskStore } from "./redis-task-store.js";
 import { lockSqliteStore } from "./sqlite-owner-lock.js";
@@ -46,17 +47,26 @@ async function openTaskStore(
   // Idempotency keys must outlive the task they point at by the whole run.
   const idempotencyTtlMs = (config.imageTasks.retentionSec + config.imageTasks.timeoutSec) * 1000;
   switch (storeKind(url)) {
-    case "memory":
-      return createKeyvTaskStore(watch(new Keyv({ namespace: "its" }), logger), {
+    case "memory": {
+      const keyv = new Keyv({ namespace: "its" });
+      // Kept as they are, never serialized: the Map is this process's memory, so a
+      // record costs its object and an image its bytes, not JSON and base64 text.
+      keyv.serialize = undefined;
+      keyv.deserialize = undefined;
+      return createKeyvTaskStore(watch(keyv, logger), {
         persistent: false,
         idempotencyTtlMs,
+        binaryImages: true,
       });
+    }
     case "sqlite": {
       const file = resolve(url.slice("sqlite://".length));
       mkdirSync(dirname(file), { recursive: true });
       // Short: the lock is held for the process's life, so only a second process ever waits.
       const sqlite = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: 1000 });
       const keyv = new Keyv({ store: sqlite, namespace: "its" });
+      // Keyv's format (existing files read alike) at native JSON's cost.
+      useKeyvCodec(keyv);
       keyv.on("error", () => undefined); // the lock's own query reports it
       let unlock: () => Promise<void>;
       try {

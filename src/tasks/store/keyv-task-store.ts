@@ -22,15 +22,29 @@ interface IdempotencyEntry {
  */
 type OwnerEntry = [id: string, created: number, status?: TaskStatus];
 
+/** Options of {@link createKeyvTaskStore}. */
+export interface KeyvTaskStoreOptions {
+  persistent: boolean;
+  idempotencyTtlMs: number;
+  /**
+   * Images and edit inputs are kept as Buffers, not base64 text: for a Keyv
+   * that keeps values as they are (the memory store, no serializer), where
+   * text would cost a third more, on the JavaScript heap.
+   */
+  binaryImages?: boolean;
+  now?: () => number;
+}
+
 /**
  * A {@link TaskStore} on Keyv for one process (memory or SQLite). Read-modify-
  * write steps run one at a time through a promise chain: with one process
  * writing, that is enough to make `create` and `transition` atomic.
+ *
+ * Without a serializer (the memory store) Keyv hands out the objects it
+ * holds: no caller may change a record or an index it read (every change
+ * writes a new one).
  */
-export function createKeyvTaskStore(
-  keyv: Keyv,
-  options: { persistent: boolean; idempotencyTtlMs: number; now?: () => number },
-): TaskStore {
+export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): TaskStore {
   const now = options.now ?? Date.now;
   let chain: Promise<unknown> = Promise.resolve();
   const exclusive = <T>(step: () => Promise<T>): Promise<T> => {
@@ -57,6 +71,17 @@ export function createKeyvTaskStore(
   const readOwner = async (owner: string) => (await read<OwnerEntry[]>(ownerKey(owner))) ?? [];
   const readOutbox = async () => (await read<Array<[string, number]>>(OUTBOX)) ?? [];
   const readDeliveries = async () => (await read<string[]>(DELIVERIES)) ?? [];
+  /** Bytes as they are stored: base64 text for a serializing Keyv, an exact-size Buffer otherwise. */
+  const toStored = (bytes: Buffer): string | Buffer => {
+    if (!options.binaryImages) return bytes.toString("base64");
+    // A small Buffer may be a slice of a shared 8 KiB pool, which it would keep alive.
+    if (bytes.byteLength === bytes.buffer.byteLength) return bytes;
+    const copy = Buffer.allocUnsafeSlow(bytes.byteLength);
+    bytes.copy(copy);
+    return copy;
+  };
+  const fromStored = (stored: string | Buffer | undefined): Buffer | undefined =>
+    typeof stored === "string" ? Buffer.from(stored, "base64") : stored;
   const readMany = async <T>(keys: string[]): Promise<Array<T | undefined>> =>
     keys.length === 0 ? [] : ((await keyv.get(keys)) as Array<T | undefined>);
 
@@ -75,7 +100,10 @@ export function createKeyvTaskStore(
   const expireLater = async (keys: string[], ttlMs: number) => {
     const bucket = Math.floor((now() + ttlMs) / BUCKET_MS) + 1;
     const listed = (await read<string[]>(bucketKey(bucket))) ?? [];
-    await keyv.set(bucketKey(bucket), [...listed, ...keys]);
+    // Appended in place: without a serializer the list read is the one held, and a copy
+    // per finished task of a minute's list was most of the memory store's work.
+    listed.push(...keys);
+    await keyv.set(bucketKey(bucket), listed);
   };
 
   /** Takes expired tasks out of their owners' indexes; an empty index is deleted. */
@@ -122,11 +150,11 @@ export function createKeyvTaskStore(
         const owned = await readOwner(record.owner);
         if (maxPerOwner !== undefined && owned.length >= maxPerOwner) return { kind: "owner_full" };
         await keyv.set(taskKey(record.id), record);
-        await keyv.set(ownerKey(record.owner), [
-          ...owned,
-          [record.id, record.created, record.status],
-        ]);
-        await keyv.set(UNFINISHED, [...(await readUnfinished()), record.id]);
+        owned.push([record.id, record.created, record.status]);
+        await keyv.set(ownerKey(record.owner), owned);
+        const unfinished = await readUnfinished();
+        unfinished.push(record.id);
+        await keyv.set(UNFINISHED, unfinished);
         if (idempotency) {
           const key = idemKey(record.owner, idempotency.key);
           await keyv.set(
@@ -164,11 +192,17 @@ export function createKeyvTaskStore(
           }
         }
         if (finished) {
-          await keyv.set(
-            UNFINISHED,
-            (await readUnfinished()).filter((other) => other !== id),
-          );
-          if (next.webhook) await keyv.set(OUTBOX, [...(await readOutbox()), [id, now()]]);
+          const unfinished = await readUnfinished();
+          const at = unfinished.indexOf(id);
+          if (at !== -1) {
+            unfinished.splice(at, 1);
+            await keyv.set(UNFINISHED, unfinished);
+          }
+          if (next.webhook) {
+            const outbox = await readOutbox();
+            outbox.push([id, now()]);
+            await keyv.set(OUTBOX, outbox);
+          }
           await Promise.all(
             (next.inputs ?? []).map((_, index) => keyv.delete(inputKey(id, index))),
           );
@@ -223,13 +257,11 @@ export function createKeyvTaskStore(
     },
 
     async putImage(id, index, bytes, ttlMs) {
-      // Base64 text, so every Keyv backend stores it the same way.
-      await keyv.set(imageKey(id, index), bytes.toString("base64"), ttlMs);
+      await keyv.set(imageKey(id, index), toStored(bytes), ttlMs);
     },
 
     async getImage(id, index) {
-      const stored = await read<string>(imageKey(id, index));
-      return stored === undefined ? undefined : Buffer.from(stored, "base64");
+      return fromStored(await read<string | Buffer>(imageKey(id, index)));
     },
 
     async deleteImages(id, count) {
@@ -240,14 +272,13 @@ export function createKeyvTaskStore(
 
     putInput(id, index, bytes, ttlMs) {
       return exclusive(async () => {
-        await keyv.set(inputKey(id, index), bytes.toString("base64"), ttlMs);
+        await keyv.set(inputKey(id, index), toStored(bytes), ttlMs);
         await expireLater([inputKey(id, index)], ttlMs);
       });
     },
 
     async getInput(id, index) {
-      const stored = await read<string>(inputKey(id, index));
-      return stored === undefined ? undefined : Buffer.from(stored, "base64");
+      return fromStored(await read<string | Buffer>(inputKey(id, index)));
     },
 
     async deleteInputs(id, count) {

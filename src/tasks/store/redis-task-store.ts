@@ -1,6 +1,7 @@
 import KeyvRedis, { Keyv } from "@keyv/redis";
 import type { RedisClient } from "../../redis/open-redis-client.js";
 import { redisScript } from "../../redis/redis-script.js";
+import { useKeyvCodec } from "./keyv-codec.js";
 import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
 import type {
   CreateResult,
@@ -159,6 +160,8 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     throwOnErrors: true,
   });
   keyv.on("error", () => undefined); // thrown to the caller as well; nothing to add here
+  // Keyv's format at native JSON's cost: every read of a record or an image parses one.
+  const codec = useKeyvCodec(keyv);
   const base = `${prefix}::`;
   const raw = (key: string) => `${base}${key}`;
   const taskKey = (id: string) => `task:${id}`;
@@ -170,8 +173,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
   const UNFINISHED = raw("unfinished");
   const EXPIRING = raw("expiring");
   const OUTBOX = raw("webhook-outbox");
-  const serialize = (value: unknown, expires?: number) =>
-    keyv.serialize!({ value, expires }) as string;
+  const serialize = (value: unknown, expires?: number) => codec.serialize({ value, expires });
 
   const readStored = async (id: string) =>
     (await keyv.get(taskKey(id))) as StoredRecord | undefined;
