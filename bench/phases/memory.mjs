@@ -20,7 +20,7 @@ import { fmt, MIB, sleep } from "../lib/stats.mjs";
 import { getTask, waitFinished, waitGone } from "../lib/task-client.mjs";
 
 export const name = "memory";
-export const deadlineSec = ({ quick }) => (quick ? 40 : 210);
+export const deadlineSec = ({ quick }) => (quick ? 40 : 250);
 
 const RUNS = [
   { key: "memory-b64", label: "memory store, b64_json", format: "b64_json" },
@@ -32,9 +32,9 @@ export async function run(ctx, out) {
   const { quick } = ctx.options;
   const count = quick ? 40 : 10_000;
   // Retention outlasts the submission window and the settling after it, so every task is
-  // still held when measured. The three services share the cores: 50 s lets each reach 10,000.
-  const windowMs = quick ? 3000 : 50_000;
-  const retentionSec = quick ? 5 : 75;
+  // still held when measured. The three services share the cores: 70 s lets each reach 10,000.
+  const windowMs = quick ? 3000 : 70_000;
+  const retentionSec = quick ? 5 : 100;
   const settleMs = quick ? 0 : 15_000;
   const channel = await startFakeChannel(ctx);
   const loader = await startLoader(ctx);
