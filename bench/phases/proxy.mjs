@@ -92,10 +92,14 @@ export async function run(ctx, out) {
     startLoader(ctx),
   ]);
   const targets = { direct: channel, pipe, service, ...(baseline ? { baseline } : {}) };
-  const plan = loads(quick).map((load) => ({
-    ...load,
-    targets: load.targets.filter((target) => targets[target]),
-  }));
+  // BENCH_LOADS=edits-c4,chat-c64 measures only those loads (to profile one of them).
+  const only = process.env.BENCH_LOADS?.split(",").filter(Boolean);
+  const plan = loads(quick)
+    .filter((load) => !only?.length || only.includes(load.key))
+    .map((load) => ({
+      ...load,
+      targets: load.targets.filter((target) => targets[target]),
+    }));
   const samples = {}; // samples[load][target] = [{rps, p50Ms, p99Ms, cpuUs}]
   out.figures = { rounds, durationMs, loads: {} };
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { createCounterChildren } from "./child-cache.js";
+import { createCounterChildren } from "./counter-children.js";
 
 /** Every metric's name starts with this. */
 export const METRIC_PREFIX = "image_task_sidecar_";
@@ -36,7 +36,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     running: 0,
   });
   // The counters every passthrough request moves count per series here, and reach
-  // prom-client when scraped (see child-cache.ts).
+  // prom-client when scraped (see counter-children.ts).
   const httpRequestSeries = createCounterChildren(HTTP_LABELS);
   const upstreamRequestSeries = createCounterChildren(UPSTREAM_LABELS);
   const tokenSeries = createCounterChildren(TOKEN_LABELS);

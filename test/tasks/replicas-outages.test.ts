@@ -26,12 +26,7 @@ import {
   startReplicas,
   target,
 } from "./replica-cluster.js";
-/*
- * Several real service processes (the built bin) on one Redis, in front of a
- * fake upstream that counts concurrent generations: what an operator running
- * replicas behind a load balancer sees. Short leases (1 s) keep recovery fast.
- * The scenarios are split over files so that they run side by side.
- */
+// Replicas on one Redis (see replica-cluster.ts); the scenarios are split over files to run side by side.
 
 useReplicaEnvironment();
 
