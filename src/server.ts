@@ -9,6 +9,8 @@ import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
+import type { ImageStore } from "./images/image-store.js";
+import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
@@ -83,10 +85,21 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     registry,
     forwardChannel: forward?.channel,
   });
+  // Image bytes live apart from the task store; both are opened here and handed on.
+  let imageStore: ImageStore | undefined;
   try {
-    tasks = await createImageTasks({ config, access, sealer: forward?.sealer, metrics, logger });
+    imageStore = await openImageStore({ config, metrics, logger });
+    tasks = await createImageTasks({
+      config,
+      access,
+      sealer: forward?.sealer,
+      metrics,
+      logger,
+      imageStore,
+    });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
+    await imageStore?.close();
     throw err;
   }
 
@@ -143,6 +156,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const cut = setTimeout(() => server.closeAllConnections(), graceMs);
       const idle = setInterval(() => server.closeIdleConnections(), 100);
       await tasks.stop(graceMs, serverClosed);
+      await imageStore?.close();
       clearTimeout(cut);
       clearInterval(idle);
       await Promise.all(demos.map((demo) => demo.close()));

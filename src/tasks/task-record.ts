@@ -15,6 +15,11 @@ export interface TaskImage {
   mime: string;
   bytes: number;
   revised_prompt?: string;
+  /**
+   * Its key in the image store. Absent on records written before the image
+   * store: their bytes are in the task store (`getImage`).
+   */
+  key?: string;
 }
 
 /**
@@ -26,6 +31,8 @@ export interface TaskInput {
   field: "image" | "image[]" | "mask";
   mime: string;
   bytes: number;
+  /** Its key in the image store; absent: in the task store (`getInput`), as before the image store. */
+  key?: string;
 }
 
 /** Where the event of a finished task is delivered. */

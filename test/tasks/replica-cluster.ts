@@ -74,6 +74,8 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
       leaseSec: options.leaseSec ?? 1,
       pollIntervalSec: 1,
     },
+    // Every replica mounts the same directory, as a shared volume would be.
+    images: { url: `file://${join(dir, `${prefix}-images`)}` },
     ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
 }
