@@ -4,14 +4,21 @@ import { fromText, url } from "./field-types.js";
 /** `s3://bucket` or `s3://bucket/some/prefix`: a bucket name as S3, R2 and MinIO take them. */
 const S3_URL = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[A-Za-z0-9!_.*'()/-]*)?$/;
 
+/** An optional text field where "" (an unset `${VAR}`) means unset. */
+const optionalText = z
+  .string({ error: "must be a string" })
+  .transform((value) => value || undefined)
+  .optional();
+
 /** Where an `s3://` image store is and how to sign in to it. */
 const s3Schema = z
   .object({
     /**
      * An S3-compatible endpoint, e.g. `http://minio:9000` or
-     * `https://<account>.r2.cloudflarestorage.com`. Default: AWS S3 in `region`.
+     * `https://<account>.r2.cloudflarestorage.com`. Default: AWS S3 in
+     * `region` (also when empty, as an unset `${VAR}` is).
      */
-    endpoint: url.optional(),
+    endpoint: z.preprocess((value) => (value === "" ? undefined : value), url.optional()),
     /** The bucket's region. Default `us-east-1` (R2: `auto`). */
     region: z
       .string({ error: "must be a string" })
@@ -24,13 +31,14 @@ const s3Schema = z
     forcePathStyle: fromText(z.boolean({ error: "must be true or false" })).default(false),
     /**
      * Access key id; with {@link secretAccessKey}. Default: the SDK's own chain
-     * (`AWS_ACCESS_KEY_ID`, a profile, an instance or pod role).
+     * (`AWS_ACCESS_KEY_ID`, a profile, an instance or pod role), also when
+     * empty.
      */
-    accessKeyId: z.string({ error: "must be a string" }).optional(),
+    accessKeyId: optionalText,
     /** The secret of {@link accessKeyId}; never printed or logged. */
-    secretAccessKey: z.string({ error: "must be a string" }).optional(),
+    secretAccessKey: optionalText,
     /** A session token for temporary credentials. Default: none. */
-    sessionToken: z.string({ error: "must be a string" }).optional(),
+    sessionToken: optionalText,
   })
   .strict()
   .refine((s3) => Boolean(s3.accessKeyId) === Boolean(s3.secretAccessKey), {
