@@ -40,6 +40,8 @@ export interface ClusterOptions {
   leaseSec?: number;
   shutdownGraceSec?: number;
   webhooks?: Record<string, unknown>;
+  /** The `images` section; default: a directory every replica mounts. */
+  images?: Record<string, unknown>;
 }
 
 /** A deployment's config: every replica gets the same one. */
@@ -75,7 +77,7 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
       pollIntervalSec: 1,
     },
     // Every replica mounts the same directory, as a shared volume would be.
-    images: { url: `file://${join(dir, `${prefix}-images`)}` },
+    images: options.images ?? { url: `file://${join(dir, `${prefix}-images`)}` },
     ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
 }
