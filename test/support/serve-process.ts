@@ -15,6 +15,8 @@ export interface ServedProcess {
   url: string;
   /** Everything written to stderr so far. */
   stderr(): string;
+  /** Everything written to stdout so far (the banner, pino's log lines). */
+  stdout(): string;
   /** Resolves the exit code (or the signal's name) once the process is gone. */
   exited: Promise<number | string>;
 }
@@ -65,6 +67,7 @@ export async function serve(
         child: started.child,
         url: match[1] as string,
         stderr: started.stderr,
+        stdout: started.stdout,
         exited: started.exited,
       };
     }
