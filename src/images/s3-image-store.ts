@@ -41,7 +41,8 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
     region: options.region,
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
     forcePathStyle: options.forcePathStyle,
-    ...(options.credentials ? { credentials: options.credentials } : {}),
+    // A copy: the SDK writes its own bookkeeping into the object it is given.
+    ...(options.credentials ? { credentials: { ...options.credentials } } : {}),
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
     maxAttempts: 2,

@@ -148,9 +148,19 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     logger,
     now,
   });
-  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, webhooks, now });
+  const finisher = createTaskFinisher({
+    store,
+    events,
+    metrics,
+    logger,
+    limits,
+    webhooks,
+    images: taskImages,
+    now,
+  });
   const runner = createTaskRunner({
     store,
+    images: taskImages,
     access: deps.access,
     sealer: deps.sealer,
     finisher,
@@ -162,6 +172,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   const service = createTaskService({
     config,
     store,
+    images: taskImages,
     queue,
     finisher,
     access: deps.access,

@@ -124,25 +124,26 @@ export function createTaskImages(deps: TaskImagesDeps) {
     },
 
     /**
-     * Writes a result's images, once each (the caller retries): their keys
-     * start with the day the task expires, `expiresAtSec`.
+     * What the record keeps of a result's images: their keys start with the
+     * day the task expires, `expiresAtSec`.
      */
-    async putResults(
+    planResults(
       taskId: string,
       images: readonly GeneratedImage[],
       expiresAtSec: number,
-    ): Promise<TaskImage[]> {
-      return Promise.all(
-        images.map(async ({ bytes, mime, revised_prompt }, index) => {
-          const key = resultKey(expiresAtSec, taskId, index, mime);
-          await imageStore.put(key, bytes, mime);
-          return {
-            mime,
-            bytes: bytes.byteLength,
-            ...(revised_prompt === undefined ? {} : { revised_prompt }),
-            key,
-          };
-        }),
+    ): TaskImage[] {
+      return images.map(({ bytes, mime, revised_prompt }, index) => ({
+        mime,
+        bytes: bytes.byteLength,
+        ...(revised_prompt === undefined ? {} : { revised_prompt }),
+        key: resultKey(expiresAtSec, taskId, index, mime),
+      }));
+    },
+
+    /** Writes a result's images under their planned keys, all at once (the caller retries). */
+    async putResults(planned: readonly TaskImage[], images: readonly GeneratedImage[]) {
+      await Promise.all(
+        planned.map((image, index) => imageStore.put(image.key!, images[index]!.bytes, image.mime)),
       );
     },
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, request, type ServerResponse } from "node:http";
+import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -96,7 +96,7 @@ describe("sendTaskView", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
     const { port } = server.address() as AddressInfo;
-    const response = await new Promise<import("node:http").IncomingMessage>((resolve) =>
+    const response = await new Promise<IncomingMessage>((resolve) =>
       request(`http://127.0.0.1:${port}/`, resolve).end(),
     );
     const body = (await readAll(response)).toString();
