@@ -4,15 +4,17 @@
 // 1. Throughput, one setup at a time (so they do not share the cores): N url tasks submitted
 //    at once (submissions/s until every 202), then until all are finished (completions/s).
 //    Then the task store's bytes per finished task: Redis, the sum of MEMORY USAGE over the
-//    run's keys; SQLite, the file's growth; divided by the tasks it holds. "Redis, memory
-//    images" keeps the bytes in the process (no image store I/O): the baseline the image
-//    store's cost on the Redis path is measured against.
+//    run's keys; SQLite, the file's growth; divided by the tasks it holds. "Redis, images on
+//    tmpfs" is a file:// image store in memory-backed /dev/shm (its I/O at memory speed, no
+//    heap to collect): the baseline the image stores' cost on the Redis path is measured
+//    against. "Redis, memory images" keeps the bytes on the service's own heap.
 // 2. Holding: each setup with an image store in its own service, side by side; submissions
 //    carry `Prefer: wait=30` (no backlog) and stop at COUNT tasks or after the window. RSS
 //    after a GC before, right after, and held (after some idle time); when the window ends
 //    first, the RSS for COUNT tasks is estimated from what each held task costs the heap.
 //    Then retention expires them: RSS after expiry, and the objects left in the image store.
-import { readdir, stat } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { taskBody } from "../lib/payloads.mjs";
 import { startChild } from "../lib/children.mjs";
@@ -32,10 +34,15 @@ export const deadlineSec = ({ quick }) => (quick ? 90 : 420);
 
 const SETUPS = [
   { key: "sqlite-file", label: "SQLite, file images", store: "sqlite", images: "file" },
+  { key: "redis-tmpfs", label: "Redis, images on tmpfs", store: "redis", images: "tmpfs" },
   { key: "redis-memory", label: "Redis, memory images", store: "redis", images: "memory" },
   { key: "redis-file", label: "Redis, file images", store: "redis", images: "file" },
   { key: "redis-s3", label: "Redis, S3 images (s3rver)", store: "redis", images: "s3" },
 ];
+/** The baseline of the image stores' cost on the Redis path. */
+const BASELINE = "redis-tmpfs";
+/** Memory-backed, where there is one (Linux): the tmpfs setup is skipped elsewhere. */
+const TMPFS = "/dev/shm";
 /** What is held for the RSS figures: every setup with a real image store. */
 const HOLD = ["sqlite-file", "redis-file", "redis-s3"];
 
@@ -54,13 +61,16 @@ async function treeSize(dir) {
 
 /** A setup's store and image store, under names of its own (`tag`: throughput or hold). */
 function place(ctx, setup, tag, s3) {
-  const dir = join(ctx.tempDir, `${setup.key}-${tag}`);
+  const dir =
+    setup.images === "tmpfs"
+      ? join(TMPFS, `${ctx.runId}-${setup.key}-${tag}`)
+      : join(ctx.tempDir, `${setup.key}-${tag}`);
   const prefix = setup.store === "redis" ? ctx.redisPrefix(`${setup.key}-${tag}`) : undefined;
   const storeUrl = setup.store === "redis" ? REDIS_URL : `sqlite://${join(dir, "tasks.db")}`;
   const images =
     setup.images === "memory"
       ? { url: "memory://" }
-      : setup.images === "file"
+      : setup.images === "file" || setup.images === "tmpfs"
         ? { url: `file://${join(dir, "images")}` }
         : {
             url: `s3://${s3.bucket}/${ctx.runId}-${setup.key}-${tag}`,
@@ -104,7 +114,10 @@ export async function run(ctx, out) {
   const loader = await startLoader(ctx);
   const s3 = (await startChild("s3-server.mjs", [], { group: ctx.group })).ready;
   const haveRedis = await redisAvailable();
-  const setups = SETUPS.filter((setup) => setup.store !== "redis" || haveRedis);
+  const haveTmpfs = existsSync(TMPFS);
+  const setups = SETUPS.filter(
+    (setup) => (setup.store !== "redis" || haveRedis) && (setup.images !== "tmpfs" || haveTmpfs),
+  );
   out.figures = {
     throughputTasks: quick ? 8 : 300,
     tasks: quick ? 40 : 10_000,
@@ -159,13 +172,15 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
     const storeAfter = await storeBytes(where);
     figures.storeBytesPerTask = (storeAfter - storeBefore) / ids.length;
     if (setup.store === "redis") figures.storeBytesPerTask = storeAfter / finished;
-    if (setup.images === "file") {
+    if (setup.images !== "memory" && setup.images !== "s3") {
       const images = await treeSize(join(where.dir, "images"));
       figures.imageBytesPerTask = images.bytes / finished;
     }
     ctx.log(`memory: ${setup.label}: ${fmt(figures.completionsPerSec, 1)} completions/s`);
   } finally {
     await service.stop();
+    // Its images are of no more use: the next setup gets the disk (and the tmpfs its memory).
+    await rm(where.dir, { recursive: true, force: true });
   }
 }
 
@@ -249,7 +264,7 @@ async function hold(ctx, out, setup, { channel, loader, s3, setups }) {
 
 function summarize(out, setups) {
   const f = (setup) => out.figures.setups[setup.key] ?? {};
-  const baseline = out.figures.setups["redis-memory"]?.completionsPerSec;
+  const baseline = out.figures.setups[BASELINE]?.completionsPerSec;
   out.tables = [
     {
       title: `Real-size images: throughput and task-store weight (${fmt(out.figures.throughputTasks)} url tasks)`,
@@ -257,7 +272,7 @@ function summarize(out, setups) {
         "task store, images",
         "submissions/s",
         "completions/s",
-        "vs Redis+memory",
+        "vs Redis, tmpfs",
         "store B/task",
         "image KiB/task",
       ],
@@ -328,21 +343,21 @@ export function targets(figures) {
       met: mib === undefined || figures.tasks !== 10_000 ? null : mib * MIB < 200e6,
     });
   }
-  for (const [key, x] of Object.entries(setups)) {
+  for (const x of Object.values(setups)) {
     if (x.storeBytesPerTask === undefined) continue;
     rows.push({
       target: `${x.label}: task store under 2 KB per finished task`,
       measured: `${fmt(x.storeBytesPerTask)} B`,
-      met: key === "redis-memory" ? null : x.storeBytesPerTask < 2048,
+      met: x.storeBytesPerTask < 2048,
     });
   }
-  const baseline = setups["redis-memory"]?.completionsPerSec;
+  const baseline = setups[BASELINE]?.completionsPerSec;
   for (const key of ["redis-file", "redis-s3"]) {
     const share = ratio(setups[key]?.completionsPerSec, baseline);
     if (share === null) continue;
     rows.push({
       target: `${setups[key].label}: the image store costs the Redis path under 20 % of its completions/s`,
-      measured: `${fmt(share * 100)} % of Redis with memory images`,
+      measured: `${fmt(share * 100)} % of Redis with images on tmpfs`,
       met: share > 0.8,
     });
   }

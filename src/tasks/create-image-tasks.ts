@@ -213,10 +213,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
         const record = await available(() => store.get(taskId));
         const image = record?.status === "completed" ? record.images?.[index] : undefined;
         if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
-        // A legacy image's bytes are in the task store: its failure is the task store's 503.
-        return image.key
-          ? taskImages.open(record, index, signal)
-          : available(() => taskImages.open(record, index, signal));
+        return taskImages.open(record, index, signal);
       },
     },
     async ping() {

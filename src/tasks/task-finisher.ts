@@ -74,12 +74,6 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
   };
 
   return {
-    /**
-     * Image bytes are written just before their task completes; the margin
-     * keeps them from expiring a moment before the task record does.
-     */
-    imageTtlMs: retentionMs + 5_000,
-
     /** `expires_at` (Unix seconds) of a task that completes at `atMs`. */
     expiresAt,
 

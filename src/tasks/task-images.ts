@@ -9,6 +9,7 @@ import { inputKey, resultKey } from "../images/image-keys.js";
 import type { ImageObject, ImageStore } from "../images/image-store.js";
 import type { GeneratedImage } from "./generate-images.js";
 import type { TaskStore } from "./store/task-store.js";
+import { available } from "./store-available.js";
 import type { TaskImage, TaskInput, TaskRecord } from "./task-record.js";
 
 /** SigV4's longest presigned link: 7 days. */
@@ -119,7 +120,8 @@ export function createTaskImages(deps: TaskImagesDeps) {
         const key = image.key;
         return storage(() => imageStore.get(key, signal));
       }
-      const bytes = await taskStore.getImage(record.id, index);
+      // Bytes from before the image store: the task store's failure is its own 503.
+      const bytes = await available(() => taskStore.getImage(record.id, index));
       return bytes && legacyObject(bytes, image.mime);
     },
 
