@@ -192,6 +192,12 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     webhooks.drainOutbox(minAgeMs).catch((err: unknown) => {
       logger.warn({ err }, "could not queue the webhook events left in the outbox");
     });
+  /** The images of expired tasks go with their records (the day sweep catches what this misses). */
+  const dropImages = async (keys: string[]) => {
+    await imageStore.delete(keys).catch((err: unknown) => {
+      logger.warn({ err, count: keys.length }, "could not delete expired tasks' images yet");
+    });
+  };
   const sweepImages = () => {
     sweepExpiredImages(imageStore, { nowMs: now() }).then(
       (deleted) => {
@@ -240,7 +246,9 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
       });
       timers.push(
         setInterval(() => {
-          store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+          store
+            .sweepExpired(dropImages)
+            .catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
         }, sweepIntervalMs(limits.retentionSec)),
         setInterval(() => {
           adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));

@@ -101,6 +101,13 @@ export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
   return LEGAL[from].includes(to);
 }
 
+/** The image store keys a record holds: its results' and an edit's inputs' (legacy ones have none). */
+export function imageKeysOf(record: Pick<TaskRecord, "images" | "inputs">): string[] {
+  return [...(record.images ?? []), ...(record.inputs ?? [])].flatMap((item) =>
+    item.key ? [item.key] : [],
+  );
+}
+
 /** Whether the task has ended and will not change again. */
 export function isFinished(status: TaskStatus): boolean {
   return status === "completed" || status === "failed";
