@@ -19,6 +19,9 @@ export interface S3ImageStoreOptions {
   idleTimeoutSec?: number;
 }
 
+/** How long `ping` waits for the store. */
+const PING_TIMEOUT_MS = 5_000;
+
 /** Deletes in flight at once: one request per object, which every S3-compatible store takes. */
 const DELETE_CONCURRENCY = 8;
 
@@ -118,8 +121,11 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
     },
 
     async ping() {
-      // Reachable and signed in to, with the permission the sweep's listing needs anyway.
-      await client.send(new sdk.HeadBucketCommand({ Bucket: bucket }));
+      // Reachable and signed in to, with the permission the sweep's listing needs anyway;
+      // promptly, so that a store that hangs makes /readyz fail rather than hang.
+      await client.send(new sdk.HeadBucketCommand({ Bucket: bucket }), {
+        abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS),
+      });
     },
 
     objectKey,

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ImageStore } from "../../src/images/image-store.js";
 import { openS3ImageStore } from "../../src/images/s3-image-store.js";
@@ -78,6 +79,32 @@ describe("S3 image store", () => {
     expect((await readAll(found!.body)).toString()).toBe("before");
     await store.put("2030-01-01/task_c/1.png", Buffer.from("after"), "image/png");
   });
+
+  it("is not ready, promptly, when the store accepts connections and never answers", async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const hung = await openS3ImageStore({
+      bucket: "images",
+      prefix: "x",
+      endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    try {
+      const started = Date.now();
+      await expect(hung.ping()).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(8_000);
+    } finally {
+      await hung.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 15_000);
 
   it("is not ready with credentials the server does not know", async () => {
     const wrong = await openS3ImageStore({
