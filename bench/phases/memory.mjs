@@ -26,7 +26,7 @@ import {
   serviceConfig,
 } from "../lib/processes.mjs";
 import { prefixMemory, redisAvailable, REDIS_URL } from "../lib/redis-keys.mjs";
-import { fmt, MIB, ratio, sleep } from "../lib/stats.mjs";
+import { cpuMicros, fmt, MIB, ratio, sleep } from "../lib/stats.mjs";
 import { getTask, waitFinished, waitGone } from "../lib/task-client.mjs";
 
 export const name = "memory";
@@ -53,8 +53,13 @@ async function treeSize(dir) {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
   for (const entry of entries) {
     if (!entry.isFile()) continue;
+    // A file the sweep deletes while it is counted is not there any more.
+    const info = await stat(join(entry.parentPath ?? entry.path, entry.name)).catch(
+      () => undefined,
+    );
+    if (!info) continue;
     files += 1;
-    bytes += (await stat(join(entry.parentPath ?? entry.path, entry.name))).size;
+    bytes += info.size;
   }
   return { bytes, files };
 }
@@ -110,6 +115,9 @@ const submitJob = (service, format, wait) => ({
 
 export async function run(ctx, out) {
   const { quick } = ctx.options;
+  // As the Docker image runs the service (see the Dockerfile): image-sized buffers from mmap,
+  // back to the system once freed. The processes started from here on inherit it.
+  process.env.MALLOC_MMAP_THRESHOLD_ ??= "131072";
   const channel = await startFakeChannel(ctx, { realImages: true });
   const loader = await startLoader(ctx);
   const s3 = (await startChild("s3-server.mjs", [], { group: ctx.group })).ready;
@@ -127,7 +135,7 @@ export async function run(ctx, out) {
   out.notes = [
     "Every image is a 1024x1024 PNG of noise (3.0 MiB; 4 MiB as base64), as gpt-image models answer; url tasks, n=1.",
     `Throughput: ${out.figures.throughputTasks} tasks submitted at once (32 at a time), maxConcurrent 16, one setup at a time; "store B/task" is the task store's bytes per finished task (Redis: MEMORY USAGE over the run's keys; SQLite: the file's growth).`,
-    `Held: submissions with Prefer: wait=30 until ${fmt(out.figures.tasks)} tasks or the window; RSS after a GC; retentionSec ${out.figures.retentionSec}.`,
+    `Held: submissions with Prefer: wait=30 until ${fmt(out.figures.tasks)} tasks or the window; RSS after a GC; retentionSec ${out.figures.retentionSec}. The service runs with MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_}, as the Docker image does.`,
   ];
   if (!haveRedis) out.notes.push(`no Redis at ${REDIS_URL}: the Redis setups were skipped`);
   for (const setup of setups) out.figures.setups[setup.key] = { label: setup.label };
@@ -156,6 +164,7 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
       timeoutMs: 30_000,
     });
     const storeBefore = await storeBytes(where);
+    const cpuBefore = await service.stats();
     const startedAt = Date.now();
     const submitted = await loader.run({
       ...submitJob(service, "url"),
@@ -168,6 +177,8 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
     for (const id of ids)
       await waitFinished(service.url, id, { signal: ctx.signal, deadline: deadline() });
     figures.completionsPerSec = ids.length / ((Date.now() - startedAt) / 1000);
+    // The service's own CPU per task (not the S3 server's or the disk's, which share the machine).
+    figures.cpuMsPerTask = cpuMicros(cpuBefore, await service.stats()) / 1000 / ids.length;
     const finished = ids.length + (warm.ids?.length ?? 0);
     const storeAfter = await storeBytes(where);
     figures.storeBytesPerTask = (storeAfter - storeBefore) / ids.length;
@@ -265,6 +276,7 @@ async function hold(ctx, out, setup, { channel, loader, s3, setups }) {
 function summarize(out, setups) {
   const f = (setup) => out.figures.setups[setup.key] ?? {};
   const baseline = out.figures.setups[BASELINE]?.completionsPerSec;
+  const baselineCpu = out.figures.setups[BASELINE]?.cpuMsPerTask;
   out.tables = [
     {
       title: `Real-size images: throughput and task-store weight (${fmt(out.figures.throughputTasks)} url tasks)`,
@@ -273,6 +285,8 @@ function summarize(out, setups) {
         "submissions/s",
         "completions/s",
         "vs Redis, tmpfs",
+        "service CPU ms/task",
+        "CPU vs tmpfs",
         "store B/task",
         "image KiB/task",
       ],
@@ -281,6 +295,8 @@ function summarize(out, setups) {
         fmt(f(setup).submissionsPerSec, 1),
         fmt(f(setup).completionsPerSec, 1),
         setup.store === "redis" ? fmt(ratio(f(setup).completionsPerSec, baseline), 2) : "-",
+        fmt(f(setup).cpuMsPerTask, 1),
+        setup.store === "redis" ? fmt(ratio(f(setup).cpuMsPerTask, baselineCpu), 2) : "-",
         fmt(f(setup).storeBytesPerTask, 0),
         fmt(
           f(setup).imageBytesPerTask === undefined ? undefined : f(setup).imageBytesPerTask / 1024,
@@ -352,12 +368,14 @@ export function targets(figures) {
     });
   }
   const baseline = setups[BASELINE]?.completionsPerSec;
+  const baselineCpu = setups[BASELINE]?.cpuMsPerTask;
   for (const key of ["redis-file", "redis-s3"]) {
     const share = ratio(setups[key]?.completionsPerSec, baseline);
     if (share === null) continue;
+    const cpu = ratio(setups[key]?.cpuMsPerTask, baselineCpu);
     rows.push({
       target: `${setups[key].label}: the image store costs the Redis path under 20 % of its completions/s`,
-      measured: `${fmt(share * 100)} % of Redis with images on tmpfs`,
+      measured: `${fmt(share * 100)} % of Redis with images on tmpfs (service CPU/task ${fmt(cpu, 2)}x)`,
       met: share > 0.8,
     });
   }
