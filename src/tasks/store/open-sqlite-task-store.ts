@@ -45,6 +45,9 @@ export async function openSqliteTaskStore(
   try {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
+    // 16 MiB of pages (default 2): the task id index, the one written at random places,
+    // stays in memory up to a few hundred thousand tasks.
+    db.pragma("cache_size = -16384");
     const blobs = upgrade(db, file, now, options.logger);
     const store = createSqliteTaskStore(db, {
       idempotencyTtlMs: options.idempotencyTtlMs,

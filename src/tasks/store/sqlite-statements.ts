@@ -16,9 +16,9 @@ const LISTED = `(${UNFINISHED} OR expires_at IS NULL OR expires_at > @nowSec)`;
  * Every statement of the SQLite task store, prepared once. Each names the
  * index it runs on: none of them walks the table or costs more as tasks pile up.
  */
-export function prepareTaskStatements(db: Database) {
-  const statement = (sql: string) => db.prepare(sql);
-  const value = (sql: string) => db.prepare(sql).pluck();
+export function prepareTaskStatements(db: Database): TaskStatements {
+  const statement = (sql: string): Statement => db.prepare(sql);
+  const value = (sql: string): Statement => db.prepare(sql).pluck();
   return {
     getTask: statement(
       "SELECT record FROM tasks WHERE id = ? AND (expires_ms IS NULL OR expires_ms > ?)",
@@ -93,8 +93,35 @@ export function prepareTaskStatements(db: Database) {
        (SELECT key FROM key_values WHERE expires_ms <= ? LIMIT ?)`,
     ),
     ping: value("SELECT 1"),
-  } satisfies Record<string, Statement>;
+  };
 }
 
-/** The prepared statements of one database. */
-export type TaskStatements = ReturnType<typeof prepareTaskStatements>;
+/** The prepared statements of one database, by name. */
+export type TaskStatements = Record<StatementName, Statement>;
+
+type StatementName =
+  | "getTask"
+  | "insertTask"
+  | "updateTask"
+  | "deleteTask"
+  | "unfinished"
+  | "ownedSeq"
+  | "owned"
+  | "ownedByStatus"
+  | "expiredTasks"
+  | "ownerTasks"
+  | "addOwnerTasks"
+  | "dropEmptyOwner"
+  | "getIdempotency"
+  | "putIdempotency"
+  | "deleteExpiredIdempotency"
+  | "outbox"
+  | "putOutbox"
+  | "clearOutbox"
+  | "journal"
+  | "saveJournal"
+  | "removeJournal"
+  | "getMeta"
+  | "putMeta"
+  | "deleteExpiredValues"
+  | "ping";
