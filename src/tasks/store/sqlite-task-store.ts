@@ -38,94 +38,21 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
   const now = options.now ?? Date.now;
   const { blobs } = options;
   const q = prepareTaskStatements(db);
-  const parse = (row: TaskRow | undefined) =>
-    row ? (JSON.parse(row.record) as TaskRecord) : undefined;
-  const getRecord = (id: string) => parse(q.getTask.get(id, now()) as TaskRow | undefined);
-
-  const findIdempotent = (owner: string, idempotency: Idempotency) => {
-    const seen = q.getIdempotency.get(owner, idempotency.key, now()) as
-      { task_id: string; fingerprint: string } | undefined;
-    const earlier = seen && getRecord(seen.task_id);
-    if (!seen || !earlier) return undefined;
-    return seen.fingerprint === idempotency.fingerprint
-      ? ({ kind: "replayed", record: earlier } satisfies IdempotentAnswer)
-      : ({ kind: "conflict" } satisfies IdempotentAnswer);
-  };
-
-  const create = db.transaction(
-    (record: TaskRecord, { idempotency, maxPerOwner }: CreateOptions): CreateResult => {
-      if (idempotency) {
-        const answer = findIdempotent(record.owner, idempotency);
-        if (answer) return answer;
-      }
-      const held = (q.ownerTasks.get(record.owner) as number | undefined) ?? 0;
-      if (maxPerOwner !== undefined && held >= maxPerOwner) return { kind: "owner_full" };
-      q.insertTask.run({
-        id: record.id,
-        owner: record.owner,
-        status: record.status,
-        created: record.created,
-        expires_at: record.expires_at ?? null,
-        record: JSON.stringify(record),
-      });
-      q.addOwnerTasks.run(record.owner, 1);
-      if (idempotency) {
-        q.putIdempotency.run(
-          record.owner,
-          idempotency.key,
-          record.id,
-          idempotency.fingerprint,
-          now() + options.idempotencyTtlMs,
-        );
-      }
-      return { kind: "created", record };
-    },
-  );
-
-  const transition = db.transaction(
-    (
-      id: string,
-      expected: TaskStatus,
-      patch: Partial<TaskRecord> & { status: TaskStatus },
-      { ttlMs, attempts }: TransitionOptions,
-    ): TaskRecord | undefined => {
-      const current = getRecord(id);
-      if (!current || current.status !== expected) return undefined;
-      if (attempts !== undefined && current.attempts !== attempts) return undefined;
-      if (!canTransition(expected, patch.status)) {
-        throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
-      }
-      const next: TaskRecord = { ...current, ...patch };
-      // A field patched to undefined is gone, in every backend alike.
-      for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
-        if (patch[key] === undefined) delete next[key];
-      }
-      const finished = isFinished(next.status);
-      q.updateTask.run({
-        id,
-        status: next.status,
-        expires_at: next.expires_at ?? null,
-        expires_ms: finished && ttlMs !== undefined ? now() + ttlMs : null,
-        record: JSON.stringify(next),
-      });
-      if (finished) {
-        if (next.webhook) q.putOutbox.run(id, now());
-        blobs.dropInputs(id);
-      }
-      return next;
-    },
-  );
+  const steps: Steps = { q, blobs, now, idempotencyTtlMs: options.idempotencyTtlMs };
+  const create = db.transaction(createStep(steps));
+  const transition = db.transaction(transitionStep(steps));
+  const getOrSetMeta = db.transaction(metaStep(q));
 
   return {
     persistent: true,
-    get: async (id) => getRecord(id),
-    findIdempotent: async (owner, idempotency) => findIdempotent(owner, idempotency),
+    get: async (id) => readRecord(steps, id),
+    findIdempotent: async (owner, idempotency) => findIdempotent(steps, owner, idempotency),
     create: async (record, createOptions = {}) => create.immediate(record, createOptions),
     transition: async (id, expected, patch, transitionOptions = {}) =>
       transition.immediate(id, expected, patch, transitionOptions),
 
     async listUnfinished() {
-      return (q.unfinished.all() as TaskRow[]).map((row) => parse(row)!);
+      return (q.unfinished.all() as TaskRow[]).map((row) => JSON.parse(row.record) as TaskRecord);
     },
 
     listOwned: async (owner, query) => listOwned(q, owner, query, now()),
@@ -151,16 +78,7 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
 
     keyValueStore: createSqliteKeyValueStore(db, now),
 
-    getOrSetMeta: async (key, createValue) =>
-      db
-        .transaction(() => {
-          const existing = q.getMeta.get(key) as string | undefined;
-          if (existing) return existing;
-          const value = createValue();
-          q.putMeta.run(key, value);
-          return value;
-        })
-        .immediate(),
+    getOrSetMeta: async (key, createValue) => getOrSetMeta.immediate(key, createValue),
 
     sweepExpired: async () => sweep(db, q, blobs, now()),
 
@@ -171,6 +89,118 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
     async close() {
       if (db.open) db.close();
     },
+  };
+}
+
+/** What the store's steps share. */
+interface Steps {
+  q: TaskStatements;
+  blobs: ImageBlobs;
+  now: () => number;
+  idempotencyTtlMs: number;
+}
+
+/** A task, unless it is gone or past the time the store deletes it at. */
+function readRecord({ q, now }: Steps, id: string): TaskRecord | undefined {
+  const row = q.getTask.get(id, now()) as TaskRow | undefined;
+  return row ? (JSON.parse(row.record) as TaskRecord) : undefined;
+}
+
+function findIdempotent(
+  steps: Steps,
+  owner: string,
+  idempotency: Idempotency,
+): IdempotentAnswer | undefined {
+  const seen = steps.q.getIdempotency.get(owner, idempotency.key, steps.now()) as
+    { task_id: string; fingerprint: string } | undefined;
+  const earlier = seen && readRecord(steps, seen.task_id);
+  if (!seen || !earlier) return undefined;
+  return seen.fingerprint === idempotency.fingerprint
+    ? { kind: "replayed", record: earlier }
+    : { kind: "conflict" };
+}
+
+/** `create`'s body: the task, its owner's count and its idempotency key (one transaction). */
+function createStep(steps: Steps) {
+  const { q, now } = steps;
+  return (record: TaskRecord, { idempotency, maxPerOwner }: CreateOptions): CreateResult => {
+    if (idempotency) {
+      const answer = findIdempotent(steps, record.owner, idempotency);
+      if (answer) return answer;
+    }
+    const held = (q.ownerTasks.get(record.owner) as number | undefined) ?? 0;
+    if (maxPerOwner !== undefined && held >= maxPerOwner) return { kind: "owner_full" };
+    q.insertTask.run({
+      id: record.id,
+      owner: record.owner,
+      status: record.status,
+      created: record.created,
+      expires_at: record.expires_at ?? null,
+      record: JSON.stringify(record),
+    });
+    q.addOwnerTasks.run(record.owner, 1);
+    if (idempotency) {
+      const expiresMs = now() + steps.idempotencyTtlMs;
+      q.putIdempotency.run(
+        record.owner,
+        idempotency.key,
+        record.id,
+        idempotency.fingerprint,
+        expiresMs,
+      );
+    }
+    return { kind: "created", record };
+  };
+}
+
+/**
+ * `transition`'s body: the compare-and-set, the record with its indexed
+ * columns, and for a task that finishes its outbox entry and its freed inputs
+ * (one transaction).
+ */
+function transitionStep(steps: Steps) {
+  const { q, now, blobs } = steps;
+  return (
+    id: string,
+    expected: TaskStatus,
+    patch: Partial<TaskRecord> & { status: TaskStatus },
+    { ttlMs, attempts }: TransitionOptions,
+  ): TaskRecord | undefined => {
+    const current = readRecord(steps, id);
+    if (!current || current.status !== expected) return undefined;
+    if (attempts !== undefined && current.attempts !== attempts) return undefined;
+    if (!canTransition(expected, patch.status)) {
+      throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
+    }
+    const next: TaskRecord = { ...current, ...patch };
+    // A field patched to undefined is gone, in every backend alike.
+    for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
+      if (patch[key] === undefined) delete next[key];
+    }
+    const finished = isFinished(next.status);
+    q.updateTask.run({
+      id,
+      status: next.status,
+      expires_at: next.expires_at ?? null,
+      expires_ms: finished && ttlMs !== undefined ? now() + ttlMs : null,
+      record: JSON.stringify(next),
+    });
+    if (finished) {
+      if (next.webhook) q.putOutbox.run(id, now());
+      blobs.dropInputs(id);
+    }
+    return next;
+  };
+}
+
+/** `getOrSetMeta`'s body: the first value set wins (one transaction). */
+function metaStep(q: TaskStatements) {
+  return (key: string, createValue: () => string): string => {
+    const existing = q.getMeta.get(key) as string | undefined;
+    if (existing) return existing;
+    const value = createValue();
+    q.putMeta.run(key, value);
+    return value;
   };
 }
 
