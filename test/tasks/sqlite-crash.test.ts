@@ -119,7 +119,8 @@ describe("SIGKILL at random instants on the SQLite store", () => {
         `auth: { keys: [{ key: ${TEST_KEYS.default}, group: default }] }`,
         'groups: { default: { models: ["gpt-image-*"] } }',
         `channels: [{ name: fake, baseUrl: "${upstream.baseUrl}", models: ["gpt-image-1"] }]`,
-        "imageTasks: { maxConcurrent: 4, pollIntervalSec: 1, maxAttempts: 3 }",
+        // Room for every task a loaded machine leaves queued across the rounds.
+        "imageTasks: { maxConcurrent: 4, pollIntervalSec: 1, maxAttempts: 3, maxQueued: 10000, maxQueuedPerKey: 10000 }",
         `webhooks: { secret: "whsec_${Buffer.alloc(32, 9).toString("base64")}", allowPrivateNetworks: true, retryScheduleSec: [1], maxAttempts: 50 }`,
         "",
       ].join("\n"),
@@ -178,5 +179,5 @@ describe("SIGKILL at random instants on the SQLite store", () => {
       (task) => calls(task.prompt) !== callsWhenFinished.get(task.id),
     );
     expect(ranAgain).toEqual([]);
-  });
+  }, 90_000);
 });

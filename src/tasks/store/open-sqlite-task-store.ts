@@ -48,6 +48,9 @@ export async function openSqliteTaskStore(
     // 16 MiB of pages (default 2): the task id index, the one written at random places,
     // stays in memory up to a few hundred thousand tasks.
     db.pragma("cache_size = -16384");
+    // The WAL is cut back to 64 MiB after a checkpoint, not kept at its peak (a migration
+    // writes every image of the old table through it).
+    db.pragma("journal_size_limit = 67108864");
     const blobs = upgrade(db, file, now, options.logger);
     const store = createSqliteTaskStore(db, {
       idempotencyTtlMs: options.idempotencyTtlMs,
