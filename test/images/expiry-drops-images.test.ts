@@ -3,7 +3,9 @@ import { join } from "node:path";
 import { createClient } from "@keyv/redis";
 import Keyv from "keyv";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { pino } from "pino";
 import { createKeyvTaskStore } from "../../src/tasks/store/keyv-task-store.js";
+import { openSqliteTaskStore } from "../../src/tasks/store/open-sqlite-task-store.js";
 import { createRedisTaskStore } from "../../src/tasks/store/redis-task-store.js";
 import type { TaskStore } from "../../src/tasks/store/task-store.js";
 import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
@@ -31,6 +33,15 @@ const BACKENDS: Array<{ name: string; open: (clock: Clock) => Promise<TaskStore>
       createKeyvTaskStore(new Keyv(), {
         persistent: false,
         idempotencyTtlMs: 60_000,
+        now: () => clock.now,
+      }),
+  },
+  {
+    name: "sqlite",
+    open: async (clock) =>
+      openSqliteTaskStore(join(await useTempDir(), "drop.db"), {
+        idempotencyTtlMs: 60_000,
+        logger: pino({ level: "silent" }),
         now: () => clock.now,
       }),
   },
