@@ -15,6 +15,7 @@
 //    Then retention expires them: RSS after expiry, and the objects left in the image store.
 import { existsSync } from "node:fs";
 import { readdir, rm, stat } from "node:fs/promises";
+import Database from "better-sqlite3";
 import { join } from "node:path";
 import { taskBody } from "../lib/payloads.mjs";
 import { startChild } from "../lib/children.mjs";
@@ -134,7 +135,7 @@ export async function run(ctx, out) {
   };
   out.notes = [
     "Every image is a 1024x1024 PNG of noise (3.0 MiB; 4 MiB as base64), as gpt-image models answer; url tasks, n=1.",
-    `Throughput: ${out.figures.throughputTasks} tasks submitted at once (32 at a time), maxConcurrent 16, one setup at a time; "store B/task" is the task store's bytes per finished task (Redis: MEMORY USAGE over the run's keys; SQLite: the file's growth).`,
+    `Throughput: ${out.figures.throughputTasks} tasks submitted at once (32 at a time), maxConcurrent 16, one setup at a time; "store B/task" is the task store's bytes per finished task (Redis: MEMORY USAGE over the run's keys; SQLite: the growth of the pages in use).`,
     `Held: submissions with Prefer: wait=30 until ${fmt(out.figures.tasks)} tasks or the window; RSS after a GC; retentionSec ${out.figures.retentionSec}. The service runs with MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_}, as the Docker image does.`,
   ];
   if (!haveRedis) out.notes.push(`no Redis at ${REDIS_URL}: the Redis setups were skipped`);
@@ -195,14 +196,23 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
   }
 }
 
-/** The task store's size: Redis, MEMORY USAGE over the prefix; SQLite, the file and its WAL. */
+/**
+ * The task store's size: Redis, MEMORY USAGE over the prefix; SQLite, the pages in use (tables
+ * and indexes, as a reader sees them with the WAL; the file itself grows in steps and the WAL
+ * holds page copies).
+ */
 async function storeBytes(where) {
   if (where.prefix) return (await prefixMemory(where.prefix)).bytes;
-  const file = where.storeUrl.slice("sqlite://".length);
-  let bytes = 0;
-  for (const name of [file, `${file}-wal`])
-    bytes += (await stat(name).catch(() => ({ size: 0 }))).size;
-  return bytes;
+  const db = new Database(where.storeUrl.slice("sqlite://".length), {
+    readonly: true,
+    fileMustExist: true,
+  });
+  try {
+    const pragma = (name) => db.pragma(name, { simple: true });
+    return (pragma("page_count") - pragma("freelist_count")) * pragma("page_size");
+  } finally {
+    db.close();
+  }
 }
 
 async function hold(ctx, out, setup, { channel, loader, s3, setups }) {

@@ -90,7 +90,7 @@ export async function keepResult(
           // the run ended while waiting: settled below
         }
       }
-      await images.deleteResults(id, planned).catch(() => undefined);
+      await images.deleteResults(planned).catch(() => undefined);
       if ((signal.reason as AbortReason) !== "timeout") {
         await settleRunFailure(deps.failure, started, signal, err);
         return;
@@ -115,5 +115,5 @@ export async function keepResult(
     atMs,
   );
   // Cancelled, or given to another run, meanwhile: its images go.
-  if (!completed) await images.deleteResults(id, planned).catch(() => undefined);
+  if (!completed) await images.deleteResults(planned).catch(() => undefined);
 }

@@ -209,7 +209,7 @@ async function createAdmitted(
         logger.warn({ err }, "could not give back a queue place; it lapses on its own");
       });
       if (record.inputs?.some((input) => input.key)) {
-        await images.deleteInputs(record.id, record.inputs).catch((err: unknown) => {
+        await images.deleteInputs(record.inputs).catch((err: unknown) => {
           logger.warn({ err }, "could not delete an edit's images; their day's sweep will");
         });
       }

@@ -66,7 +66,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
     }
     if (record.inputs?.some((input) => input.key)) {
       // Best effort: the image store's sweep deletes them with their day otherwise.
-      images.deleteInputs(record.id, record.inputs).catch((err: unknown) => {
+      images.deleteInputs(record.inputs).catch((err: unknown) => {
         logger.warn({ err, taskId: record.id }, "could not delete an edit's input images yet");
       });
     }

@@ -10,7 +10,7 @@ import type { ImageObject, ImageStore } from "../images/image-store.js";
 import type { GeneratedImage } from "./generate-images.js";
 import type { TaskStore } from "./store/task-store.js";
 import { available } from "./store-available.js";
-import type { TaskImage, TaskInput, TaskRecord } from "./task-record.js";
+import { imageKeysOf, type TaskImage, type TaskInput, type TaskRecord } from "./task-record.js";
 
 /** SigV4's longest presigned link: 7 days. */
 const PRESIGN_MAX_SEC = 7 * 24 * 3600;
@@ -19,7 +19,7 @@ const PRESIGN_MAX_SEC = 7 * 24 * 3600;
 export interface TaskImagesDeps {
   imageStore: ImageStore;
   /** Reads the bytes of records written before the image store (legacy). */
-  taskStore: Pick<TaskStore, "getImage" | "getInput" | "deleteImages" | "deleteInputs">;
+  taskStore: Pick<TaskStore, "getImage" | "getInput">;
   signer: ImageUrlSigner;
   config: Pick<ImagesConfig, "links" | "publicBaseUrl">;
   logger: Logger;
@@ -149,11 +149,9 @@ export function createTaskImages(deps: TaskImagesDeps) {
       );
     },
 
-    /** Deletes result images (a run that lost its task, a delete); legacy ones in the task store. */
-    async deleteResults(taskId: string, images: readonly TaskImage[]): Promise<void> {
-      const keys = images.flatMap((image) => (image.key ? [image.key] : []));
-      if (keys.length > 0) await imageStore.delete(keys);
-      if (keys.length < images.length) await taskStore.deleteImages(taskId, images.length);
+    /** Deletes result images (a run that lost its task, or could not store them all). */
+    async deleteResults(images: readonly TaskImage[]): Promise<void> {
+      await imageStore.delete(imageKeysOf({ images }));
     },
 
     /**
@@ -191,11 +189,13 @@ export function createTaskImages(deps: TaskImagesDeps) {
       );
     },
 
-    /** Deletes an edit's input images (its task finished, or was never created). */
-    async deleteInputs(taskId: string, inputs: readonly TaskInput[]): Promise<void> {
-      const keys = inputs.flatMap((input) => (input.key ? [input.key] : []));
-      if (keys.length > 0) await imageStore.delete(keys);
-      if (keys.length < inputs.length) await taskStore.deleteInputs(taskId, inputs.length);
+    /**
+     * Deletes an edit's input images (its task finished, or was never
+     * created); those of a task from before the image store go with the
+     * task store's own finishing step.
+     */
+    async deleteInputs(inputs: readonly TaskInput[]): Promise<void> {
+      await imageStore.delete(imageKeysOf({ inputs }));
     },
   };
 }

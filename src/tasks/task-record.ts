@@ -102,7 +102,10 @@ export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
 }
 
 /** The image store keys a record holds: its results' and an edit's inputs' (legacy ones have none). */
-export function imageKeysOf(record: Pick<TaskRecord, "images" | "inputs">): string[] {
+export function imageKeysOf(record: {
+  images?: readonly TaskImage[];
+  inputs?: readonly TaskInput[];
+}): string[] {
   return [...(record.images ?? []), ...(record.inputs ?? [])].flatMap((item) =>
     item.key ? [item.key] : [],
   );
