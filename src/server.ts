@@ -111,6 +111,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   // Long generations on the sync route must not be cut by Node's own request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
+  // Beyond it Node closes a new connection at once: idle or slow clients cannot exhaust the process.
+  server.maxConnections = config.server.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.server.port, config.server.host, () => {
