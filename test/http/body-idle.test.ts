@@ -85,11 +85,9 @@ describe("a body that stops arriving", () => {
       send(`${v1}/images/tasks`, JSON_TYPE, ['{"model":"gpt-image-1",']),
       send(`${v1}/images/edits/tasks`, JSON_TYPE, ['{"model":"gpt-image-1","images":[']),
       send(`${v1}/images/edits/tasks`, FORM_TYPE, [formPart("model", "gpt-image-1")]),
-      send(
-        `${app.url}/mcp`,
-        { ...JSON_TYPE, accept: "application/json, text/event-stream" },
-        ['{"jsonrpc":"2.0",'],
-      ),
+      send(`${app.url}/mcp`, { ...JSON_TYPE, accept: "application/json, text/event-stream" }, [
+        '{"jsonrpc":"2.0",',
+      ]),
     ]);
     for (const answer of answers) {
       expect(answer.status, answer.body).toBe(408);
