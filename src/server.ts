@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
 import { channelsForOwnKeys, createForwardMode } from "./auth/create-forward-mode.js";
+import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
 import { createChannel, type Channel } from "./channels/channel.js";
 import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
@@ -62,16 +63,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
-  // The forward secret may be generated once and kept in the task store, which is opened
-  // below: forward mode asks for it only on its first use, never at construction.
-  let tasks: ImageTasks | undefined;
+  // The forward secret is resolved once the task store is open (an earlier version may have
+  // left it there, to be moved out): forward mode asks for it only on first use.
+  let forwardSecret: Promise<string> | undefined;
   const forward = createForwardMode({
     config,
     channels,
-    getOrSetMeta: (key, create) => {
-      if (!tasks) throw new Error("the task store is not open yet");
-      return tasks.getOrSetMeta(key, create);
-    },
+    secret: () => forwardSecret ?? Promise.reject(new Error("the forward secret is not resolved")),
     logger,
   });
   const registry = createChannelRegistry({
@@ -83,11 +81,28 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     registry,
     forwardChannel: forward?.channel,
   });
+  let tasks: ImageTasks;
   try {
     tasks = await createImageTasks({ config, access, sealer: forward?.sealer, metrics, logger });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
     throw err;
+  }
+  if (forward) {
+    const opened = tasks;
+    forwardSecret = resolveForwardSecret({
+      configured: config.auth.forward?.secret,
+      storeUrl: config.store.url,
+      meta: { getMeta: opened.getMeta, deleteMeta: opened.deleteMeta },
+      logger,
+    });
+    try {
+      await forwardSecret;
+    } catch (err) {
+      await opened.stop(0);
+      await Promise.all(demos.map((demo) => demo.close()));
+      throw err;
+    }
   }
 
   let stopping = false;

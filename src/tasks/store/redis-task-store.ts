@@ -371,6 +371,14 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
       return (await keyv.get(metaKey)) as string;
     },
 
+    async getMeta(key) {
+      return (await keyv.get(`meta:${key}`)) as string | undefined;
+    },
+
+    async deleteMeta(key) {
+      await client.del(raw(`meta:${key}`));
+    },
+
     async sweepExpired() {
       let deleted = 0;
       // Bounded per call and per script run, so one call never holds Redis for long.
