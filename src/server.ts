@@ -11,6 +11,7 @@ import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
 import { createLogger } from "./logging/create-logger.js";
+import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess } from "./models/model-access.js";
@@ -23,7 +24,7 @@ const RESPONSE_OWNERS_IN_MEMORY = 100_000;
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
   config: Config;
-  /** Default: a pino logger at `config.logging.level`. */
+  /** Default: a pino logger at `config.logging.level` that masks the config's secrets. */
   logger?: Logger;
   /** Default metrics include process metrics; tests may turn them off. */
   defaultMetrics?: boolean;
@@ -50,7 +51,8 @@ export interface RunningServer {
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
-  const logger = options.logger ?? createLogger(config.logging.level);
+  const logger =
+    options.logger ?? createLogger(config.logging.level, undefined, configSecrets(config));
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const demos: DemoChannel[] = [];
   const channels: Channel[] = [];

@@ -1,5 +1,6 @@
 import { createClient, type RedisClientType } from "@keyv/redis";
 import type { Logger } from "pino";
+import { redactUrl } from "../logging/redact-url.js";
 
 /** The one Redis client library of the service (node-redis), shared by store, queue and events. */
 export type RedisClient = RedisClientType;
@@ -65,15 +66,4 @@ export function watchRedisClient(client: RedisClient, logger: Logger, name: stri
     down = false;
     logger.info({ client: name }, "Redis connection back");
   });
-}
-
-/** `redis://user:secret@host` -> `redis://user:***@host`, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(invalid URL)";
-  }
 }
