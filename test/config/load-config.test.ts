@@ -342,7 +342,11 @@ describe("store", () => {
       `${MINIMAL}store:\n  url: redis://127.0.0.1:6379/0\n  prefix: "{prod}:sidecar"\n`,
     );
     const { config } = loadConfig({ file, env: {} });
-    expect(config.store).toEqual({ url: "redis://127.0.0.1:6379/0", prefix: "{prod}:sidecar" });
+    expect(config.store).toEqual({
+      url: "redis://127.0.0.1:6379/0",
+      prefix: "{prod}:sidecar",
+      commandTimeoutSec: 5,
+    });
     expect(loadConfig({ file: yamlFile(MINIMAL), env: {} }).config.store.prefix).toBe(
       "image-task-sidecar",
     );
