@@ -91,17 +91,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     throw err;
   }
   if (forward) {
-    const opened = tasks;
     forwardSecret = resolveForwardSecret({
       configured: config.auth.forward?.secret,
       storeUrl: config.store.url,
-      meta: { getMeta: opened.getMeta, deleteMeta: opened.deleteMeta },
+      meta: tasks,
       logger,
     });
     try {
       await forwardSecret;
     } catch (err) {
-      await opened.stop(0);
+      await tasks.stop(0);
       await Promise.all(demos.map((demo) => demo.close()));
       throw err;
     }

@@ -76,6 +76,17 @@ export interface PrivateRedis {
 export async function startPrivateRedis(
   options: { password?: string } = {},
 ): Promise<PrivateRedis> {
+  // The free port may be taken by another test between finding it and binding it: try another.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startPrivateRedisOnce(options);
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes("exited")) throw err;
+    }
+  }
+}
+
+async function startPrivateRedisOnce(options: { password?: string }): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), "redis-"));
   const auth = options.password === undefined ? "" : `:${encodeURIComponent(options.password)}@`;
@@ -127,7 +138,10 @@ export async function startPrivateRedis(
     client.destroy();
     await exited;
   };
-  await start();
+  await start().catch(async (err: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  });
   return {
     url,
     start,

@@ -371,13 +371,8 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
       return (await keyv.get(metaKey)) as string;
     },
 
-    async getMeta(key) {
-      return (await keyv.get(`meta:${key}`)) as string | undefined;
-    },
-
-    async deleteMeta(key) {
-      await client.del(raw(`meta:${key}`));
-    },
+    getMeta: async (key) => (await keyv.get(`meta:${key}`)) as string | undefined,
+    deleteMeta: async (key) => void (await client.del(raw(`meta:${key}`))),
 
     async sweepExpired() {
       let deleted = 0;
