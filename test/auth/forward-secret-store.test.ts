@@ -149,6 +149,8 @@ describe("forward mode's secret is never kept beside the keys it seals", () => {
     expect(await withStore(gw, store, (opened) => opened.getMeta(FORWARD_SECRET_META_KEY))).toBe(
       undefined,
     );
+    // Overwritten in the database file, not only unlisted.
+    expect((await readFile(db)).includes(KEPT)).toBe(false);
   });
 
   it("on Redis, deletes a copy an earlier version kept there once auth.forward.secret is set to it", async () => {
