@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
 import { channelsForOwnKeys, createForwardMode } from "./auth/create-forward-mode.js";
+import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
 import { createChannel, type Channel } from "./channels/channel.js";
 import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
@@ -12,6 +13,7 @@ import { createClientErrorHandler } from "./http/create-client-error-handler.js"
 import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
+import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess } from "./models/model-access.js";
@@ -24,7 +26,7 @@ const RESPONSE_OWNERS_IN_MEMORY = 100_000;
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
   config: Config;
-  /** Default: a pino logger at `config.logging.level`. */
+  /** Default: a pino logger at `config.logging.level` that masks the config's secrets. */
   logger?: Logger;
   /** Default metrics include process metrics; tests may turn them off. */
   defaultMetrics?: boolean;
@@ -51,7 +53,8 @@ export interface RunningServer {
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
-  const logger = options.logger ?? createLogger(config.logging.level);
+  const logger =
+    options.logger ?? createLogger(config.logging.level, undefined, configSecrets(config));
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const demos: DemoChannel[] = [];
   const channels: Channel[] = [];
@@ -64,16 +67,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
-  // The forward secret may be generated once and kept in the task store, which is opened
-  // below: forward mode asks for it only on its first use, never at construction.
-  let tasks: ImageTasks | undefined;
+  // The forward secret is resolved once the task store is open (an earlier version may have
+  // left it there, to be moved out): forward mode asks for it only on first use.
+  let forwardSecret: Promise<string> | undefined;
   const forward = createForwardMode({
     config,
     channels,
-    getOrSetMeta: (key, create) => {
-      if (!tasks) throw new Error("the task store is not open yet");
-      return tasks.getOrSetMeta(key, create);
-    },
+    secret: () => forwardSecret ?? Promise.reject(new Error("the forward secret is not resolved")),
     logger,
   });
   const registry = createChannelRegistry({
@@ -87,6 +87,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   });
   // Image bytes live apart from the task store; both are opened here and handed on.
   let imageStore: ImageStore | undefined;
+  let tasks: ImageTasks;
   try {
     imageStore = await openImageStore({ config, metrics, logger });
     tasks = await createImageTasks({
@@ -101,6 +102,22 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await Promise.all(demos.map((demo) => demo.close()));
     await imageStore?.close();
     throw err;
+  }
+  if (forward) {
+    forwardSecret = resolveForwardSecret({
+      configured: config.auth.forward?.secret,
+      storeUrl: config.store.url,
+      meta: tasks,
+      logger,
+    });
+    try {
+      await forwardSecret;
+    } catch (err) {
+      await tasks.stop(0);
+      await imageStore.close();
+      await Promise.all(demos.map((demo) => demo.close()));
+      throw err;
+    }
   }
 
   let stopping = false;
@@ -124,6 +141,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   // Long generations on the sync route must not be cut by Node's own request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
+  // Beyond it Node closes a new connection at once: idle or slow clients cannot exhaust the process.
+  server.maxConnections = config.server.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.server.port, config.server.host, () => {

@@ -13,10 +13,9 @@ export interface ServedProcess {
   child: ChildProcess;
   /** `http://127.0.0.1:PORT`, from the start-up banner. */
   url: string;
-  /** Everything written to stderr so far. */
-  stderr(): string;
-  /** Everything written to stdout so far (the banner, pino's log lines). */
+  /** Everything written to stdout and to stderr so far. */
   stdout(): string;
+  stderr(): string;
   /** Resolves the exit code (or the signal's name) once the process is gone. */
   exited: Promise<number | string>;
 }
@@ -66,8 +65,8 @@ export async function serve(
       return {
         child: started.child,
         url: match[1] as string,
-        stderr: started.stderr,
         stdout: started.stdout,
+        stderr: started.stderr,
         exited: started.exited,
       };
     }
