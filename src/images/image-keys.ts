@@ -30,15 +30,20 @@ export function dayOfKey(key: string): string | undefined {
 /**
  * Image `index` of a task's result: `<expiry day>/<task id>/<n>.<ext>`. The
  * day is the one the task expires on, so a whole day's folder can go once
- * the day is over (and a bucket lifecycle rule on age can back that up).
+ * the day is over (and a bucket lifecycle rule on age can back that up). A
+ * run after the first (`attempt` 2 and up: the task was run again after a
+ * replica died) writes `<n>.run<attempt>.<ext>`, so a run that lost the task
+ * never overwrites or deletes the images of the run that has it now.
  */
 export function resultKey(
   expiresAtSec: number,
   taskId: string,
   index: number,
   mime: string,
+  attempt = 1,
 ): string {
-  return checkKey(`${dayOf(expiresAtSec)}/${taskId}/${index}.${extensionOf(mime)}`);
+  const run = attempt > 1 ? `.run${attempt}` : "";
+  return checkKey(`${dayOf(expiresAtSec)}/${taskId}/${index}${run}.${extensionOf(mime)}`);
 }
 
 /** An edit's input image `index`, kept until its task finishes: `<day>/<task id>/input-<n>.<ext>`. */

@@ -75,7 +75,7 @@ export async function keepResult(
   const { images, finisher, logger } = deps;
   const { id, attempts } = started;
   const atMs = deps.now();
-  const planned = images.planResults(id, result.images, finisher.expiresAt(atMs));
+  const planned = images.planResults(id, attempts, result.images, finisher.expiresAt(atMs));
   for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, LAST_RETRY_MS)) {
     try {
       await untilAborted(images.putResults(planned, result.images), signal);

@@ -126,11 +126,12 @@ export function createTaskImages(deps: TaskImagesDeps) {
     },
 
     /**
-     * What the record keeps of a result's images: their keys start with the
-     * day the task expires, `expiresAtSec`.
+     * What the record keeps of the images run `attempt` made: their keys start
+     * with the day the task expires, `expiresAtSec`, and are the run's own.
      */
     planResults(
       taskId: string,
+      attempt: number,
       images: readonly GeneratedImage[],
       expiresAtSec: number,
     ): TaskImage[] {
@@ -138,7 +139,7 @@ export function createTaskImages(deps: TaskImagesDeps) {
         mime,
         bytes: bytes.byteLength,
         ...(revised_prompt === undefined ? {} : { revised_prompt }),
-        key: resultKey(expiresAtSec, taskId, index, mime),
+        key: resultKey(expiresAtSec, taskId, index, mime, attempt),
       }));
     },
 
