@@ -156,7 +156,12 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
   const figures = out.figures.setups[setup.key];
   const count = out.figures.throughputTasks;
   const where = place(ctx, setup, "rate", s3);
+  const sqlite = setup.store === "sqlite";
+  // SQLite's file belongs to the running service: its empty size is read from a first start.
+  if (sqlite) await (await start(ctx, channel, where, { retentionSec: 3600 })).stop();
+  const storeEmpty = sqlite ? await storeBytes(where) : 0;
   const service = await start(ctx, channel, where, { retentionSec: 3600 });
+  let finished = 0;
   try {
     const deadline = () => ctx.deadline - 5000;
     const warm = await loader.run({
@@ -164,7 +169,6 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
       count: 4,
       timeoutMs: 30_000,
     });
-    const storeBefore = await storeBytes(where);
     const cpuBefore = await service.stats();
     const startedAt = Date.now();
     const submitted = await loader.run({
@@ -180,10 +184,8 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
     figures.completionsPerSec = ids.length / ((Date.now() - startedAt) / 1000);
     // The service's own CPU per task (not the S3 server's or the disk's, which share the machine).
     figures.cpuMsPerTask = cpuMicros(cpuBefore, await service.stats()) / 1000 / ids.length;
-    const finished = ids.length + (warm.ids?.length ?? 0);
-    const storeAfter = await storeBytes(where);
-    figures.storeBytesPerTask = (storeAfter - storeBefore) / ids.length;
-    if (setup.store === "redis") figures.storeBytesPerTask = storeAfter / finished;
+    finished = ids.length + (warm.ids?.length ?? 0);
+    if (!sqlite) figures.storeBytesPerTask = (await storeBytes(where)) / finished;
     if (setup.images !== "memory" && setup.images !== "s3") {
       const images = await treeSize(join(where.dir, "images"));
       figures.imageBytesPerTask = images.bytes / finished;
@@ -191,15 +193,17 @@ async function throughput(ctx, out, setup, { channel, loader, s3 }) {
     ctx.log(`memory: ${setup.label}: ${fmt(figures.completionsPerSec, 1)} completions/s`);
   } finally {
     await service.stop();
+    if (sqlite && finished > 0) {
+      figures.storeBytesPerTask = ((await storeBytes(where)) - storeEmpty) / finished;
+    }
     // Its images are of no more use: the next setup gets the disk (and the tmpfs its memory).
     await rm(where.dir, { recursive: true, force: true });
   }
 }
 
 /**
- * The task store's size: Redis, MEMORY USAGE over the prefix; SQLite, the pages in use (tables
- * and indexes, as a reader sees them with the WAL; the file itself grows in steps and the WAL
- * holds page copies).
+ * The task store's size: Redis, MEMORY USAGE over the prefix; SQLite (its service stopped), the
+ * pages in use, tables and indexes (the file itself grows in steps).
  */
 async function storeBytes(where) {
   if (where.prefix) return (await prefixMemory(where.prefix)).bytes;
