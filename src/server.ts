@@ -5,6 +5,7 @@ import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
 import { channelsForOwnKeys, createForwardMode } from "./auth/create-forward-mode.js";
 import { createChannel, type Channel } from "./channels/channel.js";
+import { createChannelClient } from "./channels/channel-client.js";
 import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
@@ -62,6 +63,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
+  // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
+  const channelClient = createChannelClient({ metrics, logger });
   // The forward secret may be generated once and kept in the task store, which is opened
   // below: forward mode asks for it only on its first use, never at construction.
   let tasks: ImageTasks | undefined;
@@ -73,10 +76,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       return tasks.getOrSetMeta(key, create);
     },
     logger,
+    client: channelClient,
   });
   const registry = createChannelRegistry({
     channels: channelsForOwnKeys(channels, forward?.channel),
     logger,
+    client: channelClient,
   });
   const access = createModelAccess({
     groups: config.groups,
@@ -87,6 +92,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     tasks = await createImageTasks({ config, access, sealer: forward?.sealer, metrics, logger });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
+    await channelClient.close();
     throw err;
   }
 
@@ -98,6 +104,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     authenticate: createAuthenticate(config, forward?.authenticate),
     registry,
     access,
+    channelClient,
     tasks,
     responseOwners: createResponseOwners(
       tasks.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
@@ -145,6 +152,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       await tasks.stop(graceMs, serverClosed);
       clearTimeout(cut);
       clearInterval(idle);
+      await channelClient.close();
       await Promise.all(demos.map((demo) => demo.close()));
       await metricsListener?.close();
     })());

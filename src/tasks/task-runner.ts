@@ -1,14 +1,10 @@
 import type { Logger } from "pino";
 import { CredentialSealError, type CredentialSealer } from "../auth/credential-sealer.js";
+import { createChannelClient } from "../channels/channel-client.js";
 import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
-import {
-  createSlowAgent,
-  generateImages,
-  type EditFile,
-  type GeneratedImage,
-} from "./generate-images.js";
+import { generateImages, type EditFile, type GeneratedImage } from "./generate-images.js";
 import type { LeaseEnd, TaskLease } from "./queue/task-queue.js";
 import type { TaskStore } from "./store/task-store.js";
 import { TaskFailure } from "./task-failure.js";
@@ -57,7 +53,8 @@ const interrupted = (message: string) =>
  */
 export function createTaskRunner(deps: TaskRunnerDeps) {
   const { store, finisher, metrics, logger, limits, now } = deps;
-  const dispatcher = createSlowAgent();
+  // The runs' own pools: a generation holds its connection for minutes.
+  const client = createChannelClient({ metrics, logger });
   const checkEveryMs = deps.checkEveryMs ?? 5_000;
 
   /** Ends a run whose generation did not succeed, as the reason says. */
@@ -195,9 +192,7 @@ export function createTaskRunner(deps: TaskRunnerDeps) {
       body: started.request,
       ...(files ? { files } : {}),
       signal,
-      metrics,
-      logger,
-      dispatcher,
+      client,
     });
   }
 
@@ -251,6 +246,6 @@ export function createTaskRunner(deps: TaskRunnerDeps) {
       }
     },
 
-    close: () => dispatcher.close(),
+    close: () => client.close(),
   };
 }

@@ -262,15 +262,16 @@ describe("failover between channels", () => {
     expect(error.code).toBe("upstream_unavailable");
   });
 
-  it("answers 502 upstream_unavailable when the only channel resets the connection", async () => {
+  it("answers 502 invalid_response when the only channel resets the connection after the request", async () => {
     const only = await upstream("only");
     only.behave("chat", { kind: "reset" });
     const app = await appWith([{ name: "only", baseUrl: only.baseUrl }]);
     await expectError(
       await postChat(app, { model: "gpt-4o-mini", messages }),
       502,
-      "upstream_unavailable",
+      "invalid_response",
     );
+    expect(only.requests).toHaveLength(1);
   });
 
   it("answers 504 upstream_timeout when the channel hangs past its timeoutSec", async () => {

@@ -28,8 +28,13 @@ interface KeyUnit {
 export interface KeyScrubber {
   /** The bytes with every spelling of the key replaced; the same buffer when clean. */
   scrub(bytes: Buffer): Buffer;
-  /** The same, for a header value. */
+  /** The same, for a header value (latin1, as headers are). */
   scrubText(text: string): string;
+  /**
+   * A string already decoded from JSON (its escapes undone): the literal key
+   * is all there is to find, and the text keeps every character.
+   */
+  scrubString(text: string): string;
   /**
    * A scrubber for one stream. Each chunk comes back at once, scrubbed; only
    * when a chunk ends in what could be the start of the key are those few
@@ -49,6 +54,7 @@ export interface StreamScrubber {
 const IDENTITY: KeyScrubber = {
   scrub: (bytes) => bytes,
   scrubText: (text) => text,
+  scrubString: (text) => text,
   stream: () => ({ push: (chunk) => chunk, flush: () => EMPTY }),
 };
 const EMPTY = Buffer.alloc(0);
@@ -169,6 +175,9 @@ export function createKeyScrubber(key: string | undefined): KeyScrubber {
       const bytes = Buffer.from(text, "latin1");
       const scrubbed = scrub(bytes);
       return scrubbed === bytes ? text : scrubbed.toString("latin1");
+    },
+    scrubString(text) {
+      return text.includes(key) ? text.split(key).join(REDACTED) : text;
     },
     stream() {
       let carry: Buffer | undefined;
