@@ -94,10 +94,7 @@ export class ChannelTry implements Dispatcher.DispatchHandler {
       pause: () => controller.pause(),
       resume: () => controller.resume(),
       abort: (err) => this.abort(err),
-      settled: () => {
-        this.stage = "done";
-        this.events.settled();
-      },
+      settled: () => this.events.settled(),
     });
     this.events.outcome({ kind: "answer", answer: this.answer });
   }
@@ -108,11 +105,13 @@ export class ChannelTry implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    this.stage = "done";
     this.answer?.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (this.answer) {
+      this.stage = "done";
       this.answer.fail(this.bodyFailure(err));
       return;
     }

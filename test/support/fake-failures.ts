@@ -26,13 +26,16 @@ export function keySpellings(key: string): string[] {
 }
 
 /** A half-sent answer for the failure behaviours, in the route's own content type. */
-function halfAnswer(route: FakeRoute) {
-  return route === "speech"
-    ? { type: "audio/mpeg", body: FAKE_SPEECH }
-    : {
-        type: "application/json",
-        body: Buffer.from(JSON.stringify({ id: "half", object: "x", data: "y".repeat(4000) })),
-      };
+function halfAnswer(route: FakeRoute, stream: boolean) {
+  if (route === "speech") return { type: "audio/mpeg", body: FAKE_SPEECH };
+  if (stream) {
+    const event = `data: ${JSON.stringify({ id: "half", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "y".repeat(100) }, finish_reason: null }] })}\n\n`;
+    return { type: "text/event-stream", body: Buffer.from(event.repeat(40)) };
+  }
+  return {
+    type: "application/json",
+    body: Buffer.from(JSON.stringify({ id: "half", object: "x", data: "y".repeat(4000) })),
+  };
 }
 
 /**
@@ -61,7 +64,7 @@ export async function answerFailure(
       return;
     }
     case "cut": {
-      const half = halfAnswer(route);
+      const half = halfAnswer(route, fields.stream === true);
       res.writeHead(200, { "content-type": half.type, "content-length": half.body.length });
       res.write(half.body.subarray(0, half.body.length >> 1));
       await pause(res, 20);
@@ -69,7 +72,7 @@ export async function answerFailure(
       return "destroyed";
     }
     case "truncated": {
-      const half = halfAnswer(route);
+      const half = halfAnswer(route, fields.stream === true);
       res.writeHead(200, { "content-type": half.type });
       res.end(half.body.subarray(0, half.body.length >> 1));
       return;
@@ -81,7 +84,7 @@ export async function answerFailure(
           `data: ${JSON.stringify({ id: "stalled", object: "chat.completion.chunk", created: now(), model: fields.model, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] })}\n\n`,
         );
       } else {
-        res.writeHead(200, { "content-type": halfAnswer(route).type });
+        res.writeHead(200, { "content-type": halfAnswer(route, fields.stream === true).type });
         res.flushHeaders();
       }
       return;

@@ -92,9 +92,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const record = async (req: IncomingMessage, method: string, complete: boolean) => {
     const raw = complete ? await readRaw(req) : Buffer.alloc(0);
     const contentType = String(req.headers["content-type"] ?? "");
-    const form = contentType.startsWith("multipart/form-data")
-      ? parseForm(contentType, raw)
-      : undefined;
+    const form =
+      complete && contentType.startsWith("multipart/form-data")
+        ? parseForm(contentType, raw)
+        : undefined;
     let body: unknown;
     const textBody = raw.toString("utf8");
     if (form) body = form.fields;

@@ -41,7 +41,11 @@ export interface FormUpload extends ChannelBodySource {
    * channel client reads it, which it does once connected.
    */
   open(): Readable;
-  /** False once a stream began to flow: no other channel can get the form then. */
+  /**
+   * False once a stream began to take the rest of the form from its client:
+   * no other channel can get it then. A form received whole before the first
+   * try (`model` came last) can always be sent again.
+   */
   canReopen(): boolean;
   /** Removes the spool file. */
   dispose(): void;
@@ -198,7 +202,8 @@ export async function receiveFormHead(
     model,
     contentType,
     contentLength,
-    canReopen: () => !started,
+    // A form received whole before the first try (its model came last) is all in the spool.
+    canReopen: () => !started || ended,
     open() {
       const stream: Readable = Readable.from(
         formBytes(() => stream),
