@@ -30,6 +30,18 @@ export interface ChannelBodySource {
   readonly contentLength?: number;
 }
 
+/**
+ * What aborts a call: an `AbortSignal` (a task's), or anything shaped like
+ * one (the passthrough's own, one per request, lighter than an
+ * `AbortController`).
+ */
+export interface CallSignal {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: "abort", listener: () => void): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
 /** One call to a channel, the same for every candidate tried. */
 export interface ChannelRequest {
   /** Label of the call in the upstream metrics (`chat_completions`, `image_tasks`, `models`). */
@@ -47,7 +59,7 @@ export interface ChannelRequest {
   /** Which of the channel's timeouts counts its silence: `timeoutSec` (default) or `imageTimeoutSec`. */
   timeout?: "chat" | "image";
   /** Aborts the call: the client went away, the task was cancelled or timed out. */
-  signal?: AbortSignal;
+  signal?: CallSignal;
 }
 
 /**
@@ -201,7 +213,7 @@ export function createChannelClient(deps: ChannelClientDeps): ChannelClient {
   return {
     async send(candidates, request) {
       const { signal } = request;
-      signal?.throwIfAborted();
+      if (signal?.aborted) throw signal.reason;
       let refusal: ChannelAnswer | undefined;
       let failure: ChannelError | undefined;
       for (let index = 0; index < candidates.length; index += 1) {
@@ -223,7 +235,7 @@ export function createChannelClient(deps: ChannelClientDeps): ChannelClient {
             "channel refused the call; trying the next",
           );
           refusal = await keep(answer);
-          signal?.throwIfAborted();
+          if (signal?.aborted) throw signal.reason;
           continue;
         }
         if (signal?.aborted) throw signal.reason;

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Principal } from "../auth/principal.js";
 import type { Channel } from "../channels/channel.js";
 import type { ChannelAnswer } from "../channels/channel-answer.js";
-import type { ChannelClient } from "../channels/channel-client.js";
+import type { CallSignal, ChannelClient } from "../channels/channel-client.js";
 import { ChannelError } from "../channels/channel-error.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import type { Metrics } from "../metrics/create-metrics.js";
@@ -53,6 +53,33 @@ export type Passthrough = (
 
 /** Why a call is aborted when its client went away. */
 const CLIENT_GONE = new Error("the client went away");
+
+/**
+ * Aborts a request's channel call when its client goes away: an abort
+ * signal with the little the channel client uses of one, made per request
+ * at a fraction of an `AbortController`'s cost.
+ */
+class ClientGone implements CallSignal {
+  aborted = false;
+  reason: unknown;
+  private listeners: Array<() => void> = [];
+
+  addEventListener(_type: "abort", listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  removeEventListener(_type: "abort", listener: () => void): void {
+    const at = this.listeners.indexOf(listener);
+    if (at !== -1) this.listeners.splice(at, 1);
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    for (const listener of this.listeners.splice(0)) listener();
+  }
+}
 
 /**
  * The passthrough for every OpenAI route that names a model (and the routes
@@ -150,10 +177,10 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
       path: pathOf(match, req.url ?? ""),
       headers: forwardedRequestHeaders(req.headers),
     };
-    const abort = new AbortController();
-    const clientGone = () => abort.signal.aborted;
+    const gone = new ClientGone();
+    const clientGone = () => gone.aborted;
     res.once("close", () => {
-      if (!res.writableFinished) abort.abort(CLIENT_GONE);
+      if (!res.writableFinished) gone.abort(CLIENT_GONE);
       request.form?.dispose();
     });
     await prepare(request, req);
@@ -170,7 +197,7 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
         headers: request.headers,
         body: request.body ?? request.form,
         timeout: route.timeout,
-        signal: abort.signal,
+        signal: gone,
       });
     } catch (err) {
       if (!clientGone()) fail(err);
