@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
 import { AppError } from "../http/app-error.js";
 import type { Channel } from "./channel.js";
-import { StreamedAnswer } from "./channel-answer.js";
+import { StreamedAnswer, type AnswerSource } from "./channel-answer.js";
 import { answerCut, stoppedSending } from "./channel-error.js";
 import type { TryStage } from "./failover-policy.js";
 import type { KeyScrubber } from "./key-scrubber.js";
@@ -31,7 +31,7 @@ export interface TryEvents {
  * At the answer's head the connection is paused, and stays so until the
  * caller takes the body: nothing is read before someone wants it.
  */
-export class ChannelTry implements Dispatcher.DispatchHandler {
+export class ChannelTry implements Dispatcher.DispatchHandler, AnswerSource {
   stage: TryStage = "connecting";
   private controller: Dispatcher.DispatchController | undefined;
   private answer: StreamedAnswer | undefined;
@@ -71,6 +71,21 @@ export class ChannelTry implements Dispatcher.DispatchHandler {
     this.events.outcome({ kind: "failure", stage, error: reason });
   }
 
+  /** The answer's body: hold the connection. */
+  pause(): void {
+    this.controller?.pause();
+  }
+
+  /** The answer's body: read on. */
+  resume(): void {
+    this.controller?.resume();
+  }
+
+  /** The answer's body ended, failed or was dropped. */
+  settled(): void {
+    this.events.settled();
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     if (this.abortReason) {
@@ -90,12 +105,7 @@ export class ChannelTry implements Dispatcher.DispatchHandler {
     this.stage = "answered";
     this.controller = controller;
     controller.pause();
-    this.answer = new StreamedAnswer(this.channel, status, headers, this.scrubber, {
-      pause: () => controller.pause(),
-      resume: () => controller.resume(),
-      abort: (err) => this.abort(err),
-      settled: () => this.events.settled(),
-    });
+    this.answer = new StreamedAnswer(this.channel, status, headers, this.scrubber, this);
     this.events.outcome({ kind: "answer", answer: this.answer });
   }
 
