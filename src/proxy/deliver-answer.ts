@@ -38,8 +38,9 @@ const NO_BODY = new Set([204, 205, 304]);
  * channel's timeout or is not JSON ends in 502 `invalid_response` / 504
  * `upstream_timeout`, never a 200 with a broken body, and never another
  * channel (this one may have run, and billed, the request). Event streams and
- * binary answers (speech) go on chunk by chunk as they arrive, held back only
- * while the client reads slower than the channel sends; event streams carry
+ * binary answers (speech) go on chunk by chunk as they arrive (with the
+ * channel's Content-Length when it sent one), held back only while the client
+ * reads slower than the channel sends; event streams carry
  * `X-Accel-Buffering: no` and `Cache-Control: no-cache` for an nginx in
  * front. Every byte and allowed header is scrubbed of the credential sent.
  */
@@ -95,13 +96,22 @@ export function deliverAnswer(
 
   res.statusCode = status;
   copyResponseHeaders(headers, setHeader, scrubber.scrubText);
+  // An answer passed on as it came keeps its length (speech, files): a client sees its size,
+  // and a cut one as cut. Not one decoded here, whose length the channel did not send.
+  const length = headers["content-length"];
+  const sameBytes = length !== undefined && isIdentity(headers["content-encoding"]);
+  if (sameBytes) res.setHeader("content-length", length);
   const eventStream = contentType.startsWith("text/event-stream");
   if (eventStream) {
     res.setHeader("cache-control", "no-cache");
     res.setHeader("x-accel-buffering", "no");
     res.flushHeaders();
   }
-  streamTo(res, answer, context, eventStream);
+  streamTo(res, answer, context, eventStream, sameBytes);
+}
+
+function isIdentity(encoding: string | undefined): boolean {
+  return encoding === undefined || encoding.trim().toLowerCase() === "identity";
 }
 
 /** Passes a streamed answer on, scrubbed, held back while the client reads slower. */
@@ -110,9 +120,10 @@ function streamTo(
   answer: ChannelAnswer,
   context: AnswerContext,
   eventStream: boolean,
+  keepLength: boolean,
 ): void {
   const tap = eventStream ? new EventStreamTap(context.onEvent) : undefined;
-  const scrub = answer.scrubber.stream();
+  const scrub = answer.scrubber.stream(keepLength);
   let waiting = false;
   // Chunks come later, from the connection: `flow` is set by then.
   const flow: AnswerFlow = answer.pipe({

@@ -83,7 +83,7 @@ export function createOtherAnswers(options: { name: string; models: readonly str
   };
 
   const answerSpeech = async (res: ServerResponse): Promise<void> => {
-    res.writeHead(200, { "content-type": "audio/mpeg" });
+    res.writeHead(200, { "content-type": "audio/mpeg", "content-length": FAKE_SPEECH.length });
     // In pieces, as a synthesiser streams its audio.
     for (let at = 0; at < FAKE_SPEECH.length; at += 16 * 1024) {
       res.write(FAKE_SPEECH.subarray(at, at + 16 * 1024));
