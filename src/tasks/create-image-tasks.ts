@@ -11,7 +11,8 @@ import { openTaskBackend } from "./open-task-backend.js";
 import { storeKind } from "./store/create-task-store.js";
 import { createTaskFinisher } from "./task-finisher.js";
 import { createTaskRunner } from "./task-runner.js";
-import { available, createTaskService, type TaskService } from "./task-service.js";
+import { available } from "./store-available.js";
+import { createTaskService, type TaskService } from "./task-service.js";
 import { createTaskWaiters } from "./task-waiters.js";
 import { createTaskWebhooks } from "./task-webhooks.js";
 
