@@ -161,7 +161,7 @@ export function createChannelClient(deps: ChannelClientDeps): ChannelClient {
         if (length !== undefined) headers.push("content-length", String(length));
       }
       try {
-        (source ? target.fresh : target.pooled).dispatch(
+        target.pool.dispatch(
           {
             path: target.prefix + request.path,
             method: request.method,

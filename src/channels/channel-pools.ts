@@ -8,14 +8,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 export interface ChannelTarget {
   /** The base URL's path (`/v1`, `/openai/v1`), no trailing slash: every path goes after it. */
   prefix: string;
-  /** Keep-alive connections, for bodies that can be sent again. */
-  pooled: Pool;
-  /**
-   * A new connection per call, closed after it: for bodies streamed from a
-   * client, which cannot go out twice. A pooled connection the channel closed
-   * meanwhile would fail half-way through one, too late for another channel.
-   */
-  fresh: Pool;
+  /** Its keep-alive connections. */
+  pool: Pool;
 }
 
 /** The connection pools of the channels called, by base URL (a forward key's copy shares its gateway's). */
@@ -26,13 +20,17 @@ export interface ChannelPools {
 }
 
 /**
- * undici pools, one pair per channel origin and path. The channel's own
- * timeouts are set per call (`headersTimeout`/`bodyTimeout`), which undici
- * counts only while it waits on the channel: not while a request body is
- * still coming from its client, not while the reader holds the answer back.
- * Idle connections are closed before the channel's announced `Keep-Alive`
- * timeout (4 s without one), so a request is not written into a connection
- * the channel is closing.
+ * undici pools, one per channel base URL. The channel's own timeouts are set
+ * per call (`headersTimeout`/`bodyTimeout`), which undici counts only while it
+ * waits on the channel: not while a request body is still coming from its
+ * client, not while the reader holds the answer back.
+ *
+ * Every call, a streamed form's too, takes a pooled connection. undici never
+ * writes into a connection it saw the channel close, waits a turn of the event
+ * loop before reusing one, and closes idle ones before the channel's announced
+ * `Keep-Alive` timeout (4 s without one): a form cut by a close that crossed
+ * it on the wire is a 502, never a request run twice. A connection of its own
+ * per form cost a third or more of its CPU (connect, close) in the bench.
  */
 export function createChannelPools(): ChannelPools {
   const targets = new Map<string, ChannelTarget>();
@@ -41,23 +39,21 @@ export function createChannelPools(): ChannelPools {
       let target = targets.get(channel.baseUrl);
       if (target) return target;
       const url = new URL(channel.baseUrl);
-      const options = {
-        connect: { timeout: Math.min(CONNECT_TIMEOUT_MS, channel.timeoutMs) },
-        headersTimeout: channel.timeoutMs,
-        bodyTimeout: channel.timeoutMs,
-      };
       target = {
         prefix: url.pathname.replace(/\/+$/, ""),
-        pooled: new Pool(url.origin, options),
-        fresh: new Pool(url.origin, { ...options, pipelining: 0 }),
+        pool: new Pool(url.origin, {
+          connect: { timeout: Math.min(CONNECT_TIMEOUT_MS, channel.timeoutMs) },
+          headersTimeout: channel.timeoutMs,
+          bodyTimeout: channel.timeoutMs,
+        }),
       };
       targets.set(channel.baseUrl, target);
       return target;
     },
     async close() {
-      const all = [...targets.values()].flatMap((target) => [target.pooled, target.fresh]);
+      const pools = [...targets.values()].map((target) => target.pool);
       targets.clear();
-      await Promise.all(all.map((pool) => pool.destroy()));
+      await Promise.all(pools.map((pool) => pool.destroy()));
     },
   };
 }
