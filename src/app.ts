@@ -58,12 +58,12 @@ export function createApp(deps: AppDeps): RequestListener {
 
   const auth = createAuthMiddleware(deps.authenticate);
   const { server } = config;
-  const bodyTimeoutMs = server.bodyTimeoutSec * 1000;
-  // A task submission is a prompt and a few fields.
-  const taskJsonLimits = {
-    limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes),
-    timeoutMs: bodyTimeoutMs,
+  const bodyTiming = {
+    timeoutMs: server.bodyTimeoutSec * 1000,
+    idleMs: server.bodyIdleSec * 1000,
   };
+  // A task submission is a prompt and a few fields.
+  const taskJsonLimits = { limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes), ...bodyTiming };
   const taskJson = createJsonBody(taskJsonLimits);
 
   app.use(createHttpMetricsMiddleware(metrics));
@@ -78,11 +78,9 @@ export function createApp(deps: AppDeps): RequestListener {
     createTasksRouter({
       jsonBody: taskJson,
       // An edit task's JSON carries its images as data: URLs.
-      uploadJsonBody: createJsonBody({
-        limit: server.maxUploadBytes,
-        timeoutMs: bodyTimeoutMs,
-      }),
+      uploadJsonBody: createJsonBody({ limit: server.maxUploadBytes, ...bodyTiming }),
       maxUploadBytes: server.maxUploadBytes,
+      bodyTiming,
       tasks: deps.tasks,
       publicBaseUrl: config.server.publicBaseUrl,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
@@ -119,7 +117,8 @@ export function createApp(deps: AppDeps): RequestListener {
       limits: {
         maxBodyBytes: server.maxBodyBytes,
         maxUploadBytes: server.maxUploadBytes,
-        bodyTimeoutMs,
+        bodyTimeoutMs: bodyTiming.timeoutMs,
+        bodyIdleMs: bodyTiming.idleMs,
         maxResponseBytes: server.maxResponseBytes,
       },
     }),

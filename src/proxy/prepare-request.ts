@@ -20,7 +20,12 @@ const BY_ID_BODY_BYTES = 64 * 1024;
 export interface RequestPreparerDeps {
   access: ModelAccess;
   responseOwners: ResponseOwners;
-  limits: { maxBodyBytes: number; maxUploadBytes: number; bodyTimeoutMs: number };
+  limits: {
+    maxBodyBytes: number;
+    maxUploadBytes: number;
+    bodyTimeoutMs: number;
+    bodyIdleMs: number;
+  };
 }
 
 /**
@@ -33,6 +38,7 @@ export function createRequestPreparer(
   deps: RequestPreparerDeps,
 ): (request: PassthroughRequest, req: IncomingMessage) => Promise<void> {
   const { limits } = deps;
+  const timing = { timeoutMs: limits.bodyTimeoutMs, idleMs: limits.bodyIdleMs };
 
   /** The model a JSON body names, checked; the raw bytes go on as they are. */
   async function prepareJson(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
@@ -40,7 +46,7 @@ export function createRequestPreparer(
       request.route.size === "small"
         ? Math.min(SMALL_BODY_BYTES, limits.maxBodyBytes)
         : limits.maxBodyBytes;
-    const parsed = await readJsonBody(req, { limit, timeoutMs: limits.bodyTimeoutMs });
+    const parsed = await readJsonBody(req, { limit, ...timing });
     const body = requireJsonObject(parsed?.value);
     if ((parsed?.modelKeys ?? 0) > 1) {
       // Parsers disagree on such a body (first or last wins, keys matched in any case):
@@ -67,7 +73,7 @@ export function createRequestPreparer(
   async function prepareForm(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
     const form = await receiveFormHead(req, {
       maxBytes: limits.maxUploadBytes,
-      timeoutMs: limits.bodyTimeoutMs,
+      ...timing,
     });
     request.form = form;
     request.headers["content-type"] = form.contentType;
@@ -77,7 +83,7 @@ export function createRequestPreparer(
   }
 
   async function prepareById(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
-    await readRequestBody(req, { limit: BY_ID_BODY_BYTES, timeoutMs: limits.bodyTimeoutMs });
+    await readRequestBody(req, { limit: BY_ID_BODY_BYTES, ...timing });
     const owner = await ownedResponse(request.responseId as string, request.principal, null);
     const channel = deps.access.channelFor(request.principal, owner.channel);
     if (!channel) throw responseNotFound(request.responseId as string, null);
