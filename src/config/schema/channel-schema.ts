@@ -27,7 +27,10 @@ export const channelSchema = z
     weight: fromText(z.number({ error: "must be a number" }).positive("must be > 0")).default(1),
     /** Seconds to wait for a chat answer to start or to continue streaming. Default 120. */
     timeoutSec: positiveInt("seconds").default(120),
-    /** Seconds to wait for a synchronous image generation. Default 600. */
+    /**
+     * Seconds an image call waits on a silent channel (the synchronous image routes, and the
+     * runs of image tasks, which `imageTasks.timeoutSec` bounds as a whole). Default 600.
+     */
     imageTimeoutSec: positiveInt("seconds").default(600),
     /** Seconds a fetched `/v1/models` list is reused. Default 60. */
     modelsCacheSec: positiveInt("seconds").default(60),
