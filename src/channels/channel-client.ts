@@ -56,8 +56,12 @@ export interface ChannelRequest {
   headers?: Readonly<Record<string, string | string[] | undefined>>;
   /** A body read already (sent again to a next channel if need be), or one streamed. */
   body?: Buffer | ChannelBodySource;
-  /** Which of the channel's timeouts counts its silence: `timeoutSec` (default) or `imageTimeoutSec`. */
-  timeout?: "chat" | "image";
+  /**
+   * Which of the channel's timeouts counts its silence: `timeoutSec` (default),
+   * `imageTimeoutSec`, or milliseconds of the caller's own (a task run, which
+   * its task's timeout bounds as a whole).
+   */
+  timeout?: "chat" | "image" | { idleMs: number };
   /** Aborts the call: the client went away, the task was cancelled or timed out. */
   signal?: CallSignal;
 }
@@ -133,7 +137,7 @@ export function createChannelClient(deps: ChannelClientDeps): ChannelClient {
     // Answers are scrubbed of the key, so they must arrive readable.
     headers.push("accept-encoding", "identity");
     if (channel.apiKey) headers.push("authorization", `Bearer ${channel.apiKey}`);
-    const idleMs = request.timeout === "image" ? channel.imageTimeoutMs : channel.timeoutMs;
+    const idleMs = idleMsOf(request.timeout, channel);
     const started = performance.now();
 
     return new Promise<TryOutcome>((resolve) => {
@@ -288,4 +292,13 @@ function* inChunks(bytes: Buffer): Generator<Buffer> {
   for (let at = 0; at < bytes.length; at += WRITE_CHUNK_BYTES) {
     yield bytes.subarray(at, at + WRITE_CHUNK_BYTES);
   }
+}
+
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function idleMsOf(timeout: ChannelRequest["timeout"], channel: Channel): number {
+  if (timeout === "image") return channel.imageTimeoutMs;
+  if (timeout === undefined || timeout === "chat") return channel.timeoutMs;
+  return Math.min(timeout.idleMs, MAX_TIMER_MS);
 }

@@ -26,6 +26,11 @@ export interface GenerateImagesInput {
   files?: readonly EditFile[];
   /** Aborted on timeout, cancel or shutdown; its reason says which. */
   signal: AbortSignal;
+  /**
+   * How long the channel may stay silent: the task's whole timeout, which the
+   * signal enforces (a generation sends nothing until it is done).
+   */
+  idleMs: number;
   /** Makes the call: failover, the channel's image timeout, caps, no redirects. */
   client: ChannelClient;
 }
@@ -69,7 +74,12 @@ export async function generateImages(
 
 /** The call: a generation's JSON, or an edit's form (built once, sent again on failover). */
 async function requestOf(input: GenerateImagesInput): Promise<ChannelRequest> {
-  const common = { route: "", method: "POST", timeout: "image", signal: input.signal } as const;
+  const common = {
+    route: "",
+    method: "POST",
+    timeout: { idleMs: input.idleMs },
+    signal: input.signal,
+  } as const;
   if (!input.files) {
     return {
       ...common,

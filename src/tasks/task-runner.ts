@@ -79,6 +79,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       body: started.request,
       ...(files ? { files } : {}),
       signal,
+      idleMs: limits.timeoutSec * 1000,
       client,
     });
   }

@@ -28,8 +28,8 @@ export const channelSchema = z
     /** Seconds to wait for a chat answer to start or to continue streaming. Default 120. */
     timeoutSec: positiveInt("seconds").default(120),
     /**
-     * Seconds an image call waits on a silent channel (the synchronous image routes, and the
-     * runs of image tasks, which `imageTasks.timeoutSec` bounds as a whole). Default 600.
+     * Seconds a synchronous image call (`/v1/images/generations`, edits, variations) waits on
+     * a silent channel. Image tasks wait up to their own `imageTasks.timeoutSec`. Default 600.
      */
     imageTimeoutSec: positiveInt("seconds").default(600),
     /** Seconds a fetched `/v1/models` list is reused. Default 60. */
