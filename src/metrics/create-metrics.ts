@@ -206,4 +206,5 @@ export const FINISH_REASONS = new Set([
   "rate_limit_exceeded",
   "invalid_request",
   "credential_unavailable",
+  "storage_unavailable",
 ]);
