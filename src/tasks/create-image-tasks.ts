@@ -7,9 +7,15 @@ import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-si
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { createWebhookDeliverer } from "../webhooks/create-webhook-deliverer.js";
+import { extensionOf } from "../files/image-type.js";
+import type { FileSource } from "../files/create-files-router.js";
+import type { ImageStore } from "../images/image-store.js";
+import { sweepExpiredImages } from "../images/sweep-expired-images.js";
 import { openTaskBackend } from "./open-task-backend.js";
 import { storeKind } from "./store/create-task-store.js";
 import { createTaskFinisher } from "./task-finisher.js";
+import type { PresentDeps } from "./present-task.js";
+import { createTaskImages, storageUnavailable } from "./task-images.js";
 import { createTaskRunner } from "./task-runner.js";
 import { available } from "./store-available.js";
 import { createTaskService, type TaskService } from "./task-service.js";
@@ -34,6 +40,12 @@ const OUTBOX_GRACE_MS = 30_000;
  */
 const sweepIntervalMs = (retentionSec: number) =>
   Math.min(60_000, Math.max(1_000, retentionSec * 1000));
+/**
+ * How often every process deletes the image store's expiry-day folders that
+ * are over (what outlived its task: a crash between writing images and
+ * recording the task); a day is swept within this of its end.
+ */
+const IMAGE_SWEEP_INTERVAL_MS = 10 * 60_000;
 
 /** Dependencies of {@link createImageTasks}. */
 export interface ImageTasksDeps {
@@ -43,14 +55,18 @@ export interface ImageTasksDeps {
   sealer?: CredentialSealer;
   metrics: Metrics;
   logger: Logger;
+  /** Where image bytes live (see `openImageStore`); opened and closed by the caller. */
+  imageStore: ImageStore;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now?: () => number;
 }
 
-/** One stored image, as the files route serves it. */
-export interface StoredImage {
-  mime: string;
-  bytes: Buffer;
+/** A task's images as the HTTP routes and MCP read them. */
+export interface ImageReads extends FileSource {
+  /** The `url` of a result image, in the `images.links` mode (or `service`, the service's own). */
+  link: PresentDeps["images"]["link"];
+  /** A result image's bytes as a stream (`b64_json`), or undefined once gone. */
+  open: PresentDeps["images"]["open"];
 }
 
 /** The async image-task feature, as the rest of the service sees it. */
@@ -59,13 +75,11 @@ export interface ImageTasks {
   service: TaskService;
   /** Signs and checks the URLs of `url` images (the secret is shared by every replica). */
   signer: ImageUrlSigner;
-  images: {
-    /** Image `index` of a completed task with its type, or undefined. */
-    read(taskId: string, index: number): Promise<StoredImage | undefined>;
-    /** The bytes of image `index` of a task, or undefined once expired. */
-    bytes(taskId: string, index: number): Promise<Buffer | undefined>;
-  };
-  /** Rejects when the store cannot be reached (`/readyz`). */
+  images: ImageReads;
+  /**
+   * Rejects when the task store (503 `store_unavailable`) or the image store
+   * (503 `storage_unavailable`) cannot be reached (`/readyz`).
+   */
   ping(): Promise<void>;
   /**
    * A value set once for every process of the deployment, kept in the task
@@ -115,6 +129,15 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     throw err;
   }
   const signer = createImageUrlSigner(secret);
+  const { imageStore } = deps;
+  const taskImages = createTaskImages({
+    imageStore,
+    taskStore: store,
+    signer,
+    config: config.images,
+    logger,
+    now,
+  });
   const waiters = createTaskWaiters(events);
   const deliverer = createWebhookDeliverer({
     config: config.webhooks,
@@ -124,13 +147,23 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   const webhooks = createTaskWebhooks({
     store,
     queue: backend.webhooks,
-    signer,
+    images: taskImages,
     logger,
     now,
   });
-  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, webhooks, now });
+  const finisher = createTaskFinisher({
+    store,
+    events,
+    metrics,
+    logger,
+    limits,
+    webhooks,
+    images: taskImages,
+    now,
+  });
   const runner = createTaskRunner({
     store,
+    images: taskImages,
     access: deps.access,
     sealer: deps.sealer,
     finisher,
@@ -142,6 +175,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   const service = createTaskService({
     config,
     store,
+    images: taskImages,
     queue,
     finisher,
     access: deps.access,
@@ -161,6 +195,20 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     webhooks.drainOutbox(minAgeMs).catch((err: unknown) => {
       logger.warn({ err }, "could not queue the webhook events left in the outbox");
     });
+  /** The images of expired tasks go with their records (the day sweep catches what this misses). */
+  const dropImages = async (keys: string[]) => {
+    await imageStore.delete(keys).catch((err: unknown) => {
+      logger.warn({ err, count: keys.length }, "could not delete expired tasks' images yet");
+    });
+  };
+  const sweepImages = () => {
+    sweepExpiredImages(imageStore, { nowMs: now() }).then(
+      (deleted) => {
+        if (deleted > 0) logger.info({ deleted }, "deleted images of expiry days that are over");
+      },
+      (err: unknown) => logger.warn({ err }, "image expiry sweep failed"),
+    );
+  };
   const timers: NodeJS.Timeout[] = [];
   let lastCounts = { waiting: 0, running: 0 };
 
@@ -168,17 +216,21 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     service,
     signer,
     images: {
-      async read(taskId, index) {
-        return available(async () => {
-          const record = await store.get(taskId);
-          const image = record?.status === "completed" ? record.images?.[index] : undefined;
-          const bytes = image && (await store.getImage(taskId, index));
-          return image && bytes ? { mime: image.mime, bytes } : undefined;
-        });
+      link: taskImages.link,
+      open: taskImages.open,
+      async openCompleted(taskId, index, ext, signal) {
+        const record = await available(() => store.get(taskId));
+        const image = record?.status === "completed" ? record.images?.[index] : undefined;
+        if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
+        return taskImages.open(record, index, signal);
       },
-      bytes: (taskId, index) => available(() => store.getImage(taskId, index)),
     },
-    ping: () => store.ping(),
+    async ping() {
+      await available(() => store.ping());
+      await imageStore.ping().catch((err: unknown) => {
+        throw storageUnavailable(err);
+      });
+    },
     getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
     getMeta: (key) => store.getMeta(key),
     deleteMeta: (key) => store.deleteMeta(key),
@@ -199,13 +251,17 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
       });
       timers.push(
         setInterval(() => {
-          store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+          store
+            .sweepExpired(dropImages)
+            .catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
         }, sweepIntervalMs(limits.retentionSec)),
         setInterval(() => {
           adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));
           void drainOutbox(OUTBOX_GRACE_MS);
         }, ADOPT_INTERVAL_MS),
+        setInterval(sweepImages, IMAGE_SWEEP_INTERVAL_MS),
       );
+      sweepImages();
       for (const timer of timers) timer.unref();
     },
 

@@ -1,6 +1,12 @@
 import type Keyv from "keyv";
 import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
-import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import {
+  canTransition,
+  imageKeysOf,
+  isFinished,
+  type TaskRecord,
+  type TaskStatus,
+} from "../task-record.js";
 import type {
   CreateResult,
   Idempotency,
@@ -96,6 +102,8 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
   const BUCKET_MS = 60_000;
   const SWEPT_UNTIL = "meta:swept-until";
   const OWNER_ENTRY = "owner-entry:";
+  /** A bucket entry naming an image store key that expires with its task (handed on, not deleted here). */
+  const IMAGE_ENTRY = "image-key:";
   const bucketKey = (bucket: number) => `expiring:${bucket}`;
   const expireLater = async (keys: string[], ttlMs: number) => {
     const bucket = Math.floor((now() + ttlMs) / BUCKET_MS) + 1;
@@ -212,7 +220,12 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
             );
             // Image TTLs may run a little longer than the task's: the sweep waits for them too.
             await expireLater(
-              [taskKey(id), ...images, `${OWNER_ENTRY}${id}:${next.owner}`],
+              [
+                taskKey(id),
+                ...images,
+                `${OWNER_ENTRY}${id}:${next.owner}`,
+                ...imageKeysOf(next).map((key) => `${IMAGE_ENTRY}${key}`),
+              ],
               ttlMs + BUCKET_MS,
             );
           }
@@ -347,7 +360,7 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
       });
     },
 
-    sweepExpired() {
+    sweepExpired(dropImages) {
       return exclusive(async () => {
         const current = Math.floor(now() / BUCKET_MS);
         let from = await read<number>(SWEPT_UNTIL);
@@ -361,7 +374,13 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
         for (let bucket = from; bucket <= current && bucket < from + 10_000; bucket += 1) {
           const listed = await read<string[]>(bucketKey(bucket));
           if (listed?.length) {
-            const keys = listed.filter((key) => !key.startsWith(OWNER_ENTRY));
+            const keys = listed.filter(
+              (key) => !key.startsWith(OWNER_ENTRY) && !key.startsWith(IMAGE_ENTRY),
+            );
+            const images = listed.filter((key) => key.startsWith(IMAGE_ENTRY));
+            if (images.length > 0) {
+              await dropImages?.(images.map((key) => key.slice(IMAGE_ENTRY.length)));
+            }
             await Promise.all(keys.map((key) => keyv.delete(key)));
             await dropFromOwners(listed.filter((key) => key.startsWith(OWNER_ENTRY)));
             deleted += keys.length;

@@ -2,7 +2,13 @@ import KeyvRedis, { Keyv } from "@keyv/redis";
 import type { RedisClient } from "../../redis/open-redis-client.js";
 import { redisScript } from "../../redis/redis-script.js";
 import { useKeyvCodec } from "./keyv-codec.js";
-import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import {
+  canTransition,
+  imageKeysOf,
+  isFinished,
+  type TaskRecord,
+  type TaskStatus,
+} from "../task-record.js";
 import type {
   CreateResult,
   Idempotency,
@@ -60,9 +66,10 @@ return {'created'}
 
 /**
  * KEYS: task, unfinished index, expiring index, owner index, the owner's index of the old
- * status, of the new one, webhook outbox.
+ * status, of the new one, webhook outbox, expiring image keys.
  * ARGV: rev read, record, TTL or "", finished, expiring member, expiry time, id, into the
- * outbox, now, input images, input key prefix.
+ * outbox, now, input images, input key prefix, then the image store keys the finished
+ * record holds (they expire with it).
  * 1 written, 0 gone, -1 changed since read.
  */
 const TRANSITION = redisScript(`
@@ -81,7 +88,10 @@ if KEYS[5] ~= KEYS[6] then
 end
 if ARGV[4] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[7])
-  if ARGV[3] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5]) end
+  if ARGV[3] ~= '' then
+    redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
+    for i = 12, #ARGV do redis.call('ZADD', KEYS[8], ARGV[6], ARGV[i]) end
+  end
   if ARGV[8] == '1' then redis.call('ZADD', KEYS[7], ARGV[9], ARGV[7]) end
   for i = 0, tonumber(ARGV[10]) - 1 do redis.call('DEL', ARGV[11] .. i) end
 end
@@ -93,7 +103,11 @@ const MAX_IMAGES_PER_TASK = 10;
 /** Input keys per task the sweep deletes: an edit takes at most 16 images and a mask. */
 const MAX_INPUTS_PER_TASK = 17;
 
-/** KEYS: expiring index, webhook outbox. Takes due tasks out of every index and deletes what is left of them. */
+/**
+ * KEYS: expiring index, webhook outbox, expiring image keys. Takes due tasks out of every
+ * index and deletes what is left of them; answers how many, and the image store keys that
+ * expired with them (the caller deletes their objects).
+ */
 const SWEEP = redisScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local deleted = 0
@@ -115,7 +129,9 @@ for _, member in ipairs(due) do
   end
   redis.call('ZREM', KEYS[1], member)
 end
-return {#due, deleted}
+local images = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #images > 0 then redis.call('ZREM', KEYS[3], unpack(images)) end
+return {#due, deleted, images}
 `);
 
 /**
@@ -173,6 +189,8 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
   const UNFINISHED = raw("unfinished");
   const EXPIRING = raw("expiring");
   const OUTBOX = raw("webhook-outbox");
+  /** Image store keys of finished tasks by expiry time: what the sweep hands on to delete. */
+  const EXPIRING_IMAGES = raw("expiring-images");
   const serialize = (value: unknown, expires?: number) => codec.serialize({ value, expires });
 
   const readStored = async (id: string) =>
@@ -269,6 +287,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
             statusIndex(current.status, next.owner),
             statusIndex(next.status, next.owner),
             OUTBOX,
+            EXPIRING_IMAGES,
           ],
           [
             current.rev,
@@ -282,6 +301,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
             now(),
             next.inputs?.length ?? 0,
             raw(`input:${id}:`),
+            ...(finished ? imageKeysOf(next) : []),
           ],
         )) as number;
         if (written === 1) return strip(next);
@@ -374,17 +394,18 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     getMeta: async (key) => (await keyv.get(`meta:${key}`)) as string | undefined,
     deleteMeta: async (key) => void (await client.del(raw(`meta:${key}`))),
 
-    async sweepExpired() {
+    async sweepExpired(dropImages) {
       let deleted = 0;
       // Bounded per call and per script run, so one call never holds Redis for long.
       for (let round = 0; round < 20; round += 1) {
-        const [due, gone] = (await SWEEP.run(
+        const [due, gone, images] = (await SWEEP.run(
           client,
-          [EXPIRING, OUTBOX],
+          [EXPIRING, OUTBOX, EXPIRING_IMAGES],
           [now(), 200, base],
-        )) as number[];
+        )) as [number, number, string[]];
         deleted += gone ?? 0;
-        if ((due ?? 0) < 200) break;
+        if (images?.length) await dropImages?.(images);
+        if ((due ?? 0) < 200 && (images?.length ?? 0) < 200) break;
       }
       return deleted;
     },
