@@ -227,7 +227,7 @@ async function processJob(
   token: string | undefined,
   signal?: AbortSignal,
 ) {
-  const { client } = s;
+  const { client, handler } = s;
   const { taskId, owner } = job.data;
   await client
     .multi()
@@ -235,7 +235,7 @@ async function processJob(
     .zRem(ownerWaiting(s, owner), taskId)
     .zAdd(s.running, { score: Infinity, value: taskId })
     .exec();
-  await s.handler!({ taskId, signal: signal as AbortSignal });
+  await handler!({ taskId, signal: signal as AbortSignal });
   const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
   if (end === "lost") throw new Error("the task's lease was lost"); // its new holder ends it
   if (end === "handback") {
