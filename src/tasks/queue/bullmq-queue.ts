@@ -227,7 +227,7 @@ async function processJob(
   token: string | undefined,
   signal?: AbortSignal,
 ) {
-  const { client, handler } = s;
+  const { client } = s;
   const { taskId, owner } = job.data;
   await client
     .multi()
@@ -235,6 +235,7 @@ async function processJob(
     .zRem(ownerWaiting(s, owner), taskId)
     .zAdd(s.running, { score: Infinity, value: taskId })
     .exec();
+  const { handler } = s;
   await handler!({ taskId, signal: signal as AbortSignal });
   const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
   if (end === "lost") throw new Error("the task's lease was lost"); // its new holder ends it
