@@ -7,7 +7,11 @@ import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-si
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { createWebhookDeliverer } from "../webhooks/create-webhook-deliverer.js";
+import { createTaskEventStreams, type TaskEventStreams } from "./events/task-event-streams.js";
+import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
+import { announceWebhooksOnFinish } from "./events/webhook-announcer.js";
 import { openTaskBackend } from "./open-task-backend.js";
+import { presentTask } from "./present-task.js";
 import { storeKind } from "./store/create-task-store.js";
 import { createTaskFinisher } from "./task-finisher.js";
 import { createTaskRunner } from "./task-runner.js";
@@ -59,6 +63,10 @@ export interface ImageTasks {
   service: TaskService;
   /** Signs and checks the URLs of `url` images (the secret is shared by every replica). */
   signer: ImageUrlSigner;
+  /** Every task's events as this process hears them (from any replica), by task id. */
+  feed: TaskFeed;
+  /** Task event streams (`GET .../events`, submissions with `Accept: text/event-stream`). */
+  eventStreams: TaskEventStreams;
   images: {
     /** Image `index` of a completed task with its type, or undefined. */
     read(taskId: string, index: number): Promise<StoredImage | undefined>;
@@ -112,7 +120,8 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     throw err;
   }
   const signer = createImageUrlSigner(secret);
-  const waiters = createTaskWaiters(events);
+  const feed = createTaskFeed(events);
+  const waiters = createTaskWaiters(feed);
   const deliverer = createWebhookDeliverer({
     config: config.webhooks,
     metrics,
@@ -125,7 +134,8 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     logger,
     now,
   });
-  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, webhooks, now });
+  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, now });
+  const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
   const runner = createTaskRunner({
     store,
     access: deps.access,
@@ -149,6 +159,21 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     now,
   });
 
+  const eventStreams = createTaskEventStreams({
+    feed,
+    read: service.get,
+    present: (record, baseUrl) =>
+      presentTask(record, {
+        imageBytes: (taskId, index) => available(() => store.getImage(taskId, index)),
+        signer,
+        baseUrl,
+        data: "full",
+      }),
+    keepAliveMs: limits.eventsKeepAliveSec * 1000,
+    metrics,
+    logger,
+  });
+
   /** Every unfinished task gets its place in the queue (what a restart or a lost write left). */
   const adoptUnfinished = async () => {
     const unfinished = await store.listUnfinished();
@@ -164,6 +189,8 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   return {
     service,
     signer,
+    feed,
+    eventStreams,
     images: {
       async read(taskId, index) {
         return available(async () => {
@@ -212,7 +239,9 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
       await runner.close();
       await deliverer.close();
       waiters.close();
+      stopAnnouncing();
       await drained;
+      feed.close();
       await close();
     },
   };

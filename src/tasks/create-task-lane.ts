@@ -10,6 +10,7 @@ import { publicBaseUrl } from "../http/public-base-url.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { observeHttpRequest } from "../metrics/create-metrics-router.js";
 import type { ImageTasks } from "./create-image-tasks.js";
+import { submitAndWatch, wantsEventStream } from "./events/submit-and-watch.js";
 import { createTaskAnswers } from "./task-answers.js";
 import { submitTaskSchema } from "./task-schemas.js";
 
@@ -75,6 +76,10 @@ export function createTaskLane(
     const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
     const parsed = await readJsonBody(req, deps.jsonBody);
     const request = parseBody(submitTaskSchema, parsed?.value);
+    if (wantsEventStream(req)) {
+      await submitAndWatch(deps.tasks, req, res, principal, { request }, baseUrlOf(req)());
+      return;
+    }
     await answers.submission(req, res, principal, { request }, baseUrlOf(req));
   }
 

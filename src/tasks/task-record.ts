@@ -69,6 +69,13 @@ export interface TaskRecord {
    */
   attempts: number;
   images?: TaskImage[];
+  /** Partial images the submission asked for (1 to 3); absent: none, the run is not streamed. */
+  partialImages?: number;
+  /**
+   * The partial images the current run kept so far, oldest first (index =
+   * `partial_image_index`); a new run starts without any.
+   */
+  partials?: TaskImage[];
   usage?: unknown;
   error?: TaskError;
   /**
