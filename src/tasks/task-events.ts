@@ -124,22 +124,23 @@ export async function createRedisTaskEvents(options: {
     if (parsed.origin !== origin && parsed.event) listeners.deliver(parsed.event, false);
   });
 
+  // Messages not sent yet, in order: each publish sends them all, and so does Redis's return.
   const unsent: string[] = [];
-  let flushing = false;
-  const flush = async () => {
-    if (flushing) return;
-    flushing = true;
+  let flushing: Promise<boolean> | undefined;
+  const sendUnsent = async () => {
     try {
       while (unsent.length > 0) {
         await client.publish(channel, unsent[0] as string);
         unsent.shift();
       }
+      return true;
     } catch {
-      // Away again: the next `ready` tries again.
-    } finally {
-      flushing = false;
+      return false;
     }
   };
+  /** One pass at a time; resolves whether everything went out. */
+  const flush = (): Promise<boolean> =>
+    (flushing ??= sendUnsent().finally(() => (flushing = undefined)));
   const onReady = () => void flush();
   client.on("ready", onReady);
 
@@ -148,12 +149,12 @@ export async function createRedisTaskEvents(options: {
       listeners.deliver(event, true);
       if (event.type === "resync") return;
       const message = JSON.stringify({ origin, event });
-      try {
-        await client.publish(channel, message);
-      } catch (err) {
-        if (unsent.length >= MAX_UNSENT) unsent.shift();
-        unsent.push(message);
-        throw err;
+      if (unsent.length >= MAX_UNSENT) unsent.shift();
+      unsent.push(message);
+      while (unsent.includes(message)) {
+        if (!(await flush())) {
+          throw new Error("Redis cannot be reached: the event goes out once it is back");
+        }
       }
     },
     subscribe: listeners.add,
