@@ -36,6 +36,8 @@ export interface OpenOptions {
   key?: string | null;
   headers?: Record<string, string>;
   json?: unknown;
+  /** A multipart body (fetch sets its content type). */
+  form?: FormData;
 }
 
 /**
@@ -54,9 +56,9 @@ export async function openEvents(
   if (key !== null) headers.authorization = `Bearer ${key}`;
   if (options.json !== undefined) headers["content-type"] = "application/json";
   const response = await fetch(`${target.url}${path}`, {
-    method: options.method ?? "GET",
+    method: options.method ?? (options.form || options.json !== undefined ? "POST" : "GET"),
     headers,
-    body: options.json === undefined ? undefined : JSON.stringify(options.json),
+    body: options.form ?? (options.json === undefined ? undefined : JSON.stringify(options.json)),
     signal: controller.signal,
   });
   const events: SseEvent[] = [];

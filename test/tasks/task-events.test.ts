@@ -169,6 +169,40 @@ describe("task event streams", () => {
     expect(stream.comments).toBeGreaterThanOrEqual(3);
   });
 
+  it("answer an edit submitted with Accept: text/event-stream, and HEAD without a body", async () => {
+    const app = await useApp();
+    app.upstream.behave("edits", { kind: "ok", delayMs: 100 });
+    const form = new FormData();
+    form.append("model", "gpt-image-1");
+    form.append("prompt", "add a hat");
+    form.append("partial_images", "1");
+    form.append(
+      "image",
+      new Blob([Buffer.from(PNG_B64, "base64")], { type: "image/png" }),
+      "a.png",
+    );
+    const stream = await openEvents(app, "/v1/images/edits/tasks", { form });
+    expectStreamHeaders(stream);
+    await stream.ended;
+    expect(stream.events.map((event) => event.event)).toEqual([
+      "image.task.queued",
+      "image.task.in_progress",
+      "image.task.completed",
+    ]);
+    const id = stream.events[0]!.json.id as string;
+    const head = await fetch(`${app.url}${eventsPath(id)}`, {
+      method: "HEAD",
+      headers: { authorization: `Bearer ${app.key}` },
+    });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toBe("text/event-stream");
+    const other = await fetch(`${app.url}${eventsPath(id)}`, {
+      method: "HEAD",
+      headers: { authorization: `Bearer ${TEST_KEYS.other}` },
+    });
+    expect(other.status).toBe(404);
+  });
+
   it("refuse a bad submission before any stream, with the usual error", async () => {
     const app = await useApp();
     const stream = await openEvents(app, "/v1/images/tasks", {
