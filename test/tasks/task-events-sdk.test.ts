@@ -12,10 +12,10 @@ describe("task events with the openai SDK", () => {
     const app = await useApp();
     app.upstream.behave("images", { kind: "ok", delayMs: 300 });
     const client = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
-    const task = await client.post<unknown, TaskJson>("/images/tasks", {
+    const task = await client.post<TaskJson>("/images/tasks", {
       body: { model: "gpt-image-1", prompt: "a lighthouse", response_format: "url" },
     });
-    const events = await client.get<unknown, TaskEvents>(`/images/tasks/${task.id}/events`, {
+    const events = await client.get<TaskEvents>(`/images/tasks/${task.id}/events`, {
       stream: true,
       __synthesizeEventData: true,
     });
@@ -34,11 +34,11 @@ describe("task events with the openai SDK", () => {
     const app = await useApp();
     app.upstream.behave("images", { kind: "hang" });
     const client = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
-    const task = await client.post<unknown, TaskJson>("/images/tasks", {
+    const task = await client.post<TaskJson>("/images/tasks", {
       body: { model: "gpt-image-1", prompt: "never drawn" },
     });
     await waitForStatus(app, task.id, ["in_progress"]);
-    const events = await client.get<unknown, TaskEvents>(`/images/tasks/${task.id}/events`, {
+    const events = await client.get<TaskEvents>(`/images/tasks/${task.id}/events`, {
       stream: true,
       __synthesizeEventData: true,
     });
