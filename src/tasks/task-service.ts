@@ -123,6 +123,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       const watch = waiters.watch(id);
       const deadline = performance.now() + waitMs;
       try {
+        await available(() => watch.ready);
         let record = await get(principal, id);
         for (;;) {
           if (isFinished(record.status)) return record;

@@ -14,6 +14,8 @@ export interface TaskWatch {
    * resolves at once.
    */
   until(ms: number, signal?: AbortSignal): Promise<WaitEnd>;
+  /** Resolves once the task's end would be heard: read the task after it (rejects: bus away). */
+  ready: Promise<void>;
   /** Forgets the watch (always call it, in `finally`). */
   dispose(): void;
 }
@@ -54,7 +56,7 @@ export function createTaskWaiters(feed: TaskFeed): TaskWaiters {
       /** What ended the wait before `until` was called, if anything. */
       let heard: WaitEnd | undefined;
       let notify: ((why: WaitEnd) => void) | undefined;
-      const unfollow = feed.follow(taskId, (signal) => {
+      const following = feed.follow(taskId, (signal) => {
         const why: WaitEnd | undefined = isEnd(signal)
           ? "finished"
           : signal.type === "released" || signal.type === "resync"
@@ -70,6 +72,7 @@ export function createTaskWaiters(feed: TaskFeed): TaskWaiters {
       let disposed = false;
 
       return {
+        ready: following.ready,
         until(ms, signal) {
           if (heard) {
             const why = heard;
@@ -94,7 +97,7 @@ export function createTaskWaiters(feed: TaskFeed): TaskWaiters {
           if (disposed) return;
           disposed = true;
           size -= 1;
-          unfollow();
+          following.unfollow();
         },
       };
     },

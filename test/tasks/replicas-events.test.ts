@@ -98,7 +98,7 @@ describe("the Redis bus", () => {
     attempts: 1,
   });
 
-  it("tells its own process at once, sends what Redis missed once it is back, and asks for a resync", async () => {
+  it("tells its own process at once, others the tasks they listen to, sends what Redis missed once it is back, and asks for a resync", async () => {
     const redis = await startPrivateRedis();
     onTestFinished(() => redis.close());
     const logger = pino({ level: "silent" });
@@ -114,11 +114,22 @@ describe("the Redis bus", () => {
       return { events, heard };
     };
     const [a, b] = [await open(), await open()];
+    // B hears the stages of the tasks it listens to, and every cancel.
+    for (const id of ["task_1", "task_2", "task_3"]) await b.events.listen(id).ready;
+    await a.events.publish({ type: "stage", stage: "completed", record: record("task_0") });
+    await a.events.publish({ type: "cancel", taskId: "task_0" });
 
     await a.events.publish({ type: "stage", stage: "completed", record: record("task_1") });
-    await waitUntil(() => b.heard.length === 1, "B hears A's event");
-    expect(a.heard).toEqual([{ event: expect.objectContaining({ type: "stage" }), local: true }]);
-    expect(b.heard[0]!.local).toBe(false);
+    await waitUntil(() => b.heard.length === 2, "B hears A's events");
+    expect(b.heard.map(({ event, local }) => [event.type, local])).toEqual([
+      ["cancel", false],
+      ["stage", false],
+    ]);
+    expect(a.heard.map(({ event, local }) => [event.type, local])).toEqual([
+      ["stage", true],
+      ["cancel", true],
+      ["stage", true],
+    ]);
 
     await redis.stop();
     const failing = a.events.publish({ type: "stage", stage: "failed", record: record("task_2") });
@@ -137,6 +148,6 @@ describe("the Redis bus", () => {
     const ids = b.heard.flatMap(({ event }) => (event.type === "stage" ? [event.record.id] : []));
     expect(ids.slice(-1)).toEqual(["task_3"]);
     expect(ids.filter((id) => id !== "task_2")).toEqual(["task_1", "task_3"]);
-    expect(a.heard.filter(({ event }) => event.type === "stage")).toHaveLength(3);
+    expect(a.heard.filter(({ event }) => event.type === "stage")).toHaveLength(4);
   });
 });

@@ -1,3 +1,4 @@
+import { available } from "../store-available.js";
 import type { TaskRecord } from "../task-record.js";
 import {
   eventsSoFar,
@@ -52,7 +53,7 @@ export async function runEventStream(run: EventStreamRun): Promise<void> {
   let wake: (() => void) | undefined;
   const onGone = () => wake?.();
   sink.signal.addEventListener("abort", onGone, { once: true });
-  const unfollow = run.feed.follow(run.taskId, (signal) => {
+  const following = run.feed.follow(run.taskId, (signal) => {
     signals.push(signal);
     wake?.();
   });
@@ -93,6 +94,8 @@ export async function runEventStream(run: EventStreamRun): Promise<void> {
 
   try {
     if (run.known && !(await catchUp(run.known))) return;
+    // Events sent from now on reach us: what the read misses, the feed brings.
+    await available(() => following.ready);
     if (!(await catchUp(await run.read()))) return;
     open();
     for (let signal = await nextSignal(); signal; signal = await nextSignal()) {
@@ -110,7 +113,7 @@ export async function runEventStream(run: EventStreamRun): Promise<void> {
     if (!opened) throw err;
     run.onLateError?.(err);
   } finally {
-    unfollow();
+    following.unfollow();
     sink.signal.removeEventListener("abort", onGone);
     if (opened) sink.end();
     else if (finished && !sink.signal.aborted) sink.noContent();

@@ -1,4 +1,4 @@
-import type { TaskEvent, TaskEvents } from "../task-events.js";
+import type { Listening, TaskEvent, TaskEvents } from "../task-events.js";
 
 /** What a follower of one task hears. */
 export type FeedSignal =
@@ -9,14 +9,26 @@ export type FeedSignal =
   /** The service is stopping: answer now with what is known. */
   | { type: "released" };
 
+/** One follower's hold on a task's feed. */
+export interface Following {
+  /**
+   * Resolves once the task's events from every process reach this follower:
+   * read the task after it, never before. Rejects when the bus cannot be
+   * reached.
+   */
+  ready: Promise<void>;
+  /** Stops following (always call it, once or more). */
+  unfollow(): void;
+}
+
 /** One subscription to the bus for the whole process, fanned out by task id. */
 export interface TaskFeed {
   /**
-   * Calls `listener` with every signal about `taskId` from now on; returns
-   * the unfollow (always call it). After {@link release}, a new follower is
-   * told `released` at once (synchronously).
+   * Calls `listener` with every signal about `taskId` from now on. After
+   * {@link release}, a new follower is told `released` at once
+   * (synchronously).
    */
-  follow(taskId: string, listener: (signal: FeedSignal) => void): () => void;
+  follow(taskId: string, listener: (signal: FeedSignal) => void): Following;
   /** Followers now, over all tasks. */
   readonly size: number;
   /** Tells every follower, and every later one, that the service is stopping. */
@@ -24,14 +36,22 @@ export interface TaskFeed {
   close(): void;
 }
 
+/** A task's followers in this process, and the process's interest in its events on the bus. */
+interface Followed {
+  listeners: Set<(signal: FeedSignal) => void>;
+  listening: Listening;
+}
+
 /**
- * The per-process fan-out of task events: one bus subscription and a map
+ * The per-process fan-out of task events: one bus subscription, and a map
  * from task id to its followers, so that an event costs one lookup however
  * many requests follow other tasks, and a follower costs a set entry (no
- * timer, no read of the store).
+ * timer, no read of the store). The first follower of a task makes the
+ * process listen to it on the bus (on Redis, one SUBSCRIBE on the shared
+ * subscriber connection), the last one to leave ends that.
  */
 export function createTaskFeed(events: TaskEvents): TaskFeed {
-  const followers = new Map<string, Set<(signal: FeedSignal) => void>>();
+  const followed = new Map<string, Followed>();
   let size = 0;
   let released = false;
   const each = (signal: FeedSignal, listeners: Iterable<(signal: FeedSignal) => void>) => {
@@ -39,33 +59,41 @@ export function createTaskFeed(events: TaskEvents): TaskFeed {
   };
   const unsubscribe = events.subscribe((event) => {
     if (event.type === "stage") {
-      const listeners = followers.get(event.record.id);
-      if (listeners) each(event, listeners);
+      const task = followed.get(event.record.id);
+      if (task) each(event, task.listeners);
     } else if (event.type === "resync") {
-      for (const listeners of [...followers.values()]) each(event, listeners);
+      for (const task of [...followed.values()]) each(event, task.listeners);
     }
   });
 
   return {
     follow(taskId, listener) {
-      let listeners = followers.get(taskId);
-      if (!listeners) {
-        listeners = new Set();
-        followers.set(taskId, listeners);
+      let task = followed.get(taskId);
+      if (!task) {
+        task = { listeners: new Set(), listening: events.listen(taskId) };
+        // Whoever waits on `ready` hears a failure; nobody else needs to.
+        task.listening.ready.catch(() => undefined);
+        followed.set(taskId, task);
       }
-      const own = listeners;
+      const own = task;
       // A wrapper of its own: the same function may follow twice and unfollow once.
       const entry = (signal: FeedSignal) => listener(signal);
-      own.add(entry);
+      own.listeners.add(entry);
       size += 1;
-      let followed = true;
+      let following = true;
       if (released) listener({ type: "released" });
-      return () => {
-        if (!followed) return;
-        followed = false;
-        size -= 1;
-        own.delete(entry);
-        if (own.size === 0 && followers.get(taskId) === own) followers.delete(taskId);
+      return {
+        ready: own.listening.ready,
+        unfollow() {
+          if (!following) return;
+          following = false;
+          size -= 1;
+          own.listeners.delete(entry);
+          if (own.listeners.size === 0 && followed.get(taskId) === own) {
+            followed.delete(taskId);
+            own.listening.stop();
+          }
+        },
       };
     },
     get size() {
@@ -73,7 +101,7 @@ export function createTaskFeed(events: TaskEvents): TaskFeed {
     },
     release() {
       released = true;
-      for (const listeners of [...followers.values()]) each({ type: "released" }, listeners);
+      for (const task of [...followed.values()]) each({ type: "released" }, task.listeners);
     },
     close() {
       this.release();
