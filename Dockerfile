@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build: compiles TypeScript and the sqlite3 native module.
+# Build: compiles TypeScript and the better-sqlite3 native module.
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \

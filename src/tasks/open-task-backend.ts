@@ -10,6 +10,7 @@ import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
 import type { TaskQueue } from "./queue/task-queue.js";
 import { createTaskStore, storeKind } from "./store/create-task-store.js";
+import { useKeyvCodec } from "./store/keyv-codec.js";
 import type { TaskStore } from "./store/task-store.js";
 import { createLocalTaskEvents, createRedisTaskEvents, type TaskEvents } from "./task-events.js";
 
@@ -21,9 +22,9 @@ export interface TaskBackend {
   /**
    * Small entries with a TTL that every replica must see alike (which channel
    * created a stored response, say), under their own namespace. On Redis they
-   * live in Redis with native expiry; the embedded stores belong to one
-   * process, so there they live in its memory, at most `maxLocalEntries`
-   * (the oldest go first), and do not survive a restart.
+   * live in Redis with native expiry; on SQLite in the store's key-value
+   * table, swept with the tasks; on the memory store in this process's
+   * memory, at most `maxLocalEntries` (the oldest go first).
    */
   keyValue(namespace: string, maxLocalEntries: number): Keyv;
   /** Webhook deliveries, apart from the task queue. */
@@ -51,8 +52,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
         maxConcurrent: config.imageTasks.maxConcurrent,
         handsBack: store.persistent,
       }),
-      keyValue: (namespace, maxLocalEntries) =>
-        new Keyv({ store: new BoundedMap(maxLocalEntries), namespace }),
+      keyValue: (namespace, maxLocalEntries) => localKeyValue(store, namespace, maxLocalEntries),
       webhooks: createInProcessWebhookQueue({
         journal: store.webhookJournal!,
         logger: logger.child({ component: "webhooks" }),
@@ -106,6 +106,16 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
     client.destroy();
     throw err;
   }
+}
+
+/** Entries in the store's own table when it has one (SQLite), else in a bounded map. */
+function localKeyValue(store: TaskStore, namespace: string, maxLocalEntries: number): Keyv {
+  if (!store.keyValueStore) return new Keyv({ store: new BoundedMap(maxLocalEntries), namespace });
+  const keyv = new Keyv({ store: store.keyValueStore, namespace, throwOnErrors: true });
+  keyv.on("error", () => undefined); // thrown to the caller as well
+  // Keyv's format at native JSON's cost.
+  useKeyvCodec(keyv);
+  return keyv;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { copyFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
@@ -17,6 +18,12 @@ async function useUpstream(): Promise<FakeUpstream> {
   const upstream = await startFakeUpstream();
   onTestFinished(() => upstream.close());
   return upstream;
+}
+
+/** A SQLite store's file as it is now: the database and its write-ahead log (what a crash leaves). */
+async function copyDatabase(from: string, to: string) {
+  await copyFile(from, to);
+  if (existsSync(`${from}-wal`)) await copyFile(`${from}-wal`, `${to}-wal`);
 }
 
 /** An app in front of a shared upstream, closed at the end of the test if the test did not. */
@@ -90,7 +97,7 @@ describe("restart on the SQLite store", () => {
     const id = await submitOk(a, { prompt: "crashes" });
     await arrived;
     expect((await getTask(a, id)).body.status).toBe("in_progress");
-    await copyFile(db("a.db"), db("b.db"));
+    await copyDatabase(db("a.db"), db("b.db"));
     await a.close();
 
     // Process B finds it left running: attempt 2 of 2. B crashes as well.
@@ -98,7 +105,7 @@ describe("restart on the SQLite store", () => {
     const b = await startOn(upstream, `sqlite://${db("b.db")}`);
     expect((await arrived).body).toMatchObject({ prompt: "crashes" });
     expect((await getTask(b, id)).body.status).toBe("in_progress");
-    await copyFile(db("b.db"), db("c.db"));
+    await copyDatabase(db("b.db"), db("c.db"));
     await b.close();
 
     // Process C: the task was interrupted maxAttempts times; it fails instead of running again.

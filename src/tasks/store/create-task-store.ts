@@ -1,14 +1,11 @@
-import { mkdirSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import KeyvSqlite from "@keyv/sqlite";
+import { resolve } from "node:path";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
 import { openRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
-import { useKeyvCodec } from "./keyv-codec.js";
 import { createKeyvTaskStore } from "./keyv-task-store.js";
+import { openSqliteTaskStore } from "./open-sqlite-task-store.js";
 import { createRedisTaskStore } from "./redis-task-store.js";
-import { lockSqliteStore } from "./sqlite-owner-lock.js";
 import type { TaskStore } from "./task-store.js";
 
 /** What kind of store a `store.url` names. */
@@ -59,35 +56,11 @@ async function openTaskStore(
         binaryImages: true,
       });
     }
-    case "sqlite": {
-      const file = resolve(url.slice("sqlite://".length));
-      mkdirSync(dirname(file), { recursive: true });
-      // Short: the lock is held for the process's life, so only a second process ever waits.
-      const sqlite = new KeyvSqlite({ uri: `sqlite://${file}`, busyTimeout: 1000 });
-      const keyv = new Keyv({ store: sqlite, namespace: "its" });
-      // Keyv's format (existing files read alike) at native JSON's cost.
-      useKeyvCodec(keyv);
-      keyv.on("error", () => undefined); // the lock's own query reports it
-      let unlock: () => Promise<void>;
-      try {
-        unlock = await lockSqliteStore(sqlite, file);
-      } catch (err) {
-        await keyv.disconnect().catch(() => undefined);
-        throw err;
-      }
-      keyv.removeAllListeners("error");
-      const store = createKeyvTaskStore(watch(keyv, logger), {
-        persistent: true,
+    case "sqlite":
+      return openSqliteTaskStore(resolve(url.slice("sqlite://".length)), {
         idempotencyTtlMs,
+        logger: logger.child({ component: "store" }),
       });
-      return {
-        ...store,
-        async close() {
-          await store.close();
-          await unlock();
-        },
-      };
-    }
     case "redis":
       return createRedisTaskStore({
         client:

@@ -36,7 +36,7 @@ export interface KeyvTaskStoreOptions {
 }
 
 /**
- * A {@link TaskStore} on Keyv for one process (memory or SQLite). Read-modify-
+ * A {@link TaskStore} on Keyv for one process: the memory store. Read-modify-
  * write steps run one at a time through a promise chain: with one process
  * writing, that is enough to make `create` and `transition` atomic.
  *

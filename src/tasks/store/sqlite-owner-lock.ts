@@ -2,7 +2,7 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { ConfigError } from "../../config/config-error.js";
 
-/** What {@link lockSqliteStore} needs of the SQLite connection (KeyvSqlite's `query`). */
+/** What {@link lockSqliteStore} needs of the SQLite connection: run one statement. */
 export interface SqliteQuery {
   query(sql: string): Promise<unknown>;
 }

@@ -1,3 +1,4 @@
+import type { KeyvStoreAdapter } from "keyv";
 import type { WebhookJournal } from "../../webhooks/webhook-queue.js";
 import type { TaskRecord, TaskStatus } from "../task-record.js";
 
@@ -130,6 +131,13 @@ export interface TaskStore {
    * deliveries; on Redis, BullMQ keeps them (undefined).
    */
   readonly webhookJournal?: WebhookJournal;
+  /**
+   * SQLite: a Keyv storage adapter on a table of its own, for small entries
+   * kept as long as tasks and swept with them (the Responses owners). The
+   * memory store has none (the caller keeps them in a bounded map); on Redis,
+   * Keyv uses Redis itself.
+   */
+  readonly keyValueStore?: KeyvStoreAdapter;
   /** A value set once for all processes sharing the store (the URL signing secret). */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
   /**

@@ -1,0 +1,283 @@
+import type { Database } from "better-sqlite3";
+import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
+import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import type { ImageBlobs } from "./sqlite-image-blobs.js";
+import { createSqliteKeyValueStore } from "./sqlite-key-value-store.js";
+import { prepareTaskStatements, type TaskRow, type TaskStatements } from "./sqlite-statements.js";
+import type {
+  CreateOptions,
+  CreateResult,
+  Idempotency,
+  IdempotentAnswer,
+  OwnedPage,
+  OwnedQuery,
+  TaskStore,
+  TransitionOptions,
+} from "./task-store.js";
+
+/** Options of {@link createSqliteTaskStore}. */
+export interface SqliteTaskStoreOptions {
+  idempotencyTtlMs: number;
+  /** The image bytes' table (see `sqlite-image-blobs.ts`). */
+  blobs: ImageBlobs;
+  now?: () => number;
+}
+
+/** Rows the sweep deletes per transaction: each batch holds the event loop for a few ms. */
+const SWEEP_BATCH = 500;
+
+/**
+ * The {@link TaskStore} on SQLite tables (`sqlite-schema.ts`), for the one
+ * process that holds the file. The driver is synchronous, so every step
+ * (create with its owner count and idempotency key; a transition with its
+ * outbox entry and the inputs it frees; each batch of the sweep) runs as one
+ * transaction that nothing else interleaves with: atomic on disk, and a
+ * process killed at any instant leaves the step whole or not at all.
+ */
+export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOptions): TaskStore {
+  const now = options.now ?? Date.now;
+  const { blobs } = options;
+  const q = prepareTaskStatements(db);
+  const steps: Steps = { q, blobs, now, idempotencyTtlMs: options.idempotencyTtlMs };
+  const create = db.transaction(createStep(steps));
+  const transition = db.transaction(transitionStep(steps));
+  const getOrSetMeta = db.transaction(metaStep(q));
+
+  return {
+    persistent: true,
+    get: async (id) => readRecord(steps, id),
+    findIdempotent: async (owner, idempotency) => findIdempotent(steps, owner, idempotency),
+    create: async (record, createOptions = {}) => create.immediate(record, createOptions),
+    transition: async (id, expected, patch, transitionOptions = {}) =>
+      transition.immediate(id, expected, patch, transitionOptions),
+
+    async listUnfinished() {
+      return (q.unfinished.all() as TaskRow[]).map((row) => JSON.parse(row.record) as TaskRecord);
+    },
+
+    listOwned: async (owner, query) => listOwned(q, owner, query, now()),
+
+    putImage: blobs.putImage,
+    getImage: blobs.getImage,
+    deleteImages: blobs.deleteImages,
+    putInput: blobs.putInput,
+    getInput: blobs.getInput,
+    deleteInputs: blobs.deleteInputs,
+
+    async webhookOutbox(limit) {
+      return (q.outbox.all(limit) as Array<{ id: string; sinceMs: number }>).map(
+        ({ id, sinceMs }) => ({ id, sinceMs }),
+      );
+    },
+
+    async clearWebhookOutbox(id) {
+      q.clearOutbox.run(id);
+    },
+
+    webhookJournal: createJournal(q),
+
+    keyValueStore: createSqliteKeyValueStore(db, now),
+
+    getOrSetMeta: async (key, createValue) => getOrSetMeta.immediate(key, createValue),
+
+    sweepExpired: async () => sweep(db, q, blobs, now()),
+
+    async ping() {
+      q.ping.get();
+    },
+
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
+
+/** What the store's steps share. */
+interface Steps {
+  q: TaskStatements;
+  blobs: ImageBlobs;
+  now: () => number;
+  idempotencyTtlMs: number;
+}
+
+/** A task, unless it is gone or past the time the store deletes it at. */
+function readRecord({ q, now }: Steps, id: string): TaskRecord | undefined {
+  const row = q.getTask.get(id, now()) as TaskRow | undefined;
+  return row ? (JSON.parse(row.record) as TaskRecord) : undefined;
+}
+
+function findIdempotent(
+  steps: Steps,
+  owner: string,
+  idempotency: Idempotency,
+): IdempotentAnswer | undefined {
+  const seen = steps.q.getIdempotency.get(owner, idempotency.key, steps.now()) as
+    { task_id: string; fingerprint: string } | undefined;
+  const earlier = seen && readRecord(steps, seen.task_id);
+  if (!seen || !earlier) return undefined;
+  return seen.fingerprint === idempotency.fingerprint
+    ? { kind: "replayed", record: earlier }
+    : { kind: "conflict" };
+}
+
+/** `create`'s body: the task, its owner's count and its idempotency key (one transaction). */
+function createStep(steps: Steps) {
+  const { q, now } = steps;
+  return (record: TaskRecord, { idempotency, maxPerOwner }: CreateOptions): CreateResult => {
+    if (idempotency) {
+      const answer = findIdempotent(steps, record.owner, idempotency);
+      if (answer) return answer;
+    }
+    const held = (q.ownerTasks.get(record.owner) as number | undefined) ?? 0;
+    if (maxPerOwner !== undefined && held >= maxPerOwner) return { kind: "owner_full" };
+    q.insertTask.run({
+      id: record.id,
+      owner: record.owner,
+      status: record.status,
+      created: record.created,
+      expires_at: record.expires_at ?? null,
+      record: JSON.stringify(record),
+    });
+    q.addOwnerTasks.run(record.owner, 1);
+    if (idempotency) {
+      const expiresMs = now() + steps.idempotencyTtlMs;
+      q.putIdempotency.run(
+        record.owner,
+        idempotency.key,
+        record.id,
+        idempotency.fingerprint,
+        expiresMs,
+      );
+    }
+    return { kind: "created", record };
+  };
+}
+
+/**
+ * `transition`'s body: the compare-and-set, the record with its indexed
+ * columns, and for a task that finishes its outbox entry and its freed inputs
+ * (one transaction).
+ */
+function transitionStep(steps: Steps) {
+  const { q, now, blobs } = steps;
+  return (
+    id: string,
+    expected: TaskStatus,
+    patch: Partial<TaskRecord> & { status: TaskStatus },
+    { ttlMs, attempts }: TransitionOptions,
+  ): TaskRecord | undefined => {
+    const current = readRecord(steps, id);
+    if (!current || current.status !== expected) return undefined;
+    if (attempts !== undefined && current.attempts !== attempts) return undefined;
+    if (!canTransition(expected, patch.status)) {
+      throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
+    }
+    const next: TaskRecord = { ...current, ...patch };
+    // A field patched to undefined is gone, in every backend alike.
+    for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
+      if (patch[key] === undefined) delete next[key];
+    }
+    const finished = isFinished(next.status);
+    q.updateTask.run({
+      id,
+      status: next.status,
+      expires_at: next.expires_at ?? null,
+      expires_ms: finished && ttlMs !== undefined ? now() + ttlMs : null,
+      record: JSON.stringify(next),
+    });
+    if (finished) {
+      if (next.webhook) q.putOutbox.run(id, now());
+      blobs.dropInputs(id);
+    }
+    return next;
+  };
+}
+
+/** `getOrSetMeta`'s body: the first value set wins (one transaction). */
+function metaStep(q: TaskStatements) {
+  return (key: string, createValue: () => string): string => {
+    const existing = q.getMeta.get(key) as string | undefined;
+    if (existing) return existing;
+    const value = createValue();
+    q.putMeta.run(key, value);
+    return value;
+  };
+}
+
+/** A page of an owner's tasks, newest first, read from the owner's index in one query. */
+function listOwned(
+  q: TaskStatements,
+  owner: string,
+  { limit, after, status, nowSec }: OwnedQuery,
+  nowMs: number,
+): OwnedPage | undefined {
+  let before = Number.MAX_SAFE_INTEGER;
+  if (after !== undefined) {
+    const seq = q.ownedSeq.get(after, owner) as number | undefined;
+    if (seq === undefined) return undefined;
+    before = seq;
+  }
+  const params = { owner, before, nowSec, nowMs, limit: limit + 1 };
+  const rows = (
+    status === undefined ? q.owned.all(params) : q.ownedByStatus.all({ ...params, status })
+  ) as TaskRow[];
+  const records = rows.slice(0, limit).map((row) => JSON.parse(row.record) as TaskRecord);
+  return { records, hasMore: rows.length > limit };
+}
+
+/** The in-process webhook queue's pending deliveries, one row each. */
+function createJournal(q: TaskStatements): WebhookJournal {
+  return {
+    async list() {
+      return (q.journal.all() as string[]).map((text) => JSON.parse(text) as PendingDelivery);
+    },
+    async save(pending) {
+      q.saveJournal.run(pending.delivery.eventId, JSON.stringify(pending));
+    },
+    async remove(eventId) {
+      q.removeJournal.run(eventId);
+    },
+  };
+}
+
+/**
+ * Deletes what has expired, in batches of {@link SWEEP_BATCH}, each one
+ * transaction (tasks with their owners' counts; idempotency keys; Keyv
+ * entries; image bytes), yielding to the event loop between batches.
+ */
+async function sweep(
+  db: Database,
+  q: TaskStatements,
+  blobs: ImageBlobs,
+  nowMs: number,
+): Promise<number> {
+  const batch = db.transaction(() => {
+    const expired = q.expiredTasks.all(nowMs, SWEEP_BATCH) as Array<{
+      seq: number;
+      owner: string;
+    }>;
+    const perOwner = new Map<string, number>();
+    for (const { seq, owner } of expired) {
+      q.deleteTask.run(seq);
+      perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
+    }
+    for (const [owner, count] of perOwner) {
+      q.addOwnerTasks.run(owner, -count);
+      q.dropEmptyOwner.run(owner);
+    }
+    const keys = q.deleteExpiredIdempotency.run(nowMs, SWEEP_BATCH).changes;
+    const values = q.deleteExpiredValues.run(nowMs, SWEEP_BATCH).changes;
+    const bytes = blobs.sweep(nowMs, SWEEP_BATCH);
+    return {
+      deleted: expired.length + keys + values + bytes,
+      more: expired.length === SWEEP_BATCH,
+    };
+  });
+  let deleted = 0;
+  for (;;) {
+    const { deleted: count, more } = batch.immediate();
+    deleted += count;
+    if (!more && count < SWEEP_BATCH) return deleted;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
