@@ -101,7 +101,8 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
         await client.close();
         return;
       } catch {
-        client.destroy();
+        // A client whose connect failed may be closed already.
+        if (client.isOpen) client.destroy();
         if (started.exitCode !== null) throw new Error(`redis-server exited ${started.exitCode}`);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }

@@ -111,7 +111,7 @@ describe("the Redis bus", () => {
         await events.close();
         client.destroy();
       });
-      return { events, heard };
+      return { events, heard, client };
     };
     const [a, b] = [await open(), await open()];
     // B hears the stages of the tasks it listens to, and every cancel.
@@ -139,6 +139,7 @@ describe("the Redis bus", () => {
     await redis.start();
     // B was cut off: it is told so (its watchers read their tasks again).
     await waitUntil(() => b.heard.some(({ event }) => event.type === "resync"), "a resync", 15_000);
+    await waitUntil(() => a.client.isReady, "A's connection back", 15_000);
     await a.events.publish({ type: "stage", stage: "completed", record: record("task_3") });
     await waitUntil(
       () => b.heard.some(({ event }) => event.type === "stage" && event.record.id === "task_3"),
