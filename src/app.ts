@@ -55,12 +55,12 @@ export function createApp(deps: AppDeps): RequestListener {
 
   const auth = createAuthMiddleware(deps.authenticate);
   const { server } = config;
-  const bodyTimeoutMs = server.bodyTimeoutSec * 1000;
-  // A task submission is a prompt and a few fields.
-  const taskJsonLimits = {
-    limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes),
-    timeoutMs: bodyTimeoutMs,
+  const bodyTiming = {
+    timeoutMs: server.bodyTimeoutSec * 1000,
+    idleMs: server.bodyIdleSec * 1000,
   };
+  // A task submission is a prompt and a few fields.
+  const taskJsonLimits = { limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes), ...bodyTiming };
   const taskJson = createJsonBody(taskJsonLimits);
 
   app.use(createHttpMetricsMiddleware(metrics));
@@ -75,11 +75,9 @@ export function createApp(deps: AppDeps): RequestListener {
     createTasksRouter({
       jsonBody: taskJson,
       // An edit task's JSON carries its images as data: URLs.
-      uploadJsonBody: createJsonBody({
-        limit: server.maxUploadBytes,
-        timeoutMs: bodyTimeoutMs,
-      }),
+      uploadJsonBody: createJsonBody({ limit: server.maxUploadBytes, ...bodyTiming }),
       maxUploadBytes: server.maxUploadBytes,
+      bodyTiming,
       tasks: deps.tasks,
       publicBaseUrl: config.server.publicBaseUrl,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
@@ -115,7 +113,8 @@ export function createApp(deps: AppDeps): RequestListener {
       limits: {
         maxBodyBytes: server.maxBodyBytes,
         maxUploadBytes: server.maxUploadBytes,
-        bodyTimeoutMs,
+        bodyTimeoutMs: bodyTiming.timeoutMs,
+        bodyIdleMs: bodyTiming.idleMs,
         maxResponseBytes: server.maxResponseBytes,
       },
     }),

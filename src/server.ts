@@ -4,12 +4,14 @@ import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
 import { channelsForOwnKeys, createForwardMode } from "./auth/create-forward-mode.js";
+import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
 import { createChannel, type Channel } from "./channels/channel.js";
 import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
 import { createLogger } from "./logging/create-logger.js";
+import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics } from "./metrics/create-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess } from "./models/model-access.js";
@@ -22,7 +24,7 @@ const RESPONSE_OWNERS_IN_MEMORY = 100_000;
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
   config: Config;
-  /** Default: a pino logger at `config.logging.level`. */
+  /** Default: a pino logger at `config.logging.level` that masks the config's secrets. */
   logger?: Logger;
   /** Default metrics include process metrics; tests may turn them off. */
   defaultMetrics?: boolean;
@@ -49,7 +51,8 @@ export interface RunningServer {
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
-  const logger = options.logger ?? createLogger(config.logging.level);
+  const logger =
+    options.logger ?? createLogger(config.logging.level, undefined, configSecrets(config));
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const demos: DemoChannel[] = [];
   const channels: Channel[] = [];
@@ -62,16 +65,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
-  // The forward secret may be generated once and kept in the task store, which is opened
-  // below: forward mode asks for it only on its first use, never at construction.
-  let tasks: ImageTasks | undefined;
+  // The forward secret is resolved once the task store is open (an earlier version may have
+  // left it there, to be moved out): forward mode asks for it only on first use.
+  let forwardSecret: Promise<string> | undefined;
   const forward = createForwardMode({
     config,
     channels,
-    getOrSetMeta: (key, create) => {
-      if (!tasks) throw new Error("the task store is not open yet");
-      return tasks.getOrSetMeta(key, create);
-    },
+    secret: () => forwardSecret ?? Promise.reject(new Error("the forward secret is not resolved")),
     logger,
   });
   const registry = createChannelRegistry({
@@ -83,11 +83,27 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     registry,
     forwardChannel: forward?.channel,
   });
+  let tasks: ImageTasks;
   try {
     tasks = await createImageTasks({ config, access, sealer: forward?.sealer, metrics, logger });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
     throw err;
+  }
+  if (forward) {
+    forwardSecret = resolveForwardSecret({
+      configured: config.auth.forward?.secret,
+      storeUrl: config.store.url,
+      meta: tasks,
+      logger,
+    });
+    try {
+      await forwardSecret;
+    } catch (err) {
+      await tasks.stop(0);
+      await Promise.all(demos.map((demo) => demo.close()));
+      throw err;
+    }
   }
 
   let stopping = false;
@@ -111,6 +127,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   // Long generations on the sync route must not be cut by Node's own request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
+  // Beyond it Node closes a new connection at once: idle or slow clients cannot exhaust the process.
+  server.maxConnections = config.server.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.server.port, config.server.host, () => {

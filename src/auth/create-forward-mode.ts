@@ -3,7 +3,7 @@ import type { Channel } from "../channels/channel.js";
 import type { Config } from "../config/config-schema.js";
 import { createCredentialSealer, type CredentialSealer } from "./credential-sealer.js";
 import { createForwardAuthenticator, type ForwardAuthenticate } from "./forward-authenticator.js";
-import { createForwardSecretSource, createKeyHasher } from "./forward-secret.js";
+import { createKeyHasher } from "./forward-secret.js";
 
 /** Forward mode's parts, built once per service from `auth.forward`. */
 export interface ForwardMode {
@@ -22,8 +22,11 @@ export interface ForwardModeDeps {
   config: Config;
   /** Every configured channel, built (the forward one is picked by name). */
   channels: readonly Channel[];
-  /** The store's `getOrSetMeta`, for the generated secret when `auth.forward.secret` is unset. */
-  getOrSetMeta: (key: string, create: () => string) => Promise<string>;
+  /**
+   * The root secret (`resolveForwardSecret`), asked for on first use: it is
+   * resolved once the task store is open.
+   */
+  secret: () => Promise<string>;
   logger: Logger;
   fetch?: typeof fetch;
   now?: () => number;
@@ -31,7 +34,7 @@ export interface ForwardModeDeps {
 
 /**
  * Builds forward mode when `auth.forward` is set, else `undefined`. Nothing is
- * fetched or read from the store here: the secret is resolved on first use.
+ * fetched here, and the secret is asked for only on first use.
  */
 export function createForwardMode(deps: ForwardModeDeps): ForwardMode | undefined {
   const forward = deps.config.auth.forward;
@@ -39,7 +42,7 @@ export function createForwardMode(deps: ForwardModeDeps): ForwardMode | undefine
   const channel = deps.channels.find((candidate) => candidate.name === forward.channel);
   // The config schema already refused an unknown channel; this guards a caller that built its own.
   if (!channel) throw new Error(`auth.forward.channel: unknown channel "${forward.channel}"`);
-  const secret = createForwardSecretSource(forward.secret, deps.getOrSetMeta);
+  const { secret } = deps;
   const hashKey = createKeyHasher(secret);
   return {
     channel,

@@ -3,6 +3,7 @@ import type { Channel } from "../channels/channel.js";
 import type { Config } from "../config/config-schema.js";
 import { AppError } from "../http/app-error.js";
 import { checkGatewayKey, type GatewayVerdict } from "./check-gateway-key.js";
+import { createCheckLimiter, type CheckLimiter } from "./check-limiter.js";
 import { FORWARD_GROUP, type GatewayModels, type Principal } from "./principal.js";
 import { TtlLruCache } from "./ttl-lru-cache.js";
 import { UpstreamCredential } from "./upstream-credential.js";
@@ -14,7 +15,8 @@ export type ForwardConfig = NonNullable<Config["auth"]["forward"]>;
  * Resolves a bearer key to a forward principal, `undefined` when the gateway
  * refuses it.
  * @throws AppError `upstream_unavailable` (502) when the gateway cannot say,
- *   `upstream_rate_limited` (429) when it rate-limits the check
+ *   (503) when the checks of new keys are at their bounds, `upstream_rate_limited`
+ *   (429) when the gateway rate-limits the check
  */
 export type ForwardAuthenticate = (key: string) => Promise<Principal | undefined>;
 
@@ -22,7 +24,15 @@ export type ForwardAuthenticate = (key: string) => Promise<Principal | undefined
 export interface ForwardAuthenticatorDeps {
   /** The gateway: `auth.forward.channel`. */
   channel: Channel;
-  options: Pick<ForwardConfig, "cacheSec" | "refusalCacheSec" | "timeoutSec" | "maxCachedKeys">;
+  options: Pick<
+    ForwardConfig,
+    | "cacheSec"
+    | "refusalCacheSec"
+    | "timeoutSec"
+    | "maxCachedKeys"
+    | "maxChecksInFlight"
+    | "maxChecksPerSec"
+  >;
   /** Keyed hash of a key, hex (`createKeyHasher`): cache key and owner id. */
   hashKey: (key: string) => Promise<string>;
   logger: Logger;
@@ -31,6 +41,12 @@ export interface ForwardAuthenticatorDeps {
   /** Injected so tests can move the clock; default `Date.now`. */
   now?: () => number;
 }
+
+/**
+ * How long a key the gateway accepted stays known after its cache entry
+ * expired: its next checks skip the bounds that new keys wait for.
+ */
+const KNOWN_KEY_MS = 24 * 60 * 60 * 1000;
 
 /** What is kept per key: no usable key, only its hash and what the gateway said. */
 type CachedVerdict = { kind: "accepted"; models: GatewayModels } | { kind: "refused" };
@@ -44,6 +60,12 @@ type CachedVerdict = { kind: "accepted"; models: GatewayModels } | { kind: "refu
  *   of one bad key is one gateway call per period; both caches are LRU-bounded
  *   at `maxCachedKeys` and keyed by the key's HMAC, never the key;
  * - concurrent checks of one key share one gateway call;
+ * - keys never accepted before are checked at most `maxChecksInFlight` at
+ *   once and `maxChecksPerSec` a second; beyond that they get 503
+ *   `upstream_unavailable` with `Retry-After` at once, so made-up keys sent
+ *   as fast as an attacker likes never become a flood at the gateway. A key
+ *   the gateway accepted in the last day is re-checked outside these bounds:
+ *   real users keep working during such a flood;
  * - a gateway that cannot say (down, timeout, 5xx, garbage) is 502
  *   `upstream_unavailable` for this request only, never a 401 and never cached.
  *
@@ -59,6 +81,14 @@ export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): Forw
   const refused = new TtlLruCache<true>(options.maxCachedKeys, now);
   const inFlight = new Map<string, Promise<CachedVerdict>>();
   const lists = createListInterner(Math.min(options.maxCachedKeys, 1000));
+  // Only keys the gateway accepted get in here, so made-up keys cannot fill it.
+  const known = new TtlLruCache<true>(options.maxCachedKeys, now);
+  const limiter = createCheckLimiter({
+    maxConcurrent: options.maxChecksInFlight,
+    perSecond: options.maxChecksPerSec,
+    now,
+  });
+  const shed = createShedder(limiter, logger, channel.name, now);
 
   async function ask(key: string, hash: string): Promise<CachedVerdict> {
     const verdict = await checkGatewayKey({
@@ -72,6 +102,7 @@ export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): Forw
       case "accepted": {
         const models = lists.intern(verdict.models);
         accepted.set(hash, models, options.cacheSec * 1000);
+        known.set(hash, true, KNOWN_KEY_MS);
         logger.debug(
           { channel: channel.name, subject, models: models.list.length },
           "forward key accepted by the gateway",
@@ -101,7 +132,12 @@ export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): Forw
     else {
       let pending = inFlight.get(hash);
       if (!pending) {
-        pending = ask(key, hash).finally(() => inFlight.delete(hash));
+        const release = known.get(hash) ? () => {} : limiter.tryAcquire();
+        if (!release) throw shed();
+        pending = ask(key, hash).finally(() => {
+          inFlight.delete(hash);
+          release();
+        });
         inFlight.set(hash, pending);
       }
       verdict = await pending;
@@ -147,6 +183,33 @@ function gatewayError(
     "upstream_unavailable",
     "The gateway that checks this API key could not be reached; retry shortly.",
   );
+}
+
+/**
+ * The 503 for a new key while the checks are at their bounds, with the time
+ * until one could start; logged at most once a minute, as one line per flood.
+ */
+function createShedder(
+  limiter: CheckLimiter,
+  logger: Logger,
+  channelName: string,
+  now: () => number,
+): () => AppError {
+  let loggedAt = -Infinity;
+  return () => {
+    if (now() - loggedAt >= 60_000) {
+      loggedAt = now();
+      logger.warn(
+        { channel: channelName },
+        "forward key checks are at their bounds; new keys get 503 until they ease",
+      );
+    }
+    return new AppError(
+      "upstream_unavailable",
+      "Too many new API keys are being checked with the gateway right now; retry shortly.",
+      { shedding: true, headers: { "Retry-After": String(limiter.retryAfterSec()) } },
+    );
+  };
 }
 
 /**

@@ -1,41 +1,10 @@
-import { createHmac, hkdfSync, randomBytes } from "node:crypto";
-import { AppError } from "../http/app-error.js";
+import { createHmac, hkdfSync } from "node:crypto";
 
-/** The store's meta key under which a generated forward secret is kept. */
+/** The task store's meta key under which earlier versions kept a generated forward secret. */
 export const FORWARD_SECRET_META_KEY = "forward-secret";
 
 /** What each derived key is for; one root secret, never used directly. */
 export type ForwardKeyPurpose = "key-hash" | "credential-seal";
-
-/**
- * The forward mode's root secret, resolved once: `auth.forward.secret` when
- * set, else a random one generated on first use and kept in the store (so
- * owners and sealed keys survive restarts and are the same on every replica).
- * A store that cannot be reached is `store_unavailable`, and the next call
- * tries again.
- *
- * @param configured `auth.forward.secret`
- * @param getOrSetMeta the store's `getOrSetMeta` (kept to one function so any store fits)
- */
-export function createForwardSecretSource(
-  configured: string | undefined,
-  getOrSetMeta: (key: string, create: () => string) => Promise<string>,
-): () => Promise<string> {
-  if (configured !== undefined) {
-    const resolved = Promise.resolve(configured);
-    return () => resolved;
-  }
-  let pending: Promise<string> | undefined;
-  return () =>
-    (pending ??= getOrSetMeta(FORWARD_SECRET_META_KEY, () =>
-      randomBytes(32).toString("base64url"),
-    ).catch((err: unknown) => {
-      pending = undefined;
-      throw new AppError("store_unavailable", "The task store cannot be reached; retry shortly.", {
-        cause: err,
-      });
-    }));
-}
 
 /** A 32-byte key for one purpose, derived from the root secret with HKDF-SHA256. */
 export function deriveForwardKey(secret: string, purpose: ForwardKeyPurpose): Buffer {

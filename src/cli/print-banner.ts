@@ -1,10 +1,11 @@
 import type { Config } from "../config/config-schema.js";
+import { redactUrl } from "../logging/redact-url.js";
 import { describeAuth } from "./describe-auth.js";
 
 /**
  * The start-up banner on stdout. Keys are shown only for the embedded demo
  * configuration, whose key is public by design; a real config's keys never
- * reach the console or a log.
+ * reach the console or a log, and URLs show their credentials masked.
  */
 export function formatBanner(options: {
   url: string;
@@ -22,7 +23,7 @@ export function formatBanner(options: {
       ? `  binds ${host || "0.0.0.0"}: every interface of this machine`
       : `  binds ${host} only; set server.host (HOST for the demo defaults) to 0.0.0.0 for every interface`,
     `  OpenAI base URL: ${url}/v1`,
-    `  config: ${options.configFile}   store: ${config.store.url}`,
+    `  config: ${options.configFile}   store: ${redactUrl(config.store.url)}`,
     `  ${describeAuth(config.auth)}`,
   ];
   const key = config.auth.keys[0]?.key;

@@ -3,7 +3,9 @@ import { ConfigError } from "../config/config-error.js";
 import { DEFAULT_CONFIG_FILE, loadConfig } from "../config/load-config.js";
 import { loadMcpConfig } from "../config/mcp-config.js";
 import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
-import { startServer } from "../server.js";
+import { createLogger } from "../logging/create-logger.js";
+import { configSecrets, createSecretScrubber, envSecrets } from "../logging/secret-scrubber.js";
+import { startServer, type RunningServer } from "../server.js";
 import { describeAuth } from "./describe-auth.js";
 import { formatBanner } from "./print-banner.js";
 
@@ -67,19 +69,42 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
 async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<number> {
   const { config, file: configFile, warnings } = loadConfig({ file, env });
   printWarnings(warnings);
-  const running = await startServer({ config });
+  // What this process prints is searched for the config's and the environment's credentials,
+  // whichever message (a library's error, a crash) would carry one.
+  const secrets = [...configSecrets(config), ...envSecrets(env)];
+  const scrub = createSecretScrubber(secrets);
+  const printError = (err: unknown) =>
+    console.error(scrub(err instanceof Error ? (err.stack ?? err.message) : String(err)));
+  process.on("uncaughtException", (err) => {
+    printError(err);
+    process.exit(1);
+  });
+  let server: RunningServer;
+  try {
+    server = await startServer({
+      config,
+      logger: createLogger(config.logging.level, undefined, secrets),
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const problem of err.problems) console.error(scrub(problem));
+      return 2;
+    }
+    console.error(scrub(err instanceof Error ? err.message : String(err)));
+    return 1;
+  }
   const demo = configFile === DEFAULT_CONFIG_FILE;
-  process.stdout.write(`${formatBanner({ url: running.url, config, demo, configFile })}\n`);
+  process.stdout.write(`${formatBanner({ url: server.url, config, demo, configFile })}\n`);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
       process.stdout.write(`${signal}: finishing in-flight work, then exiting\n`);
-      running.close().then(
+      server.close().then(
         () => resolve(0),
         (err: unknown) => {
-          console.error(err);
+          printError(err);
           resolve(1);
         },
       );

@@ -57,6 +57,17 @@ export const configSchema = z
             : `unknown channel "${forward.channel}"`,
         });
       }
+      // On a shared store the sealed keys live in Redis: their key must not live there too.
+      if (forward.secret === undefined && /^rediss?:\/\//.test(config.store.url)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["auth", "forward", "secret"],
+          message:
+            "required with a redis:// store: it seals users' gateway keys, which Redis keeps while " +
+            "their tasks are unfinished, so it must not be kept there too; make one with " +
+            "`openssl rand -base64 48` and set it here (e.g. secret: ${FORWARD_SECRET})",
+        });
+      }
     }
     const seen = new Set<string>();
     config.channels.forEach((channel, index) => {

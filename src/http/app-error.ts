@@ -6,6 +6,11 @@ export interface AppErrorOptions {
   param?: string | null;
   /** Extra response headers, e.g. `Retry-After` for `queue_full`. */
   headers?: Record<string, string>;
+  /**
+   * The service itself is shedding load: the code's `sheddingStatus` (503)
+   * instead of its usual status. Only codes that have one take it.
+   */
+  shedding?: boolean;
   cause?: unknown;
 }
 
@@ -24,7 +29,8 @@ export class AppError extends Error {
     super(message, { cause: options.cause });
     this.name = "AppError";
     this.code = code;
-    this.status = ERROR_CODES[code].status;
+    const entry: { status: number; sheddingStatus?: number } = ERROR_CODES[code];
+    this.status = (options.shedding ? entry.sheddingStatus : undefined) ?? entry.status;
     this.type = ERROR_CODES[code].type;
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};

@@ -17,7 +17,8 @@ export const ERROR_CODES = {
   response_not_found: { status: 404, type: "invalid_request_error" },
   idempotency_key_conflict: { status: 409, type: "invalid_request_error" },
   upstream_rate_limited: { status: 429, type: "rate_limit_error" },
-  upstream_unavailable: { status: 502, type: "upstream_error" },
+  // 503 when the service sheds load (forward mode's key checks at their limit), not a channel's fault.
+  upstream_unavailable: { status: 502, type: "upstream_error", sheddingStatus: 503 },
   upstream_timeout: { status: 504, type: "upstream_error" },
   not_found: { status: 404, type: "invalid_request_error" },
   request_headers_too_large: { status: 431, type: "invalid_request_error" },
@@ -26,7 +27,7 @@ export const ERROR_CODES = {
   store_unavailable: { status: 503, type: "server_error" },
   invalid_response: { status: 502, type: "upstream_error" },
   internal_error: { status: 500, type: "server_error" },
-} as const satisfies Record<string, { status: number; type: string }>;
+} as const satisfies Record<string, { status: number; type: string; sheddingStatus?: number }>;
 
 /** Every error code the service itself produces. */
 export type ErrorCode = keyof typeof ERROR_CODES;

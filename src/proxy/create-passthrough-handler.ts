@@ -33,6 +33,8 @@ export interface PassthroughDeps {
     maxUploadBytes: number;
     /** `server.bodyTimeoutSec`, in ms */
     bodyTimeoutMs: number;
+    /** `server.bodyIdleSec`, in ms */
+    bodyIdleMs: number;
     /** `server.maxResponseBytes` */
     maxResponseBytes: number;
   };

@@ -21,7 +21,12 @@ const BY_ID_BODY_BYTES = 64 * 1024;
 export interface RequestPreparerDeps {
   access: ModelAccess;
   responseOwners: ResponseOwners;
-  limits: { maxBodyBytes: number; maxUploadBytes: number; bodyTimeoutMs: number };
+  limits: {
+    maxBodyBytes: number;
+    maxUploadBytes: number;
+    bodyTimeoutMs: number;
+    bodyIdleMs: number;
+  };
 }
 
 /**
@@ -34,6 +39,7 @@ export function createRequestPreparer(
   deps: RequestPreparerDeps,
 ): (attempt: ProxyAttempt, req: IncomingMessage) => Promise<void> {
   const { limits } = deps;
+  const timing = { timeoutMs: limits.bodyTimeoutMs, idleMs: limits.bodyIdleMs };
 
   /** The model a JSON body names, checked; the raw bytes go on as they are. */
   async function prepareJson(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
@@ -41,7 +47,7 @@ export function createRequestPreparer(
       attempt.route.size === "small"
         ? Math.min(SMALL_BODY_BYTES, limits.maxBodyBytes)
         : limits.maxBodyBytes;
-    const parsed = await readJsonBody(req, { limit, timeoutMs: limits.bodyTimeoutMs });
+    const parsed = await readJsonBody(req, { limit, ...timing });
     const body = requireJsonObject(parsed?.value);
     if ((parsed?.modelKeys ?? 0) > 1) {
       // Parsers disagree on such a body (first or last wins, keys matched in any case):
@@ -67,7 +73,7 @@ export function createRequestPreparer(
   async function prepareForm(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
     const form = await receiveFormHead(req, {
       maxBytes: limits.maxUploadBytes,
-      timeoutMs: limits.bodyTimeoutMs,
+      ...timing,
     });
     attempt.form = form;
     if (attempt.clientGone) form.dispose();
@@ -77,7 +83,7 @@ export function createRequestPreparer(
   }
 
   async function prepareById(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
-    await readRequestBody(req, { limit: BY_ID_BODY_BYTES, timeoutMs: limits.bodyTimeoutMs });
+    await readRequestBody(req, { limit: BY_ID_BODY_BYTES, ...timing });
     const owner = await ownedResponse(attempt.responseId as string, attempt.principal, null);
     const channel = deps.access.channelFor(attempt.principal, owner.channel);
     if (!channel) throw responseNotFound(attempt.responseId as string, null);

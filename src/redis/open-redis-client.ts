@@ -1,5 +1,7 @@
 import { createClient, type RedisClientType } from "@keyv/redis";
 import type { Logger } from "pino";
+import { redactUrl } from "../logging/redact-url.js";
+import { ConnectionCutter, watchCommandDeadlines } from "./command-deadlines.js";
 
 /** The one Redis client library of the service (node-redis), shared by store, queue and events. */
 export type RedisClient = RedisClientType;
@@ -10,6 +12,8 @@ export interface OpenRedisOptions {
   logger: Logger;
   /** How long start-up waits for Redis before giving up. Default 10 s. */
   connectTimeoutMs?: number;
+  /** Deadline of every command (`store.commandTimeoutSec`). Default 5 s. */
+  commandTimeoutMs?: number;
 }
 
 /**
@@ -17,16 +21,24 @@ export interface OpenRedisOptions {
  * naming the URL (without its password). Once connected the client
  * reconnects for ever. Commands fail at once while Redis is away instead of
  * waiting in an offline queue, so a request answers 503 `store_unavailable`
- * rather than hang; the worker and the subscriber retry on their own.
+ * rather than hang; the worker and the subscriber retry on their own. Every
+ * command, on this client and its duplicates, has a deadline
+ * ({@link watchCommandDeadlines}): a Redis that accepts and never answers is
+ * cut and reconnected, not waited on.
  */
 export async function openRedisClient(options: OpenRedisOptions): Promise<RedisClient> {
   const { logger } = options;
   const deadline = Date.now() + (options.connectTimeoutMs ?? 10_000);
   let connected = false;
+  const commandTimeoutMs = options.commandTimeoutMs ?? 5_000;
+  const cutter = new ConnectionCutter();
   const client = createClient({
     url: options.url,
     disableOfflineQueue: true,
+    // Idle connections (the subscriber, a quiet worker) are probed, so a hang is found there too.
+    pingInterval: commandTimeoutMs,
     socket: {
+      signal: cutter.asSignal(),
       connectTimeout: 5_000,
       // Back off to 2 s between attempts; at start-up, give up at the deadline.
       reconnectStrategy: (retries, cause) =>
@@ -34,6 +46,7 @@ export async function openRedisClient(options: OpenRedisOptions): Promise<RedisC
     },
   }) as RedisClient;
   watchRedisClient(client, logger, "redis");
+  watchCommandDeadlines(client, { cutter, timeoutMs: commandTimeoutMs, logger, name: "redis" });
   try {
     await client.connect();
   } catch (err) {
@@ -65,15 +78,4 @@ export function watchRedisClient(client: RedisClient, logger: Logger, name: stri
     down = false;
     logger.info({ client: name }, "Redis connection back");
   });
-}
-
-/** `redis://user:secret@host` -> `redis://user:***@host`, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(invalid URL)";
-  }
 }

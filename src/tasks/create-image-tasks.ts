@@ -80,6 +80,9 @@ export interface ImageTasks {
    * store (the URL signing secret; a generated encryption key, say).
    */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
+  /** The value kept under `key`, if any; and forgetting it (a secret moved out of the store). */
+  getMeta(key: string): Promise<string | undefined>;
+  deleteMeta(key: string): Promise<void>;
   /**
    * A namespaced Keyv that every replica sees alike, for small entries with a
    * TTL (Redis: in Redis; embedded stores: this process's memory, at most
@@ -204,6 +207,8 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     },
     ping: () => store.ping(),
     getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
+    getMeta: (key) => store.getMeta(key),
+    deleteMeta: (key) => store.deleteMeta(key),
     keyValue: backend.keyValue,
 
     async start() {

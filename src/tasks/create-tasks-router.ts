@@ -3,6 +3,7 @@ import { Router, type Request, type RequestHandler, type Response } from "expres
 import { getPrincipal } from "../auth/principal.js";
 import { parseBody } from "../http/parse-body.js";
 import { publicBaseUrl } from "../http/public-base-url.js";
+import type { BodyTiming } from "../http/watch-body.js";
 import type { ImageTasks } from "./create-image-tasks.js";
 import { submitAndWatch, wantsEventStream } from "./events/submit-and-watch.js";
 import {
@@ -28,6 +29,8 @@ export interface TasksRouterDeps {
   uploadJsonBody: RequestHandler;
   /** Largest multipart body (`server.maxUploadBytes`). */
   maxUploadBytes: number;
+  /** How long a multipart body may take, in all and silent (`server.bodyTimeoutSec`, `bodyIdleSec`). */
+  bodyTiming: BodyTiming;
   tasks: ImageTasks;
   publicBaseUrl?: string;
   pollIntervalSec: number;
@@ -86,6 +89,7 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
         maxFiles: MAX_EDIT_IMAGES + 1,
         maxFields: MAX_FORM_FIELDS,
         maxFieldBytes: MAX_FIELD_BYTES,
+        ...deps.bodyTiming,
       });
       submission = editFromForm(form);
     } else {

@@ -63,7 +63,11 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       },
     };
   }
-  const client = await openRedisClient({ url: config.store.url, logger });
+  const client = await openRedisClient({
+    url: config.store.url,
+    logger,
+    commandTimeoutMs: config.store.commandTimeoutSec * 1000,
+  });
   try {
     const store = await createTaskStore(config, logger, { client });
     const events = await createRedisTaskEvents({ client, prefix: config.store.prefix, logger });

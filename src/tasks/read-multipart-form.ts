@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import busboy from "busboy";
 import { AppError } from "../http/app-error.js";
+import { watchBody, type BodyTiming } from "../http/watch-body.js";
 
 /** A `multipart/form-data` body, read whole. */
 export interface MultipartForm {
@@ -11,7 +12,7 @@ export interface MultipartForm {
 }
 
 /** Limits of {@link readMultipartForm}. */
-export interface MultipartLimits {
+export interface MultipartLimits extends BodyTiming {
   /** The whole body, in bytes (413 `request_too_large` beyond it). */
   maxBytes: number;
   /** Names a file part may have; any other file is refused (400, naming it). */
@@ -35,7 +36,7 @@ export function isMultipart(req: IncomingMessage): boolean {
  * actual), a file of an unexpected field, or too many parts is refused before
  * the rest is read; the connection is then closed rather than drained.
  *
- * @throws AppError `request_too_large`, `invalid_value` (the field in `param`)
+ * @throws AppError `request_too_large`, `request_timeout`, `invalid_value` (the field in `param`)
  */
 export function readMultipartForm(
   req: IncomingMessage,
@@ -83,6 +84,7 @@ export function readMultipartForm(
     const fail = (err: AppError) => {
       if (settled) return;
       settled = true;
+      unwatch();
       req.unpipe(parser);
       req.off("data", count);
       // Left unread: the error answer closes the connection (Connection: close).
@@ -92,6 +94,7 @@ export function readMultipartForm(
     const done = () => {
       if (settled || !finished || pendingFiles > 0) return;
       settled = true;
+      unwatch();
       req.off("data", count);
       resolve(form);
     };
@@ -99,6 +102,7 @@ export function readMultipartForm(
       received += chunk.length;
       if (received > limits.maxBytes) fail(tooLarge());
     };
+    const unwatch = watchBody(req, limits, fail);
     req.on("data", count);
 
     parser.on("file", (name, stream, info) => {

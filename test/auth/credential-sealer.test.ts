@@ -1,14 +1,12 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { createCredentialSealer, CredentialSealError } from "../../src/auth/credential-sealer.js";
-import {
-  createForwardSecretSource,
-  createKeyHasher,
-  FORWARD_SECRET_META_KEY,
-} from "../../src/auth/forward-secret.js";
-import { AppError } from "../../src/http/app-error.js";
-import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
-import { testConfig } from "../support/start-test-app.js";
+import { FORWARD_SECRET_META_KEY } from "../../src/auth/forward-secret.js";
+import { forwardSecretFile, resolveForwardSecret } from "../../src/auth/resolve-forward-secret.js";
+import { ConfigError } from "../../src/config/config-error.js";
 
 const SECRET = "sealer-test-secret-0123456789abcdef-0001";
 const KEY = "sk-newapi-user-key-0123456789abcdef";
@@ -99,60 +97,85 @@ describe("createCredentialSealer", () => {
   });
 });
 
-describe("createForwardSecretSource", () => {
-  it("uses auth.forward.secret when set, without touching the store", async () => {
-    let asked = 0;
-    const source = createForwardSecretSource(SECRET, async () => {
-      asked += 1;
-      return "from-store";
+describe("resolveForwardSecret", () => {
+  /** A task store's meta, in memory, holding what an earlier version left in it. */
+  const metaHolding = (kept?: string) => {
+    const values = new Map<string, string>();
+    if (kept) values.set(FORWARD_SECRET_META_KEY, kept);
+    return {
+      values,
+      getMeta: async (key: string) => values.get(key),
+      deleteMeta: async (key: string) => void values.delete(key),
+    };
+  };
+  const logger = pino({ level: "silent" });
+
+  it("uses auth.forward.secret when set, and deletes a copy an earlier version kept in the store", async () => {
+    const meta = metaHolding(SECRET);
+    const secret = await resolveForwardSecret({
+      configured: SECRET,
+      storeUrl: "redis://127.0.0.1:6379",
+      meta,
+      logger,
     });
-    expect(await source()).toBe(SECRET);
-    expect(asked).toBe(0);
+    expect(secret).toBe(SECRET);
+    expect(meta.values.size).toBe(0);
   });
 
-  it("generates a secret once and keeps it in the store, so a restart seals and owns alike", async () => {
-    const store = await createTaskStore(
-      testConfig("http://127.0.0.1:9/v1"),
-      pino({ level: "silent" }),
+  it("on SQLite, generates one into a 0600 file beside the database, never into the store, and reads it back", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const storeUrl = `sqlite://${join(dir, "tasks.db")}`;
+    const meta = metaHolding();
+    const first = await resolveForwardSecret({ configured: undefined, storeUrl, meta, logger });
+    expect(first.length).toBeGreaterThanOrEqual(32);
+    const file = join(dir, "tasks.db.forward-secret");
+    expect(forwardSecretFile(storeUrl)).toBe(file);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(meta.values.size).toBe(0);
+    expect(await resolveForwardSecret({ configured: undefined, storeUrl, meta, logger })).toBe(
+      first,
     );
-    try {
-      const meta = (key: string, create: () => string) => store.getOrSetMeta(key, create);
-      const first = createForwardSecretSource(undefined, meta);
-      const secret = await first();
-      expect(secret.length).toBeGreaterThanOrEqual(32);
-      expect(await first()).toBe(secret);
-      expect(await store.getOrSetMeta(FORWARD_SECRET_META_KEY, () => "not used")).toBe(secret);
-
-      // A second process on the same store: same secret, so same owner hash and open seals.
-      const second = createForwardSecretSource(undefined, meta);
-      const sealed = await createCredentialSealer(first).seal(KEY, TASK);
-      expect(await createCredentialSealer(second).unseal(sealed, TASK)).toBe(KEY);
-      expect(await createKeyHasher(second)(KEY)).toBe(await createKeyHasher(first)(KEY));
-    } finally {
-      await store.close();
-    }
+    // Seals and owner hashes made with it hold across a restart.
+    const sealed = await sealerWith(first).seal(KEY, TASK);
+    expect(await sealerWith(first).unseal(sealed, TASK)).toBe(KEY);
   });
 
-  it("is store_unavailable while the store cannot be reached, and tries again next time", async () => {
-    let calls = 0;
-    const source = createForwardSecretSource(undefined, async (_key, create) => {
-      calls += 1;
-      if (calls === 1) throw new Error("connect ECONNREFUSED");
-      return create();
+  it("on SQLite, moves the secret an earlier version kept in the store to the file", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const storeUrl = `sqlite://${join(dir, "tasks.db")}`;
+    const meta = metaHolding(SECRET);
+    expect(await resolveForwardSecret({ configured: undefined, storeUrl, meta, logger })).toBe(
+      SECRET,
+    );
+    expect((await readFile(join(dir, "tasks.db.forward-secret"), "utf8")).trim()).toBe(SECRET);
+    expect(meta.values.size).toBe(0);
+  });
+
+  it("refuses a secret file that is too short, naming it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, "tasks.db.forward-secret"), "short\n", { mode: 0o600 });
+    const error = await resolveForwardSecret({
+      configured: undefined,
+      storeUrl: `sqlite://${join(dir, "tasks.db")}`,
+      meta: metaHolding(),
+      logger,
+    }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems[0]).toContain("tasks.db.forward-secret");
+  });
+
+  it("on memory://, makes one in memory and leaves the store alone", async () => {
+    const meta = metaHolding();
+    const secret = await resolveForwardSecret({
+      configured: undefined,
+      storeUrl: "memory://",
+      meta,
+      logger,
     });
-    const error = await source().catch((err: unknown) => err);
-    expect(error).toBeInstanceOf(AppError);
-    expect((error as AppError).code).toBe("store_unavailable");
-    expect(typeof (await source())).toBe("string");
-    expect(calls).toBe(2);
-  });
-});
-
-describe("createKeyHasher", () => {
-  it("derives its key from the secret apart from the seal key: the hash is not an HMAC with the root", async () => {
-    const hash = await createKeyHasher(async () => SECRET)(KEY);
-    expect(hash).toMatch(/^[0-9a-f]{64}$/);
-    const { createHmac } = await import("node:crypto");
-    expect(hash).not.toBe(createHmac("sha256", SECRET).update(KEY).digest("hex"));
+    expect(secret.length).toBeGreaterThanOrEqual(32);
+    expect(meta.values.size).toBe(0);
   });
 });

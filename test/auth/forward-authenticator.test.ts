@@ -56,6 +56,8 @@ function setup(
       refusalCacheSec: options.refusalCacheSec ?? 5,
       timeoutSec: options.timeoutSec ?? 10,
       maxCachedKeys: options.maxCachedKeys ?? 100,
+      maxChecksInFlight: 16,
+      maxChecksPerSec: 1000,
     },
     hashKey: createKeyHasher(async () => options.secret ?? SECRET),
     logger: pino({ level: "silent" }),

@@ -34,7 +34,7 @@ describe("auth.forward", () => {
     expect(parse(BASE).auth.forward).toBeUndefined();
   });
 
-  it("fills in its defaults: 60 s cache, 5 s refusal cache, 10 s check timeout, 10000 keys, secret from the store", () => {
+  it("fills in its defaults: 60 s cache, 5 s refusal cache, 10 s check timeout, 10000 keys, 16 checks at once, 50 a second, no secret", () => {
     const config = parse(`${BASE}auth:\n  forward: { channel: newapi }\n`);
     expect(config.auth.forward).toEqual({
       channel: "newapi",
@@ -42,7 +42,34 @@ describe("auth.forward", () => {
       refusalCacheSec: 5,
       timeoutSec: 10,
       maxCachedKeys: 10_000,
+      maxChecksInFlight: 16,
+      maxChecksPerSec: 50,
     });
+  });
+
+  it("needs a secret on a redis:// store (STORE_URL too), saying why and how to make one", () => {
+    for (const [yaml, env] of [
+      [
+        `${BASE}store: { url: "redis://127.0.0.1:6379" }\nauth:\n  forward: { channel: newapi }\n`,
+        {},
+      ],
+      [`${BASE}auth:\n  forward: { channel: newapi }\n`, { STORE_URL: "rediss://cache:6380/1" }],
+    ] as const) {
+      const problems = problemsOf(yaml, env);
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^auth\.forward\.secret: required with a redis:\/\/ store: /);
+      expect(problems[0]).toContain("openssl rand -base64 48");
+    }
+    const secret = "s".repeat(64);
+    const config = parse(
+      `${BASE}store: { url: "redis://127.0.0.1:6379" }\nauth:\n  forward: { channel: newapi, secret: ${secret} }\n`,
+    );
+    expect(config.auth.forward?.secret).toBe(secret);
+    // SQLite and memory stores keep theirs apart on their own.
+    expect(
+      parse(`${BASE}store: { url: "sqlite://./x.db" }\nauth:\n  forward: { channel: newapi }\n`)
+        .auth.forward?.secret,
+    ).toBeUndefined();
   });
 
   it("takes every field, numbers also as text from ${VAR}", () => {

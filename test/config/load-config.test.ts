@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/config-error.js";
 import { DEFAULT_CONFIG_FILE, loadConfig } from "../../src/config/load-config.js";
+import { keyLimits } from "../../src/tasks/key-limits.js";
 
 /** The specification's example, exactly as written there. */
 const SPEC_EXAMPLE = `server:
@@ -341,7 +342,11 @@ describe("store", () => {
       `${MINIMAL}store:\n  url: redis://127.0.0.1:6379/0\n  prefix: "{prod}:sidecar"\n`,
     );
     const { config } = loadConfig({ file, env: {} });
-    expect(config.store).toEqual({ url: "redis://127.0.0.1:6379/0", prefix: "{prod}:sidecar" });
+    expect(config.store).toEqual({
+      url: "redis://127.0.0.1:6379/0",
+      prefix: "{prod}:sidecar",
+      commandTimeoutSec: 5,
+    });
     expect(loadConfig({ file: yamlFile(MINIMAL), env: {} }).config.store.prefix).toBe(
       "image-task-sidecar",
     );
@@ -367,11 +372,10 @@ describe("store", () => {
     const file = withGroup("{ maxQueuedPerKey: 3 }");
     const { config } = loadConfig({ file, env: {} });
     expect(config.groups.default?.imageTasks).toEqual({ maxQueuedPerKey: 3 });
-    expect(config.imageTasks).toMatchObject({
-      maxQueuedPerKey: 100,
-      maxRetainedPerKey: 1000,
-      leaseSec: 30,
-    });
+    expect(config.imageTasks).toMatchObject({ leaseSec: 30 });
+    // The group's own share, with the held limit derived from it; others get the defaults.
+    expect(keyLimits(config, "default")).toEqual({ maxQueuedPerKey: 3, maxRetainedPerKey: 30 });
+    expect(keyLimits(config, "unknown")).toEqual({ maxQueuedPerKey: 100, maxRetainedPerKey: 1000 });
     expect(problemsOf(withGroup("{ maxRetainedPerKey: 0 }"))).toEqual([
       "groups.default.imageTasks.maxRetainedPerKey: must be > 0",
     ]);

@@ -60,6 +60,10 @@ export interface PrivateRedis {
   stop(): Promise<void>;
   /** Starts it again on the same port and data. */
   start(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections stay open and get no answer, as in a paused container. */
+  pause(): void;
+  /** Lets a paused one go on (SIGCONT). */
+  resume(): void;
   /** Stops it and deletes its data. */
   close(): Promise<void>;
 }
@@ -69,10 +73,24 @@ export interface PrivateRedis {
  * (`--save "" --appendonly no`); `stop()` writes one snapshot so that a
  * restart finds the data, as a Redis with persistence would.
  */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+export async function startPrivateRedis(
+  options: { password?: string } = {},
+): Promise<PrivateRedis> {
+  // The free port may be taken by another test between finding it and binding it: try another.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startPrivateRedisOnce(options);
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes("exited")) throw err;
+    }
+  }
+}
+
+async function startPrivateRedisOnce(options: { password?: string }): Promise<PrivateRedis> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), "redis-"));
-  const url = `redis://127.0.0.1:${port}`;
+  const auth = options.password === undefined ? "" : `:${encodeURIComponent(options.password)}@`;
+  const url = `redis://${auth}127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const start = async () => {
     const started = spawn(
@@ -88,6 +106,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
         "no",
         "--dir",
         dir,
+        ...(options.password === undefined ? [] : ["--requirepass", options.password]),
       ],
       { stdio: "ignore" },
     );
@@ -120,13 +139,19 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     client.destroy();
     await exited;
   };
-  await start();
+  await start().catch(async (err: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  });
   return {
     url,
     start,
     stop,
+    pause: () => child?.kill("SIGSTOP"),
+    resume: () => child?.kill("SIGCONT"),
     async close() {
       if (child && child.exitCode === null) {
+        child.kill("SIGCONT");
         const exited = new Promise((resolve) => child!.once("exit", resolve));
         child.kill("SIGKILL");
         await exited;

@@ -13,7 +13,8 @@ export interface ServedProcess {
   child: ChildProcess;
   /** `http://127.0.0.1:PORT`, from the start-up banner. */
   url: string;
-  /** Everything written to stderr so far. */
+  /** Everything written to stdout and to stderr so far. */
+  stdout(): string;
   stderr(): string;
   /** Resolves the exit code (or the signal's name) once the process is gone. */
   exited: Promise<number | string>;
@@ -64,6 +65,7 @@ export async function serve(
       return {
         child: started.child,
         url: match[1] as string,
+        stdout: started.stdout,
         stderr: started.stderr,
         exited: started.exited,
       };

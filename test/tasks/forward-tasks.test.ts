@@ -43,9 +43,9 @@ interface Replica extends Target {
 }
 
 /**
- * The real service in front of `gw` in forward mode, with no `auth.forward.secret`: the
- * sealing secret is generated once and kept in the store, so a restart or another replica
- * must find it there to open a queued task's key.
+ * The real service in front of `gw` in forward mode. Without `auth.forward.secret` (allowed
+ * on the embedded stores) the sealing secret is generated once and kept beside the store, so
+ * a restart must find it there to open a queued task's key; replicas on Redis share theirs.
  */
 async function replica(
   gw: FakeGateway,
@@ -55,7 +55,14 @@ async function replica(
   const input: ConfigInput = {
     server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 1 },
     store,
-    auth: { forward: { channel: "newapi" } },
+    auth: {
+      forward: {
+        channel: "newapi",
+        ...(store?.url?.startsWith("redis")
+          ? { secret: "forward-tasks-secret-0123456789abcdef" }
+          : {}),
+      },
+    },
     groups: {},
     // The gateway channel has a key of its own: a forward task must never fall back to it.
     channels: [{ name: "newapi", baseUrl: gw.baseUrl, apiKey: UPSTREAM_KEY, models: ["*"] }],

@@ -183,7 +183,11 @@ describe("maxQueued", () => {
     async (kind) => {
       const storeUrl =
         kind === "sqlite" ? `sqlite://${join(await useTempDir(), "t.db")}` : "memory://";
-      const app = await useApp({ storeUrl, imageTasks: { maxQueued: 2, maxConcurrent: 1 } });
+      // One key may take the whole queue here (by default it would stop at half of it).
+      const app = await useApp({
+        storeUrl,
+        imageTasks: { maxQueued: 2, maxConcurrent: 1, maxQueuedPerKey: 2 },
+      });
       app.upstream.behave("images", { kind: "hang" });
       const arrived = app.upstream.nextRequest("images");
       const answers = await Promise.all(

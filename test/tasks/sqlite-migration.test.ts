@@ -1,4 +1,4 @@
-import { copyFile } from "node:fs/promises";
+import { copyFile, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -122,6 +122,9 @@ describe("a SQLite store written by the Keyv-table release", () => {
         db.prepare("SELECT count(*) FROM image_blobs WHERE kind = 'input'").pluck().get(),
       ).toBe(0);
     });
+
+    // The old table's pages were zeroed as it went, not left in the file's free list.
+    expect((await readFile(file)).includes("index:unfinished")).toBe(false);
 
     // Opened again: nothing to move any more, and everything is still there.
     const again = await useApp({ storeUrl: `sqlite://${file}` });

@@ -139,6 +139,11 @@ describe.each(storeBackends())(
       expect(values).toEqual(["first", "first"]);
       expect(await store.getOrSetMeta("secret", () => "third")).toBe("first");
       expect(await store.getOrSetMeta("other", () => "x")).toBe("x");
+      // Read without creating, and forgotten on request.
+      expect(await store.getMeta("secret")).toBe("first");
+      expect(await store.getMeta("absent")).toBeUndefined();
+      await store.deleteMeta("other");
+      expect(await store.getMeta("other")).toBeUndefined();
 
       if (persistent) {
         const task = record();

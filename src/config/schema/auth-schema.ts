@@ -64,6 +64,20 @@ export const forwardSchema = z
      */
     maxCachedKeys: positiveInt("keys").default(10_000),
     /**
+     * Gateway checks of keys not seen accepted before, running at once; a new
+     * key beyond it gets 503 `upstream_unavailable` with `Retry-After` (keys
+     * the gateway accepted in the last day are re-checked outside this
+     * bound). Default 16.
+     */
+    maxChecksInFlight: positiveInt("checks").default(16),
+    /**
+     * Gateway checks of keys not seen accepted before, started per second on
+     * average (a second's worth may start at once); beyond it the same 503.
+     * So made-up keys, however many, cost the gateway at most this many
+     * calls a second. Default 50.
+     */
+    maxChecksPerSec: positiveInt("checks").default(50),
+    /**
      * Secret (at least 32 characters) from which the key hash (task owner)
      * and the encryption of keys kept for unfinished tasks are derived.
      * Default: a random one generated once and kept in the store. Changing it

@@ -22,17 +22,19 @@ export const imageTasksSchema = z
     maxAttempts: positiveInt("attempts").default(2),
     /**
      * Tasks one key may have waiting at once, so that one key cannot fill the
-     * queue for everyone (429 `queue_full` beyond it). Default 100; a group may
-     * set its own (`groups.<name>.imageTasks`).
+     * queue for everyone (429 `queue_full` beyond it). Default half of
+     * `maxQueued`, at most 100 (at least 1); a group may set its own
+     * (`groups.<name>.imageTasks`).
      */
-    maxQueuedPerKey: positiveInt("tasks").default(100),
+    maxQueuedPerKey: positiveInt("tasks").optional(),
     /**
      * Tasks one key may hold in the store at once: unfinished ones and finished
      * ones until they expire (`retentionSec`). Bounds what one key can make the
      * store keep, submitting and cancelling included (429 `too_many_tasks`
-     * beyond it). Default 1000; a group may set its own.
+     * beyond it). Default ten times the key's waiting share, at most 1000 (and
+     * never below that share); a group may set its own.
      */
-    maxRetainedPerKey: positiveInt("tasks").default(1000),
+    maxRetainedPerKey: positiveInt("tasks").optional(),
     /**
      * Redis only: seconds a replica holds a running task's lease without
      * renewing it (renewed every half of it). A replica that dies has its

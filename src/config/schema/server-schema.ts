@@ -40,6 +40,13 @@ export const serverSchema = z
      */
     bodyTimeoutSec: positiveInt("seconds").default(300),
     /**
+     * Seconds a request body may send nothing while the service waits for the
+     * rest (a client that sent headers and half a body, then went silent: a
+     * slowloris), whatever `bodyTimeoutSec` still allows a slow but moving
+     * upload. Default 60, as nginx's `client_body_timeout`.
+     */
+    bodyIdleSec: positiveInt("seconds").default(60),
+    /**
      * Largest non-streamed JSON answer read from a channel, in bytes (it is
      * read whole, to pass on only complete JSON). Default 128 MiB.
      */
@@ -49,6 +56,12 @@ export const serverSchema = z
      * so URLs survive restarts and are valid on every replica.
      */
     urlSigningSecret: z.string().min(16, "must be at least 16 characters").optional(),
+    /**
+     * Client connections open at once; past it a new connection is closed at
+     * once (the others are served as usual), so idle or slow connections
+     * cannot exhaust the process's file descriptors and memory. Default 10000.
+     */
+    maxConnections: positiveInt("connections").default(10_000),
     /** Seconds SIGTERM waits for in-flight requests before exiting. Default 25. */
     shutdownGraceSec: positiveInt("seconds").default(25),
   })

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { positiveInt } from "./field-types.js";
 
 /** Where tasks and image bytes live. */
 export const storeSchema = z
@@ -25,6 +26,14 @@ export const storeSchema = z
       .string({ error: "must be a string" })
       .regex(/^[A-Za-z0-9_.:{}-]{1,64}$/, "must be 1-64 letters, digits or _ . : - { }")
       .default("image-task-sidecar"),
+    /**
+     * Redis only: seconds any command may wait for its answer. A Redis that
+     * accepts connections and answers nothing (paused, failing over) is then
+     * cut and reconnected: task routes answer 503 `store_unavailable` and
+     * `/readyz` 503 within about this, instead of hanging. Idle connections
+     * are probed as often. Default 5.
+     */
+    commandTimeoutSec: positiveInt("seconds").default(5),
   })
   .strict()
   .prefault({});

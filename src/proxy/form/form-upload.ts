@@ -5,18 +5,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { AppError } from "../../http/app-error.js";
-import { bodyTimedOut, bodyTooLarge } from "../../http/read-body.js";
+import { bodyTooLarge } from "../../http/read-body.js";
+import { watchBody, type BodyTiming } from "../../http/watch-body.js";
 import { FormScanner, formBoundary } from "./form-scanner.js";
 
 /** What of a form is kept in memory before the rest of the spool goes to a file. */
 const SPOOL_MEMORY_BYTES = 256 * 1024;
 
 /** Limits of {@link receiveFormHead}. */
-export interface FormUploadOptions {
+export interface FormUploadOptions extends BodyTiming {
   /** Largest form accepted, in bytes (`server.maxUploadBytes`). */
   maxBytes: number;
-  /** Time the whole form may take to arrive, from now, in ms (`server.bodyTimeoutSec`). */
-  timeoutMs: number;
   /** Where spool files go. Default the OS temp directory. */
   spoolDir?: string;
 }
@@ -104,7 +103,7 @@ export async function receiveFormHead(
       const settle = (err?: unknown) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        unwatch();
         req.off("data", onData);
         req.off("end", onEnd);
         req.off("close", onClose);
@@ -145,7 +144,7 @@ export async function receiveFormHead(
       const onClose = () => {
         if (!req.complete) settle(new AppError("invalid_value", "The request was aborted."));
       };
-      const timer = setTimeout(() => settle(bodyTimedOut(options.timeoutMs)), options.timeoutMs);
+      const unwatch = watchBody(req, options, settle);
       req.on("data", onData);
       req.once("end", onEnd);
       req.once("close", onClose);
@@ -164,21 +163,38 @@ export async function receiveFormHead(
 
   const spoolPath = file?.path;
   const model = scanner.model as string;
-  async function* formBytes(gate: Promise<void>, body: () => FormBody): AsyncGenerator<Buffer> {
+  async function* formBytes(gate: Promise<void>): AsyncGenerator<Buffer> {
     await gate;
     yield* memory;
     if (spoolPath) yield* createReadStream(spoolPath) as AsyncIterable<Buffer>;
     if (ended) return;
-    const timer = setTimeout(
-      () => body().destroy(bodyTimedOut(options.timeoutMs)),
-      Math.max(0, deadline - performance.now()),
+    // A read waiting for a silent client never ends on its own: the time limits end it.
+    // (One promise per read, not a race with one long-lived promise, which would keep
+    // every chunk read.)
+    let expired: unknown;
+    let abortRead: ((err: unknown) => void) | undefined;
+    const unwatch = watchBody(
+      req,
+      { timeoutMs: Math.max(0, deadline - performance.now()), idleMs: options.idleMs },
+      (err) => {
+        expired = err;
+        abortRead?.(err);
+      },
     );
+    // Not destroyOnReturn: a refused form still gets its 400 on this connection.
+    const chunks = req.iterator({ destroyOnReturn: false });
+    const read = () =>
+      new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+        if (expired) return reject(expired);
+        abortRead = reject;
+        chunks.next().then(resolve, reject);
+      });
     // The chunk that closes the form, and anything after it, wait for the end of the
     // request: a channel must never hold a complete form that is then refused.
     const held: Buffer[] = [];
     try {
-      // Not destroyOnReturn: a refused form still gets its 400 on this connection.
-      for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      for (let next = await read(); !next.done; next = await read()) {
+        const chunk = next.value;
         received += chunk.length;
         if (received > options.maxBytes) throw bodyTooLarge(options.maxBytes);
         scanner.push(chunk);
@@ -187,7 +203,7 @@ export async function receiveFormHead(
       }
       scanner.end();
     } finally {
-      clearTimeout(timer);
+      unwatch();
     }
     yield* held;
   }
@@ -202,10 +218,7 @@ export async function receiveFormHead(
     body() {
       let open: () => void = () => {};
       const gate = new Promise<void>((resolve) => (open = resolve));
-      const stream = Readable.from(
-        formBytes(gate, () => stream),
-        { objectMode: false },
-      ) as FormBody;
+      const stream = Readable.from(formBytes(gate), { objectMode: false }) as FormBody;
       stream.start = () => {
         started = true;
         open();

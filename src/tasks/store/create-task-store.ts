@@ -64,7 +64,12 @@ async function openTaskStore(
     case "redis":
       return createRedisTaskStore({
         client:
-          client ?? (await openRedisClient({ url, logger: logger.child({ component: "store" }) })),
+          client ??
+          (await openRedisClient({
+            url,
+            logger: logger.child({ component: "store" }),
+            commandTimeoutMs: config.store.commandTimeoutSec * 1000,
+          })),
         prefix: config.store.prefix,
         idempotencyTtlMs,
         ownsClient: client === undefined,

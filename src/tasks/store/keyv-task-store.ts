@@ -337,6 +337,16 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
       });
     },
 
+    getMeta(key) {
+      return exclusive(() => read<string>(`meta:${key}`));
+    },
+
+    deleteMeta(key) {
+      return exclusive(async () => {
+        await keyv.delete(`meta:${key}`);
+      });
+    },
+
     sweepExpired() {
       return exclusive(async () => {
         const current = Math.floor(now() / BUCKET_MS);

@@ -84,7 +84,11 @@ function upgrade(
       `store.url: sqlite://${file} was written by a newer release (schema ${version}; this one knows up to ${SCHEMA_VERSION})`,
     ]);
   }
-  return db
+  // The Keyv table held sealed keys and, in older releases, forward mode's secret: its
+  // pages are zeroed as it is dropped, not left in the file's free list.
+  const legacy = hasKeyvTable(db);
+  if (legacy) db.pragma("secure_delete = ON");
+  const blobs = db
     .transaction(() => {
       applySchema(db);
       const blobs = createImageBlobs(db, now);
@@ -100,4 +104,6 @@ function upgrade(
       return blobs;
     })
     .immediate();
+  if (legacy) db.pragma("secure_delete = OFF");
+  return blobs;
 }

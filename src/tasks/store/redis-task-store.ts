@@ -371,6 +371,9 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
       return (await keyv.get(metaKey)) as string;
     },
 
+    getMeta: async (key) => (await keyv.get(`meta:${key}`)) as string | undefined,
+    deleteMeta: async (key) => void (await client.del(raw(`meta:${key}`))),
+
     async sweepExpired() {
       let deleted = 0;
       // Bounded per call and per script run, so one call never holds Redis for long.

@@ -87,6 +87,7 @@ export function prepareTaskStatements(db: Database): TaskStatements {
 
     getMeta: value("SELECT value FROM meta WHERE key = ?"),
     putMeta: statement("INSERT INTO meta (key, value) VALUES (?, ?)"),
+    deleteMeta: statement("DELETE FROM meta WHERE key = ?"),
 
     deleteExpiredValues: statement(
       `DELETE FROM key_values WHERE key IN
@@ -123,5 +124,6 @@ type StatementName =
   | "removeJournal"
   | "getMeta"
   | "putMeta"
+  | "deleteMeta"
   | "deleteExpiredValues"
   | "ping";

@@ -79,6 +79,16 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
     keyValueStore: createSqliteKeyValueStore(db, now),
 
     getOrSetMeta: async (key, createValue) => getOrSetMeta.immediate(key, createValue),
+    getMeta: async (key) => q.getMeta.get(key) as string | undefined,
+    async deleteMeta(key) {
+      // A meta value may be a secret moving out of the file: its bytes are overwritten, not freed.
+      db.pragma("secure_delete = ON");
+      try {
+        q.deleteMeta.run(key);
+      } finally {
+        db.pragma("secure_delete = OFF");
+      }
+    },
 
     sweepExpired: async () => sweep(db, q, blobs, now()),
 

@@ -140,6 +140,10 @@ export interface TaskStore {
   readonly keyValueStore?: KeyvStoreAdapter;
   /** A value set once for all processes sharing the store (the URL signing secret). */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
+  /** The value kept under `key` by {@link getOrSetMeta}, if any (nothing is created). */
+  getMeta(key: string): Promise<string | undefined>;
+  /** Forgets the value kept under `key` (a secret moved out of the store). */
+  deleteMeta(key: string): Promise<void>;
   /**
    * Deletes what has expired (finished tasks, their images, idempotency keys,
    * their entries in the indexes); resolves the number of tasks and keys

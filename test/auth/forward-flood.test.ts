@@ -1,0 +1,108 @@
+import { randomBytes } from "node:crypto";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/load-config.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+import { startFakeGateway, type FakeGateway } from "../support/fake-gateway.js";
+
+const ALICE = "sk-newapi-alice-flood-0123456789abcdef";
+const BOB = "sk-newapi-bob-flood-0123456789abcdef";
+const FLOOD = 10_000;
+const MAX_CONCURRENT = 4;
+const PER_SEC = 20;
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()?.();
+});
+
+async function start(gw: FakeGateway): Promise<RunningServer> {
+  const server = await startServer({
+    config: parseConfig({
+      server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 1 },
+      store: { url: "memory://" },
+      auth: {
+        forward: {
+          channel: "newapi",
+          secret: "forward-flood-secret-0123456789abcdef",
+          // Short, so Alice's entry expires during the flood and she is checked again.
+          cacheSec: 1,
+          maxChecksInFlight: MAX_CONCURRENT,
+          maxChecksPerSec: PER_SEC,
+        },
+      },
+      groups: {},
+      channels: [{ name: "newapi", baseUrl: gw.baseUrl, models: ["*"] }],
+      logging: { level: "silent" },
+    }),
+    logger: pino({ level: "silent" }),
+    defaultMetrics: false,
+  });
+  cleanups.push(() => server.close(200));
+  return server;
+}
+
+describe("forward mode under a flood of made-up keys", () => {
+  it("asks the gateway at most its bounds' worth, answers the rest 503 with Retry-After, and known keys keep working", async () => {
+    const gw = await startFakeGateway({ [ALICE]: ["gpt-4o-mini"], [BOB]: ["gpt-4o-mini"] });
+    cleanups.push(() => gw.close());
+    const server = await start(gw);
+    const models = (key: string) =>
+      fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+
+    // Alice is known before the flood.
+    expect((await models(ALICE)).status).toBe(200);
+
+    const started = performance.now();
+    let sent = 0;
+    const statuses = new Map<number, number>();
+    const shed: Response[] = [];
+    const flooder = async () => {
+      while (sent < FLOOD) {
+        sent += 1;
+        const response = await models(`sk-made-up-${randomBytes(12).toString("hex")}`);
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+        if (response.status === 503 && shed.length < 3) shed.push(response);
+        else await response.arrayBuffer();
+      }
+    };
+    // Alice keeps calling through the flood, past her cache entry's expiry.
+    const alice: number[] = [];
+    let flooding = true;
+    const aliceLoop = (async () => {
+      while (flooding) {
+        const response = await models(ALICE);
+        alice.push(response.status);
+        await response.arrayBuffer();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    await Promise.all(Array.from({ length: 100 }, flooder));
+    flooding = false;
+    await aliceLoop;
+    const seconds = (performance.now() - started) / 1000;
+
+    // At most a second's burst, then PER_SEC a second (and the checks still running).
+    const madeUpCalls = gw.modelCalls() - gw.modelCalls(ALICE);
+    expect(madeUpCalls).toBeLessThanOrEqual(
+      PER_SEC + Math.ceil(PER_SEC * seconds) + MAX_CONCURRENT,
+    );
+    expect((statuses.get(401) ?? 0) + (statuses.get(503) ?? 0)).toBe(FLOOD);
+    expect(statuses.get(503) ?? 0).toBeGreaterThan(FLOOD / 2);
+    for (const response of shed) {
+      expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(await response.json()).toMatchObject({
+        error: { code: "upstream_unavailable", type: "upstream_error" },
+      });
+    }
+
+    // Alice was never refused, and was checked again while the flood went on.
+    expect(alice.length).toBeGreaterThan(3);
+    expect(new Set(alice)).toEqual(new Set([200]));
+    if (seconds > 1.5) expect(gw.modelCalls(ALICE)).toBeGreaterThan(1);
+
+    // Once the flood is over, a key never seen before gets in.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect((await models(BOB)).status).toBe(200);
+  }, 120_000);
+});
