@@ -2,6 +2,7 @@ import type { RequestListener } from "node:http";
 import express from "express";
 import type { Logger } from "pino";
 import { createAuthMiddleware, type Authenticate } from "./auth/create-authenticator.js";
+import type { ChannelClient } from "./channels/channel-client.js";
 import type { ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { createFilesRouter } from "./files/create-files-router.js";
@@ -32,6 +33,8 @@ export interface AppDeps {
   authenticate: Authenticate;
   registry: ChannelRegistry;
   access: ModelAccess;
+  /** Makes the passthrough's calls to channels. */
+  channelClient: ChannelClient;
   /** The async image-task feature (service, image reads, store health). */
   tasks: ImageTasks;
   /** Which key and channel created each Responses API object. */
@@ -105,6 +108,7 @@ export function createApp(deps: AppDeps): RequestListener {
     metrics,
     logger,
     passthrough: createPassthrough({
+      client: deps.channelClient,
       registry: deps.registry,
       access: deps.access,
       metrics,

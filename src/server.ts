@@ -6,6 +6,7 @@ import { createAuthenticate } from "./auth/create-authenticator.js";
 import { channelsForOwnKeys, createForwardMode } from "./auth/create-forward-mode.js";
 import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
 import { createChannel, type Channel } from "./channels/channel.js";
+import { createChannelClient } from "./channels/channel-client.js";
 import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
@@ -65,6 +66,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
+  // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
+  const channelClient = createChannelClient({ metrics, logger });
   // The forward secret is resolved once the task store is open (an earlier version may have
   // left it there, to be moved out): forward mode asks for it only on first use.
   let forwardSecret: Promise<string> | undefined;
@@ -73,10 +76,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     channels,
     secret: () => forwardSecret ?? Promise.reject(new Error("the forward secret is not resolved")),
     logger,
+    client: channelClient,
   });
   const registry = createChannelRegistry({
     channels: channelsForOwnKeys(channels, forward?.channel),
     logger,
+    client: channelClient,
   });
   const access = createModelAccess({
     groups: config.groups,
@@ -88,6 +93,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     tasks = await createImageTasks({ config, access, sealer: forward?.sealer, metrics, logger });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
+    await channelClient.close();
     throw err;
   }
   if (forward) {
@@ -102,6 +108,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     } catch (err) {
       await tasks.stop(0);
       await Promise.all(demos.map((demo) => demo.close()));
+      await channelClient.close();
       throw err;
     }
   }
@@ -114,6 +121,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     authenticate: createAuthenticate(config, forward?.authenticate),
     registry,
     access,
+    channelClient,
     tasks,
     responseOwners: createResponseOwners(
       tasks.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
@@ -163,6 +171,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       await tasks.stop(graceMs, serverClosed);
       clearTimeout(cut);
       clearInterval(idle);
+      await channelClient.close();
       await Promise.all(demos.map((demo) => demo.close()));
       await metricsListener?.close();
     })());

@@ -11,7 +11,7 @@ export const JSON_HEADERS = { ...AUTH, "content-type": "application/json" };
 
 const PROFILE_DIR = resolve(import.meta.dirname, "../../bench-profiles");
 
-/** `--cpu-prof` for the role named in BENCH_PROFILE (service, pipe, channel, baseline). */
+/** `--cpu-prof` for the role named in BENCH_PROFILE (service, pipe, undici-pipe, channel, baseline). */
 function profileArgs(role, options) {
   const wanted = options.profile === "sidecar" ? "service" : options.profile;
   return wanted === role
@@ -53,6 +53,15 @@ export async function startPipe(ctx, channelUrl) {
     execArgv: profileArgs("pipe", ctx.options),
   });
   return wrap(started, "pipe");
+}
+
+/** The bare pipe with undici as its client (see undici-pipe.mjs). */
+export async function startUndiciPipe(ctx, channelUrl) {
+  const started = await startChild("undici-pipe.mjs", [channelUrl], {
+    group: ctx.group,
+    execArgv: profileArgs("undici-pipe", ctx.options),
+  });
+  return wrap(started, "undici-pipe");
 }
 
 export async function startLoader(ctx) {

@@ -1,5 +1,6 @@
 // Proxy: what the service costs on the passthrough routes, side by side with a direct call to
-// the same fake channel and with the bare node:http pipe (the floor for any Node proxy).
+// the same fake channel and with the bare node:http pipe (the floor for any Node proxy); for
+// chat also the same pipe with undici as its client (what the HTTP client alone costs).
 // Rounds are interleaved (each round measures every load on every target), so that drift on
 // the shared machine hits every target alike; medians over rounds are reported.
 import { CHAT_BODY, RESPONSES_BODY, editForm } from "../lib/payloads.mjs";
@@ -10,6 +11,7 @@ import {
   startLoader,
   startPipe,
   startService,
+  startUndiciPipe,
   serviceConfig,
 } from "../lib/processes.mjs";
 import { cpuMicros, fmt, fmtRatio, median, min, ratio } from "../lib/stats.mjs";
@@ -20,6 +22,7 @@ export const deadlineSec = ({ quick }) => (quick ? 25 : 150);
 const TARGET_LABELS = {
   direct: "direct to the channel",
   pipe: "bare node:http pipe",
+  "undici-pipe": "bare undici pipe",
   service: "service",
   baseline: "service (BASELINE)",
 };
@@ -37,7 +40,7 @@ function loads(quick) {
         headers: JSON_HEADERS,
         body: CHAT_BODY,
       },
-      targets: ["direct", "pipe", "service", "baseline"],
+      targets: ["direct", "pipe", "undici-pipe", "service", "baseline"],
     },
     {
       key: "chat-c64",
@@ -49,7 +52,7 @@ function loads(quick) {
         headers: JSON_HEADERS,
         body: CHAT_BODY,
       },
-      targets: ["direct", "pipe", "service", "baseline"],
+      targets: ["direct", "pipe", "undici-pipe", "service", "baseline"],
     },
     {
       key: "responses-c16",
@@ -83,15 +86,22 @@ export async function run(ctx, out) {
   const rounds = quick ? 1 : 3;
   const durationMs = quick ? 100 : 1200;
   const channel = await startFakeChannel(ctx);
-  const [pipe, service, baseline, loader] = await Promise.all([
+  const [pipe, undiciPipe, service, baseline, loader] = await Promise.all([
     startPipe(ctx, channel.url),
+    startUndiciPipe(ctx, channel.url),
     startService(ctx, serviceConfig({ channelUrl: channel.url })),
     ctx.options.baseline
       ? startService(ctx, serviceConfig({ channelUrl: channel.url }), { role: "baseline" })
       : undefined,
     startLoader(ctx),
   ]);
-  const targets = { direct: channel, pipe, service, ...(baseline ? { baseline } : {}) };
+  const targets = {
+    direct: channel,
+    pipe,
+    "undici-pipe": undiciPipe,
+    service,
+    ...(baseline ? { baseline } : {}),
+  };
   // BENCH_LOADS=edits-c4,chat-c64 measures only those loads (to profile one of them).
   const only = process.env.BENCH_LOADS?.split(",").filter(Boolean);
   const plan = loads(quick)

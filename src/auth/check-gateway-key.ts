@@ -1,6 +1,6 @@
 import type { Channel } from "../channels/channel.js";
+import type { ChannelClient } from "../channels/channel-client.js";
 import type { ModelInfo } from "../channels/channel-registry.js";
-import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
 import type { GatewayModels } from "./principal.js";
 
 /** Largest model list read from a gateway; real ones are tens of KiB. */
@@ -30,39 +30,46 @@ export interface CheckGatewayKeyOptions {
   /** The client's key, sent as the bearer of this one request and nowhere else. */
   key: string;
   timeoutMs: number;
-  fetch: typeof fetch;
+  client: ChannelClient;
 }
 
 /**
- * Asks the gateway's `GET <baseUrl>/models` with the client's key: what
+ * Asks the gateway's `GET <baseUrl>/models` with the client's key, through
+ * the channel client (no redirect followed, the list read up to 4 MiB): what
  * new-api and one-api answer there is exactly the models that key's group
  * may use. Never throws; every outcome is a {@link GatewayVerdict}.
  */
 export async function checkGatewayKey(options: CheckGatewayKeyOptions): Promise<GatewayVerdict> {
   const { channel, key } = options;
-  let response: Response;
+  let answer;
   try {
-    response = await options.fetch(`${channel.baseUrl}/models`, {
-      headers: { authorization: `Bearer ${key}`, accept: "application/json" },
-      // A redirect is never followed: the key must not be sent anywhere else.
-      redirect: "manual",
+    // The gateway bound to this key for one call: the key is the only credential sent.
+    answer = await options.client.send([{ ...channel, apiKey: key }], {
+      route: "forward_key_check",
+      method: "GET",
+      path: "/models",
+      headers: { accept: "application/json" },
       signal: AbortSignal.timeout(options.timeoutMs),
     });
   } catch (err) {
     return { kind: "unavailable", reason: failureReason(err) };
   }
-  const status = response.status;
+  const { status } = answer;
   if (status < 200 || status >= 300) {
-    await response.body?.cancel().catch(() => undefined);
+    answer.discard();
     if (status === 401 || status === 403) return { kind: "refused", status };
     if (status === 429) {
-      return { kind: "rate_limited", retryAfter: response.headers.get("retry-after") ?? undefined };
+      const retryAfter = answer.headers["retry-after"];
+      return {
+        kind: "rate_limited",
+        retryAfter: typeof retryAfter === "string" ? retryAfter : undefined,
+      };
     }
     return { kind: "unavailable", reason: `status ${status}` };
   }
   let body: Buffer;
   try {
-    body = await readCappedBody(response, MAX_MODEL_LIST_BYTES);
+    body = await answer.read(MAX_MODEL_LIST_BYTES);
   } catch (err) {
     return { kind: "unavailable", reason: failureReason(err) };
   }
@@ -102,12 +109,12 @@ export function parseModelList(body: Buffer, channelName: string): GatewayModels
   return { ids: new Set(byId.keys()), list };
 }
 
-/** A loggable name for a failed call: an error code or name, never its message. */
+/** A loggable name for a failed call: the client's reason, an error code or name, never a message. */
 function failureReason(err: unknown): string {
-  if (err instanceof BodyTooLargeError) return "model list too large";
-  const error = err as { name?: unknown; code?: unknown; cause?: { code?: unknown } } | null;
+  const error = err as { name?: unknown; code?: unknown; reason?: unknown } | null;
   if (error?.name === "TimeoutError" || error?.name === "AbortError") return "timeout";
-  const code = error?.cause?.code ?? error?.code;
-  if (typeof code === "string" && /^[A-Z0-9_]{2,40}$/.test(code)) return code;
+  if (error?.code === "upstream_timeout") return "timeout";
+  if (typeof error?.reason === "string")
+    return error.reason === "too_large" ? "model list too large" : error.reason;
   return typeof error?.name === "string" ? error.name : "network error";
 }

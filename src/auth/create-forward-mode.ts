@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Channel } from "../channels/channel.js";
+import type { ChannelClient } from "../channels/channel-client.js";
 import type { Config } from "../config/config-schema.js";
 import { createCredentialSealer, type CredentialSealer } from "./credential-sealer.js";
 import { createForwardAuthenticator, type ForwardAuthenticate } from "./forward-authenticator.js";
@@ -28,7 +29,8 @@ export interface ForwardModeDeps {
    */
   secret: () => Promise<string>;
   logger: Logger;
-  fetch?: typeof fetch;
+  /** Makes the key checks' calls to the gateway. */
+  client: ChannelClient;
   now?: () => number;
 }
 
@@ -53,7 +55,7 @@ export function createForwardMode(deps: ForwardModeDeps): ForwardMode | undefine
       options: forward,
       hashKey,
       logger: deps.logger,
-      fetch: deps.fetch,
+      client: deps.client,
       now: deps.now,
     }),
   };

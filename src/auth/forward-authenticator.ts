@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Channel } from "../channels/channel.js";
+import type { ChannelClient } from "../channels/channel-client.js";
 import type { Config } from "../config/config-schema.js";
 import { AppError } from "../http/app-error.js";
 import { checkGatewayKey, type GatewayVerdict } from "./check-gateway-key.js";
@@ -36,8 +37,8 @@ export interface ForwardAuthenticatorDeps {
   /** Keyed hash of a key, hex (`createKeyHasher`): cache key and owner id. */
   hashKey: (key: string) => Promise<string>;
   logger: Logger;
-  /** Injected so tests can count or fail calls; default the global fetch. */
-  fetch?: typeof fetch;
+  /** Makes the call to the gateway. */
+  client: ChannelClient;
   /** Injected so tests can move the clock; default `Date.now`. */
   now?: () => number;
 }
@@ -74,7 +75,6 @@ type CachedVerdict = { kind: "accepted"; models: GatewayModels } | { kind: "refu
  */
 export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): ForwardAuthenticate {
   const { channel, options, logger } = deps;
-  const doFetch = deps.fetch ?? fetch;
   const now = deps.now ?? Date.now;
   const accepted = new TtlLruCache<GatewayModels>(options.maxCachedKeys, now);
   // Apart from the accepted keys: random bad keys must not push good ones out.
@@ -95,7 +95,7 @@ export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): Forw
       channel,
       key,
       timeoutMs: options.timeoutSec * 1000,
-      fetch: doFetch,
+      client: deps.client,
     });
     const subject = subjectOf(hash);
     switch (verdict.kind) {

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
-import { channelAuthHeaders, type Channel } from "./channel.js";
+import type { Channel } from "./channel.js";
+import type { ChannelClient } from "./channel-client.js";
 import { orderCandidates } from "./order-candidates.js";
 
 /** One entry of an OpenAI model list. */
@@ -32,16 +33,19 @@ export interface ChannelRegistry {
 export interface ChannelRegistryDeps {
   channels: readonly Channel[];
   logger: Logger;
-  /** Injected so tests can count calls; default the global fetch. */
-  fetch?: typeof fetch;
+  /** Asks glob channels for their `/models`. */
+  client: ChannelClient;
   now?: () => number;
 }
 
 /** Time-stamp for models a channel lists by exact id (no upstream date known). */
 const LISTED_AT = Math.floor(Date.UTC(2024, 0, 1) / 1000);
+/** Largest model list read from a channel; real ones are tens of KiB. */
+const MAX_MODEL_LIST_BYTES = 4 * 1024 * 1024;
+/** Longest a model list may take: `GET /v1/models` waits for it. */
+const MAX_LIST_WAIT_MS = 10_000;
 
 export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistry {
-  const doFetch = deps.fetch ?? fetch;
   const now = deps.now ?? Date.now;
   const cache = new Map<string, { at: number; models: Promise<ModelInfo[]> }>();
   /** Ids each glob channel listed on its last successful fetch. */
@@ -55,20 +59,28 @@ export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistr
 
   async function fetchChannelModels(channel: Channel): Promise<ModelInfo[]> {
     try {
-      const response = await doFetch(`${channel.baseUrl}/models`, {
-        headers: channelAuthHeaders(channel),
-        signal: AbortSignal.timeout(Math.min(channel.timeoutMs, 10_000)),
+      const answer = await deps.client.send([channel], {
+        route: "models",
+        method: "GET",
+        path: "/models",
+        headers: { accept: "application/json" },
+        signal: AbortSignal.timeout(Math.min(channel.timeoutMs, MAX_LIST_WAIT_MS)),
       });
-      if (!response.ok) throw new Error(`status ${response.status}`);
-      const body = (await response.json()) as { data?: unknown };
-      if (!Array.isArray(body.data)) throw new Error("no data array");
+      if (answer.status < 200 || answer.status >= 300) {
+        answer.discard();
+        throw new Error(`status ${answer.status}`);
+      }
+      const body = JSON.parse((await answer.read(MAX_MODEL_LIST_BYTES)).toString("utf8")) as {
+        data?: unknown;
+      } | null;
+      if (!Array.isArray(body?.data)) throw new Error("no data array");
       return body.data
         .filter((item): item is { id: string } => typeof item?.id === "string")
         .filter((item) => channel.serves(item.id))
         .map((item) => toModelInfo(item, channel));
     } catch (err) {
       deps.logger.warn(
-        { channel: channel.name, err: (err as Error).message },
+        { channel: channel.name, err: reasonOf(err) },
         "could not list the channel's models; showing its exact ids only",
       );
       throw err;
@@ -127,4 +139,10 @@ function toModelInfo(
     created: typeof item.created === "number" ? item.created : LISTED_AT,
     owned_by: typeof item.owned_by === "string" ? item.owned_by : channel.name,
   };
+}
+
+/** A loggable reason for a failed listing: the client's reason, or the error's own message. */
+function reasonOf(err: unknown): string {
+  const reason = (err as { reason?: unknown } | null)?.reason;
+  return typeof reason === "string" ? reason : (err as Error).message;
 }

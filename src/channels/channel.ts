@@ -6,7 +6,10 @@ export interface Channel {
   name: string;
   /** The channel's `/v1` base, no trailing slash. */
   baseUrl: string;
-  /** Sent upstream as the bearer; never logged or returned. */
+  /**
+   * The credential the channel client sends as the bearer: the channel's own
+   * key, or on a forward key's per-call copy that key. Never logged or returned.
+   */
   apiKey?: string;
   patterns: readonly string[];
   serves: (model: string) => boolean;
@@ -43,9 +46,4 @@ export function createChannel(config: ChannelConfig & { baseUrl: string }): Chan
     imageUrlOrigins: config.imageUrlOrigins,
     maxImageBytes: config.maxImageBytes,
   };
-}
-
-/** Headers for a call to the channel: its own key, never the client's. */
-export function channelAuthHeaders(channel: Channel): Record<string, string> {
-  return channel.apiKey ? { authorization: `Bearer ${channel.apiKey}` } : {};
 }

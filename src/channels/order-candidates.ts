@@ -10,6 +10,8 @@ export function orderCandidates(
   channels: readonly Channel[],
   random: () => number = Math.random,
 ): Channel[] {
+  // One channel (the common case) has one order: no draw, no sort.
+  if (channels.length < 2) return channels.slice();
   // Efraimidis-Spirakis: sorting by u^(1/w) is a weighted sample without replacement.
   return channels
     .map((channel) => ({ channel, key: Math.pow(random(), 1 / channel.weight) }))

@@ -95,9 +95,9 @@ export function createModelAccess(deps: ModelAccessDeps): ModelAccess {
 }
 
 /**
- * A per-call copy of `channel` whose `apiKey` is the client's key: every
- * channel call (the passthrough's bearer, `channelAuthHeaders`, the scrub of
- * echoed keys from errors) then uses and hides the right key unchanged.
+ * A per-call copy of `channel` whose `apiKey` is the client's key: the
+ * channel client then sends (as the bearer) and hides (the scrub of echoed
+ * keys) the right key unchanged.
  */
 function withCredential(channel: Channel, credential: string): Channel {
   return { ...channel, apiKey: credential };

@@ -1,13 +1,11 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { AppError } from "../http/app-error.js";
-import { BrokenBodyError, decodedChannelBody, readChannelBody } from "./channel-body.js";
+import type { ServerResponse } from "node:http";
+import type { AnswerFlow, ChannelAnswer } from "../channels/channel-answer.js";
+import { answerNotJson } from "../channels/channel-error.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
-import type { KeyScrubber } from "./key-scrubber.js";
 import { EventStreamTap, usageOf, type TokenUsage } from "./token-usage.js";
 
 /** What {@link deliverAnswer} needs from the request it answers. */
 export interface AnswerContext {
-  scrubber: KeyScrubber;
   /** Largest non-streamed answer read (`server.maxResponseBytes`). */
   maxBytes: number;
   /** Token usage the answer reported (for streams: the last event that had one). */
@@ -19,11 +17,8 @@ export interface AnswerContext {
   onAnswer?(answer: unknown): Promise<void> | void;
   /** Sees the first events of a stream, until it returns true; never delays them. */
   onEvent?(event: unknown): boolean;
-  /** The answer cannot be used and nothing was sent: fail over, or 502. */
-  broken(reason: string): void;
-  /** Whether the channel's idle timeout cut the answer. */
-  timedOut(): boolean;
-  fail(err: AppError): void;
+  /** Hands an error to the one error writer (nothing was sent yet). */
+  fail(err: unknown): void;
   clientGone(): boolean;
 }
 
@@ -37,108 +32,123 @@ function isJson(contentType: string): boolean {
 const NO_BODY = new Set([204, 205, 304]);
 
 /**
- * Passes a channel's successful answer on. A JSON answer is read whole,
- * must parse, and only then goes out with its own Content-Length: a channel
- * that resets, truncates, stalls past its timeout or sends something else
- * is `broken` (the next channel, or 502 `invalid_response`), never a 200 with
- * a broken body. Event streams and binary answers (speech) are passed on
- * chunk by chunk as they arrive; event streams carry `X-Accel-Buffering: no`
- * and `Cache-Control: no-cache` for an nginx in front. Every byte and allowed
- * header is scrubbed of the channel key; compressed answers are decoded.
+ * Passes a channel's successful answer on. A JSON answer is read whole (up
+ * to `maxBytes`), must parse, and only then goes out with its own
+ * Content-Length: one that breaks off, is too large, stalls past the
+ * channel's timeout or is not JSON ends in 502 `invalid_response` / 504
+ * `upstream_timeout`, never a 200 with a broken body, and never another
+ * channel (this one may have run, and billed, the request). Event streams and
+ * binary answers (speech) go on chunk by chunk as they arrive (with the
+ * channel's Content-Length when it sent one), held back only while the client
+ * reads slower than the channel sends; event streams carry
+ * `X-Accel-Buffering: no` and `Cache-Control: no-cache` for an nginx in
+ * front. Every byte and allowed header is scrubbed of the credential sent.
  */
 export function deliverAnswer(
-  proxyRes: IncomingMessage,
+  answer: ChannelAnswer,
   res: ServerResponse,
   context: AnswerContext,
 ): void {
-  const status = proxyRes.statusCode ?? 200;
-  const contentType = String(proxyRes.headers["content-type"] ?? "");
+  const { status, headers, scrubber } = answer;
+  const contentType = String(headers["content-type"] ?? "");
   const setHeader = (name: string, value: string | string[]) => res.setHeader(name, value);
-  const scrubText = context.scrubber.scrubText;
 
-  if (NO_BODY.has(status) || proxyRes.headers["content-length"] === "0") {
-    proxyRes.resume();
+  if (NO_BODY.has(status) || headers["content-length"] === "0") {
+    // Read to its (empty) end, so the connection stays in the pool.
+    void answer.read(0).catch(() => undefined);
     res.statusCode = status;
-    copyResponseHeaders(proxyRes.headers, setHeader, scrubText);
+    copyResponseHeaders(headers, setHeader, scrubber.scrubText);
     res.end();
     return;
   }
 
   if (isJson(contentType)) {
-    readChannelBody(proxyRes, context.maxBytes).then(
+    answer.read(context.maxBytes).then(
       (body) => {
         if (context.clientGone()) return;
-        let answer: unknown;
+        let parsed: unknown;
         try {
-          answer = JSON.parse(body.toString("utf8"));
+          parsed = JSON.parse(body.toString("utf8"));
         } catch {
-          context.broken("not JSON");
+          context.fail(answerNotJson(answer.channel.name));
           return;
         }
-        const usage = usageOf(answer);
+        const usage = usageOf(parsed);
         if (usage) context.onUsage(usage);
         const send = () => {
           if (context.clientGone()) return;
-          const out = context.scrubber.scrub(body);
+          const out = scrubber.scrub(body);
           res.statusCode = status;
-          copyResponseHeaders(proxyRes.headers, setHeader, scrubText);
+          copyResponseHeaders(headers, setHeader, scrubber.scrubText);
           res.setHeader("content-length", out.length);
           res.end(out);
         };
-        const recorded = context.onAnswer?.(answer);
+        const recorded = context.onAnswer?.(parsed);
         if (recorded) void recorded.then(send);
         else send();
       },
       (err: unknown) => {
-        if (context.clientGone()) return;
-        if (context.timedOut()) {
-          context.fail(
-            new AppError("upstream_timeout", "The upstream channel stopped sending its answer."),
-          );
-          return;
-        }
-        context.broken(err instanceof BrokenBodyError ? err.reason : "unreadable");
+        if (!context.clientGone()) context.fail(err);
       },
     );
     return;
   }
 
-  const source = decodedChannelBody(proxyRes);
-  if (!source) {
-    proxyRes.resume();
-    context.broken("undecodable");
-    return;
-  }
   res.statusCode = status;
-  copyResponseHeaders(proxyRes.headers, setHeader, scrubText);
+  copyResponseHeaders(headers, setHeader, scrubber.scrubText);
+  // An answer passed on as it came keeps its length (speech, files): a client sees its size,
+  // and a cut one as cut. Not one decoded here, whose length the channel did not send.
+  const length = headers["content-length"];
+  const sameBytes = length !== undefined && isIdentity(headers["content-encoding"]);
+  if (sameBytes) res.setHeader("content-length", length);
   const eventStream = contentType.startsWith("text/event-stream");
-  const tap = eventStream ? new EventStreamTap(context.onEvent) : undefined;
   if (eventStream) {
     res.setHeader("cache-control", "no-cache");
     res.setHeader("x-accel-buffering", "no");
     res.flushHeaders();
   }
-  const scrub = context.scrubber.stream();
-  const resume = () => source.resume();
-  source.on("data", (chunk: Buffer) => {
-    if (res.destroyed) return;
-    const out = scrub.push(chunk);
-    if (out.length > 0 && !res.write(out)) {
-      source.pause();
-      res.once("drain", resume);
-    }
-    tap?.push(chunk);
-  });
-  source.once("end", () => {
-    if (!proxyRes.complete || res.destroyed) return;
-    const rest = scrub.flush();
-    res.end(rest.length > 0 ? rest : undefined);
-    tap?.end();
-    if (tap?.usage) context.onUsage(tap.usage);
-  });
-  // A cut stream must look cut to the client, never complete.
-  source.once("error", () => res.destroy());
-  proxyRes.once("close", () => {
-    if (!proxyRes.complete) res.destroy();
+  streamTo(res, answer, context, eventStream, sameBytes);
+}
+
+function isIdentity(encoding: string | undefined): boolean {
+  return encoding === undefined || encoding.trim().toLowerCase() === "identity";
+}
+
+/** Passes a streamed answer on, scrubbed, held back while the client reads slower. */
+function streamTo(
+  res: ServerResponse,
+  answer: ChannelAnswer,
+  context: AnswerContext,
+  eventStream: boolean,
+  keepLength: boolean,
+): void {
+  const tap = eventStream ? new EventStreamTap(context.onEvent) : undefined;
+  const scrub = answer.scrubber.stream(keepLength);
+  let waiting = false;
+  // Chunks come later, from the connection: `flow` is set by then.
+  const flow: AnswerFlow = answer.pipe({
+    data(chunk) {
+      if (res.destroyed) return false;
+      const out = scrub.push(chunk);
+      tap?.push(chunk);
+      if (out.length === 0 || res.write(out)) return true;
+      if (!waiting) {
+        waiting = true;
+        res.once("drain", () => {
+          waiting = false;
+          flow.resume();
+        });
+      }
+      return false;
+    },
+    end() {
+      if (res.destroyed) return;
+      const rest = scrub.flush();
+      res.end(rest.length > 0 ? rest : undefined);
+      tap?.end();
+      if (tap?.usage) context.onUsage(tap.usage);
+    },
+    // A cut stream must look cut to the client, never complete.
+    error: () => res.destroy(),
   });
 }

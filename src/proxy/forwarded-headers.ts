@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 
 /**
  * Client request headers a channel may see: the ones OpenAI-compatible APIs
@@ -56,13 +56,15 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
 
 /**
  * The client headers to send a channel: the allow-list minus what
- * `Connection` names. The caller adds the channel's credential, the body's
+ * `Connection` names. The channel client adds the credential, the body's
  * framing and `accept-encoding: identity` (the answer is scrubbed, so it must
  * arrive readable).
  */
-export function forwardedRequestHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+export function forwardedRequestHeaders(
+  headers: IncomingHttpHeaders,
+): Record<string, string | string[] | undefined> {
   const hopByHop = connectionTokens(headers.connection);
-  const out: OutgoingHttpHeaders = {};
+  const out: Record<string, string | string[] | undefined> = {};
   for (const name of FORWARDED_REQUEST_HEADERS) {
     const value = headers[name];
     if (value !== undefined && !hopByHop?.has(name)) out[name] = value;

@@ -7,9 +7,8 @@ import { readRequestBody } from "../http/read-body.js";
 import { shorten } from "../http/shorten.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { modelNotFound } from "../models/model-not-found.js";
-import { candidateChannels } from "./channel-selection.js";
 import { receiveFormHead } from "./form/form-upload.js";
-import type { ProxyAttempt } from "./proxy-attempt.js";
+import type { PassthroughRequest } from "./passthrough-request.js";
 import type { ResponseOwners } from "./response-owners.js";
 
 /** Body limit of routes that take a prompt and a few fields. */
@@ -37,14 +36,14 @@ export interface RequestPreparerDeps {
  */
 export function createRequestPreparer(
   deps: RequestPreparerDeps,
-): (attempt: ProxyAttempt, req: IncomingMessage) => Promise<void> {
+): (request: PassthroughRequest, req: IncomingMessage) => Promise<void> {
   const { limits } = deps;
   const timing = { timeoutMs: limits.bodyTimeoutMs, idleMs: limits.bodyIdleMs };
 
   /** The model a JSON body names, checked; the raw bytes go on as they are. */
-  async function prepareJson(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
+  async function prepareJson(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
     const limit =
-      attempt.route.size === "small"
+      request.route.size === "small"
         ? Math.min(SMALL_BODY_BYTES, limits.maxBodyBytes)
         : limits.maxBodyBytes;
     const parsed = await readJsonBody(req, { limit, ...timing });
@@ -58,36 +57,37 @@ export function createRequestPreparer(
         { param: "model" },
       );
     }
-    attempt.model = modelOf(body.model);
-    attempt.body = parsed?.raw;
-    attempt.candidates = candidateChannels(deps, attempt.principal, attempt.model);
+    request.model = modelOf(body.model);
+    request.body = parsed?.raw;
+    request.headers["content-type"] = "application/json";
+    request.candidates = deps.access.candidates(request.principal, request.model);
     const previous = body.previous_response_id;
-    if (attempt.route.createsResponse && typeof previous === "string") {
+    if (request.route.createsResponse && typeof previous === "string") {
       // A previous response lives on one channel and belongs to one key.
-      const owner = await ownedResponse(previous, attempt.principal, "previous_response_id");
-      attempt.candidates = attempt.candidates.filter((channel) => channel.name === owner.channel);
+      const owner = await ownedResponse(previous, request.principal, "previous_response_id");
+      request.candidates = request.candidates.filter((channel) => channel.name === owner.channel);
     }
-    if (attempt.candidates.length === 0) throw modelNotFound(attempt.model);
+    if (request.candidates.length === 0) throw modelNotFound(request.model);
   }
 
-  async function prepareForm(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
+  async function prepareForm(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
     const form = await receiveFormHead(req, {
       maxBytes: limits.maxUploadBytes,
       ...timing,
     });
-    attempt.form = form;
-    if (attempt.clientGone) form.dispose();
-    attempt.model = modelOf(form.model);
-    attempt.candidates = candidateChannels(deps, attempt.principal, attempt.model);
-    if (attempt.candidates.length === 0) throw modelNotFound(attempt.model);
+    request.form = form;
+    request.headers["content-type"] = form.contentType;
+    request.model = modelOf(form.model);
+    request.candidates = deps.access.candidates(request.principal, request.model);
+    if (request.candidates.length === 0) throw modelNotFound(request.model);
   }
 
-  async function prepareById(attempt: ProxyAttempt, req: IncomingMessage): Promise<void> {
+  async function prepareById(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
     await readRequestBody(req, { limit: BY_ID_BODY_BYTES, ...timing });
-    const owner = await ownedResponse(attempt.responseId as string, attempt.principal, null);
-    const channel = deps.access.channelFor(attempt.principal, owner.channel);
-    if (!channel) throw responseNotFound(attempt.responseId as string, null);
-    attempt.candidates = [channel];
+    const owner = await ownedResponse(request.responseId as string, request.principal, null);
+    const channel = deps.access.channelFor(request.principal, owner.channel);
+    if (!channel) throw responseNotFound(request.responseId as string, null);
+    request.candidates = [channel];
   }
 
   async function ownedResponse(id: string, principal: Principal, param: string | null) {
@@ -103,13 +103,13 @@ export function createRequestPreparer(
     return owner;
   }
 
-  return (attempt, req) => {
-    const { body } = attempt.route;
-    if (body === "none") return prepareById(attempt, req);
+  return (request, req) => {
+    const { body } = request.route;
+    if (body === "none") return prepareById(request, req);
     if (body === "form" || (body === "form-or-json" && isMultipart(req))) {
-      return prepareForm(attempt, req);
+      return prepareForm(request, req);
     }
-    return prepareJson(attempt, req);
+    return prepareJson(request, req);
   };
 }
 

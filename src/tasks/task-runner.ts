@@ -1,15 +1,11 @@
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
+import { createChannelClient } from "../channels/channel-client.js";
 import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { claimTask } from "./claim-task.js";
-import {
-  createSlowAgent,
-  generateImages,
-  type EditFile,
-  type GeneratedImage,
-} from "./generate-images.js";
+import { generateImages, type EditFile, type GeneratedImage } from "./generate-images.js";
 import type { TaskLease } from "./queue/task-queue.js";
 import { settleRunFailure } from "./run-failure.js";
 import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
@@ -55,7 +51,8 @@ export interface TaskRunner {
  */
 export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;
-  const dispatcher = createSlowAgent();
+  // The runs' own pools: a generation holds its connection for minutes.
+  const client = createChannelClient({ metrics, logger });
   const checkEveryMs = deps.checkEveryMs ?? 5_000;
   const failureDeps = { store, finisher, logger, timeoutSec: limits.timeoutSec };
   const claimDeps = {
@@ -78,9 +75,8 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       body: started.request,
       ...(files ? { files } : {}),
       signal,
-      metrics,
-      logger,
-      dispatcher,
+      idleMs: limits.timeoutSec * 1000,
+      client,
     });
   }
 
@@ -125,6 +121,6 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       }
     },
 
-    close: () => dispatcher.close(),
+    close: () => client.close(),
   };
 }

@@ -2,12 +2,14 @@ import { inspect } from "node:util";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createChannel } from "../../src/channels/channel.js";
+import { createChannelClient } from "../../src/channels/channel-client.js";
 import {
   createForwardAuthenticator,
   type ForwardAuthenticate,
 } from "../../src/auth/forward-authenticator.js";
 import { createKeyHasher } from "../../src/auth/forward-secret.js";
 import { AppError } from "../../src/http/app-error.js";
+import { createMetrics } from "../../src/metrics/create-metrics.js";
 import { startFakeGateway, type FakeGateway } from "../support/fake-gateway.js";
 
 const SECRET = "unit-forward-secret-0123456789abcdef-0001";
@@ -61,6 +63,10 @@ function setup(
     },
     hashKey: createKeyHasher(async () => options.secret ?? SECRET),
     logger: pino({ level: "silent" }),
+    client: createChannelClient({
+      metrics: createMetrics({ defaultMetrics: false }),
+      logger: pino({ level: "silent" }),
+    }),
     now: () => clock,
   });
   return { authenticate, advance: (ms) => (clock += ms) };

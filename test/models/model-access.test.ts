@@ -5,8 +5,10 @@ import { parseModelList } from "../../src/auth/check-gateway-key.js";
 import type { Principal } from "../../src/auth/principal.js";
 import { UpstreamCredential } from "../../src/auth/upstream-credential.js";
 import { createChannel, type Channel } from "../../src/channels/channel.js";
+import { createChannelClient } from "../../src/channels/channel-client.js";
 import { createChannelRegistry } from "../../src/channels/channel-registry.js";
 import { parseConfig } from "../../src/config/load-config.js";
+import { createMetrics } from "../../src/metrics/create-metrics.js";
 import { createModelAccess } from "../../src/models/model-access.js";
 
 const config = parseConfig({
@@ -21,6 +23,11 @@ const [own, gateway] = channels as [Channel, Channel];
 const registry = createChannelRegistry({
   channels: channelsForOwnKeys(channels, gateway),
   logger: pino({ level: "silent" }),
+  // Never called here: no channel lists its models by glob for these keys.
+  client: createChannelClient({
+    metrics: createMetrics({ defaultMetrics: false }),
+    logger: pino({ level: "silent" }),
+  }),
 });
 const access = createModelAccess({ groups: config.groups, registry, forwardChannel: gateway });
 

@@ -5,7 +5,8 @@ import { startFakeUpstream, type FakeRoute, type FakeUpstream } from "../support
 import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
 
 // A channel that answers 200 and then resets, truncates its JSON, sends something that is
-// not JSON or stalls must never reach the client as a 200 with a broken body.
+// not JSON or stalls must never reach the client as a 200 with a broken body, and the
+// request never goes to another channel after it.
 const MODELS = ["gpt-4o-mini", "gpt-image-1"];
 let first: FakeUpstream;
 let second: FakeUpstream;
@@ -108,20 +109,13 @@ describe.each(ALL)("$path, on a broken channel", (test) => {
   });
 });
 
-describe.each(JSON_CASES)("$path, failing over", (test) => {
-  it.each(broken)("%s on the first channel: the second one answers", async (kind) => {
+describe.each(ALL)("$path, on a broken channel with another behind it", (test) => {
+  // The broken channel got the whole request and may have run (and billed) it: another
+  // channel would run it twice, and a deterministic failure (too large) fails there too.
+  it.each(broken)("%s: 502 invalid_response, the second channel never sees it", async (kind) => {
     first.behave(test.route, { kind });
-    const response = await call(pair, test);
-    expect(response.status).toBe(200);
-    await response.arrayBuffer();
-    expect(second.requests).toHaveLength(1);
-  });
-});
-
-describe("forms, once streamed to a channel", () => {
-  it.each(FORM_CASES)("$path is not sent to another channel: 502", async (test) => {
-    first.behave(test.route, { kind: "garbage" });
     await expectError(await call(pair, test), 502, "invalid_response");
+    expect(first.requests).toHaveLength(1);
     expect(second.requests).toHaveLength(0);
   });
 });

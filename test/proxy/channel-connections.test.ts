@@ -4,8 +4,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
 
 // How the service talks to a channel at the connection level: a base URL with its own path
-// prefix, pooled keep-alive connections, and a pooled connection the channel dropped
-// meanwhile (the request never reached it, so it goes again, once, on a new connection).
+// prefix, pooled keep-alive connections, none kept past what the channel announces, and a
+// pooled connection the channel drops after the request reached it: not sent again (the
+// channel may have run it), but answered 502.
 const ANSWER = JSON.stringify({
   id: "chatcmpl-1",
   object: "chat.completion",
@@ -111,25 +112,30 @@ describe("calls to a channel", () => {
     expect(new Set(seen.map((request) => request.connection)).size).toBe(1);
   });
 
-  it("go again on a new connection when a pooled one was dropped unanswered", async () => {
+  it("are not sent again when the channel drops a pooled connection after the request", async () => {
     // Make sure a pooled connection is there to be reused.
     await (await chat()).arrayBuffer();
     dropReused = 1;
     const before = connections;
     const response = await chat();
-    expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ id: "chatcmpl-1" });
-    expect(connections).toBe(before + 1);
-    expect(seen.at(-1)?.connection).toBe(connections);
+    expect(response.status).toBe(502);
+    expect(await response.json()).toMatchObject({ error: { code: "invalid_response" } });
+    expect(dropReused).toBe(0);
+    expect(connections).toBe(before);
+    expect(seen).toHaveLength(1);
   });
 
-  it("are not repeated more than once when the channel keeps dropping them", async () => {
-    await (await chat()).arrayBuffer();
-    // The retry comes on a fresh connection, whose first request is answered; a channel
-    // dropping every request would get each call twice at most (here: dropped once, then ok).
-    dropReused = 5;
-    const response = await chat();
-    expect(response.status).toBe(200);
-    expect(dropReused).toBe(4);
+  it("do not reuse a connection the channel announced it would close within two seconds", async () => {
+    channel.keepAliveTimeout = 1_000; // sent as Keep-Alive: timeout=1
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const response = await chat();
+        expect(response.status).toBe(200);
+        await response.arrayBuffer();
+      }
+      expect(new Set(seen.map((request) => request.connection)).size).toBe(3);
+    } finally {
+      channel.keepAliveTimeout = 5_000;
+    }
   });
 });

@@ -149,15 +149,15 @@ describe("redirects from a channel", () => {
     expect(target.requests).toHaveLength(0);
   });
 
-  it("send the request to the next channel while nothing was sent", async () => {
+  it("are not sent on to the next channel: the channel may have acted on the request", async () => {
     const redirecting = await fake("redirecting");
     const second = await fake("second");
     redirecting.behave("chat", { kind: "redirect", status: 302, location: "http://127.0.0.1:9/" });
     const app = await appWith(redirecting.baseUrl, second.baseUrl);
     const answer = await post(app, {}, false);
-    expect(answer.status).toBe(200);
-    expect(JSON.parse(answer.body)).toMatchObject({
-      choices: [{ message: { content: "Hello from second!" } }],
-    });
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "invalid_response" } });
+    expect(redirecting.requests).toHaveLength(1);
+    expect(second.requests).toHaveLength(0);
   });
 });

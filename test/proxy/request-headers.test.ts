@@ -84,10 +84,10 @@ describe("request headers on the way to the channel", () => {
 });
 
 describe("the header allow-list on the way to the channel", () => {
-  it("forwards only headers OpenAI-compatible APIs read: no billing picks, credentials, forwarding or query", async () => {
+  it("forwards only headers OpenAI-compatible APIs read, and the query minus credentials and model", async () => {
     const seen = app.upstream.nextRequest("chat");
     const response = await fetch(
-      `${app.baseURL}/chat/completions?model=gpt-4o&api-key=${app.key}`,
+      `${app.baseURL}/chat/completions?model=gpt-4o&api-version=2025-01-01&api-key=${app.key}&KEY=${app.key}&access_token=${app.key}&x=a%20b`,
       {
         method: "POST",
         headers: {
@@ -115,7 +115,7 @@ describe("the header allow-list on the way to the channel", () => {
     );
     expect(response.status).toBe(200);
     const upstream = await seen;
-    expect(upstream.path).toBe("/v1/chat/completions");
+    expect(upstream.path).toBe("/v1/chat/completions?api-version=2025-01-01&x=a%20b");
     expect(JSON.stringify(upstream.headers)).not.toContain(app.key);
     for (const dropped of [
       "openai-organization",

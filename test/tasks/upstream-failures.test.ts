@@ -92,9 +92,10 @@ const cases: FailureCase[] = [
     code: "invalid_response",
   },
   {
-    name: "a connection reset, as a clear failure",
+    // After the whole request went out: the channel may be running it, so no other one is.
+    name: "a connection reset after the request, as invalid_response",
     behavior: { kind: "reset" },
-    code: "upstream_unavailable",
+    code: "invalid_response",
   },
 ];
 
@@ -188,5 +189,33 @@ describe("several channels", () => {
     expect(done.body.status).toBe("failed");
     expect(done.body.error?.message).toContain("503");
     expectNoLeak(done.text);
+  });
+});
+
+describe("a long generation", () => {
+  it("waits on a silent channel up to the task's own timeout, not the synchronous route's", async () => {
+    // The channel says nothing for 2 s, past its 1 s image timeout; the task may take 30 s.
+    const upstream = await startFakeUpstream();
+    onTestFinished(() => upstream.close());
+    const app = await useApp({
+      upstream,
+      imageTasks: { timeoutSec: 30 },
+      config: {
+        channels: [
+          {
+            name: "fake",
+            baseUrl: upstream.baseUrl,
+            apiKey: UPSTREAM_KEY,
+            models: ["gpt-image-1"],
+            imageTimeoutSec: 1,
+          },
+        ],
+      },
+    });
+    app.upstream.behave("images", { kind: "ok", delayMs: 2_000 });
+    const id = await submitOk(app, { prompt: "slow but fine" });
+    const done = await waitForStatus(app, id, ["completed", "failed"], 20_000);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(app.upstream.requests).toHaveLength(1);
   });
 });

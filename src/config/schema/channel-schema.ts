@@ -27,7 +27,10 @@ export const channelSchema = z
     weight: fromText(z.number({ error: "must be a number" }).positive("must be > 0")).default(1),
     /** Seconds to wait for a chat answer to start or to continue streaming. Default 120. */
     timeoutSec: positiveInt("seconds").default(120),
-    /** Seconds to wait for a synchronous image generation. Default 600. */
+    /**
+     * Seconds a synchronous image call (`/v1/images/generations`, edits, variations) waits on
+     * a silent channel. Image tasks wait up to their own `imageTasks.timeoutSec`. Default 600.
+     */
     imageTimeoutSec: positiveInt("seconds").default(600),
     /** Seconds a fetched `/v1/models` list is reused. Default 60. */
     modelsCacheSec: positiveInt("seconds").default(60),

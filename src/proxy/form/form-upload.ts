@@ -4,6 +4,7 @@ import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import type { ChannelBodySource } from "../../channels/channel-client.js";
 import { AppError } from "../../http/app-error.js";
 import { bodyTooLarge } from "../../http/read-body.js";
 import { watchBody, type BodyTiming } from "../../http/watch-body.js";
@@ -20,29 +21,34 @@ export interface FormUploadOptions extends BodyTiming {
   spoolDir?: string;
 }
 
-/** A form being received: its head (up to `model`) spooled, its rest still on the wire. */
-export interface FormUpload {
+/**
+ * A form being received: its head (up to `model`) spooled, its rest still on
+ * the wire. It is the body the channel client streams to a channel.
+ */
+export interface FormUpload extends ChannelBodySource {
   /** The `model` field, exactly as the channel will read it. */
   readonly model: string;
   /** The client's Content-Type (the boundary), sent on as is. */
   readonly contentType: string;
   /** The client's Content-Length, when it gave one: the channel gets the same bytes. */
   readonly contentLength: number | undefined;
-  /** True once a body started flowing to a channel: no other channel can get the form then. */
-  readonly started: boolean;
   /**
    * A stream of the whole form for one channel, as the client sent it:
    * the spool, then the rest as it arrives (scanned on the way: a second
    * `model` field, the size limit or the deadline destroy the stream with an
-   * AppError). It sends nothing until `start()`.
+   * AppError). Nothing is taken from the spool or the client before the
+   * channel client reads it, which it does once connected.
    */
-  body(): FormBody;
+  open(): Readable;
+  /**
+   * False once a stream began to take the rest of the form from its client:
+   * no other channel can get it then. A form received whole before the first
+   * try (`model` came last) can always be sent again.
+   */
+  canReopen(): boolean;
   /** Removes the spool file. */
   dispose(): void;
 }
-
-/** See {@link FormUpload.body}. */
-export type FormBody = Readable & { start(): void };
 
 /**
  * Receives a multipart form up to its `model` field: what comes before is
@@ -163,8 +169,8 @@ export async function receiveFormHead(
 
   const spoolPath = file?.path;
   const model = scanner.model as string;
-  async function* formBytes(gate: Promise<void>): AsyncGenerator<Buffer> {
-    await gate;
+  async function* formBytes(): AsyncGenerator<Buffer> {
+    started = true;
     yield* memory;
     if (spoolPath) yield* createReadStream(spoolPath) as AsyncIterable<Buffer>;
     if (ended) return;
@@ -212,18 +218,10 @@ export async function receiveFormHead(
     model,
     contentType,
     contentLength,
-    get started() {
-      return started;
-    },
-    body() {
-      let open: () => void = () => {};
-      const gate = new Promise<void>((resolve) => (open = resolve));
-      const stream = Readable.from(formBytes(gate), { objectMode: false }) as FormBody;
-      stream.start = () => {
-        started = true;
-        open();
-      };
-      return stream;
+    // A form received whole before the first try (its model came last) is all in the spool.
+    canReopen: () => !started || ended,
+    open() {
+      return Readable.from(formBytes(), { objectMode: false });
     },
     dispose,
   };

@@ -1,6 +1,8 @@
 /** What a channel key is replaced with wherever it shows up. */
 export const REDACTED = "[redacted]";
 const REDACTED_BYTES = Buffer.from(REDACTED);
+/** What masks a key where the length must stay (`*`). */
+const MASK = 0x2a;
 /** Shorter keys would match ordinary text; they are not scrubbed. */
 export const MIN_SCRUBBED_KEY_LENGTH = 8;
 
@@ -28,15 +30,22 @@ interface KeyUnit {
 export interface KeyScrubber {
   /** The bytes with every spelling of the key replaced; the same buffer when clean. */
   scrub(bytes: Buffer): Buffer;
-  /** The same, for a header value. */
+  /** The same, for a header value (latin1, as headers are). */
   scrubText(text: string): string;
+  /**
+   * A string already decoded from JSON (its escapes undone): the literal key
+   * is all there is to find, and the text keeps every character.
+   */
+  scrubString(text: string): string;
   /**
    * A scrubber for one stream. Each chunk comes back at once, scrubbed; only
    * when a chunk ends in what could be the start of the key are those few
    * bytes held for the next chunk, so a stream is neither delayed nor
-   * re-chunked in practice (SSE chunks end in a newline).
+   * re-chunked in practice (SSE chunks end in a newline). With `keepLength`
+   * every spelling is masked by as many `*` as it has bytes, so a body sent
+   * on with its `Content-Length` keeps it.
    */
-  stream(): StreamScrubber;
+  stream(keepLength?: boolean): StreamScrubber;
 }
 
 /** See {@link KeyScrubber.stream}. */
@@ -49,6 +58,7 @@ export interface StreamScrubber {
 const IDENTITY: KeyScrubber = {
   scrub: (bytes) => bytes,
   scrubText: (text) => text,
+  scrubString: (text) => text,
   stream: () => ({ push: (chunk) => chunk, flush: () => EMPTY }),
 };
 const EMPTY = Buffer.alloc(0);
@@ -125,7 +135,11 @@ export function createKeyScrubber(key: string | undefined): KeyScrubber {
    * Replaces every full spelling; with `holdPartial`, also returns where a
    * spelling that the bytes end in the middle of starts (else -1).
    */
-  const replaceAll = (bytes: Buffer, holdPartial: boolean): { out: Buffer; held: number } => {
+  const replaceAll = (
+    bytes: Buffer,
+    holdPartial: boolean,
+    keepLength = false,
+  ): { out: Buffer; held: number } => {
     const parts: Buffer[] = [];
     let copied = 0;
     let held = -1;
@@ -139,7 +153,10 @@ export function createKeyScrubber(key: string | undefined): KeyScrubber {
       const end = at >= copied ? matchAt(bytes, at) : NO_MATCH;
       let resume = at + 1;
       if (end >= 0) {
-        parts.push(bytes.subarray(copied, at), REDACTED_BYTES);
+        parts.push(
+          bytes.subarray(copied, at),
+          keepLength ? Buffer.alloc(end - at, MASK) : REDACTED_BYTES,
+        );
         copied = end;
         resume = end;
       } else if (end === PARTIAL && holdPartial) {
@@ -170,7 +187,10 @@ export function createKeyScrubber(key: string | undefined): KeyScrubber {
       const scrubbed = scrub(bytes);
       return scrubbed === bytes ? text : scrubbed.toString("latin1");
     },
-    stream() {
+    scrubString(text) {
+      return text.includes(key) ? text.split(key).join(REDACTED) : text;
+    },
+    stream(keepLength = false) {
       let carry: Buffer | undefined;
       return {
         push(chunk) {
@@ -183,7 +203,7 @@ export function createKeyScrubber(key: string | undefined): KeyScrubber {
             bytes.indexOf(literalKey) === -1 &&
             bytes.indexOf(firstByte, tailStart) === -1;
           if (clean) return bytes;
-          const { out, held } = replaceAll(bytes, true);
+          const { out, held } = replaceAll(bytes, true, keepLength);
           if (held !== -1) carry = bytes.subarray(held);
           return out;
         },

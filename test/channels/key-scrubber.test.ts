@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createKeyScrubber, REDACTED } from "../../src/proxy/key-scrubber.js";
+import { createKeyScrubber, REDACTED } from "../../src/channels/key-scrubber.js";
 import { keySpellings } from "../support/fake-upstream.js";
 
 const KEY = "sk-proj/Echo+Key=0123456789abcdef";
