@@ -13,6 +13,9 @@ FROM node:22-bookworm-slim
 ENV NODE_ENV=production
 # The demo defaults bind 127.0.0.1; inside a container the published port needs every interface.
 ENV HOST=0.0.0.0
+# Image-sized buffers (3 MB and more per image) come from mmap and go back to the system once
+# freed; glibc's adaptive threshold would keep them in its heap, and the RSS with them.
+ENV MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

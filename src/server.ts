@@ -11,6 +11,8 @@ import { createChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
+import type { ImageStore } from "./images/image-store.js";
+import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
 import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics } from "./metrics/create-metrics.js";
@@ -88,11 +90,22 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     registry,
     forwardChannel: forward?.channel,
   });
+  // Image bytes live apart from the task store; both are opened here and handed on.
+  let imageStore: ImageStore | undefined;
   let tasks: ImageTasks;
   try {
-    tasks = await createImageTasks({ config, access, sealer: forward?.sealer, metrics, logger });
+    imageStore = await openImageStore({ config, metrics, logger });
+    tasks = await createImageTasks({
+      config,
+      access,
+      sealer: forward?.sealer,
+      metrics,
+      logger,
+      imageStore,
+    });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
+    await imageStore?.close();
     await channelClient.close();
     throw err;
   }
@@ -107,6 +120,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       await forwardSecret;
     } catch (err) {
       await tasks.stop(0);
+      await imageStore.close();
       await Promise.all(demos.map((demo) => demo.close()));
       await channelClient.close();
       throw err;
@@ -169,6 +183,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const cut = setTimeout(() => server.closeAllConnections(), graceMs);
       const idle = setInterval(() => server.closeIdleConnections(), 100);
       await tasks.stop(graceMs, serverClosed);
+      await imageStore?.close();
       clearTimeout(cut);
       clearInterval(idle);
       await channelClient.close();

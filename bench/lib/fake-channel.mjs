@@ -5,14 +5,48 @@
 //   POST /v1/responses          ~1 KB Responses API answer
 //   POST /v1/images/edits       drains the form, answers one tiny b64 PNG
 //   POST /v1/images/generations one tiny b64 PNG at once; for a model whose name holds
-//                               "slow", nothing until the client goes (tasks that never end)
+//                               "slow", nothing until the client goes (tasks that never end).
+//                               With the option `realImages`, both answer a real-size image
+//                               instead: a 1024x1024 PNG of random pixels (incompressible,
+//                               about 3 MB; 4 MB as base64), as gpt-image models answer.
 //   GET  /v1/models
 // Answers IPC `stats` with its CPU time (it is the middle process of the "direct" target).
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
+import { crc32, deflateSync } from "node:zlib";
 import { answerMessages, exitWithParent } from "./children.mjs";
 import { TINY_PNG_BASE64 } from "./payloads.mjs";
 
-const { streamChunks = 20, streamGapMs = 20 } = JSON.parse(process.argv[2] ?? "{}");
+const {
+  streamChunks = 20,
+  streamGapMs = 20,
+  realImages = false,
+} = JSON.parse(process.argv[2] ?? "{}");
+
+/** A PNG of `size` x `size` random RGB pixels: stored deflate blocks, since noise does not compress. */
+function noisePng(size) {
+  const chunk = (type, data) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(data.length, 0);
+    head.write(type, 4, "latin1");
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+    return Buffer.concat([head, data, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // RGB
+  const rows = randomBytes((size * 3 + 1) * size);
+  for (let y = 0; y < size; y += 1) rows[y * (size * 3 + 1)] = 0; // filter: none
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(rows, { level: 0 })),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
 
 const json = (value) => {
   const text = Buffer.from(JSON.stringify(value));
@@ -44,7 +78,10 @@ const responses = json({
   ],
   usage: { input_tokens: 9, output_tokens: 160, total_tokens: 169 },
 });
-const image = json({ created: 1700000000, data: [{ b64_json: TINY_PNG_BASE64 }] });
+const image = json({
+  created: 1700000000,
+  data: [{ b64_json: realImages ? noisePng(1024).toString("base64") : TINY_PNG_BASE64 }],
+});
 const models = json({
   object: "list",
   data: ["gpt-4o-mini", "gpt-image-1", "gpt-image-slow"].map((id) => ({

@@ -95,7 +95,7 @@ async function pretty(text, file) {
   }
 }
 
-/** Writes `bench-<date>.json`, `latest.json` and `latest.md`; resolves the JSON's path. */
+/** Writes `bench-<date>.json` (kept out of git: only `latest.*` are committed), `latest.json` and `latest.md`; resolves the JSON's path. */
 export async function writeResults(dir, result) {
   await mkdir(dir, { recursive: true });
   const stamp = result.meta.date.replace(/[:.]/g, "-");

@@ -3,6 +3,7 @@ import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
 import { imageTasksSchema } from "./schema/image-tasks-schema.js";
+import { imagesSchema } from "./schema/images-schema.js";
 import { loggingSchema } from "./schema/logging-schema.js";
 import { metricsSchema } from "./schema/metrics-schema.js";
 import { serverSchema } from "./schema/server-schema.js";
@@ -22,6 +23,7 @@ export const configSchema = z
       .array(channelSchema, { error: "must list at least one channel" })
       .min(1, "must list at least one channel"),
     imageTasks: imageTasksSchema,
+    images: imagesSchema,
     webhooks: webhooksSchema,
     metrics: metricsSchema,
     logging: loggingSchema,

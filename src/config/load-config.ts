@@ -144,6 +144,7 @@ const OVERRIDES: ReadonlyArray<{ name: string; section: string; field: string; n
   [
     { name: "PORT", section: "server", field: "port", numeric: true },
     { name: "STORE_URL", section: "store", field: "url", numeric: false },
+    { name: "IMAGES_URL", section: "images", field: "url", numeric: false },
     { name: "IMAGE_ASYNC_TIMEOUT_SEC", section: "imageTasks", field: "timeoutSec", numeric: true },
     {
       name: "IMAGE_ASYNC_MAX_CONCURRENT",

@@ -1,17 +1,41 @@
+import { pipeline } from "node:stream/promises";
 import { Router } from "express";
 import { AppError } from "../http/app-error.js";
+import type { ImageObject } from "../images/image-store.js";
+import { clientGone } from "../tasks/client-gone.js";
 import { TASK_ID_PATTERN } from "../tasks/task-record.js";
-import type { ImageTasks } from "../tasks/create-image-tasks.js";
-import { extensionOf } from "./image-type.js";
 import type { ImageUrlSigner } from "./image-url-signer.js";
+
+/** What the files route reads: a completed task's image by id, as a stream. */
+export interface FileSource {
+  /**
+   * Image `index` of the completed task `taskId`, if its type has extension
+   * `ext`; undefined otherwise. Rejects with 503 when a store is away.
+   */
+  openCompleted(
+    taskId: string,
+    index: number,
+    ext: string,
+    signal?: AbortSignal,
+  ): Promise<ImageObject | undefined>;
+}
+
+/** Whether `If-None-Match` names the entity tag (or `*`), weak or strong. */
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.split(",").some((tag) => ["*", etag, `W/${etag}`].includes(tag.trim()));
+}
 
 /**
  * `GET /v1/images/files/{taskId}/{index}.{ext}`: the images of `url` tasks,
  * without a bearer header (the signature is the credential), until the task
- * expires. Every refusal is the same 404, so a URL reveals nothing.
+ * expires. Streamed from the image store as it reads (no image is held in
+ * memory), with its `Content-Type`, `Content-Length` and `ETag`; a matching
+ * `If-None-Match` is answered 304. Every refusal is the same 404, so a URL
+ * reveals nothing; an image store that is away is 503 `storage_unavailable`.
  */
 export function createFilesRouter(deps: {
-  images: ImageTasks["images"];
+  images: FileSource;
   signer: ImageUrlSigner;
   now?: () => number;
 }): Router {
@@ -26,19 +50,32 @@ export function createFilesRouter(deps: {
     const nowSec = Math.floor(now() / 1000);
     if (!match || !TASK_ID_PATTERN.test(taskId)) throw notFound;
     if (!deps.signer.verify(taskId, file, expires, signature, nowSec)) throw notFound;
-    const index = Number(match[1]);
-    const image = await deps.images.read(taskId, index);
-    if (!image || extensionOf(image.mime) !== match[2]) throw notFound;
-    const { bytes } = image;
-    res
-      .status(200)
-      .set({
-        "Content-Type": image.mime,
-        "Content-Length": String(bytes.length),
-        "Cache-Control": `private, max-age=${Math.max(0, Number(expires) - nowSec)}`,
-        "X-Content-Type-Options": "nosniff",
-      })
-      .end(bytes);
+    const signal = clientGone(res);
+    const image = await deps.images.openCompleted(taskId, Number(match[1]), match[2]!, signal);
+    if (!image) throw notFound;
+    const headers = {
+      ETag: image.etag,
+      "Cache-Control": `private, max-age=${Math.max(0, Number(expires) - nowSec)}`,
+      "X-Content-Type-Options": "nosniff",
+    };
+    if (matches(req.get("if-none-match"), image.etag)) {
+      image.body.destroy();
+      res.status(304).set(headers).end();
+      return;
+    }
+    res.status(200).set({
+      ...headers,
+      "Content-Type": image.contentType,
+      "Content-Length": String(image.size),
+    });
+    if (req.method === "HEAD") {
+      image.body.destroy();
+      res.end();
+      return;
+    }
+    // Headers are out once bytes flow: a store that fails now, or a client that leaves, ends
+    // with the connection cut (a short body against Content-Length), nothing more to answer.
+    await pipeline(image.body, res).catch(() => res.destroy());
   });
   return router;
 }

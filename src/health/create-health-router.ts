@@ -2,11 +2,15 @@ import { Router } from "express";
 import { AppError } from "../http/app-error.js";
 
 /**
- * `GET /healthz` (the process answers) and `GET /readyz` (the store answers
- * and the service is not shutting down), without auth, for probes.
+ * `GET /healthz` (the process answers) and `GET /readyz` (the task store and
+ * the image store answer, and the service is not shutting down), without
+ * auth, for probes.
  */
 export function createHealthRouter(deps: {
-  /** Rejects when the task store cannot be reached. */
+  /**
+   * Rejects when the task store or the image store cannot be reached (an
+   * AppError says which; anything else is the task store).
+   */
   ping: () => Promise<void>;
   isStopping: () => boolean;
 }): Router {
@@ -19,7 +23,8 @@ export function createHealthRouter(deps: {
       throw new AppError("service_unavailable", "The service is shutting down.");
     try {
       await deps.ping();
-    } catch {
+    } catch (err) {
+      if (err instanceof AppError) throw err;
       throw new AppError("store_unavailable", "The task store cannot be reached.");
     }
     res.json({ status: "ready" });

@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   request_timeout: { status: 408, type: "invalid_request_error" },
   service_unavailable: { status: 503, type: "server_error" },
   store_unavailable: { status: 503, type: "server_error" },
+  storage_unavailable: { status: 503, type: "server_error" },
   invalid_response: { status: 502, type: "upstream_error" },
   internal_error: { status: 500, type: "server_error" },
 } as const satisfies Record<string, { status: number; type: string; sheddingStatus?: number }>;

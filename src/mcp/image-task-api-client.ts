@@ -152,9 +152,11 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
     async getTask(taskId, signal, options = {}) {
       // Whole seconds: the service takes up to 60, and a few ms more are harmless.
       const wait = Math.min(60, Math.ceil(Math.max(0, options.waitSeconds ?? 0)));
+      // The service's own image links, whatever its images.links: the one origin images are
+      // downloaded from (presigned or CDN links would be another).
       const { task, response } = await send(
         "GET",
-        `/images/tasks/${encodeURIComponent(taskId)}${wait > 0 ? `?wait=${wait}` : ""}`,
+        `/images/tasks/${encodeURIComponent(taskId)}?${wait > 0 ? `wait=${wait}&` : ""}links=service`,
         undefined,
         signal,
         wait * 1000,

@@ -35,13 +35,9 @@ export function createInProcessTaskApiClient(
 ): ImageTaskApiClient {
   const { tasks, principal, publicOrigin } = options;
   const { service, signer, images } = tasks;
-  const view = async (record: TaskRecord, data: PresentDeps["data"] = "full") =>
-    (await presentTask(record, {
-      imageBytes: images.bytes,
-      signer,
-      baseUrl: publicOrigin,
-      data,
-    })) as ImageTask;
+  // Without b64_json payloads: the tools over HTTP hand out links, never base64.
+  const view = async (record: TaskRecord, data: PresentDeps["data"] = "listed") =>
+    (await presentTask(record, { images, baseUrl: publicOrigin, data })) as ImageTask;
   /** The service's refusals as the HTTP client reports them. */
   const call = async <T>(step: () => Promise<T>): Promise<T> => {
     try {
@@ -126,12 +122,14 @@ export function createInProcessTaskApiClient(
         target.origin === publicOrigin &&
         match &&
         signer.verify(match[1]!, match[2]!, expires, signature, nowSec)
-          ? await images.read(match[1]!, Number(match[3]))
+          ? await images.openCompleted(match[1]!, Number(match[3]), match[4]!)
           : undefined;
       if (!image) {
         throw new ImageTaskApiError("refused", "The image does not exist or its link has expired.");
       }
-      return { bytes: image.bytes, contentType: image.mime };
+      const chunks: Buffer[] = [];
+      for await (const chunk of image.body) chunks.push(chunk as Buffer);
+      return { bytes: Buffer.concat(chunks), contentType: image.contentType };
     },
   };
 }

@@ -185,6 +185,25 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       buckets: [1, 2, 3, 4, 5, 6, 7, 8, 10, 15, 20, 50, 100],
       registers: [registry],
     }),
+    imageStoreOperations: new Counter({
+      name: `${p}image_store_operations_total`,
+      help: "Image store operations, by backend (memory, file, s3), op (put, get, delete, list, ping) and outcome (ok, not_found, error).",
+      labelNames: ["backend", "op", "outcome"] as const,
+      registers: [registry],
+    }),
+    imageStoreDuration: new Histogram({
+      name: `${p}image_store_operation_duration_seconds`,
+      help: "Time an image store operation took (a get: until its stream could start), by backend and op.",
+      labelNames: ["backend", "op"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    imageStoreWrittenBytes: new Counter({
+      name: `${p}image_store_written_bytes_total`,
+      help: "Bytes written to the image store, by backend.",
+      labelNames: ["backend"] as const,
+      registers: [registry],
+    }),
   };
 }
 
@@ -204,4 +223,5 @@ export const FINISH_REASONS = new Set([
   "rate_limit_exceeded",
   "invalid_request",
   "credential_unavailable",
+  "storage_unavailable",
 ]);

@@ -7,13 +7,18 @@ import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-si
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { createWebhookDeliverer } from "../webhooks/create-webhook-deliverer.js";
+import { extensionOf } from "../files/image-type.js";
+import type { FileSource } from "../files/create-files-router.js";
+import type { ImageStore } from "../images/image-store.js";
+import { sweepExpiredImages } from "../images/sweep-expired-images.js";
 import { createTaskEventStreams, type TaskEventStreams } from "./events/task-event-streams.js";
 import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
 import { announceWebhooksOnFinish } from "./events/webhook-announcer.js";
 import { openTaskBackend } from "./open-task-backend.js";
-import { presentTask } from "./present-task.js";
 import { storeKind } from "./store/create-task-store.js";
 import { createTaskFinisher } from "./task-finisher.js";
+import { presentTask, type PresentDeps } from "./present-task.js";
+import { createTaskImages, storageUnavailable } from "./task-images.js";
 import { createTaskRunner } from "./task-runner.js";
 import { available } from "./store-available.js";
 import { createTaskService, type TaskService } from "./task-service.js";
@@ -38,6 +43,12 @@ const OUTBOX_GRACE_MS = 30_000;
  */
 const sweepIntervalMs = (retentionSec: number) =>
   Math.min(60_000, Math.max(1_000, retentionSec * 1000));
+/**
+ * How often every process deletes the image store's expiry-day folders that
+ * are over (what outlived its task: a crash between writing images and
+ * recording the task); a day is swept within this of its end.
+ */
+const IMAGE_SWEEP_INTERVAL_MS = 10 * 60_000;
 
 /** Dependencies of {@link createImageTasks}. */
 export interface ImageTasksDeps {
@@ -47,14 +58,18 @@ export interface ImageTasksDeps {
   sealer?: CredentialSealer;
   metrics: Metrics;
   logger: Logger;
+  /** Where image bytes live (see `openImageStore`); opened and closed by the caller. */
+  imageStore: ImageStore;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now?: () => number;
 }
 
-/** One stored image, as the files route serves it. */
-export interface StoredImage {
-  mime: string;
-  bytes: Buffer;
+/** A task's images as the HTTP routes and MCP read them. */
+export interface ImageReads extends FileSource {
+  /** The `url` of a result image, in the `images.links` mode (or `service`, the service's own). */
+  link: PresentDeps["images"]["link"];
+  /** A result image's bytes as a stream (`b64_json`), or undefined once gone. */
+  open: PresentDeps["images"]["open"];
 }
 
 /** The async image-task feature, as the rest of the service sees it. */
@@ -67,13 +82,11 @@ export interface ImageTasks {
   feed: TaskFeed;
   /** Task event streams (`GET .../events`, submissions with `Accept: text/event-stream`). */
   eventStreams: TaskEventStreams;
-  images: {
-    /** Image `index` of a completed task with its type, or undefined. */
-    read(taskId: string, index: number): Promise<StoredImage | undefined>;
-    /** The bytes of image `index` of a task, or undefined once expired. */
-    bytes(taskId: string, index: number): Promise<Buffer | undefined>;
-  };
-  /** Rejects when the store cannot be reached (`/readyz`). */
+  images: ImageReads;
+  /**
+   * Rejects when the task store (503 `store_unavailable`) or the image store
+   * (503 `storage_unavailable`) cannot be reached (`/readyz`).
+   */
   ping(): Promise<void>;
   /**
    * A value set once for every process of the deployment, kept in the task
@@ -123,6 +136,15 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     throw err;
   }
   const signer = createImageUrlSigner(secret);
+  const { imageStore } = deps;
+  const taskImages = createTaskImages({
+    imageStore,
+    taskStore: store,
+    signer,
+    config: config.images,
+    logger,
+    now,
+  });
   const feed = createTaskFeed(events);
   const waiters = createTaskWaiters(feed);
   const deliverer = createWebhookDeliverer({
@@ -133,14 +155,23 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   const webhooks = createTaskWebhooks({
     store,
     queue: backend.webhooks,
-    signer,
+    images: taskImages,
     logger,
     now,
   });
-  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, now });
+  const finisher = createTaskFinisher({
+    store,
+    events,
+    metrics,
+    logger,
+    limits,
+    images: taskImages,
+    now,
+  });
   const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
   const runner = createTaskRunner({
     store,
+    images: taskImages,
     access: deps.access,
     sealer: deps.sealer,
     finisher,
@@ -152,6 +183,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   const service = createTaskService({
     config,
     store,
+    images: taskImages,
     queue,
     finisher,
     access: deps.access,
@@ -166,12 +198,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     feed,
     read: service.get,
     present: (record, baseUrl) =>
-      presentTask(record, {
-        imageBytes: (taskId, index) => available(() => store.getImage(taskId, index)),
-        signer,
-        baseUrl,
-        data: "full",
-      }),
+      presentTask(record, { images: taskImages, baseUrl, data: "full" }),
     keepAliveMs: limits.eventsKeepAliveSec * 1000,
     metrics,
     logger,
@@ -186,6 +213,20 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     webhooks.drainOutbox(minAgeMs).catch((err: unknown) => {
       logger.warn({ err }, "could not queue the webhook events left in the outbox");
     });
+  /** The images of expired tasks go with their records (the day sweep catches what this misses). */
+  const dropImages = async (keys: string[]) => {
+    await imageStore.delete(keys).catch((err: unknown) => {
+      logger.warn({ err, count: keys.length }, "could not delete expired tasks' images yet");
+    });
+  };
+  const sweepImages = () => {
+    sweepExpiredImages(imageStore, { nowMs: now() }).then(
+      (deleted) => {
+        if (deleted > 0) logger.info({ deleted }, "deleted images of expiry days that are over");
+      },
+      (err: unknown) => logger.warn({ err }, "image expiry sweep failed"),
+    );
+  };
   const timers: NodeJS.Timeout[] = [];
   let lastCounts = { waiting: 0, running: 0 };
 
@@ -195,17 +236,21 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     feed,
     eventStreams,
     images: {
-      async read(taskId, index) {
-        return available(async () => {
-          const record = await store.get(taskId);
-          const image = record?.status === "completed" ? record.images?.[index] : undefined;
-          const bytes = image && (await store.getImage(taskId, index));
-          return image && bytes ? { mime: image.mime, bytes } : undefined;
-        });
+      link: taskImages.link,
+      open: taskImages.open,
+      async openCompleted(taskId, index, ext, signal) {
+        const record = await available(() => store.get(taskId));
+        const image = record?.status === "completed" ? record.images?.[index] : undefined;
+        if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
+        return taskImages.open(record, index, signal);
       },
-      bytes: (taskId, index) => available(() => store.getImage(taskId, index)),
     },
-    ping: () => store.ping(),
+    async ping() {
+      await available(() => store.ping());
+      await imageStore.ping().catch((err: unknown) => {
+        throw storageUnavailable(err);
+      });
+    },
     getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
     getMeta: (key) => store.getMeta(key),
     deleteMeta: (key) => store.deleteMeta(key),
@@ -226,13 +271,17 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
       });
       timers.push(
         setInterval(() => {
-          store.sweepExpired().catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+          store
+            .sweepExpired(dropImages)
+            .catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
         }, sweepIntervalMs(limits.retentionSec)),
         setInterval(() => {
           adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));
           void drainOutbox(OUTBOX_GRACE_MS);
         }, ADOPT_INTERVAL_MS),
+        setInterval(sweepImages, IMAGE_SWEEP_INTERVAL_MS),
       );
+      sweepImages();
       for (const timer of timers) timer.unref();
     },
 

@@ -15,6 +15,7 @@ import {
 import { pollHeaders as headersOf } from "./poll-headers.js";
 import { presentTask, type PresentDeps } from "./present-task.js";
 import { isMultipart, readMultipartForm } from "./read-multipart-form.js";
+import { sendTaskView } from "./send-task-view.js";
 import { createTaskAnswers } from "./task-answers.js";
 import type { TaskRecord } from "./task-record.js";
 import { submitTaskSchema } from "./task-schemas.js";
@@ -57,14 +58,9 @@ function runParser(parser: RequestHandler, req: Request, res: Response): Promise
  */
 export function createTasksRouter(deps: TasksRouterDeps): Router {
   const router = Router();
-  const { service, signer, images } = deps.tasks;
+  const { service, images } = deps.tasks;
   const view = (req: Request, record: TaskRecord, data: PresentDeps["data"] = "full") =>
-    presentTask(record, {
-      imageBytes: images.bytes,
-      signer,
-      baseUrl: publicBaseUrl(req, deps.publicBaseUrl),
-      data,
-    });
+    presentTask(record, { images, baseUrl: publicBaseUrl(req, deps.publicBaseUrl), data });
   const pollHeaders = (record: TaskRecord) => headersOf(record, deps.pollIntervalSec);
   // The same answers the task lane gives (see create-task-lane.ts).
   const answers = createTaskAnswers({ tasks: deps.tasks, pollIntervalSec: deps.pollIntervalSec });
@@ -126,7 +122,8 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
 
   router.post("/v1/images/tasks/:taskId/cancel", async (req, res) => {
     const record = await service.cancel(getPrincipal(res), req.params.taskId);
-    res.set(pollHeaders(record)).json(await view(req, record));
+    res.set(pollHeaders(record));
+    await sendTaskView(res, 200, await view(req, record));
   });
 
   return router;

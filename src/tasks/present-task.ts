@@ -1,7 +1,39 @@
-import type { ImageUrlSigner } from "../files/image-url-signer.js";
+import { randomBytes } from "node:crypto";
 import { AppError } from "../http/app-error.js";
-import { extensionOf } from "../files/image-type.js";
+import type { ImageObject } from "../images/image-store.js";
 import type { TaskError, TaskRecord, TaskStatus } from "./task-record.js";
+
+/** Per process: no text a channel or client sends can name a marker. */
+const NONCE = randomBytes(12).toString("hex");
+let markers = 0;
+
+/**
+ * A `b64_json` payload not read yet: in JSON it is a marker, which
+ * `sendTaskView` replaces with the image's base64, streamed from the image
+ * store. No poll builds a whole image's base64 in memory.
+ */
+export class PendingImage {
+  /** `__b64_<nonce>_<n>__`: unique in the process. */
+  readonly marker = `__b64_${NONCE}_${(markers = (markers + 1) % Number.MAX_SAFE_INTEGER)}__`;
+
+  constructor(
+    /** Decoded bytes: the base64 is `4 * ceil(size / 3)` characters. */
+    readonly size: number,
+    /** Opens the bytes; undefined when they are no longer stored. */
+    readonly open: (signal?: AbortSignal) => Promise<ImageObject | undefined>,
+  ) {}
+
+  toJSON(): string {
+    return this.marker;
+  }
+}
+
+/** One image of a task as clients see it. */
+export interface TaskViewImage {
+  url?: string;
+  b64_json?: PendingImage;
+  revised_prompt?: string;
+}
 
 /** A task as clients see it. */
 export interface TaskView {
@@ -13,18 +45,27 @@ export interface TaskView {
   started_at?: number;
   completed_at?: number;
   expires_at?: number;
-  data?: Array<{ url?: string; b64_json?: string; revised_prompt?: string }>;
+  data?: TaskViewImage[];
   usage?: unknown;
   error?: TaskError;
 }
 
 /** What {@link presentTask} needs besides the record. */
 export interface PresentDeps {
-  /** The stored bytes of a task's image (`b64_json` answers). */
-  imageBytes: (taskId: string, index: number) => Promise<Buffer | undefined>;
-  signer: ImageUrlSigner;
-  /** Origin the signed URLs start with, e.g. `https://images.example.com`. */
+  /** The images of tasks: their links, and their bytes for `b64_json`. */
+  images: {
+    link(
+      record: TaskRecord,
+      index: number,
+      baseUrl: string,
+      mode?: "service" | "presigned" | "public",
+    ): Promise<string>;
+    open(record: TaskRecord, index: number, signal?: AbortSignal): Promise<ImageObject | undefined>;
+  };
+  /** Origin the service's own image links start with, e.g. `https://images.example.com`. */
   baseUrl: string;
+  /** `service`: the service's own links whatever `images.links` says (`?links=service`). */
+  links?: "service";
   /**
    * `data` as GET shows it (`full`), without `b64_json` payloads (`listed`:
    * the task list and webhook events; `url` items stay), or not at all
@@ -33,9 +74,17 @@ export interface PresentDeps {
   data: "full" | "listed" | "none";
 }
 
+/** A task whose record outlived its bytes by a moment: the same 404 as an expired one. */
+export function imageGone(taskId: string): AppError {
+  return new AppError("task_not_found", `No task found with id '${taskId}'.`, {
+    param: "task_id",
+  });
+}
+
 /**
- * The client's view of a task: images as signed URLs or base64, as the task
- * asked, and nothing internal (owner, upstream body, attempts).
+ * The client's view of a task: images as links or base64, as the task
+ * asked, and nothing internal (owner, upstream body, attempts). Base64
+ * payloads are {@link PendingImage}s, read when the answer is sent.
  */
 export async function presentTask(record: TaskRecord, deps: PresentDeps): Promise<TaskView> {
   const view: TaskView = {
@@ -51,27 +100,20 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
   if (record.error) view.error = record.error;
   if (record.status === "completed" && deps.data !== "none") {
     view.data = await Promise.all(
-      (record.images ?? []).map(async (image, index) => {
+      (record.images ?? []).map(async (image, index): Promise<TaskViewImage> => {
         const extra =
           image.revised_prompt === undefined ? {} : { revised_prompt: image.revised_prompt };
         if (record.responseFormat === "url") {
-          const path = deps.signer.path(
-            record.id,
-            index,
-            extensionOf(image.mime),
-            record.expires_at ?? 0,
-          );
-          return { url: `${deps.baseUrl}${path}`, ...extra };
+          return {
+            url: await deps.images.link(record, index, deps.baseUrl, deps.links),
+            ...extra,
+          };
         }
         if (deps.data === "listed") return extra;
-        const bytes = await deps.imageBytes(record.id, index);
-        if (!bytes) {
-          // The bytes expired a moment before the record did.
-          throw new AppError("task_not_found", `No task found with id '${record.id}'.`, {
-            param: "task_id",
-          });
-        }
-        return { b64_json: bytes.toString("base64"), ...extra };
+        const pending = new PendingImage(image.bytes, (signal) =>
+          deps.images.open(record, index, signal),
+        );
+        return { b64_json: pending, ...extra };
       }),
     );
   }

@@ -1,6 +1,6 @@
 import { CredentialSealError, type CredentialSealer } from "../auth/credential-sealer.js";
 import type { EditFile } from "./generate-images.js";
-import type { TaskStore } from "./store/task-store.js";
+import type { TaskImages } from "./task-images.js";
 import { TaskFailure } from "./task-failure.js";
 import type { TaskRecord } from "./task-record.js";
 
@@ -30,17 +30,17 @@ export async function openCredential(
 }
 
 /**
- * An edit's images from the store; undefined for a generation. A store that
- * cannot be read rejects (the queue runs the task again later); an image no
- * longer stored comes back empty, and {@link assertEditFilesKept} fails the task.
+ * An edit's images from the image store; undefined for a generation. A store
+ * that cannot be read rejects (the queue runs the task again later); an image
+ * no longer stored comes back empty, and {@link assertEditFilesKept} fails the task.
  */
 export async function readEditFiles(
-  store: TaskStore,
+  images: Pick<TaskImages, "readInputs">,
   started: TaskRecord,
 ): Promise<EditFile[] | undefined> {
   if (started.kind !== "edit") return undefined;
   const inputs = started.inputs ?? [];
-  const bytes = await Promise.all(inputs.map((_, index) => store.getInput(started.id, index)));
+  const bytes = await images.readInputs(started);
   return inputs.map((input, index) => ({
     field: input.field,
     mime: input.mime,

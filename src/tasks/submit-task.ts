@@ -20,17 +20,17 @@ import type {
 } from "./store/task-store.js";
 import { available } from "./store-available.js";
 import { newTaskId, type TaskRecord } from "./task-record.js";
+import type { TaskImages } from "./task-images.js";
 import { toUpstreamBody } from "./task-schemas.js";
 import type { TaskFinisher } from "./task-finisher.js";
 import type { EditInput, SubmitOptions, Submission } from "./task-service.js";
-
-/** The longest an edit's inputs wait for their task in the store (see `TaskStore.putInput`). */
-const INPUT_TTL_MS = 7 * 24 * 3600 * 1000;
 
 /** What {@link submitTask} works with. */
 export interface SubmitDeps {
   config: Config;
   store: TaskStore;
+  /** Where an edit's input images wait for their run. */
+  images: Pick<TaskImages, "putInputs" | "deleteInputs">;
   queue: TaskQueue;
   access: ModelAccess;
   sealer?: CredentialSealer;
@@ -198,12 +198,15 @@ async function createAdmitted(
   options: CreateOptions,
   inputs: readonly EditInput[],
 ): Promise<CreateResult> {
-  const { store, queue, logger } = deps;
+  const { store, queue, logger, images } = deps;
+  const { retentionSec, timeoutSec } = deps.config.imageTasks;
   let result: CreateResult | undefined;
   try {
-    await Promise.all(
-      inputs.map((input, index) => store.putInput(record.id, index, input.bytes, INPUT_TTL_MS)),
-    );
+    if (inputs.length > 0) {
+      // Kept as long as an idempotency key: a task that waits longer finds them gone and fails.
+      const untilSec = record.created + retentionSec + timeoutSec;
+      record.inputs = await images.putInputs(record.id, inputs, untilSec);
+    }
     result = await store.create(record, options);
     return result;
   } finally {
@@ -211,9 +214,9 @@ async function createAdmitted(
       await queue.release(entry).catch((err: unknown) => {
         logger.warn({ err }, "could not give back a queue place; it lapses on its own");
       });
-      if (inputs.length > 0) {
-        await store.deleteInputs(record.id, inputs.length).catch((err: unknown) => {
-          logger.warn({ err }, "could not delete an edit's images; they expire on their own");
+      if (record.inputs?.some((input) => input.key)) {
+        await images.deleteInputs(record.inputs).catch((err: unknown) => {
+          logger.warn({ err }, "could not delete an edit's images; their day's sweep will");
         });
       }
     }

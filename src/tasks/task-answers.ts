@@ -5,6 +5,7 @@ import { clientGone } from "./client-gone.js";
 import type { ImageTasks } from "./create-image-tasks.js";
 import { pollHeaders } from "./poll-headers.js";
 import { presentTask, type PresentDeps } from "./present-task.js";
+import { sendTaskView } from "./send-task-view.js";
 import { isFinished, type TaskRecord } from "./task-record.js";
 import { parsePreferWait, parseWaitQuery } from "./task-query.js";
 import type { Submission } from "./task-service.js";
@@ -31,22 +32,13 @@ export type TaskAnswers = ReturnType<typeof createTaskAnswers>;
  * alike (status, headers, body, and which step fails first).
  */
 export function createTaskAnswers(deps: TaskAnswersDeps) {
-  const { service, signer, images } = deps.tasks;
-  const view = (record: TaskRecord, baseUrl: string, data: PresentDeps["data"]) =>
-    presentTask(record, { imageBytes: images.bytes, signer, baseUrl, data });
-
-  /**
-   * Writes the answer; headers set before the view is made stay on an error
-   * answer too (as Express's `res.set(...).json(await view)` did).
-   */
-  const send = (res: ServerResponse, status: number, view: unknown) => {
-    const body = JSON.stringify(view);
-    res.writeHead(status, {
-      "Content-Type": "application/json; charset=utf-8",
-      "Content-Length": Buffer.byteLength(body),
-    });
-    res.end(body);
-  };
+  const { service, images } = deps.tasks;
+  const view = (
+    record: TaskRecord,
+    baseUrl: string,
+    data: PresentDeps["data"],
+    links?: PresentDeps["links"],
+  ) => presentTask(record, { images, baseUrl, data, ...(links ? { links } : {}) });
   const setHeaders = (res: ServerResponse, headers: Record<string, string>) => {
     for (const name in headers) res.setHeader(name, headers[name] as string);
   };
@@ -94,14 +86,18 @@ export function createTaskAnswers(deps: TaskAnswersDeps) {
       res.setHeader("Location", `${baseUrl}/v1/images/tasks/${record.id}`);
       if (replayed) res.setHeader("Idempotent-Replayed", "true");
       if (finished) res.setHeader("Preference-Applied", `wait=${wait}`);
-      send(
+      await sendTaskView(
         res,
         finished ? 200 : 202,
         await view(current, baseUrlOf(), finished || replayed ? "full" : "none"),
       );
     },
 
-    /** `GET /v1/images/tasks/{id}` with its parsed query (`?wait=N`). */
+    /**
+     * `GET /v1/images/tasks/{id}` with its parsed query: `?wait=N`, and
+     * `?links=service` for the service's own image links whatever
+     * `images.links` says (what the MCP server downloads from).
+     */
     async poll(
       res: ServerResponse,
       principal: Principal,
@@ -114,7 +110,8 @@ export function createTaskAnswers(deps: TaskAnswersDeps) {
       const gone = wait > 0 ? clientGone(res) : undefined;
       const record = await service.waitFor(principal, id, wait * 1000, gone);
       setHeaders(res, pollHeaders(record, deps.pollIntervalSec));
-      send(res, 200, await view(record, baseUrlOf(), "full"));
+      const links = query.links === "service" ? "service" : undefined;
+      await sendTaskView(res, 200, await view(record, baseUrlOf(), "full", links));
     },
   };
 }

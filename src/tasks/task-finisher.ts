@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { FINISH_REASONS, type Metrics } from "../metrics/create-metrics.js";
-import type { GeneratedImage } from "./generate-images.js";
 import type { TaskStore } from "./store/task-store.js";
 import { busRecord, type TaskEvents, type TaskStage } from "./task-events.js";
-import type { TaskError, TaskRecord } from "./task-record.js";
+import type { TaskImages } from "./task-images.js";
+import type { TaskError, TaskImage, TaskRecord } from "./task-record.js";
 
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {
@@ -13,6 +13,8 @@ export interface TaskFinisherDeps {
   metrics: Metrics;
   logger: Logger;
   limits: Config["imageTasks"];
+  /** Where an edit's input images are deleted once its task has finished. */
+  images: Pick<TaskImages, "deleteInputs">;
   now: () => number;
 }
 
@@ -29,7 +31,7 @@ export type TaskFinisher = ReturnType<typeof createTaskFinisher>;
  * into the outbox, so none of that waits on this process.
  */
 export function createTaskFinisher(deps: TaskFinisherDeps) {
-  const { store, events, metrics, logger, limits, now } = deps;
+  const { store, events, metrics, logger, limits, images, now } = deps;
   const retentionMs = limits.retentionSec * 1000;
   /**
    * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
@@ -68,17 +70,20 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
       metrics.taskRunDuration.observe({ status: record.status }, now() / 1000 - record.started_at);
     }
     announce(record.status, record);
+    if (record.inputs?.some((input) => input.key)) {
+      // Best effort: the image store's sweep deletes them with their day otherwise.
+      images.deleteInputs(record.inputs).catch((err: unknown) => {
+        logger.warn({ err, taskId: record.id }, "could not delete an edit's input images yet");
+      });
+    }
     return record;
   };
 
   return {
     announce,
 
-    /**
-     * Image bytes are written just before their task completes; the margin
-     * keeps them from expiring a moment before the task record does.
-     */
-    imageTtlMs: retentionMs + 5_000,
+    /** `expires_at` (Unix seconds) of a task that completes at `atMs`. */
+    expiresAt,
 
     /**
      * `from -> failed`; undefined when the task was no longer in `from` (or,
@@ -107,13 +112,17 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
       );
     },
 
-    /** `in_progress -> completed` by run `attempts`, with the images' metadata (bytes stored already). */
+    /**
+     * `in_progress -> completed` by run `attempts`, with what the record keeps
+     * of its images (stored already, under keys made for the expiry of a task
+     * completing at `atMs`).
+     */
     async complete(
       id: string,
       attempts: number,
-      result: { images: GeneratedImage[]; usage?: unknown },
+      result: { images: TaskImage[]; usage?: unknown },
+      atMs = now(),
     ): Promise<TaskRecord | undefined> {
-      const atMs = now();
       return finished(
         await store.transition(
           id,
@@ -122,11 +131,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
             status: "completed",
             completed_at: Math.floor(atMs / 1000),
             expires_at: expiresAt(atMs),
-            images: result.images.map(({ mime, bytes, revised_prompt }) => ({
-              mime,
-              bytes: bytes.length,
-              ...(revised_prompt === undefined ? {} : { revised_prompt }),
-            })),
+            images: result.images,
             ...(result.usage === undefined ? {} : { usage: result.usage }),
             sealedCredential: undefined,
           },

@@ -15,6 +15,11 @@ export interface TaskImage {
   mime: string;
   bytes: number;
   revised_prompt?: string;
+  /**
+   * Its key in the image store. Absent on records written before the image
+   * store: their bytes are in the task store (`getImage`).
+   */
+  key?: string;
 }
 
 /**
@@ -26,6 +31,8 @@ export interface TaskInput {
   field: "image" | "image[]" | "mask";
   mime: string;
   bytes: number;
+  /** Its key in the image store; absent: in the task store (`getInput`), as before the image store. */
+  key?: string;
 }
 
 /** Where the event of a finished task is delivered. */
@@ -99,6 +106,16 @@ const LEGAL: Record<TaskStatus, readonly TaskStatus[]> = {
 /** Whether `from -> to` is a legal move. */
 export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
   return LEGAL[from].includes(to);
+}
+
+/** The image store keys a record holds: its results' and an edit's inputs' (legacy ones have none). */
+export function imageKeysOf(record: {
+  images?: readonly TaskImage[];
+  inputs?: readonly TaskInput[];
+}): string[] {
+  return [...(record.images ?? []), ...(record.inputs ?? [])].flatMap((item) =>
+    item.key ? [item.key] : [],
+  );
 }
 
 /** Whether the task has ended and will not change again. */

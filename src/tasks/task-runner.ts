@@ -5,6 +5,7 @@ import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { claimTask } from "./claim-task.js";
+import { keepResult } from "./keep-result.js";
 import { generateImages, type EditFile, type GeneratedImage } from "./generate-images.js";
 import type { TaskLease } from "./queue/task-queue.js";
 import { settleRunFailure } from "./run-failure.js";
@@ -13,11 +14,14 @@ import { watchRun } from "./run-watch.js";
 import type { TaskStore } from "./store/task-store.js";
 import { TaskFailure } from "./task-failure.js";
 import type { TaskFinisher } from "./task-finisher.js";
+import type { TaskImages } from "./task-images.js";
 import { isFinished, type TaskRecord } from "./task-record.js";
 
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {
   store: TaskStore;
+  /** Where a run reads an edit's input images and writes its result's. */
+  images: TaskImages;
   /** Routes a run to its channels: their own keys, or a forward task's gateway with its key. */
   access: ModelAccess;
   /** Forward mode's sealer, to open a task's `sealedCredential`; absent when forward mode is off. */
@@ -80,18 +84,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
     });
   }
 
-  /** Stores a result's bytes, then completes the task; a run that lost the task drops them. */
-  async function keep(started: TaskRecord, result: { images: GeneratedImage[]; usage?: unknown }) {
-    const { id } = started;
-    await Promise.all(
-      result.images.map((image, index) =>
-        store.putImage(id, index, image.bytes, finisher.imageTtlMs),
-      ),
-    );
-    const completed = await finisher.complete(id, started.attempts, result);
-    // Cancelled, or given to another run, meanwhile: its images go.
-    if (!completed) await store.deleteImages(id, result.images.length);
-  }
+  const keepDeps = { images: deps.images, finisher, logger, now: deps.now, failure: failureDeps };
 
   return {
     async run(lease) {
@@ -99,7 +92,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       if (!record || isFinished(record.status) || lease.signal.aborted) return;
       const started = await claimTask(claimDeps, record);
       if (!started) return;
-      const files = await readEditFiles(store, started);
+      const files = await readEditFiles(deps.images, started);
       const watch = watchRun({
         store,
         started,
@@ -115,7 +108,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
           await settleRunFailure(failureDeps, started, watch.signal, err);
           return;
         }
-        await keep(started, result);
+        await keepResult(keepDeps, started, result, watch.signal);
       } finally {
         watch.dispose();
       }

@@ -12,6 +12,7 @@ import type { OwnedPage, TaskStore } from "./store/task-store.js";
 import { available } from "./store-available.js";
 import { submitTask, type Submitted } from "./submit-task.js";
 import type { TaskFinisher } from "./task-finisher.js";
+import type { TaskImages } from "./task-images.js";
 import { isFinished, type TaskInput, type TaskRecord, type TaskStatus } from "./task-record.js";
 import type { SubmitTaskRequest } from "./task-schemas.js";
 import type { TaskWaiters } from "./task-waiters.js";
@@ -20,6 +21,8 @@ import type { TaskWaiters } from "./task-waiters.js";
 export interface TaskServiceDeps {
   config: Config;
   store: TaskStore;
+  /** Where an edit's input images wait for their run. */
+  images: TaskImages;
   queue: TaskQueue;
   finisher: TaskFinisher;
   access: ModelAccess;

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import type { ImageUrlSigner } from "../files/image-url-signer.js";
 import { createWebhookDelivery } from "../webhooks/webhook-delivery.js";
 import type { WebhookQueue } from "../webhooks/webhook-queue.js";
-import { presentTask } from "./present-task.js";
+import { presentTask, type PresentDeps } from "./present-task.js";
 import type { TaskStore } from "./store/task-store.js";
 import { isFinished, type TaskRecord } from "./task-record.js";
 
@@ -14,7 +13,8 @@ const OUTBOX_BATCH = 500;
 export interface TaskWebhooksDeps {
   store: TaskStore;
   queue: WebhookQueue;
-  signer: ImageUrlSigner;
+  /** The links of `url` images, as GET shows them. */
+  images: PresentDeps["images"];
   logger: Logger;
   now: () => number;
 }
@@ -41,13 +41,12 @@ export function eventIdOf(taskId: string): string {
  * by {@link TaskWebhooks.drainOutbox}, which every process runs now and then.
  */
 export function createTaskWebhooks(deps: TaskWebhooksDeps) {
-  const { store, queue, signer, logger, now } = deps;
+  const { store, queue, images, logger, now } = deps;
 
   async function announce(record: TaskRecord): Promise<void> {
     if (!record.webhook || !isFinished(record.status)) return;
     const view = await presentTask(record, {
-      imageBytes: async () => undefined,
-      signer,
+      images,
       baseUrl: record.webhook.baseUrl,
       data: "listed",
     });

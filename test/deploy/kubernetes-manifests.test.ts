@@ -74,6 +74,31 @@ describe.each(["single", "replicas"])("deploy/kubernetes/%s", (variant) => {
     const raw = parseAllDocuments(config.data["config.yaml"]!)[0]!.toJS() as unknown;
     const parsed = parseConfig(raw, secret.stringData);
     expect(parsed.store.url).toMatch(variant === "single" ? /^sqlite:\/\// : /^redis:\/\//);
+    if (variant === "single") {
+      // Beside the database, on its volume.
+      expect(parsed.images.url).toBe("file:///app/data/images");
+      return;
+    }
+    // Replicas share an S3-compatible bucket, its settings and keys from the Secret only.
+    const { images } = parsed;
+    expect(images.url).toBe(`s3://${secret.stringData.S3_BUCKET}/image-task-sidecar`);
+    expect(images.s3).toEqual({
+      endpoint: secret.stringData.S3_ENDPOINT,
+      region: secret.stringData.S3_REGION,
+      forcePathStyle: true,
+      accessKeyId: secret.stringData.S3_ACCESS_KEY_ID,
+      secretAccessKey: secret.stringData.S3_SECRET_ACCESS_KEY,
+    });
+    expect(config.data["config.yaml"]).not.toContain(secret.stringData.S3_SECRET_ACCESS_KEY!);
+    // AWS S3 itself: no endpoint, and the SDK's default chain when no keys are given.
+    const aws = parseConfig(raw, {
+      ...secret.stringData,
+      S3_ENDPOINT: "",
+      S3_ACCESS_KEY_ID: "",
+      S3_SECRET_ACCESS_KEY: "",
+      S3_FORCE_PATH_STYLE: "",
+    });
+    expect(aws.images.s3).toEqual({ region: "us-east-1", forcePathStyle: false });
   });
 
   it("probes /healthz and /readyz, and gives the drain more time than it takes", () => {

@@ -141,7 +141,7 @@ describe("MCP tools against the running service (in memory)", () => {
     expect(result.isError, text(result)).toBeFalsy();
     expect((result.structuredContent as { status: string }).status).toBe("completed");
     const polls = fetched.filter((url) => url.includes(`/images/tasks/${taskId}`));
-    expect(polls).toEqual([`${app.baseURL}/images/tasks/${taskId}?wait=20`]);
+    expect(polls).toEqual([`${app.baseURL}/images/tasks/${taskId}?wait=20&links=service`]);
     // Answered when the task ended (about 1.5 s after submission), not at the 20 s limit.
     expect(took).toBeLessThan(10_000);
   });

@@ -14,8 +14,20 @@ export function uniquePrefix(label = "t"): string {
   return `test-${label}-${randomBytes(6).toString("hex")}`;
 }
 
-/** Deletes every key under `prefix` on `url` (default: the shared Redis); resolves how many. */
+/**
+ * The image store directory of the apps on `prefix` (`images.url` of a test
+ * app on Redis): shared by its replicas like the prefix, deleted with it.
+ */
+export function imagesDirOf(prefix: string): string {
+  return join(tmpdir(), "image-task-sidecar-test-images", prefix);
+}
+
+/**
+ * Deletes every key under `prefix` on `url` (default: the shared Redis), and
+ * the prefix's image directory ({@link imagesDirOf}); resolves how many keys.
+ */
 export async function deleteKeys(prefix: string, url = REDIS_URL): Promise<number> {
+  await rm(imagesDirOf(prefix), { recursive: true, force: true });
   const client = createClient({ url });
   await client.connect();
   try {

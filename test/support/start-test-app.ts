@@ -3,7 +3,7 @@ import { parseConfig } from "../../src/config/load-config.js";
 import type { Config, ConfigInput } from "../../src/config/config-schema.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { startFakeUpstream, type FakeUpstream } from "./fake-upstream.js";
-import { REDIS_URL, deleteKeys, uniquePrefix } from "./redis.js";
+import { REDIS_URL, deleteKeys, imagesDirOf, uniquePrefix } from "./redis.js";
 
 /** Keys every test app knows. */
 export const TEST_KEYS = {
@@ -85,6 +85,10 @@ export function testConfig(upstreamBaseUrl: string, options: TestAppOptions = {}
     ],
     imageTasks: { pollIntervalSec: 1, ...options.imageTasks },
     logging: { level: "silent" },
+    // Apps on one Redis prefix are replicas: they share an image directory, deleted with the keys.
+    ...(typeof options.redis === "object"
+      ? { images: { url: `file://${imagesDirOf(options.redis.prefix)}` } }
+      : {}),
     ...options.config,
   };
   return parseConfig(input);

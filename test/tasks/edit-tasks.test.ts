@@ -1,9 +1,16 @@
+import { readdir } from "node:fs/promises";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import { encodePng } from "../../src/demo/png-encoder.js";
 import type { RecordedRequest } from "../support/fake-upstream.js";
-import { listKeys } from "../support/redis.js";
+import { imagesDirOf, listKeys } from "../support/redis.js";
 import { UPSTREAM_KEY } from "../support/start-test-app.js";
+
+/** The input images in the image store (a directory) of the apps on `prefix`. */
+async function inputFiles(prefix: string): Promise<string[]> {
+  const files = await readdir(imagesDirOf(prefix), { recursive: true }).catch(() => []);
+  return files.filter((file) => /(^|\/)input-\d+\.\w+$/.test(file));
+}
 import { STORES } from "./store-places.js";
 import {
   PNG_MAGIC,
@@ -168,11 +175,12 @@ describe.each(STORES)("edits as tasks on $name", ({ name, options }) => {
     expect(files[0]!.data).toEqual(one);
 
     if (name === "redis") {
-      // Kept in Redis beside the record while the task is unfinished.
-      const inputs = (await listKeys(app.config.store.prefix)).filter((k) =>
+      // Kept in the image store while the task is unfinished; Redis holds the record only.
+      expect(await inputFiles(app.config.store.prefix)).toHaveLength(4);
+      const inRedis = (await listKeys(app.config.store.prefix)).filter((k) =>
         k.includes("::input:"),
       );
-      expect(inputs).toHaveLength(4);
+      expect(inRedis).toEqual([]);
     }
     expect((await cancelTask(app, second.body.id)).body).toMatchObject({
       status: "failed",
@@ -180,10 +188,11 @@ describe.each(STORES)("edits as tasks on $name", ({ name, options }) => {
     });
     expect((await cancelTask(app, first.body.id)).body.status).toBe("failed");
     if (name === "redis") {
-      const inputs = (await listKeys(app.config.store.prefix)).filter((k) =>
-        k.includes("::input:"),
+      const prefix = app.config.store.prefix;
+      await waitUntil(
+        async () => (await inputFiles(prefix)).length === 0,
+        "the finished edits' input images to be deleted",
       );
-      expect(inputs).toEqual([]);
     }
 
     // The second image of a JSON edit goes on as image[] with its own type.

@@ -40,6 +40,8 @@ export interface ClusterOptions {
   leaseSec?: number;
   shutdownGraceSec?: number;
   webhooks?: Record<string, unknown>;
+  /** The `images` section; default: a directory every replica mounts. */
+  images?: Record<string, unknown>;
 }
 
 /** A deployment's config: every replica gets the same one. */
@@ -74,6 +76,8 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
       leaseSec: options.leaseSec ?? 1,
       pollIntervalSec: 1,
     },
+    // Every replica mounts the same directory, as a shared volume would be.
+    images: options.images ?? { url: `file://${join(dir, `${prefix}-images`)}` },
     ...(options.webhooks ? { webhooks: options.webhooks } : {}),
   });
 }

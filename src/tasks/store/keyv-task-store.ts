@@ -1,6 +1,12 @@
 import type Keyv from "keyv";
-import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
-import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import {
+  canTransition,
+  imageKeysOf,
+  isFinished,
+  type TaskRecord,
+  type TaskStatus,
+} from "../task-record.js";
+import { createKeyvWebhookJournal } from "./keyv-webhook-journal.js";
 import type {
   CreateResult,
   Idempotency,
@@ -61,16 +67,12 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
   const UNFINISHED = "index:unfinished";
   /** Finished tasks whose webhook event is not queued yet: `[id, sinceMs]`. */
   const OUTBOX = "index:webhook-outbox";
-  /** Event ids of the pending webhook deliveries, each kept at `webhook:<eventId>`. */
-  const DELIVERIES = "index:webhooks";
-  const deliveryKey = (eventId: string) => `webhook:${eventId}`;
 
   const read = async <T>(key: string): Promise<T | undefined> =>
     (await keyv.get(key)) as T | undefined;
   const readUnfinished = async () => (await read<string[]>(UNFINISHED)) ?? [];
   const readOwner = async (owner: string) => (await read<OwnerEntry[]>(ownerKey(owner))) ?? [];
   const readOutbox = async () => (await read<Array<[string, number]>>(OUTBOX)) ?? [];
-  const readDeliveries = async () => (await read<string[]>(DELIVERIES)) ?? [];
   /** Bytes as they are stored: base64 text for a serializing Keyv, an exact-size Buffer otherwise. */
   const toStored = (bytes: Buffer): string | Buffer => {
     if (!options.binaryImages) return bytes.toString("base64");
@@ -96,6 +98,8 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
   const BUCKET_MS = 60_000;
   const SWEPT_UNTIL = "meta:swept-until";
   const OWNER_ENTRY = "owner-entry:";
+  /** A bucket entry naming an image store key that expires with its task (handed on, not deleted here). */
+  const IMAGE_ENTRY = "image-key:";
   const bucketKey = (bucket: number) => `expiring:${bucket}`;
   const expireLater = async (keys: string[], ttlMs: number) => {
     const bucket = Math.floor((now() + ttlMs) / BUCKET_MS) + 1;
@@ -212,7 +216,12 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
             );
             // Image TTLs may run a little longer than the task's: the sweep waits for them too.
             await expireLater(
-              [taskKey(id), ...images, `${OWNER_ENTRY}${id}:${next.owner}`],
+              [
+                taskKey(id),
+                ...images,
+                `${OWNER_ENTRY}${id}:${next.owner}`,
+                ...imageKeysOf(next).map((key) => `${IMAGE_ENTRY}${key}`),
+              ],
               ttlMs + BUCKET_MS,
             );
           }
@@ -299,32 +308,7 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
       });
     },
 
-    webhookJournal: {
-      async list() {
-        const pending = await readMany<PendingDelivery>((await readDeliveries()).map(deliveryKey));
-        return pending.filter((entry): entry is PendingDelivery => entry !== undefined);
-      },
-      save(pending) {
-        return exclusive(async () => {
-          const { eventId } = pending.delivery;
-          await keyv.set(deliveryKey(eventId), pending);
-          const listed = await readDeliveries();
-          if (!listed.includes(eventId)) await keyv.set(DELIVERIES, [...listed, eventId]);
-        });
-      },
-      remove(eventId) {
-        return exclusive(async () => {
-          await keyv.delete(deliveryKey(eventId));
-          const listed = await readDeliveries();
-          if (listed.includes(eventId)) {
-            await keyv.set(
-              DELIVERIES,
-              listed.filter((other) => other !== eventId),
-            );
-          }
-        });
-      },
-    } satisfies WebhookJournal,
+    webhookJournal: createKeyvWebhookJournal(keyv, exclusive),
 
     getOrSetMeta(key, create) {
       return exclusive(async () => {
@@ -347,7 +331,7 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
       });
     },
 
-    sweepExpired() {
+    sweepExpired(dropImages) {
       return exclusive(async () => {
         const current = Math.floor(now() / BUCKET_MS);
         let from = await read<number>(SWEPT_UNTIL);
@@ -361,7 +345,13 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
         for (let bucket = from; bucket <= current && bucket < from + 10_000; bucket += 1) {
           const listed = await read<string[]>(bucketKey(bucket));
           if (listed?.length) {
-            const keys = listed.filter((key) => !key.startsWith(OWNER_ENTRY));
+            const keys = listed.filter(
+              (key) => !key.startsWith(OWNER_ENTRY) && !key.startsWith(IMAGE_ENTRY),
+            );
+            const images = listed.filter((key) => key.startsWith(IMAGE_ENTRY));
+            if (images.length > 0) {
+              await dropImages?.(images.map((key) => key.slice(IMAGE_ENTRY.length)));
+            }
             await Promise.all(keys.map((key) => keyv.delete(key)));
             await dropFromOwners(listed.filter((key) => key.startsWith(OWNER_ENTRY)));
             deleted += keys.length;

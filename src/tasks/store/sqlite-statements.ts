@@ -46,7 +46,7 @@ export function prepareTaskStatements(db: Database): TaskStatements {
     ),
     // tasks_expiring
     expiredTasks: statement(
-      "SELECT seq, owner FROM tasks WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?",
+      "SELECT seq, owner, record FROM tasks WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?",
     ),
 
     ownerTasks: value("SELECT tasks FROM owners WHERE owner = ?"),

@@ -1,6 +1,12 @@
 import type { Database } from "better-sqlite3";
 import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
-import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import {
+  canTransition,
+  imageKeysOf,
+  isFinished,
+  type TaskRecord,
+  type TaskStatus,
+} from "../task-record.js";
 import type { ImageBlobs } from "./sqlite-image-blobs.js";
 import { createSqliteKeyValueStore } from "./sqlite-key-value-store.js";
 import { prepareTaskStatements, type TaskRow, type TaskStatements } from "./sqlite-statements.js";
@@ -90,7 +96,7 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
       }
     },
 
-    sweepExpired: async () => sweep(db, q, blobs, now()),
+    sweepExpired: async (dropImages) => sweep(db, q, blobs, now(), dropImages),
 
     async ping() {
       q.ping.get();
@@ -253,23 +259,28 @@ function createJournal(q: TaskStatements): WebhookJournal {
 /**
  * Deletes what has expired, in batches of {@link SWEEP_BATCH}, each one
  * transaction (tasks with their owners' counts; idempotency keys; Keyv
- * entries; image bytes), yielding to the event loop between batches.
+ * entries; image bytes), yielding to the event loop between batches; the
+ * image store keys of the deleted records go to `dropImages` after each.
  */
 async function sweep(
   db: Database,
   q: TaskStatements,
   blobs: ImageBlobs,
   nowMs: number,
+  dropImages?: (keys: string[]) => Promise<void>,
 ): Promise<number> {
   const batch = db.transaction(() => {
     const expired = q.expiredTasks.all(nowMs, SWEEP_BATCH) as Array<{
       seq: number;
       owner: string;
+      record: string;
     }>;
     const perOwner = new Map<string, number>();
-    for (const { seq, owner } of expired) {
+    const images: string[] = [];
+    for (const { seq, owner, record } of expired) {
       q.deleteTask.run(seq);
       perOwner.set(owner, (perOwner.get(owner) ?? 0) + 1);
+      if (dropImages) images.push(...imageKeysOf(JSON.parse(record) as TaskRecord));
     }
     for (const [owner, count] of perOwner) {
       q.addOwnerTasks.run(owner, -count);
@@ -281,12 +292,14 @@ async function sweep(
     return {
       deleted: expired.length + keys + values + bytes,
       more: expired.length === SWEEP_BATCH,
+      images,
     };
   });
   let deleted = 0;
   for (;;) {
-    const { deleted: count, more } = batch.immediate();
+    const { deleted: count, more, images } = batch.immediate();
     deleted += count;
+    if (images.length > 0) await dropImages?.(images);
     if (!more && count < SWEEP_BATCH) return deleted;
     await new Promise((resolve) => setImmediate(resolve));
   }

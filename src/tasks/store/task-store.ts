@@ -148,9 +148,11 @@ export interface TaskStore {
    * Deletes what has expired (finished tasks, their images, idempotency keys,
    * their entries in the indexes); resolves the number of tasks and keys
    * deleted. Called periodically, by every process; cheap when there is
-   * nothing to do.
+   * nothing to do. `dropImages` gets the image store keys the deleted records
+   * held (results, an edit's inputs), so their objects go with them; it must
+   * not reject (what it misses, the image store's day sweep deletes).
    */
-  sweepExpired(): Promise<number>;
+  sweepExpired(dropImages?: (keys: string[]) => Promise<void>): Promise<number>;
   /** Throws when the store cannot be reached (for `/readyz`). */
   ping(): Promise<void>;
   /** Whether tasks outlive the process, i.e. a restart should pick them up. */

@@ -1,0 +1,63 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
+import { serve, writeConfig } from "../support/serve-process.js";
+import { TEST_KEYS } from "../support/start-test-app.js";
+
+/* What start-up says about where images go, as an operator reads it in the logs. */
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "images-startup-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const config = (prefix: string, images: Record<string, unknown> | undefined) => ({
+  server: { port: 0, host: "127.0.0.1" },
+  store: { url: REDIS_URL, prefix },
+  auth: { keys: [{ key: TEST_KEYS.default, group: "default" }] },
+  groups: { default: { models: ["gpt-image-*"] } },
+  channels: [{ name: "x", baseUrl: "http://127.0.0.1:9/v1", models: ["gpt-image-1"] }],
+  ...(images ? { images } : {}),
+});
+
+describe("start-up with Redis", () => {
+  it("warns that a file:// image store must be shared by every replica, default or set", async () => {
+    for (const images of [undefined, { url: `file://${join(dir, "shared")}` }]) {
+      const prefix = uniquePrefix("startup");
+      try {
+        const file = await writeConfig(dir, prefix, config(prefix, images));
+        const replica = await serve(file, dir, { LOG_LEVEL: "warn" });
+        const warning = /every replica must mount the same directory/;
+        const deadline = Date.now() + 5000;
+        while (!warning.test(replica.stdout()) && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(replica.stdout()).toMatch(warning);
+        replica.child.kill("SIGKILL");
+      } finally {
+        await deleteKeys(prefix);
+      }
+    }
+  });
+
+  it("says nothing of the kind with an s3:// image store", async () => {
+    const prefix = uniquePrefix("startup");
+    try {
+      const file = await writeConfig(
+        dir,
+        prefix,
+        config(prefix, { url: "s3://bucket/prefix", s3: { endpoint: "http://127.0.0.1:9" } }),
+      );
+      const replica = await serve(file, dir, { LOG_LEVEL: "warn" });
+      expect(replica.stdout()).not.toMatch(/must mount|memory:\/\//);
+      replica.child.kill("SIGKILL");
+    } finally {
+      await deleteKeys(prefix);
+    }
+  });
+});

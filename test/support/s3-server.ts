@@ -1,0 +1,75 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import S3rver from "s3rver";
+
+/** s3rver's fixed credentials: it checks every request's SigV4 signature against them. */
+export const S3_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
+
+/** A real S3-protocol server on a free port, with one bucket, its objects in a temp dir. */
+export interface TestS3Server {
+  /** `http://127.0.0.1:PORT` */
+  endpoint: string;
+  bucket: string;
+  /** The `images` config section for an `s3://bucket/prefix` store on this server. */
+  imagesConfig(prefix: string): {
+    url: string;
+    s3: {
+      endpoint: string;
+      region: string;
+      forcePathStyle: true;
+      accessKeyId: string;
+      secretAccessKey: string;
+    };
+  };
+  /** Stops answering (connections refused) without losing the objects; `start` brings it back. */
+  stop(): Promise<void>;
+  /** Answers again on the same port, with the same objects. */
+  start(): Promise<void>;
+  /** Stops it for good and deletes its objects. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts s3rver (an S3 implementation on the file system, from npm) on
+ * 127.0.0.1, path-style, with bucket `bucket` (default `images`).
+ */
+export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
+  const directory = await mkdtemp(join(tmpdir(), "s3rver-"));
+  let port = 0;
+  let server: S3rver | undefined;
+  const start = async () => {
+    const next = new S3rver({
+      port,
+      address: "127.0.0.1",
+      silent: true,
+      directory,
+      configureBuckets: [{ name: bucket }],
+    });
+    port = (await next.run()).port;
+    server = next;
+  };
+  await start();
+  const endpoint = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    const running = server;
+    server = undefined;
+    await running?.close();
+  };
+  return {
+    endpoint,
+    bucket,
+    imagesConfig: (prefix) => ({
+      url: `s3://${bucket}/${prefix}`,
+      s3: { endpoint, region: "us-east-1", forcePathStyle: true, ...S3_CREDENTIALS },
+    }),
+    stop,
+    async start() {
+      if (!server) await start();
+    },
+    async close() {
+      await stop();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
