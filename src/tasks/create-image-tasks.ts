@@ -70,6 +70,10 @@ export interface ImageReads extends FileSource {
   link: PresentDeps["images"]["link"];
   /** A result image's bytes as a stream (`b64_json`), or undefined once gone. */
   open: PresentDeps["images"]["open"];
+  /** The `url` of a running task's partial image. */
+  partialLink: PresentDeps["images"]["partialLink"];
+  /** A partial image's bytes as a stream, or undefined once gone. */
+  openPartial: PresentDeps["images"]["openPartial"];
 }
 
 /** The async image-task feature, as the rest of the service sees it. */
@@ -144,6 +148,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     config: config.images,
     logger,
     now,
+    runLimitSec: limits.timeoutSec + limits.retentionSec,
   });
   const feed = createTaskFeed(events);
   const waiters = createTaskWaiters(feed);
@@ -238,6 +243,15 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     images: {
       link: taskImages.link,
       open: taskImages.open,
+      partialLink: taskImages.partialLink,
+      openPartial: taskImages.openPartial,
+      async openPartialFile(taskId, index, ext, signal) {
+        // Kept, and linked to, until the task expires, whatever its status.
+        const record = await available(() => store.get(taskId));
+        const image = record?.partials?.[index];
+        if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
+        return taskImages.openPartial(record, index, signal);
+      },
       async openCompleted(taskId, index, ext, signal) {
         const record = await available(() => store.get(taskId));
         const image = record?.status === "completed" ? record.images?.[index] : undefined;

@@ -108,13 +108,17 @@ export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
   return LEGAL[from].includes(to);
 }
 
-/** The image store keys a record holds: its results' and an edit's inputs' (legacy ones have none). */
+/**
+ * The image store keys a record holds: its results', its partial images' and
+ * an edit's inputs' (legacy ones have none).
+ */
 export function imageKeysOf(record: {
   images?: readonly TaskImage[];
+  partials?: readonly TaskImage[];
   inputs?: readonly TaskInput[];
 }): string[] {
-  return [...(record.images ?? []), ...(record.inputs ?? [])].flatMap((item) =>
-    item.key ? [item.key] : [],
+  return [...(record.images ?? []), ...(record.partials ?? []), ...(record.inputs ?? [])].flatMap(
+    (item) => (item.key ? [item.key] : []),
   );
 }
 

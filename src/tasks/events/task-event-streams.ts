@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Principal } from "../../auth/principal.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { TaskView } from "../present-task.js";
+import { openFirstImage, splitView, writeSplitView } from "../send-task-view.js";
 import type { TaskRecord } from "../task-record.js";
 import type { StageEvent } from "./event-ids.js";
 import { parseEventId } from "./event-ids.js";
@@ -35,11 +36,31 @@ export interface TaskEventStreamsDeps {
 /** The task event streams this process serves. */
 export type TaskEventStreams = ReturnType<typeof createTaskEventStreams>;
 
-/** One `text/event-stream` event: `id`, `event`, and the task as `data` on one line. */
-export function formatEvent(event: StageEvent, view: TaskView): string {
+/**
+ * Writes one `text/event-stream` event: `id`, `event`, and the task as
+ * `data` on one line (a partial event's also names `partial_image_index`),
+ * its `b64_json` payloads streamed from the image store as `GET` sends them.
+ * A failure once the event is begun cuts the connection: a client must never
+ * take half an event for a whole one.
+ */
+async function writeEvent(
+  res: ServerResponse,
+  event: StageEvent,
+  view: TaskView,
+  signal: AbortSignal,
+): Promise<void> {
   const data =
     event.partialIndex === undefined ? view : { ...view, partial_image_index: event.partialIndex };
-  return `id: ${event.id}\nevent: image.task.${event.stage}\ndata: ${JSON.stringify(data)}\n\n`;
+  const split = splitView(data);
+  const first = await openFirstImage(view, split, signal);
+  res.write(`id: ${event.id}\nevent: image.task.${event.stage}\ndata: `);
+  try {
+    await writeSplitView(res, split, first, signal);
+  } catch (err) {
+    res.destroy();
+    throw err;
+  }
+  res.write("\n\n");
 }
 
 /**
@@ -93,7 +114,7 @@ export function createTaskEventStreams(deps: TaskEventStreamsDeps) {
       async send(event, record) {
         const view = await deps.present(record, baseUrl);
         if (gone.signal.aborted || res.writableEnded) return false;
-        res.write(formatEvent(event, view));
+        await writeEvent(res, event, view, gone.signal);
         metrics.taskEventsSent.inc({ event: event.stage });
         if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
         return true;
