@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load-config.js";
 import { encodePng } from "../../src/demo/png-encoder.js";
 import { startServer, type RunningServer } from "../../src/server.js";
+import { openEvents } from "../tasks/sse-client.js";
 import { inspectPng } from "./inspect-png.js";
 
 // The service as `npm start` runs it, its demo channel taking 600 ms per image: streamed
@@ -11,13 +12,15 @@ import { inspectPng } from "./inspect-png.js";
 const DELAY_MS = 600;
 let server: RunningServer;
 let client: OpenAI;
+let key: string;
 
 beforeAll(async () => {
   const { config } = loadConfig({ env: { PORT: "0", STORE_URL: "memory://" } });
   config.channels = config.channels.map((channel) => ({ ...channel, imageDelayMs: DELAY_MS }));
   server = await startServer({ config, logger: pino({ level: "silent" }), defaultMetrics: false });
+  key = config.auth.keys[0]!.key;
   client = new OpenAI({
-    apiKey: config.auth.keys[0]!.key,
+    apiKey: key,
     baseURL: `${server.url}/v1`,
     maxRetries: 0,
   });
@@ -149,5 +152,40 @@ describe("the demo channel's streamed images, through the passthrough", () => {
       );
     expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
     expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("partial_images");
+  });
+});
+
+describe("a task with partial images on the demo channel, as npm start runs it", () => {
+  it("streams the task's coarse drafts, then its image, with links to each", async () => {
+    const stream = await openEvents({ url: server.url, key }, "/v1/images/tasks", {
+      json: {
+        model: "gpt-image-1",
+        prompt: "a lighthouse at dusk",
+        size: "256x256",
+        partial_images: 2,
+        response_format: "url",
+      },
+    });
+    await stream.ended;
+    expect(stream.events.map((event) => [event.id, event.event])).toEqual([
+      ["0", "image.task.queued"],
+      ["1.0", "image.task.in_progress"],
+      ["1.1", "image.task.partial_image"],
+      ["1.2", "image.task.partial_image"],
+      ["final", "image.task.completed"],
+    ]);
+    const drafts = stream.events[3]!.json.partial_images as Array<{ index: number; url: string }>;
+    expect(drafts.map((draft) => draft.index)).toEqual([0, 1]);
+    const [first, second] = await Promise.all(
+      drafts.map(async (draft) => Buffer.from(await (await fetch(draft.url)).arrayBuffer())),
+    );
+    expect(flat(first!, 32)).toBe(true);
+    expect(flat(second!, 16)).toBe(true);
+    expect(flat(second!, 32)).toBe(false);
+    const done = stream.events[4]!.json as { data: Array<{ url: string }>; usage: unknown };
+    const image = Buffer.from(await (await fetch(done.data[0]!.url)).arrayBuffer());
+    expect(inspectPng(image)).toMatchObject({ width: 256, height: 256 });
+    expect(flat(image, 16)).toBe(false);
+    expect(done.usage).toMatchObject({ output_tokens: 66 });
   });
 });

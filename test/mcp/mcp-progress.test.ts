@@ -9,6 +9,7 @@ import { createMcpServer } from "../../src/mcp/create-mcp-server.js";
 import { createImageFileSink } from "../../src/mcp/image-file-sink.js";
 import { createImageTaskApiClient } from "../../src/mcp/image-task-api-client.js";
 import { startTestApp, type TestApp } from "../support/start-test-app.js";
+import { flatPng, scriptImageStream } from "../tasks/scripted-image-stream.js";
 import { connectInMemory } from "./connect-in-memory.js";
 
 // check_image_task's progress notifications follow the task's own events (started, each
@@ -81,6 +82,44 @@ describe.each([
     const values = progress.map((p) => p.progress);
     expect(values).toEqual([...new Set(values)].sort((a, b) => a - b));
     expect(progress.every((p) => p.total === 20)).toBe(true);
+  });
+
+  it("notifies each partial image with its link as the channel sends it", async () => {
+    const channel = scriptImageStream(app.upstream);
+    const client = await connect();
+    const generated = (await client.callTool({
+      name: "generate_image",
+      arguments: { prompt: "a harbour", partial_images: 2 },
+    })) as CallToolResult;
+    expect(generated.isError, text(generated)).toBeFalsy();
+    const taskId = (generated.structuredContent as { task_id: string }).task_id;
+    const progress: Progress[] = [];
+    const checking = client.callTool(
+      { name: "check_image_task", arguments: { task_id: taskId, wait_seconds: 20 } },
+      undefined,
+      { onprogress: (p) => progress.push(p) },
+    );
+    const request = await channel.next();
+    expect(request.body).toMatchObject({ stream: true, partial_images: 2 });
+    const seen = async (message: RegExp) => {
+      const deadline = Date.now() + 10_000;
+      while (!progress.some((p) => message.test(p.message ?? ""))) {
+        if (Date.now() > deadline) throw new Error(`no ${message}: ${JSON.stringify(progress)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return progress.find((p) => message.test(p.message ?? ""))!.message!;
+    };
+    await seen(/started$/);
+    request.partial(0, 60);
+    const first = await seen(/partial image 1 is ready/);
+    const link = /\((http[^)]+)\)$/.exec(first)![1]!;
+    expect(Buffer.from(await (await fetch(link)).arrayBuffer()).equals(flatPng(60))).toBe(true);
+    request.partial(1, 120);
+    await seen(/partial image 2 is ready \(http/);
+    request.complete();
+    const result = (await checking) as CallToolResult;
+    expect((result.structuredContent as { status: string }).status).toBe("completed");
+    expect(progress.at(-1)?.message).toBe(`Task ${taskId} is completed`);
   });
 
   it("notifies a cancel as the task's failure", async () => {

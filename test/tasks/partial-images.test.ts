@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
+import { UPSTREAM_KEY } from "../support/start-test-app.js";
 import { openEvents, type SseStream } from "./sse-client.js";
 import { STORES } from "./store-places.js";
 import { flatPng, scriptImageStream, STREAM_USAGE } from "./scripted-image-stream.js";
@@ -105,18 +107,35 @@ describe("streamed runs", () => {
   });
 
   it("fail invalid_response when the stream breaks off, and never call a second channel", async () => {
-    const app = await useApp();
-    const channel = scriptImageStream(app.upstream);
+    const [first, second] = [await startFakeUpstream(), await startFakeUpstream()];
+    onTestFinished(async () => {
+      await first.close();
+      await second.close();
+    });
+    const channel = (upstream: FakeUpstream, name: string, priority: number) => ({
+      name,
+      baseUrl: upstream.baseUrl,
+      apiKey: UPSTREAM_KEY,
+      models: ["gpt-image-1"],
+      priority,
+    });
+    const app = await useApp({
+      upstream: first,
+      config: { channels: [channel(first, "first", 1), channel(second, "second", 2)] },
+    });
+    const scripted = scriptImageStream(first);
     const stream = await submitStream(app, { partial_images: 2 });
-    const request = await channel.next();
+    const request = await scripted.next();
     request.partial(0);
     await stream.event(2);
     request.breakOff();
     const failed = await stream.event(3);
     expect(failed).toMatchObject({ id: "final", event: "image.task.failed" });
     expect((failed.json as unknown as PartialView).error?.code).toBe("invalid_response");
-    const generations = app.upstream.requests.filter((r) => r.path.endsWith("/images/generations"));
-    expect(generations).toHaveLength(1);
+    // The first channel may have run (and billed) it: the second is never asked.
+    const generations = (upstream: FakeUpstream) =>
+      upstream.requests.filter((r) => r.path.endsWith("/images/generations")).length;
+    expect([generations(first), generations(second)]).toEqual([1, 0]);
   });
 
   it("end a stalled stream at the task's timeout", async () => {
@@ -144,7 +163,9 @@ describe("streamed runs", () => {
     expect(request.body).toMatchObject({ stream: "true", partial_images: "1" });
     request.partial(0, 70);
     const partial = await view(stream, 2);
-    expect((await fetchBytes(partial.task.partial_images![0]!.url!)).equals(flatPng(70))).toBe(true);
+    expect((await fetchBytes(partial.task.partial_images![0]!.url!)).equals(flatPng(70))).toBe(
+      true,
+    );
     request.complete();
     expect((await stream.event(3)).event).toBe("image.task.completed");
   });

@@ -7,6 +7,7 @@ import type { TaskRecord } from "../../src/tasks/task-record.js";
 import { startFakeUpstream } from "../support/fake-upstream.js";
 import { deleteKeys, startPrivateRedis, uniquePrefix } from "../support/redis.js";
 import { PNG_B64 } from "./replica-cluster.js";
+import { flatPng, scriptImageStream } from "./scripted-image-stream.js";
 import { openEvents } from "./sse-client.js";
 import { cancelTask, submitOk, useApp, waitForStatus, waitUntil } from "./task-api.js";
 
@@ -83,6 +84,31 @@ describe("task events across replicas on Redis", () => {
         "image.task.completed",
       ]);
     }
+  });
+});
+
+describe("partial images across replicas on Redis", () => {
+  it("reach a watcher on replica B, their links served by B, of a run on replica A", async () => {
+    const prefix = usePrefix();
+    const a = await replica(prefix);
+    const channel = scriptImageStream(upstream);
+    const id = await submitOk(a, { prompt: "drafts", partial_images: 2, response_format: "url" });
+    const request = await channel.next();
+    await waitForStatus(a, id, ["in_progress"]);
+    const b = await replica(prefix);
+    const watched = await openEvents(b, `/v1/images/tasks/${id}/events`);
+    expect((await watched.event(0)).id).toBe("1.0");
+    request.partial(0, 90);
+    const partial = await watched.event(1);
+    expect(partial).toMatchObject({ id: "1.1", event: "image.task.partial_image" });
+    const url = new URL(
+      (partial.json as { partial_images: Array<{ url: string }> }).partial_images[0]!.url,
+    );
+    expect(url.origin).toBe(new URL(b.url).origin);
+    const image = await fetch(url);
+    expect(Buffer.from(await image.arrayBuffer()).equals(flatPng(90))).toBe(true);
+    request.complete();
+    expect((await watched.event(2)).event).toBe("image.task.completed");
   });
 });
 
