@@ -45,7 +45,8 @@ export async function readStreamedAnswer(
   try {
     const result = await readImageStream(answer.chunks({ maxBytes }), {
       n,
-      maxPartials: n * run.partialImages,
+      // At most what was asked for, whatever `n`: a record stays small.
+      maxPartials: run.partialImages,
       maxImageBytes,
       onPartial: run.onPartial,
       scrub,
