@@ -1,10 +1,12 @@
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
 import { UPSTREAM_KEY } from "../support/start-test-app.js";
 import { openEvents, type SseStream } from "./sse-client.js";
 import { STORES } from "./store-places.js";
 import { flatPng, scriptImageStream, STREAM_USAGE } from "./scripted-image-stream.js";
-import { getTask, useApp, type TaskJson } from "./task-api.js";
+import { getTask, useApp, useTempDir, waitUntil, type TaskJson } from "./task-api.js";
 
 type PartialView = TaskJson & {
   partial_images?: Array<{ index: number; url?: string; b64_json?: string }>;
@@ -90,6 +92,41 @@ describe.each(STORES)("partial images on the $name store", ({ options }) => {
     expect((await view(stream, 3)).task.data?.[0]?.b64_json).toBe(flatPng(250).toString("base64"));
   });
 });
+
+// The memory store sweeps in minute-long buckets; these two delete within a second or two.
+describe.each(STORES.filter(({ name }) => name !== "memory"))(
+  "partial images on the $name store",
+  ({ options }) => {
+    it("are deleted with their task when it expires", async () => {
+      const images = join(await useTempDir(), "images");
+      const app = await useApp({
+        ...(await options()),
+        imageTasks: { retentionSec: 1 },
+        config: { images: { url: `file://${images}` } },
+      });
+      const channel = scriptImageStream(app.upstream);
+      const stream = await submitStream(app, { partial_images: 2, response_format: "url" });
+      const request = await channel.next();
+      request.partial(0);
+      request.partial(1);
+      await stream.event(3);
+      request.complete();
+      await stream.ended;
+      const files = async () =>
+        (await readdir(images, { recursive: true }).catch(() => [])).filter((f) =>
+          f.endsWith(".png"),
+        );
+      expect((await files()).sort()).toEqual([
+        expect.stringMatching(/\/0\.png$/),
+        expect.stringMatching(/\/partial-0\.png$/),
+        expect.stringMatching(/\/partial-1\.png$/),
+      ]);
+      const id = stream.events[0]!.json.id as string;
+      await waitUntil(async () => (await getTask(app, id)).status === 404, "the task to expire");
+      await waitUntil(async () => (await files()).length === 0, "its images to go", 15_000);
+    });
+  },
+);
 
 describe("streamed runs", () => {
   it("take a plain JSON answer to a stream request: no partial images, the same result", async () => {
