@@ -206,6 +206,10 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
     expect(await seen('image_task_sidecar_webhook_deliveries_total{result="delivered"}')).toBe(1);
     expect(await seen('image_task_sidecar_task_events_sent_total{event="completed"}')).toBe(1);
     expect(await seen("image_task_sidecar_task_event_watchers")).toBe(1);
+    expect(
+      await seen('image_task_sidecar_image_store_operations_total{op="put",outcome="ok"}'),
+    ).toBe(1);
+    expect(await seen("image_task_sidecar_image_store_written_bytes_total")).toBe(1);
   });
 
   it("counts token usage by channel, model, group and type, from plain answers and streams", async () => {
