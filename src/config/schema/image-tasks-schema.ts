@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { positiveInt } from "./field-types.js";
+import { fromText, positiveInt } from "./field-types.js";
 
 /** Limits of the asynchronous image-task API. */
 export const imageTasksSchema = z
@@ -41,6 +41,14 @@ export const imageTasksSchema = z
      * tasks picked up by the others within about three times this. Default 30.
      */
     leaseSec: positiveInt("seconds").default(30),
+    /**
+     * Seconds between the comment lines that keep an idle task event stream
+     * open through proxies and CDNs (Cloudflare cuts a silent connection
+     * after 100 s). Default 15.
+     */
+    eventsKeepAliveSec: fromText(
+      z.number({ error: "must be a number (seconds)" }).positive("must be > 0").max(300),
+    ).default(15),
   })
   .strict()
   .prefault({});
