@@ -22,8 +22,8 @@ import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
-import { createTaskLane } from "./tasks/create-task-lane.js";
-import { createTasksRouter } from "./tasks/create-tasks-router.js";
+import { createTaskLane } from "./tasks/http/create-task-lane.js";
+import { createTasksRouter } from "./tasks/http/create-tasks-router.js";
 
 /** Everything the HTTP layer needs, built by the caller (see `startServer`). */
 export interface AppDeps {

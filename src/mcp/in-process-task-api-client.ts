@@ -3,10 +3,10 @@ import { AppError } from "../http/app-error.js";
 import { parseBody } from "../http/parse-body.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { runEventStream } from "../tasks/events/task-event-stream.js";
-import { presentTask, type PresentDeps } from "../tasks/present-task.js";
+import { presentTask, type PresentDeps } from "../tasks/http/present-task.js";
 import { isFinished, type TaskRecord } from "../tasks/task-record.js";
-import { MAX_WAIT_SEC } from "../tasks/task-query.js";
-import { submitTaskSchema } from "../tasks/task-schemas.js";
+import { MAX_WAIT_SEC } from "../tasks/http/task-query.js";
+import { submitTaskSchema } from "../tasks/http/task-schemas.js";
 import { apiError, type ImageTask, type ImageTaskApiClient } from "./image-task-api-client.js";
 import { ImageTaskApiError } from "./image-task-api-error.js";
 

@@ -16,14 +16,14 @@ import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
 import { announceWebhooksOnFinish } from "./events/webhook-announcer.js";
 import { openTaskBackend } from "./open-task-backend.js";
 import { storeKind } from "./store/create-task-store.js";
-import { createTaskFinisher } from "./task-finisher.js";
-import { presentTask, type PresentDeps } from "./present-task.js";
-import { createTaskImages, storageUnavailable } from "./task-images.js";
-import { createTaskRunner } from "./task-runner.js";
-import { available } from "./store-available.js";
-import { createTaskService, type TaskService } from "./task-service.js";
-import { createTaskWaiters } from "./task-waiters.js";
-import { createTaskWebhooks } from "./task-webhooks.js";
+import { createTaskFinisher } from "./service/task-finisher.js";
+import { presentTask, type PresentDeps } from "./http/present-task.js";
+import { createTaskImages, storageUnavailable } from "./images/task-images.js";
+import { createTaskRunner } from "./run/task-runner.js";
+import { available } from "./service/store-available.js";
+import { createTaskService, type TaskService } from "./service/task-service.js";
+import { createTaskWaiters } from "./service/task-waiters.js";
+import { createTaskWebhooks } from "./service/task-webhooks.js";
 
 /**
  * How often every process makes sure each unfinished task has its place in

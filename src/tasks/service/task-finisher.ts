@@ -1,0 +1,143 @@
+import type { Logger } from "pino";
+import type { Config } from "../../config/config-schema.js";
+import { FINISH_REASONS, type Metrics } from "../../metrics/create-metrics.js";
+import type { TaskStore } from "../store/task-store.js";
+import { busRecord, type TaskEvents, type TaskStage } from "../events/task-events.js";
+import type { TaskImages } from "../images/task-images.js";
+import type { TaskError, TaskImage, TaskRecord } from "../task-record.js";
+
+/** Dependencies of {@link createTaskFinisher}. */
+export interface TaskFinisherDeps {
+  store: TaskStore;
+  events: TaskEvents;
+  metrics: Metrics;
+  logger: Logger;
+  limits: Config["imageTasks"];
+  /** Where an edit's input images are deleted once its task has finished. */
+  images: Pick<TaskImages, "deleteInputs">;
+  now: () => number;
+}
+
+/** The two ways a task ends, written once for the runner, cancel and recovery; and its stages told. */
+export type TaskFinisher = ReturnType<typeof createTaskFinisher>;
+
+/**
+ * Ends tasks: the terminal transition with its timestamps and retention, the
+ * finish metrics and the final event every replica hears (waiting requests,
+ * event streams, and this process's webhook announcer follow the bus). Every
+ * path that ends a task goes through here, so what must happen when a task
+ * ends (a credential to delete) has one place to live. The store's finishing
+ * step itself deletes an edit's input images and puts a task with a webhook
+ * into the outbox, so none of that waits on this process.
+ */
+export function createTaskFinisher(deps: TaskFinisherDeps) {
+  const { store, events, metrics, logger, limits, images, now } = deps;
+  const retentionMs = limits.retentionSec * 1000;
+  /**
+   * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
+   * kept at least `retentionSec`.
+   */
+  const expiresAt = (atMs: number) => Math.ceil((atMs + retentionMs) / 1000);
+
+  /**
+   * Tells every replica that `record` (as the step that got it there wrote
+   * it) reached `stage`: once, by the process that wrote it. Best effort: the
+   * store already says so; the event only makes it known sooner.
+   */
+  const announce = (stage: TaskStage, record: TaskRecord, partialIndex?: number): void => {
+    const event = {
+      type: "stage",
+      stage,
+      record: busRecord(record),
+      ...(partialIndex === undefined ? {} : { partialIndex }),
+    } as const;
+    events.publish(event).catch((err: unknown) => {
+      logger.warn({ err, taskId: record.id, stage }, "could not announce a task's stage yet");
+    });
+  };
+
+  // A finishing patch sets `sealedCredential: undefined`: every store deletes a field set
+  // to undefined, so a forward key leaves the store in the same write that ends its task.
+  const finished = (record: TaskRecord | undefined) => {
+    if (!record) return record;
+    const reason = record.status === "completed" ? "ok" : (record.error?.code ?? "other");
+    metrics.tasksFinished.inc({
+      status: record.status,
+      reason: FINISH_REASONS.has(reason) ? reason : "other",
+    });
+    if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
+    if (record.started_at !== undefined) {
+      metrics.taskRunDuration.observe({ status: record.status }, now() / 1000 - record.started_at);
+    }
+    announce(record.status, record);
+    if (record.inputs?.some((input) => input.key)) {
+      // Best effort: the image store's sweep deletes them with their day otherwise.
+      images.deleteInputs(record.inputs).catch((err: unknown) => {
+        logger.warn({ err, taskId: record.id }, "could not delete an edit's input images yet");
+      });
+    }
+    return record;
+  };
+
+  return {
+    announce,
+
+    /** `expires_at` (Unix seconds) of a task that completes at `atMs`. */
+    expiresAt,
+
+    /**
+     * `from -> failed`; undefined when the task was no longer in `from` (or,
+     * with `attempts`, no longer that run's).
+     */
+    async fail(
+      id: string,
+      from: "queued" | "in_progress",
+      error: TaskError,
+      options: { attempts?: number } = {},
+    ): Promise<TaskRecord | undefined> {
+      const atMs = now();
+      return finished(
+        await store.transition(
+          id,
+          from,
+          {
+            status: "failed",
+            completed_at: Math.floor(atMs / 1000),
+            expires_at: expiresAt(atMs),
+            error,
+            sealedCredential: undefined,
+          },
+          { ttlMs: retentionMs, attempts: options.attempts },
+        ),
+      );
+    },
+
+    /**
+     * `in_progress -> completed` by run `attempts`, with what the record keeps
+     * of its images (stored already, under keys made for the expiry of a task
+     * completing at `atMs`).
+     */
+    async complete(
+      id: string,
+      attempts: number,
+      result: { images: TaskImage[]; usage?: unknown },
+      atMs = now(),
+    ): Promise<TaskRecord | undefined> {
+      return finished(
+        await store.transition(
+          id,
+          "in_progress",
+          {
+            status: "completed",
+            completed_at: Math.floor(atMs / 1000),
+            expires_at: expiresAt(atMs),
+            images: result.images,
+            ...(result.usage === undefined ? {} : { usage: result.usage }),
+            sealedCredential: undefined,
+          },
+          { ttlMs: retentionMs, attempts },
+        ),
+      );
+    },
+  };
+}
