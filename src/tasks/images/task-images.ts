@@ -2,18 +2,15 @@ import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { ImagesConfig } from "../../config/schema/images-schema.js";
-import { extensionOf } from "../../files/image-type.js";
 import type { ImageUrlSigner } from "../../files/image-url-signer.js";
-import { AppError } from "../../http/app-error.js";
 import { inputKey, partialKey, resultKey } from "../../images/image-keys.js";
 import type { ImageObject, ImageStore } from "../../images/image-store.js";
 import type { GeneratedImage } from "../run/generate-images.js";
-import type { TaskStore } from "../store/task-store.js";
 import { available } from "../service/store-available.js";
+import type { TaskStore } from "../store/task-store.js";
 import { imageKeysOf, type TaskImage, type TaskInput, type TaskRecord } from "../task-record.js";
-
-/** SigV4's longest presigned link: 7 days. */
-const PRESIGN_MAX_SEC = 7 * 24 * 3600;
+import { partialLink, partialsUntil, resultLink } from "./image-links.js";
+import { storage } from "./storage-available.js";
 
 /** Dependencies of {@link createTaskImages}. */
 export interface TaskImagesDeps {
@@ -32,23 +29,148 @@ export interface TaskImagesDeps {
 }
 
 /** The images of tasks: where they are written, read, linked to and deleted. */
-export type TaskImages = ReturnType<typeof createTaskImages>;
-
-/** An image store failure as clients see it: 503 `storage_unavailable`, retry shortly. */
-export function storageUnavailable(cause: unknown): AppError {
-  return new AppError("storage_unavailable", "The image store cannot be reached; retry shortly.", {
-    headers: { "Retry-After": "5" },
-    cause,
-  });
+export interface TaskImages {
+  /**
+   * The `url` of a result image, as `images.links` asks, or as `mode` asks
+   * (the MCP server asks for the service's own links, the one origin it
+   * downloads from). A legacy image has only the service's own.
+   */
+  link(
+    record: TaskRecord,
+    index: number,
+    baseUrl: string,
+    mode?: ImagesConfig["links"],
+  ): Promise<string>;
+  /** The `url` of partial image `index` of a task (file `partial-<index>.<ext>` on the service). */
+  partialLink(
+    record: TaskRecord,
+    index: number,
+    baseUrl: string,
+    mode?: ImagesConfig["links"],
+  ): Promise<string>;
+  /** Partial image `index` of a task as a stream; undefined when it is not stored (any more). */
+  openPartial(
+    record: TaskRecord,
+    index: number,
+    signal?: AbortSignal,
+  ): Promise<ImageObject | undefined>;
+  /**
+   * Writes partial image `index` of the running task's current run, under
+   * the last day its links may be used (its task's own expiry deletes it
+   * sooner, with the task); resolves what the record keeps of it. Not
+   * retried: a draft that cannot be kept is skipped, the run goes on.
+   */
+  putPartial(
+    record: TaskRecord,
+    index: number,
+    image: { bytes: Buffer; mime: string },
+  ): Promise<TaskImage>;
+  /**
+   * Result image `index` of a record, as a stream; undefined when it is not
+   * stored (any more). The image store away: 503 `storage_unavailable`.
+   */
+  open(record: TaskRecord, index: number, signal?: AbortSignal): Promise<ImageObject | undefined>;
+  /**
+   * What the record keeps of the images run `attempt` made: their keys start
+   * with the day the task expires, `expiresAtSec`, and are the run's own.
+   */
+  planResults(
+    taskId: string,
+    attempt: number,
+    images: readonly GeneratedImage[],
+    expiresAtSec: number,
+  ): TaskImage[];
+  /** Writes a result's images under their planned keys, all at once (the caller retries). */
+  putResults(planned: readonly TaskImage[], images: readonly GeneratedImage[]): Promise<void>;
+  /** Deletes result images (a run that lost its task, or could not store them all). */
+  deleteResults(images: readonly TaskImage[]): Promise<void>;
+  /**
+   * Writes an edit's input images before its task is created, under the
+   * last day the task can need them (`untilSec`); 503 `storage_unavailable`
+   * when the image store is away. Resolves the inputs as the record keeps them.
+   */
+  putInputs(
+    taskId: string,
+    inputs: ReadonlyArray<{ field: TaskInput["field"]; mime: string; bytes: Buffer }>,
+    untilSec: number,
+  ): Promise<TaskInput[]>;
+  /** An edit's input images, in order; an image no longer stored is undefined. */
+  readInputs(record: TaskRecord): Promise<Array<Buffer | undefined>>;
+  /**
+   * Deletes an edit's input images (its task finished, or was never
+   * created); those of a task from before the image store go with the
+   * task store's own finishing step.
+   */
+  deleteInputs(inputs: readonly TaskInput[]): Promise<void>;
 }
 
-async function storage<T>(step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (err) {
-    if (err instanceof AppError) throw err;
-    throw storageUnavailable(err);
+/** What every step on a task's images reads: the stores, the signer, the clock. */
+export type TaskImagesState = Omit<TaskImagesDeps, "logger">;
+
+/**
+ * A task's images in the image store: results under the day the task
+ * expires, an edit's inputs under the last day they may be needed. Records
+ * carry each image's key; a record without keys was written before the image
+ * store, and its bytes are read from the task store as they always were.
+ * Links are made in `image-links.ts`.
+ */
+export function createTaskImages(deps: TaskImagesDeps): TaskImages {
+  const s: TaskImagesState = deps;
+  const { imageStore } = deps;
+  const links = deps.config.links;
+  return {
+    link: (record, index, baseUrl, mode = links) => resultLink(s, record, index, baseUrl, mode),
+    partialLink: (record, index, baseUrl, mode = links) =>
+      partialLink(s, record, index, baseUrl, mode),
+    async openPartial(record, index, signal) {
+      const key = record.partials?.[index]?.key;
+      return key === undefined ? undefined : storage(() => imageStore.get(key, signal));
+    },
+    async putPartial(record, index, image) {
+      const key = partialKey(
+        partialsUntil(s, record),
+        record.id,
+        index,
+        image.mime,
+        record.attempts,
+      );
+      await imageStore.put(key, image.bytes, image.mime);
+      return { mime: image.mime, bytes: image.bytes.byteLength, key };
+    },
+    open: (record, index, signal) => openResult(s, record, index, signal),
+    planResults,
+    async putResults(planned, images) {
+      await Promise.all(
+        planned.map((image, index) => imageStore.put(image.key!, images[index]!.bytes, image.mime)),
+      );
+    },
+    async deleteResults(images) {
+      await imageStore.delete(imageKeysOf({ images }));
+    },
+    putInputs: (taskId, inputs, untilSec) => putInputs(s, taskId, inputs, untilSec),
+    readInputs: (record) => readInputs(s, record),
+    async deleteInputs(inputs) {
+      await imageStore.delete(imageKeysOf({ inputs }));
+    },
+  };
+}
+
+/** {@link TaskImages.open}: from the image store, or a legacy record's from the task store. */
+async function openResult(
+  s: TaskImagesState,
+  record: TaskRecord,
+  index: number,
+  signal?: AbortSignal,
+): Promise<ImageObject | undefined> {
+  const image = record.images?.[index];
+  if (!image) return undefined;
+  if (image.key) {
+    const key = image.key;
+    return storage(() => s.imageStore.get(key, signal));
   }
+  // Bytes from before the image store: the task store's failure is its own 503.
+  const bytes = await available(() => s.taskStore.getImage(record.id, index));
+  return bytes && legacyObject(bytes, image.mime);
 }
 
 /** Bytes kept in the task store (records from before the image store), as an object to stream. */
@@ -61,210 +183,52 @@ function legacyObject(bytes: Buffer, mime: string): ImageObject {
   };
 }
 
-/**
- * A task's images in the image store: results under the day the task
- * expires, an edit's inputs under the last day they may be needed. Records
- * carry each image's key; a record without keys was written before the image
- * store, and its bytes are read from the task store as they always were.
- */
-export function createTaskImages(deps: TaskImagesDeps) {
-  const { imageStore, taskStore, signer, config } = deps;
-  const nowSec = () => Math.floor(deps.now() / 1000);
+/** {@link TaskImages.planResults}. */
+function planResults(
+  taskId: string,
+  attempt: number,
+  images: readonly GeneratedImage[],
+  expiresAtSec: number,
+): TaskImage[] {
+  return images.map(({ bytes, mime, revised_prompt }, index) => ({
+    mime,
+    bytes: bytes.byteLength,
+    ...(revised_prompt === undefined ? {} : { revised_prompt }),
+    key: resultKey(expiresAtSec, taskId, index, mime, attempt),
+  }));
+}
 
-  /**
-   * A link to `image` (file `file` of task `taskId` on the service's own
-   * route), valid until `expiresAt`, as `mode` asks: public, presigned
-   * (signed as of `signedFrom`, so every poll and replica gives the same
-   * link; past SigV4's 7 days, a link signed this hour, for as long as
-   * allowed), or the service's own signed URL (the only one a legacy image has).
-   */
-  async function linkTo(
-    taskId: string,
-    image: TaskImage | undefined,
-    file: { name: string | number; ext: string },
-    times: { expiresAt: number; signedFrom: number },
-    baseUrl: string,
-    mode: ImagesConfig["links"],
-  ): Promise<string> {
-    const { expiresAt, signedFrom } = times;
-    if (image?.key && mode === "public" && config.publicBaseUrl) {
-      return `${config.publicBaseUrl}/${imageStore.objectKey(image.key)}`;
-    }
-    if (image?.key && mode === "presigned" && imageStore.presign) {
-      const signedAt =
-        expiresAt - signedFrom <= PRESIGN_MAX_SEC
-          ? signedFrom
-          : Math.max(signedFrom, Math.floor(nowSec() / 3600) * 3600);
-      const key = image.key;
-      return storage(() =>
-        imageStore.presign!(key, {
-          signingDate: new Date(signedAt * 1000),
-          expiresInSec: Math.max(1, Math.min(PRESIGN_MAX_SEC, expiresAt - signedAt)),
-        }),
-      );
-    }
-    return `${baseUrl}${signer.path(taskId, file.name, file.ext, expiresAt)}`;
-  }
+/** {@link TaskImages.putInputs}. */
+async function putInputs(
+  s: TaskImagesState,
+  taskId: string,
+  inputs: ReadonlyArray<{ field: TaskInput["field"]; mime: string; bytes: Buffer }>,
+  untilSec: number,
+): Promise<TaskInput[]> {
+  return storage(() =>
+    Promise.all(
+      inputs.map(async ({ field, mime, bytes }, index) => {
+        const key = inputKey(untilSec, taskId, index, mime);
+        await s.imageStore.put(key, bytes, mime);
+        return { field, mime, bytes: bytes.byteLength, key };
+      }),
+    ),
+  );
+}
 
-  /**
-   * The `url` of a result image, as `images.links` asks, or as `mode` asks
-   * (the MCP server asks for the service's own links, the one origin it
-   * downloads from). A legacy image has only the service's own.
-   */
-  async function link(
-    record: TaskRecord,
-    index: number,
-    baseUrl: string,
-    mode: ImagesConfig["links"] = config.links,
-  ): Promise<string> {
-    const image = record.images?.[index];
-    const ext = extensionOf(image?.mime ?? "image/png");
-    const expiresAt = record.expires_at ?? 0;
-    const signedFrom = record.completed_at ?? nowSec();
-    return linkTo(record.id, image, { name: index, ext }, { expiresAt, signedFrom }, baseUrl, mode);
-  }
-
-  /**
-   * The latest a running task's partial images may be needed: when the task
-   * would expire if it finished at its timeout (its links last that long).
-   */
-  const partialsUntil = (record: TaskRecord) =>
-    record.expires_at ?? (record.started_at ?? nowSec()) + deps.runLimitSec;
-
-  return {
-    link,
-
-    /** The `url` of partial image `index` of a task (file `partial-<index>.<ext>` on the service). */
-    async partialLink(
-      record: TaskRecord,
-      index: number,
-      baseUrl: string,
-      mode: ImagesConfig["links"] = config.links,
-    ): Promise<string> {
-      const image = record.partials?.[index];
-      const ext = extensionOf(image?.mime ?? "image/png");
-      const times = { expiresAt: partialsUntil(record), signedFrom: record.started_at ?? nowSec() };
-      return linkTo(record.id, image, { name: `partial-${index}`, ext }, times, baseUrl, mode);
-    },
-
-    /** Partial image `index` of a task as a stream; undefined when it is not stored (any more). */
-    async openPartial(
-      record: TaskRecord,
-      index: number,
-      signal?: AbortSignal,
-    ): Promise<ImageObject | undefined> {
-      const key = record.partials?.[index]?.key;
-      return key === undefined ? undefined : storage(() => imageStore.get(key, signal));
-    },
-
-    /**
-     * Writes partial image `index` of the running task's current run, under
-     * the last day its links may be used (its task's own expiry deletes it
-     * sooner, with the task); resolves what the record keeps of it. Not
-     * retried: a draft that cannot be kept is skipped, the run goes on.
-     */
-    async putPartial(
-      record: TaskRecord,
-      index: number,
-      image: { bytes: Buffer; mime: string },
-    ): Promise<TaskImage> {
-      const key = partialKey(partialsUntil(record), record.id, index, image.mime, record.attempts);
-      await imageStore.put(key, image.bytes, image.mime);
-      return { mime: image.mime, bytes: image.bytes.byteLength, key };
-    },
-
-    /**
-     * Result image `index` of a record, as a stream; undefined when it is not
-     * stored (any more). The image store away: 503 `storage_unavailable`.
-     */
-    async open(
-      record: TaskRecord,
-      index: number,
-      signal?: AbortSignal,
-    ): Promise<ImageObject | undefined> {
-      const image = record.images?.[index];
-      if (!image) return undefined;
-      if (image.key) {
-        const key = image.key;
-        return storage(() => imageStore.get(key, signal));
-      }
-      // Bytes from before the image store: the task store's failure is its own 503.
-      const bytes = await available(() => taskStore.getImage(record.id, index));
-      return bytes && legacyObject(bytes, image.mime);
-    },
-
-    /**
-     * What the record keeps of the images run `attempt` made: their keys start
-     * with the day the task expires, `expiresAtSec`, and are the run's own.
-     */
-    planResults(
-      taskId: string,
-      attempt: number,
-      images: readonly GeneratedImage[],
-      expiresAtSec: number,
-    ): TaskImage[] {
-      return images.map(({ bytes, mime, revised_prompt }, index) => ({
-        mime,
-        bytes: bytes.byteLength,
-        ...(revised_prompt === undefined ? {} : { revised_prompt }),
-        key: resultKey(expiresAtSec, taskId, index, mime, attempt),
-      }));
-    },
-
-    /** Writes a result's images under their planned keys, all at once (the caller retries). */
-    async putResults(planned: readonly TaskImage[], images: readonly GeneratedImage[]) {
-      await Promise.all(
-        planned.map((image, index) => imageStore.put(image.key!, images[index]!.bytes, image.mime)),
-      );
-    },
-
-    /** Deletes result images (a run that lost its task, or could not store them all). */
-    async deleteResults(images: readonly TaskImage[]): Promise<void> {
-      await imageStore.delete(imageKeysOf({ images }));
-    },
-
-    /**
-     * Writes an edit's input images before its task is created, under the
-     * last day the task can need them (`untilSec`); 503 `storage_unavailable`
-     * when the image store is away. Resolves the inputs as the record keeps them.
-     */
-    async putInputs(
-      taskId: string,
-      inputs: ReadonlyArray<{ field: TaskInput["field"]; mime: string; bytes: Buffer }>,
-      untilSec: number,
-    ): Promise<TaskInput[]> {
-      return storage(() =>
-        Promise.all(
-          inputs.map(async ({ field, mime, bytes }, index) => {
-            const key = inputKey(untilSec, taskId, index, mime);
-            await imageStore.put(key, bytes, mime);
-            return { field, mime, bytes: bytes.byteLength, key };
-          }),
-        ),
-      );
-    },
-
-    /** An edit's input images, in order; an image no longer stored is undefined. */
-    async readInputs(record: TaskRecord): Promise<Array<Buffer | undefined>> {
-      return Promise.all(
-        (record.inputs ?? []).map(async (input, index) => {
-          if (!input.key) return taskStore.getInput(record.id, index);
-          const found = await imageStore.get(input.key);
-          if (!found) return undefined;
-          const chunks: Buffer[] = [];
-          for await (const chunk of found.body) chunks.push(chunk as Buffer);
-          return Buffer.concat(chunks);
-        }),
-      );
-    },
-
-    /**
-     * Deletes an edit's input images (its task finished, or was never
-     * created); those of a task from before the image store go with the
-     * task store's own finishing step.
-     */
-    async deleteInputs(inputs: readonly TaskInput[]): Promise<void> {
-      await imageStore.delete(imageKeysOf({ inputs }));
-    },
-  };
+/** {@link TaskImages.readInputs}: a legacy record's from the task store. */
+async function readInputs(
+  s: TaskImagesState,
+  record: TaskRecord,
+): Promise<Array<Buffer | undefined>> {
+  return Promise.all(
+    (record.inputs ?? []).map(async (input, index) => {
+      if (!input.key) return s.taskStore.getInput(record.id, index);
+      const found = await s.imageStore.get(input.key);
+      if (!found) return undefined;
+      const chunks: Buffer[] = [];
+      for await (const chunk of found.body) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    }),
+  );
 }
