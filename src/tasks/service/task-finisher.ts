@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
-import { FINISH_REASONS, type Metrics } from "../../metrics/create-metrics.js";
+import type { Metrics } from "../../metrics/create-metrics.js";
+import { FINISH_REASONS } from "../../metrics/task-metrics.js";
 import type { TaskStore } from "../store/task-store.js";
 import { busRecord, type TaskEvents, type TaskStage } from "../events/task-events.js";
 import type { TaskImages } from "../images/task-images.js";
