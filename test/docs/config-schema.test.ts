@@ -33,10 +33,16 @@ afterAll(() => {
 const errorsOf = (check: typeof validate) =>
   (check.errors ?? []).map((error) => `${error.instancePath || "(root)"} ${error.message}`);
 
-/** A value for every `${VAR}` without a default: long enough for any secret field. */
+/** A plausible value for every `${VAR}` without a default, by what its name says it holds. */
 function envFor(text: string): Record<string, string> {
   const names = [...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((match) => match[1]!);
-  return Object.fromEntries(names.map((name) => [name, `${name.toLowerCase()}-${"x".repeat(40)}`]));
+  const valueOf = (name: string) =>
+    name.includes("WEBHOOK")
+      ? `whsec_${Buffer.alloc(32, 7).toString("base64")}`
+      : name.includes("URL")
+        ? "https://example.com/v1"
+        : `${name.toLowerCase()}-${"x".repeat(40)}`;
+  return Object.fromEntries(names.map((name) => [name, valueOf(name)]));
 }
 
 describe("config/schema.json", () => {
@@ -109,7 +115,15 @@ describe("example configs", () => {
       const configMap = parseAllDocuments(manifest)[0]!.toJS() as { data: Record<string, string> };
       const text = configMap.data["config.yaml"]!;
       expect(validate(parseYaml(text)), errorsOf(validate).join("\n")).toBe(true);
-      expect(() => parseConfig(parseYaml(text), envFor(text))).not.toThrow();
+      // The variables as the Secret example gives them (URLs where URLs go).
+      const secret = readFileSync(
+        join(ROOT, "deploy/kubernetes", dir, "secret.example.yaml"),
+        "utf8",
+      );
+      const { stringData } = parseAllDocuments(secret)[0]!.toJS() as {
+        stringData: Record<string, string>;
+      };
+      expect(() => parseConfig(parseYaml(text), { ...envFor(text), ...stringData })).not.toThrow();
     },
   );
 
@@ -123,6 +137,10 @@ describe("example configs", () => {
       // A Kubernetes manifest, a bucket rule, Prometheus's config: not ours.
       if (!Object.keys(value).every((key) => sections.has(key))) continue;
       checked += 1;
+      // A whole file (it names its channels and groups): start-up's own check too.
+      if ("channels" in value && "groups" in value) {
+        expect(() => parseConfig(value, envFor(block.code)), block.where).not.toThrow();
+      }
       expect(
         validateFragment(value),
         `${block.where}\n${errorsOf(validateFragment).join("\n")}`,

@@ -44,15 +44,16 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The README's blocks that run, with the port put in. */
+/** The README's blocks that run. */
 function runnable(blocks: MarkdownBlock[]): MarkdownBlock[] {
-  return blocks
-    .filter((block) => !block.notRun && (SHELL.has(block.lang) || SCRIPT.has(block.lang)))
-    .map((block) => ({
-      ...block,
-      code: block.code.replace(/(localhost|127\.0\.0\.1):8080/g, `127.0.0.1:${port}`),
-    }));
+  return blocks.filter(
+    (block) => !block.notRun && (SHELL.has(block.lang) || SCRIPT.has(block.lang)),
+  );
 }
+
+/** A block's code against the service this test started. */
+const withPort = (code: string) =>
+  code.replace(/(localhost|127\.0\.0\.1):8080/g, `127.0.0.1:${port}`);
 
 interface Outcome {
   status: number | null;
@@ -62,7 +63,7 @@ interface Outcome {
 /** Runs shell blocks in one bash session; a failure names its block. */
 function runShell(blocks: MarkdownBlock[]): Outcome {
   const script = ["set -euo pipefail"];
-  for (const block of blocks) script.push(`echo "@@ ${block.where}" >&2`, block.code);
+  for (const block of blocks) script.push(`echo "@@ ${block.where}" >&2`, withPort(block.code));
   const run = spawnSync("bash", ["-c", script.join("\n")], {
     cwd: work,
     encoding: "utf8",
@@ -76,7 +77,7 @@ function runShell(blocks: MarkdownBlock[]): Outcome {
 function runScript(block: MarkdownBlock): Outcome {
   // Inside the repository, so `import OpenAI from "openai"` finds its node_modules.
   const file = join(ROOT, "test/docs", `.snippet-${process.pid}-${block.line}.mjs`);
-  writeFileSync(file, block.code);
+  writeFileSync(file, withPort(block.code));
   try {
     const run = spawnSync(process.execPath, [file], {
       cwd: work,
