@@ -1,5 +1,4 @@
 import type Keyv from "keyv";
-import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
 import {
   canTransition,
   imageKeysOf,
@@ -7,6 +6,7 @@ import {
   type TaskRecord,
   type TaskStatus,
 } from "../task-record.js";
+import { createKeyvWebhookJournal } from "./keyv-webhook-journal.js";
 import type {
   CreateResult,
   Idempotency,
@@ -67,16 +67,12 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
   const UNFINISHED = "index:unfinished";
   /** Finished tasks whose webhook event is not queued yet: `[id, sinceMs]`. */
   const OUTBOX = "index:webhook-outbox";
-  /** Event ids of the pending webhook deliveries, each kept at `webhook:<eventId>`. */
-  const DELIVERIES = "index:webhooks";
-  const deliveryKey = (eventId: string) => `webhook:${eventId}`;
 
   const read = async <T>(key: string): Promise<T | undefined> =>
     (await keyv.get(key)) as T | undefined;
   const readUnfinished = async () => (await read<string[]>(UNFINISHED)) ?? [];
   const readOwner = async (owner: string) => (await read<OwnerEntry[]>(ownerKey(owner))) ?? [];
   const readOutbox = async () => (await read<Array<[string, number]>>(OUTBOX)) ?? [];
-  const readDeliveries = async () => (await read<string[]>(DELIVERIES)) ?? [];
   /** Bytes as they are stored: base64 text for a serializing Keyv, an exact-size Buffer otherwise. */
   const toStored = (bytes: Buffer): string | Buffer => {
     if (!options.binaryImages) return bytes.toString("base64");
@@ -312,32 +308,7 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
       });
     },
 
-    webhookJournal: {
-      async list() {
-        const pending = await readMany<PendingDelivery>((await readDeliveries()).map(deliveryKey));
-        return pending.filter((entry): entry is PendingDelivery => entry !== undefined);
-      },
-      save(pending) {
-        return exclusive(async () => {
-          const { eventId } = pending.delivery;
-          await keyv.set(deliveryKey(eventId), pending);
-          const listed = await readDeliveries();
-          if (!listed.includes(eventId)) await keyv.set(DELIVERIES, [...listed, eventId]);
-        });
-      },
-      remove(eventId) {
-        return exclusive(async () => {
-          await keyv.delete(deliveryKey(eventId));
-          const listed = await readDeliveries();
-          if (listed.includes(eventId)) {
-            await keyv.set(
-              DELIVERIES,
-              listed.filter((other) => other !== eventId),
-            );
-          }
-        });
-      },
-    } satisfies WebhookJournal,
+    webhookJournal: createKeyvWebhookJournal(keyv, exclusive),
 
     getOrSetMeta(key, create) {
       return exclusive(async () => {

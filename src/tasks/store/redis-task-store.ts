@@ -1,7 +1,7 @@
 import KeyvRedis, { Keyv } from "@keyv/redis";
 import type { RedisClient } from "../../redis/open-redis-client.js";
-import { redisScript } from "../../redis/redis-script.js";
 import { useKeyvCodec } from "./keyv-codec.js";
+import { CREATE, LIST, SWEEP, TRANSITION } from "./redis-task-scripts.js";
 import {
   canTransition,
   imageKeysOf,
@@ -24,131 +24,6 @@ interface IdempotencyEntry {
   taskId: string;
   fingerprint: string;
 }
-
-/*
- * Atomic steps, each one script, so that any number of replicas can share the
- * store. Records, images, idempotency keys and meta values are Keyv entries
- * (`<prefix>::task:<id>` holding `{"value": ..., "expires": ...}`); the
- * scripts read and write those same entries. The indexes are sorted sets:
- * `owner:<owner>` (an owner's tasks by creation), `owned:<status>:<owner>`
- * (the same, per status, for the task list), `unfinished` (tasks that must
- * have a place in the queue), `expiring` (`<id>|<owner>` by expiry time, what
- * the sweep takes out of the indexes) and `webhook-outbox` (finished tasks
- * whose webhook event is not queued yet, by the time they finished).
- */
-
-/**
- * KEYS: task, owner index, unfinished index, idempotency key or "", sequence, owner's queued index.
- * ARGV: record, id, max per owner (0: none), idempotency entry, its TTL, task key prefix.
- * Indexes are ordered by a sequence every replica shares, so tasks created in
- * one millisecond keep their order.
- */
-const CREATE = redisScript(`
-if KEYS[4] ~= '' then
-  local seen = redis.call('GET', KEYS[4])
-  if seen then
-    local entry = cjson.decode(seen).value
-    if redis.call('EXISTS', ARGV[6] .. entry.taskId) == 1 then
-      return {'seen', entry.taskId, entry.fingerprint}
-    end
-  end
-end
-local limit = tonumber(ARGV[3])
-if limit > 0 and redis.call('ZCARD', KEYS[2]) >= limit then return {'owner_full'} end
-local seq = redis.call('INCR', KEYS[5])
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], seq, ARGV[2])
-redis.call('ZADD', KEYS[6], seq, ARGV[2])
-redis.call('ZADD', KEYS[3], seq, ARGV[2])
-if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5]) end
-return {'created'}
-`);
-
-/**
- * KEYS: task, unfinished index, expiring index, owner index, the owner's index of the old
- * status, of the new one, webhook outbox, expiring image keys.
- * ARGV: rev read, record, TTL or "", finished, expiring member, expiry time, id, into the
- * outbox, now, input images, input key prefix, then the image store keys the finished
- * record holds (they expire with it).
- * 1 written, 0 gone, -1 changed since read.
- */
-const TRANSITION = redisScript(`
-local raw = redis.call('GET', KEYS[1])
-if not raw then return 0 end
-if tostring(cjson.decode(raw).value.rev) ~= ARGV[1] then return -1 end
-if ARGV[3] ~= '' then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-else
-  redis.call('SET', KEYS[1], ARGV[2])
-end
-if KEYS[5] ~= KEYS[6] then
-  local seq = redis.call('ZSCORE', KEYS[4], ARGV[7])
-  redis.call('ZREM', KEYS[5], ARGV[7])
-  if seq then redis.call('ZADD', KEYS[6], seq, ARGV[7]) end
-end
-if ARGV[4] == '1' then
-  redis.call('ZREM', KEYS[2], ARGV[7])
-  if ARGV[3] ~= '' then
-    redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
-    for i = 12, #ARGV do redis.call('ZADD', KEYS[8], ARGV[6], ARGV[i]) end
-  end
-  if ARGV[8] == '1' then redis.call('ZADD', KEYS[7], ARGV[9], ARGV[7]) end
-  for i = 0, tonumber(ARGV[10]) - 1 do redis.call('DEL', ARGV[11] .. i) end
-end
-return 1
-`);
-
-/** Image keys per task the sweep deletes: `n` is at most 10. */
-const MAX_IMAGES_PER_TASK = 10;
-/** Input keys per task the sweep deletes: an edit takes at most 16 images and a mask. */
-const MAX_INPUTS_PER_TASK = 17;
-
-/**
- * KEYS: expiring index, webhook outbox, expiring image keys. Takes due tasks out of every
- * index and deletes what is left of them; answers how many, and the image store keys that
- * expired with them (the caller deletes their objects).
- */
-const SWEEP = redisScript(`
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
-local deleted = 0
-for _, member in ipairs(due) do
-  local bar = string.find(member, '|', 1, true)
-  local id = string.sub(member, 1, bar - 1)
-  local owner = string.sub(member, bar + 1)
-  redis.call('ZREM', ARGV[3] .. 'owner:' .. owner, id)
-  for _, status in ipairs({'queued', 'in_progress', 'completed', 'failed'}) do
-    redis.call('ZREM', ARGV[3] .. 'owned:' .. status .. ':' .. owner, id)
-  end
-  redis.call('ZREM', KEYS[2], id)
-  deleted = deleted + redis.call('DEL', ARGV[3] .. 'task:' .. id)
-  for i = 0, ${MAX_IMAGES_PER_TASK - 1} do
-    deleted = deleted + redis.call('DEL', ARGV[3] .. 'image:' .. id .. ':' .. i)
-  end
-  for i = 0, ${MAX_INPUTS_PER_TASK - 1} do
-    deleted = deleted + redis.call('DEL', ARGV[3] .. 'input:' .. id .. ':' .. i)
-  end
-  redis.call('ZREM', KEYS[1], member)
-end
-local images = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
-if #images > 0 then redis.call('ZREM', KEYS[3], unpack(images)) end
-return {#due, deleted, images}
-`);
-
-/**
- * KEYS: owner index, the index to page (the owner's, or one of its status).
- * ARGV: the task the page follows or "", else the highest sequence (exclusive) or "", count.
- * The page's ids and sequences, newest first; nil when that task is not the owner's.
- */
-const LIST = redisScript(`
-local max = ARGV[2]
-if ARGV[1] ~= '' then
-  local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
-  if not seq then return false end
-  max = '(' .. seq
-end
-if max == '' then max = '+inf' end
-return redis.call('ZREVRANGEBYSCORE', KEYS[2], max, '-inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
-`);
 
 /** Options of {@link createRedisTaskStore}. */
 export interface RedisTaskStoreOptions {

@@ -1,0 +1,45 @@
+import type Keyv from "keyv";
+import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
+
+/** Event ids of the pending webhook deliveries, each kept at `webhook:<eventId>`. */
+const DELIVERIES = "index:webhooks";
+const deliveryKey = (eventId: string) => `webhook:${eventId}`;
+
+/**
+ * The in-process webhook queue's pending deliveries, in the memory store's
+ * Keyv; `exclusive` is the store's own one-step-at-a-time chain.
+ */
+export function createKeyvWebhookJournal(
+  keyv: Keyv,
+  exclusive: <T>(step: () => Promise<T>) => Promise<T>,
+): WebhookJournal {
+  const readDeliveries = async () => ((await keyv.get(DELIVERIES)) as string[] | undefined) ?? [];
+  return {
+    async list() {
+      const ids = await readDeliveries();
+      if (ids.length === 0) return [];
+      const pending = (await keyv.get(ids.map(deliveryKey))) as Array<PendingDelivery | undefined>;
+      return pending.filter((entry): entry is PendingDelivery => entry !== undefined);
+    },
+    save(pending) {
+      return exclusive(async () => {
+        const { eventId } = pending.delivery;
+        await keyv.set(deliveryKey(eventId), pending);
+        const listed = await readDeliveries();
+        if (!listed.includes(eventId)) await keyv.set(DELIVERIES, [...listed, eventId]);
+      });
+    },
+    remove(eventId) {
+      return exclusive(async () => {
+        await keyv.delete(deliveryKey(eventId));
+        const listed = await readDeliveries();
+        if (listed.includes(eventId)) {
+          await keyv.set(
+            DELIVERIES,
+            listed.filter((other) => other !== eventId),
+          );
+        }
+      });
+    },
+  };
+}
