@@ -75,7 +75,7 @@ async function startReceiver() {
 
 async function startService() {
   const { config } = loadConfig({ env: { PORT: "0", STORE_URL: "memory://", IMAGES_URL: "" } });
-  config.channels = config.channels.map((channel) => ({ ...channel, imageDelayMs: 2500 }));
+  config.channels = config.channels.map((channel) => ({ ...channel, imageDelayMs: 2000 }));
   config.webhooks = {
     ...config.webhooks,
     secret: `whsec_${Buffer.alloc(32, 1).toString("base64")}`,
@@ -177,7 +177,7 @@ async function load({ url, key }, hook, ms) {
       tick % 11 === 0 ? fetch(`${url}/v1/no-such-route`, { headers }) : undefined,
     ]).catch(() => {});
     if (tick % 8 === 0) spawnTask("a lighthouse at dawn");
-    if (tick % 40 === 0) for (let i = 0; i < 6; i += 1) spawnTask(`a burst of boats, ${i}`);
+    if (tick % 60 === 0) for (let i = 0; i < 5; i += 1) spawnTask(`a burst of boats, ${i}`);
     if (tick % 30 === 0) spawnTask("!fail a refused prompt");
     await sleep(250);
   }
@@ -246,6 +246,7 @@ function page(panels, start, end) {
   .panel { position: absolute; box-sizing: border-box; background: #181b1f; border: 1px solid #26282e; border-radius: 2px; padding: 6px 8px; overflow: hidden; }
   .panel h3 { margin: 0 0 4px; font-size: 13px; font-weight: 500; color: #ccccdc; }
   .row { position: absolute; font-size: 15px; color: #fff; font-weight: 500; padding-top: 6px; }
+  .nodata { color: #8e8e9e; text-align: center; margin-top: 90px; font-size: 14px; }
   .stat { font-size: 38px; font-weight: 500; color: #73bf69; text-align: center; margin-top: 8px; }
   .u-legend { font-size: 11px; color: #ccccdc; text-align: left; }
   .u-legend .u-marker { width: 10px; height: 3px; }
@@ -256,13 +257,13 @@ function page(panels, start, end) {
   <script>
   const panels = ${JSON.stringify(panels)};
   const range = [${start}, ${end}];
-  const COL = 1576 / 24, ROW = 34;
+  const COL = (document.documentElement.clientWidth - 24) / 24, ROW = 34;
   const colors = ["#73bf69", "#f2cc0c", "#5794f2", "#ff780a", "#b877d9", "#f2495c", "#8ab8ff", "#fade2a", "#56a64b", "#ca95e5"];
   const fmt = (unit, v) => {
     if (v == null || Number.isNaN(v)) return "-";
     if (unit === "percentunit") return (v * 100).toFixed(v < 0.1 ? 1 : 0) + "%";
     if (unit === "s") return v < 1 ? Math.round(v * 1000) + " ms" : v.toFixed(v < 10 ? 1 : 0) + " s";
-    const n = Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(1) : v.toFixed(2);
+    const n = Number.isInteger(v) || Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(1) : v.toFixed(2);
     return unit === "reqps" ? n + " req/s" : unit === "ops" ? n + " /s" : n;
   };
   const grid = document.getElementById("grid");
@@ -291,6 +292,14 @@ function page(panels, start, end) {
       el.append(value);
       continue;
     }
+    if (p.series.length === 0) {
+      // As Grafana says when a query matches no series (here: no 5xx at all).
+      const none = document.createElement("div");
+      none.className = "nodata";
+      none.textContent = "No data";
+      el.append(none);
+      continue;
+    }
     const times = [];
     for (let t = range[0]; t <= range[1]; t += ${STEP_SEC}) times.push(t);
     const data = [times, ...p.series.map((s) => {
@@ -307,10 +316,10 @@ function page(panels, start, end) {
       width, height, series,
       legend: { live: false },
       cursor: { show: false },
-      scales: { y: { range: (u, min, max) => [Math.min(0, min ?? 0), Math.max(max ?? 1, 1e-6) * 1.1] } },
+      scales: { y: { range: (u, min, max) => [Math.min(0, min ?? 0), max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: "#8e8e9e", grid: { stroke: "#2c2f36", width: 1 }, ticks: { stroke: "#2c2f36" } },
-        { stroke: "#8e8e9e", grid: { stroke: "#2c2f36", width: 1 }, ticks: { stroke: "#2c2f36" }, size: 64,
+        { stroke: "#8e8e9e", grid: { stroke: "#2c2f36", width: 1 }, ticks: { stroke: "#2c2f36" }, size: 78,
           values: (u, vals) => vals.map((v) => fmt(p.unit, v)) },
       ],
     }, data, el);
@@ -344,8 +353,8 @@ try {
   });
   try {
     const tab = await browser.newPage({
-      viewport: { width: 1600, height: 900 },
-      deviceScaleFactor: 1,
+      viewport: { width: 1100, height: 900 },
+      deviceScaleFactor: 2,
     });
     await tab.setContent(page(panels, start, end));
     await tab.waitForSelector("body[data-ready='1']");
