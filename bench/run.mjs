@@ -3,7 +3,7 @@
 // The one place where the service's cost is measured: each phase starts its own processes
 // (fake channel, bare pipe, the service from dist/, a load generator), measures side by side
 // and reports ratios and CPU per request, which hold on a shared, noisy machine where absolute
-// figures do not. Phases: proxy, streams, tasks, memory (default: all, in that order).
+// figures do not. Phases: proxy, streams, tasks, memory, events (default: all, in that order).
 //
 //   BENCH_PHASES=tasks,memory     the same as naming phases on the command line
 //   --quick / BENCH_QUICK=1       tiny counts and short phases (a smoke run, ~20 s)
@@ -28,8 +28,9 @@ import * as proxy from "./phases/proxy.mjs";
 import * as streams from "./phases/streams.mjs";
 import * as tasks from "./phases/tasks.mjs";
 import * as memory from "./phases/memory.mjs";
+import * as events from "./phases/events.mjs";
 
-const PHASES = { proxy, streams, tasks, memory };
+const PHASES = { proxy, streams, tasks, memory, events };
 const ROOT = resolve(import.meta.dirname, "..");
 
 function readOptions() {

@@ -11,6 +11,7 @@ import {
   sendJson,
   wholeNumber,
 } from "./demo-http-helpers.js";
+import { readImageStream, streamImages, type ImageStreamRequest } from "./demo-image-stream.js";
 import type { DemoHandler } from "./demo-route.js";
 import {
   drawDemoImage,
@@ -39,6 +40,8 @@ interface DrawRequest {
   size: ImageSize;
   /** Input images (edits, variations): the pictures get a frame, and usage counts them. */
   inputImages: number;
+  /** `stream: true`: answered as server-sent events, with partial images if asked. */
+  stream?: ImageStreamRequest;
 }
 
 /** `POST /v1/images/generations`: pictures drawn from the prompt after the configured delay. */
@@ -53,6 +56,7 @@ export const handleImageGenerations: DemoHandler = async (req, res, context) => 
     n: wholeNumber(body.n, "n", 1, 10, 1),
     size: requireSize(body.size, undefined),
     inputImages: 0,
+    stream: readImageStream("image_generation", body.stream, body.partial_images),
   });
 };
 
@@ -76,6 +80,11 @@ export const handleImageEdits: DemoHandler = async (req, res, context) => {
       n: wholeNumber(formField(form, "n"), "n", 1, 10, 1),
       size: requireSize(formField(form, "size"), pngSize(images[0]?.head)),
       inputImages: images.length,
+      stream: readImageStream(
+        "image_edit",
+        formField(form, "stream"),
+        formField(form, "partial_images"),
+      ),
     };
   } else {
     const { value: body } = await readObjectBody(req);
@@ -100,6 +109,7 @@ export const handleImageEdits: DemoHandler = async (req, res, context) => {
       n: wholeNumber(body.n, "n", 1, 10, 1),
       size: requireSize(body.size, pngSize(dataUrlHead(references[0] ?? ""))),
       inputImages: images.length,
+      stream: readImageStream("image_edit", body.stream, body.partial_images),
     };
   }
   await answerImages(res, gone, context.imageDelayMs, request);
@@ -168,8 +178,10 @@ async function answerImages(
   request: DrawRequest,
 ): Promise<void> {
   const { model, prompt, seed, n, size, inputImages } = request;
+  // A stream spreads the delay evenly before each of its events.
+  const pauseMs = request.stream ? delayMs / (n * (request.stream.partials + 1)) : delayMs;
   try {
-    await sleep(delayMs, undefined, { signal: gone });
+    await sleep(pauseMs, undefined, { signal: gone });
   } catch {
     return;
   }
@@ -183,11 +195,28 @@ async function answerImages(
     });
   }
 
+  const textTokens = estimateTokens(prompt ?? "");
+  const imageTokens = inputImages * TOKENS_PER_INPUT_IMAGE;
+  const tokensPerImage = Math.ceil((size.width * size.height) / 1000);
+  const draw = (i: number) => {
+    const image = drawDemoImage(seed, size, i);
+    if (inputImages > 0) drawFrame(image);
+    return image;
+  };
+  if (request.stream) {
+    // The input counts once, with the first picture.
+    const pictures = Array.from({ length: n }, (_, i) => ({
+      draw: () => draw(i),
+      usage: usageOf(i === 0 ? textTokens : 0, i === 0 ? imageTokens : 0, tokensPerImage),
+    }));
+    await streamImages(res, gone, pauseMs, { ...request.stream, size }, pictures);
+    return;
+  }
+
   const data: Array<Record<string, unknown>> = [];
   for (let i = 0; i < n; i++) {
     if (gone.aborted) return;
-    const image = drawDemoImage(seed, size, i);
-    if (inputImages > 0) drawFrame(image);
+    const image = draw(i);
     const item: Record<string, unknown> = { b64_json: encodePng(image).toString("base64") };
     if (prompt !== undefined && typeof model === "string" && model.startsWith("dall-e")) {
       item.revised_prompt = prompt;
@@ -198,21 +227,23 @@ async function answerImages(
   }
   if (gone.aborted) return;
 
-  const textTokens = estimateTokens(prompt ?? "");
-  const imageTokens = inputImages * TOKENS_PER_INPUT_IMAGE;
-  const outputTokens = n * Math.ceil((size.width * size.height) / 1000);
   sendJson(res, 200, {
     created: Math.floor(Date.now() / 1000),
     data,
     output_format: "png",
     size: `${size.width}x${size.height}`,
-    usage: {
-      input_tokens: textTokens + imageTokens,
-      input_tokens_details: { text_tokens: textTokens, image_tokens: imageTokens },
-      output_tokens: outputTokens,
-      total_tokens: textTokens + imageTokens + outputTokens,
-    },
+    usage: usageOf(textTokens, imageTokens, n * tokensPerImage),
   });
+}
+
+/** gpt-image's usage object. */
+function usageOf(textTokens: number, imageTokens: number, outputTokens: number) {
+  return {
+    input_tokens: textTokens + imageTokens,
+    input_tokens_details: { text_tokens: textTokens, image_tokens: imageTokens },
+    output_tokens: outputTokens,
+    total_tokens: textTokens + imageTokens + outputTokens,
+  };
 }
 
 /** A white frame, a thirty-second of the short side wide: marks a picture made from an input. */

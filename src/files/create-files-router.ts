@@ -18,6 +18,13 @@ export interface FileSource {
     ext: string,
     signal?: AbortSignal,
   ): Promise<ImageObject | undefined>;
+  /** Partial image `index` of task `taskId` (while the task is kept), if its extension is `ext`. */
+  openPartialFile(
+    taskId: string,
+    index: number,
+    ext: string,
+    signal?: AbortSignal,
+  ): Promise<ImageObject | undefined>;
 }
 
 /** Whether `If-None-Match` names the entity tag (or `*`), weak or strong. */
@@ -27,7 +34,8 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
 }
 
 /**
- * `GET /v1/images/files/{taskId}/{index}.{ext}`: the images of `url` tasks,
+ * `GET /v1/images/files/{taskId}/{index}.{ext}` (and `partial-{index}.{ext}`,
+ * a running task's partial images): the images of `url` tasks,
  * without a bearer header (the signature is the credential), until the task
  * expires. Streamed from the image store as it reads (no image is held in
  * memory), with its `Content-Type`, `Content-Length` and `ETag`; a matching
@@ -46,12 +54,20 @@ export function createFilesRouter(deps: {
     const notFound = new AppError("not_found", "The image does not exist or its link has expired.");
     const expires = typeof req.query.expires === "string" ? req.query.expires : "";
     const signature = typeof req.query.signature === "string" ? req.query.signature : "";
-    const match = /^(\d{1,2})\.([a-z]{3,4})$/.exec(file);
+    const match = /^(partial-)?(\d{1,2})\.([a-z]{3,4})$/.exec(file);
     const nowSec = Math.floor(now() / 1000);
     if (!match || !TASK_ID_PATTERN.test(taskId)) throw notFound;
     if (!deps.signer.verify(taskId, file, expires, signature, nowSec)) throw notFound;
     const signal = clientGone(res);
-    const image = await deps.images.openCompleted(taskId, Number(match[1]), match[2]!, signal);
+    const [, partial, index, ext] = match as unknown as [
+      string,
+      string | undefined,
+      string,
+      string,
+    ];
+    const image = partial
+      ? await deps.images.openPartialFile(taskId, Number(index), ext, signal)
+      : await deps.images.openCompleted(taskId, Number(index), ext, signal);
     if (!image) throw notFound;
     const headers = {
       ETag: image.etag,

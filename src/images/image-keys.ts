@@ -46,6 +46,22 @@ export function resultKey(
   return checkKey(`${dayOf(expiresAtSec)}/${taskId}/${index}${run}.${extensionOf(mime)}`);
 }
 
+/**
+ * Partial image `index` of a task's run `attempt`, kept with the task:
+ * `<day>/<task id>/partial-<n>[.run<attempt>].<ext>`, the day the last its
+ * task can expire on.
+ */
+export function partialKey(
+  untilSec: number,
+  taskId: string,
+  index: number,
+  mime: string,
+  attempt = 1,
+): string {
+  const run = attempt > 1 ? `.run${attempt}` : "";
+  return checkKey(`${dayOf(untilSec)}/${taskId}/partial-${index}${run}.${extensionOf(mime)}`);
+}
+
 /** An edit's input image `index`, kept until its task finishes: `<day>/<task id>/input-<n>.<ext>`. */
 export function inputKey(untilSec: number, taskId: string, index: number, mime: string): string {
   return checkKey(`${dayOf(untilSec)}/${taskId}/input-${index}.${extensionOf(mime)}`);

@@ -1,41 +1,17 @@
-import { z } from "zod";
-import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
+import { imageTaskSchema, type ImageTask, type WatchTaskOptions } from "./image-task.js";
 import { ImageTaskApiError } from "./image-task-api-error.js";
+import {
+  fetchOrThrow,
+  httpError,
+  parseRetryAfter,
+  protocolError,
+  readBytes,
+  readText,
+} from "./image-task-api-http.js";
+import { watchTaskEvents } from "./watch-task-events.js";
 
-const imageTaskSchema = z
-  .object({
-    id: z.string(),
-    object: z.string().optional(),
-    status: z.enum(["queued", "in_progress", "completed", "failed"]),
-    created: z.number().optional(),
-    model: z.string().optional(),
-    started_at: z.number().nullish(),
-    completed_at: z.number().nullish(),
-    expires_at: z.number().nullish(),
-    data: z
-      .array(
-        z
-          .object({
-            url: z.string().optional(),
-            b64_json: z.string().optional(),
-            revised_prompt: z.string().nullish(),
-          })
-          .loose(),
-      )
-      .nullish(),
-    error: z
-      .object({
-        code: z.string().nullish(),
-        message: z.string().nullish(),
-        type: z.string().nullish(),
-      })
-      .loose()
-      .nullish(),
-  })
-  .loose();
-
-/** A task as the HTTP API returns it (`GET /v1/images/tasks/{id}`). */
-export type ImageTask = z.infer<typeof imageTaskSchema>;
+export { apiError, formatBytes, parseRetryAfter } from "./image-task-api-http.js";
+export type { ImageTask, ImageTaskEvent, WatchTaskOptions } from "./image-task.js";
 
 /** A task together with the server's polling hint. */
 export interface ImageTaskSnapshot {
@@ -53,6 +29,8 @@ export interface SubmitImageTaskRequest {
   quality?: string;
   background?: string;
   output_format?: string;
+  /** Partial images streamed while the image is made (0 to 3). */
+  partial_images?: number;
   response_format: "url" | "b64_json";
 }
 
@@ -81,6 +59,13 @@ export interface ImageTaskApiClient {
     options?: GetTaskOptions,
   ): Promise<ImageTaskSnapshot>;
   cancelTask(taskId: string, signal?: AbortSignal): Promise<ImageTask>;
+  /**
+   * Follows the task's events for up to `waitSeconds`, calling `onEvent` for
+   * each; resolves the finished task from its final event, or undefined when
+   * the time ran out (or the stream was cut) first. Rejects as the other calls
+   * do (an older service without event streams: HTTP 404 `not_found`).
+   */
+  watchTask?(taskId: string, options: WatchTaskOptions): Promise<ImageTask | undefined>;
   /** Fetches a signed image URL; refuses any URL not on the API's own origin. */
   downloadImage(url: string, signal?: AbortSignal): Promise<DownloadedImage>;
 }
@@ -112,7 +97,6 @@ export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 const DEFAULT_DOWNLOAD_TIMEOUT_MS = 30_000;
-const MAX_MESSAGE_CHARS = 500;
 
 /**
  * Builds the HTTP client both MCP transports share, so that every API failure (bad key, unknown
@@ -179,6 +163,19 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
       );
       return { task, retryAfterSeconds: parseRetryAfter(response.headers.get("retry-after")) };
     },
+    watchTask: (taskId, watch) =>
+      watchTaskEvents(
+        {
+          baseUrl,
+          fetch: doFetch,
+          authorization: options.authorization,
+          credentialHint: options.credentialHint,
+          requestTimeoutMs,
+          maxEventBytes: maxResponseBytes,
+        },
+        taskId,
+        watch,
+      ),
     async cancelTask(taskId, signal) {
       return (await send("POST", `/images/tasks/${encodeURIComponent(taskId)}/cancel`, {}, signal))
         .task;
@@ -216,191 +213,4 @@ export function createImageTaskApiClient(options: ImageTaskApiClientOptions): Im
       return { bytes, contentType: response.headers.get("content-type") ?? undefined };
     },
   };
-}
-
-async function fetchOrThrow(
-  doFetch: typeof fetch,
-  url: string,
-  init: RequestInit,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-  baseUrl: string,
-): Promise<Response> {
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  try {
-    return await doFetch(url, { ...init, signal: combined });
-  } catch (error) {
-    throw networkError(error, signal, timeout, timeoutMs, baseUrl);
-  }
-}
-
-function networkError(
-  error: unknown,
-  signal: AbortSignal | undefined,
-  timeout: AbortSignal,
-  timeoutMs: number,
-  baseUrl: string,
-): unknown {
-  if (signal?.aborted) return signal.reason ?? error;
-  if (timeout.aborted) {
-    return new ImageTaskApiError(
-      "timeout",
-      `The image service at ${baseUrl} did not answer within ${Math.round(timeoutMs / 1000)} s.`,
-    );
-  }
-  return new ImageTaskApiError(
-    "network",
-    `Could not reach the image service at ${baseUrl} (${describeCause(error)}). ` +
-      `Check that it is running and that OPENAI_BASE_URL points at its /v1 URL.`,
-  );
-}
-
-function describeCause(error: unknown): string {
-  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return typeof code === "string" ? code : cause.message.slice(0, 200);
-  }
-  return "unknown error";
-}
-
-/** The body as text, read no further than `maxBytes`. */
-async function readText(
-  response: Response,
-  signal: AbortSignal | undefined,
-  timeoutMs: number,
-  baseUrl: string,
-  maxBytes: number,
-): Promise<string> {
-  try {
-    return (await readBytes(response, maxBytes, baseUrl, "answer")).toString("utf8");
-  } catch (error) {
-    if (!signal?.aborted && error instanceof ImageTaskApiError) throw error;
-    throw networkError(error, signal, AbortSignal.timeout(timeoutMs), timeoutMs, baseUrl);
-  }
-}
-
-/** A body of the service within `maxBytes`; over it a "refused" error, broken off a "network" one. */
-async function readBytes(
-  response: Response,
-  maxBytes: number,
-  baseUrl: string,
-  what: "image" | "answer",
-): Promise<Buffer> {
-  try {
-    return await readCappedBody(response, maxBytes);
-  } catch (error) {
-    if (error instanceof BodyTooLargeError) throw tooLargeError(maxBytes, what);
-    throw new ImageTaskApiError(
-      "network",
-      `${what === "image" ? "Downloading an image" : "Reading an answer"} from ${baseUrl} ` +
-        `broke off (${describeCause(error)}).`,
-    );
-  }
-}
-
-function tooLargeError(maxBytes: number, what: "image" | "answer"): ImageTaskApiError {
-  const size = formatBytes(maxBytes);
-  return new ImageTaskApiError(
-    "refused",
-    what === "image"
-      ? `Refused an image larger than ${size}.`
-      : `Refused an answer of the image service larger than ${size}; nothing was saved.`,
-  );
-}
-
-/** `64 MiB`, or bytes below 1 MiB. */
-export function formatBytes(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MiB` : `${bytes} bytes`;
-}
-
-function httpError(
-  response: Response,
-  text: string,
-  credentialHint: string,
-  prefix = "The image service answered",
-): ImageTaskApiError {
-  let code: string | undefined;
-  let message: string | undefined;
-  try {
-    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    if (typeof body.error?.code === "string") code = body.error.code;
-    if (typeof body.error?.message === "string") message = body.error.message;
-  } catch {
-    // Not the OpenAI envelope (a proxy's page, say): the status alone has to do.
-  }
-  return apiError(
-    { status: response.status, code, message, retryAfter: response.headers.get("retry-after") },
-    credentialHint,
-    prefix,
-  );
-}
-
-/**
- * The error a tool shows for an error answer of the API (over HTTP, or the
- * service's own `AppError` in process): status, code, message and what to do.
- */
-export function apiError(
-  answer: { status: number; code?: string; message?: string; retryAfter?: string | null },
-  credentialHint: string,
-  prefix = "The image service answered",
-): ImageTaskApiError {
-  const { status, code, message } = answer;
-  const label = code ? `HTTP ${status} ${code}` : `HTTP ${status}`;
-  const parts = [`${prefix} ${label}${message ? `: ${truncate(message)}` : "."}`];
-  const hint = hintFor(status, code, answer.retryAfter ?? null, credentialHint);
-  if (hint) parts.push(hint);
-  return new ImageTaskApiError("http", parts.join(" "), status, code);
-}
-
-function hintFor(
-  status: number,
-  code: string | undefined,
-  retryAfter: string | null,
-  credentialHint: string,
-): string | undefined {
-  if (status === 401 || status === 403) return credentialHint;
-  switch (code) {
-    case "task_not_found":
-      return "Tasks are visible only to the key that submitted them, and expire after a while.";
-    case "model_not_found":
-      return "Use a model this key may use (gpt-image-1 by default).";
-    case "unsupported_model":
-      return "Only gpt-image-* models run as image tasks.";
-    case "queue_full": {
-      const retry = parseRetryAfter(retryAfter);
-      return retry === undefined
-        ? "Try again in a little while."
-        : `Try again in about ${retry} s.`;
-    }
-    default:
-      return status >= 500
-        ? "The service or its upstream is having trouble; try again later."
-        : undefined;
-  }
-}
-
-function protocolError(response: Response, what: string): ImageTaskApiError {
-  return new ImageTaskApiError(
-    "protocol",
-    `The image service answered HTTP ${response.status} with ${what} ` +
-      `(content-type ${response.headers.get("content-type") ?? "none"}). ` +
-      `Check that OPENAI_BASE_URL points at image-task-sidecar's /v1 URL.`,
-    response.status,
-  );
-}
-
-function truncate(text: string): string {
-  return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}…` : text;
-}
-
-/** Seconds from a `Retry-After` header (delta-seconds or an HTTP date). */
-export function parseRetryAfter(value: string | null): number | undefined {
-  if (value === null || value.trim() === "") return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds;
-  const date = Date.parse(value);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, Math.ceil((date - Date.now()) / 1000));
 }

@@ -2,6 +2,7 @@ import type { Principal } from "../auth/principal.js";
 import { AppError } from "../http/app-error.js";
 import { parseBody } from "../http/parse-body.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
+import { runEventStream } from "../tasks/events/task-event-stream.js";
 import { presentTask, type PresentDeps } from "../tasks/present-task.js";
 import { isFinished, type TaskRecord } from "../tasks/task-record.js";
 import { MAX_WAIT_SEC } from "../tasks/task-query.js";
@@ -76,6 +77,37 @@ export function createInProcessTaskApiClient(
       }),
 
     cancelTask: (taskId) => call(async () => view(await service.cancel(principal, taskId))),
+
+    // The service's own event stream, in process: the feed's events as they come.
+    watchTask: (taskId, { waitSeconds, signal, onEvent }) =>
+      call(async () => {
+        const over = AbortSignal.timeout(Math.min(MAX_WAIT_SEC, Math.max(0, waitSeconds)) * 1000);
+        let final: ImageTask | undefined;
+        await runEventStream({
+          taskId,
+          feed: tasks.feed,
+          read: () => service.get(principal, taskId),
+          sink: {
+            signal: signal ? AbortSignal.any([signal, over]) : over,
+            open: () => undefined,
+            end: () => undefined,
+            noContent: () => undefined,
+            async send(event, record) {
+              const task = await view(record);
+              onEvent({
+                type: event.stage,
+                task,
+                ...(event.partialIndex === undefined
+                  ? {}
+                  : { partialImageIndex: event.partialIndex }),
+              });
+              if (event.position[0] === Infinity) final = task;
+              return true;
+            },
+          },
+        });
+        return final;
+      }),
 
     async downloadImage(url) {
       // Signed URLs of this service, read from its store as the files route would.

@@ -1,4 +1,8 @@
-import type { ImageTaskApiClient, ImageTaskSnapshot } from "./image-task-api-client.js";
+import type {
+  ImageTaskApiClient,
+  ImageTaskEvent,
+  ImageTaskSnapshot,
+} from "./image-task-api-client.js";
 
 /** How `check_image_task` waits. */
 export interface WaitForTaskOptions {
@@ -21,6 +25,13 @@ export interface WaitForTaskOptions {
     elapsedSeconds: number,
     snapshot: ImageTaskSnapshot | undefined,
   ) => Promise<void> | void;
+  /**
+   * With it, the wait follows the task's event stream (when the API has
+   * one), calling this for each event as it comes: started, each partial
+   * image, done. Without it, or when the stream fails, the service holds a
+   * plain request instead.
+   */
+  onEvent?: (event: ImageTaskEvent) => void;
 }
 
 /** True once a task will not change any more. */
@@ -29,7 +40,8 @@ export function isFinished(status: string): boolean {
 }
 
 /**
- * Waits until the task is finished or `waitSeconds` have passed, then returns the last answer.
+ * Waits until the task is finished or `waitSeconds` have passed, then returns the last answer
+ * (asked for once more after an event stream, so that it carries what GET shows).
  * The service does the waiting (`GET ...?wait=N`): it answers the moment the task finishes, so
  * one request covers the whole wait and nothing polls. A service that answers early anyway (an
  * older one, or one that restarted) is asked again after a pause, as long as time remains. The
@@ -47,6 +59,23 @@ export async function waitForTask(options: WaitForTaskOptions): Promise<ImageTas
   report();
   const ticker = options.onProgress ? setInterval(report, options.progressIntervalMs) : undefined;
   try {
+    const { api, onEvent } = options;
+    if (onEvent && api.watchTask) {
+      try {
+        await api.watchTask(options.taskId, {
+          waitSeconds: options.waitSeconds,
+          signal: options.signal,
+          onEvent: (event) => {
+            last = { task: event.task, retryAfterSeconds: undefined };
+            onEvent(event);
+          },
+        });
+      } catch (error) {
+        if (options.signal?.aborted) throw error;
+        // A service without event streams, or a stream cut short: the plain wait below
+        // covers what is left (at once, when the task finished).
+      }
+    }
     for (;;) {
       const remaining = deadline - Date.now();
       last = await options.api.getTask(options.taskId, options.signal, {

@@ -142,6 +142,23 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       buckets: TASK_BUCKETS,
       registers: [registry],
     }),
+    taskEventWatchers: new Gauge({
+      name: `${p}task_event_watchers`,
+      help: "Task event streams (GET /v1/images/tasks/{id}/events and submissions that asked for one) open in this process.",
+      registers: [registry],
+    }),
+    taskEventsSent: new Counter({
+      name: `${p}task_events_sent_total`,
+      help: "Task events written to event streams, by event (queued, in_progress, partial_image, completed, failed).",
+      labelNames: ["event"] as const,
+      registers: [registry],
+    }),
+    taskPartialImages: new Counter({
+      name: `${p}task_partial_images_total`,
+      help: "Partial images that task runs received and kept, by outcome (stored, or failed: the write did not succeed and the run went on).",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    }),
     webhookAttempts: new Counter({
       name: `${p}webhook_attempts_total`,
       help: "Webhook delivery attempts, by outcome (delivered, http_error, redirect, timeout, network_error, refused).",

@@ -47,11 +47,14 @@ export async function claimTask(
       status: "in_progress",
       started_at: Math.floor(startedAtMs / 1000),
       attempts: record.attempts + 1,
+      // A new run streams its own partial images; an earlier run's no longer show.
+      partials: undefined,
     },
     { attempts: record.attempts },
   );
   if (started && record.status === "queued") {
     metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - record.created));
   }
+  if (started) finisher.announce("in_progress", started);
   return started;
 }

@@ -11,10 +11,13 @@ import { extensionOf } from "../files/image-type.js";
 import type { FileSource } from "../files/create-files-router.js";
 import type { ImageStore } from "../images/image-store.js";
 import { sweepExpiredImages } from "../images/sweep-expired-images.js";
+import { createTaskEventStreams, type TaskEventStreams } from "./events/task-event-streams.js";
+import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
+import { announceWebhooksOnFinish } from "./events/webhook-announcer.js";
 import { openTaskBackend } from "./open-task-backend.js";
 import { storeKind } from "./store/create-task-store.js";
 import { createTaskFinisher } from "./task-finisher.js";
-import type { PresentDeps } from "./present-task.js";
+import { presentTask, type PresentDeps } from "./present-task.js";
 import { createTaskImages, storageUnavailable } from "./task-images.js";
 import { createTaskRunner } from "./task-runner.js";
 import { available } from "./store-available.js";
@@ -67,6 +70,10 @@ export interface ImageReads extends FileSource {
   link: PresentDeps["images"]["link"];
   /** A result image's bytes as a stream (`b64_json`), or undefined once gone. */
   open: PresentDeps["images"]["open"];
+  /** The `url` of a running task's partial image. */
+  partialLink: PresentDeps["images"]["partialLink"];
+  /** A partial image's bytes as a stream, or undefined once gone. */
+  openPartial: PresentDeps["images"]["openPartial"];
 }
 
 /** The async image-task feature, as the rest of the service sees it. */
@@ -75,6 +82,10 @@ export interface ImageTasks {
   service: TaskService;
   /** Signs and checks the URLs of `url` images (the secret is shared by every replica). */
   signer: ImageUrlSigner;
+  /** Every task's events as this process hears them (from any replica), by task id. */
+  feed: TaskFeed;
+  /** Task event streams (`GET .../events`, submissions with `Accept: text/event-stream`). */
+  eventStreams: TaskEventStreams;
   images: ImageReads;
   /**
    * Rejects when the task store (503 `store_unavailable`) or the image store
@@ -137,8 +148,10 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     config: config.images,
     logger,
     now,
+    runLimitSec: limits.timeoutSec + limits.retentionSec,
   });
-  const waiters = createTaskWaiters(events);
+  const feed = createTaskFeed(events);
+  const waiters = createTaskWaiters(feed);
   const deliverer = createWebhookDeliverer({
     config: config.webhooks,
     metrics,
@@ -157,10 +170,10 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     metrics,
     logger,
     limits,
-    webhooks,
     images: taskImages,
     now,
   });
+  const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
   const runner = createTaskRunner({
     store,
     images: taskImages,
@@ -184,6 +197,16 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     logger,
     waiters,
     now,
+  });
+
+  const eventStreams = createTaskEventStreams({
+    feed,
+    read: service.get,
+    present: (record, baseUrl) =>
+      presentTask(record, { images: taskImages, baseUrl, data: "full" }),
+    keepAliveMs: limits.eventsKeepAliveSec * 1000,
+    metrics,
+    logger,
   });
 
   /** Every unfinished task gets its place in the queue (what a restart or a lost write left). */
@@ -215,9 +238,20 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
   return {
     service,
     signer,
+    feed,
+    eventStreams,
     images: {
       link: taskImages.link,
       open: taskImages.open,
+      partialLink: taskImages.partialLink,
+      openPartial: taskImages.openPartial,
+      async openPartialFile(taskId, index, ext, signal) {
+        // Kept, and linked to, until the task expires, whatever its status.
+        const record = await available(() => store.get(taskId));
+        const image = record?.partials?.[index];
+        if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
+        return taskImages.openPartial(record, index, signal);
+      },
       async openCompleted(taskId, index, ext, signal) {
         const record = await available(() => store.get(taskId));
         const image = record?.status === "completed" ? record.images?.[index] : undefined;
@@ -273,7 +307,9 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
       await runner.close();
       await deliverer.close();
       waiters.close();
+      stopAnnouncing();
       await drained;
+      feed.close();
       await close();
     },
   };

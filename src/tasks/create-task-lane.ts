@@ -10,6 +10,7 @@ import { publicBaseUrl } from "../http/public-base-url.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { observeHttpRequest } from "../metrics/create-metrics-router.js";
 import type { ImageTasks } from "./create-image-tasks.js";
+import { submitAndWatch, wantsEventStream } from "./events/submit-and-watch.js";
 import { createTaskAnswers } from "./task-answers.js";
 import { submitTaskSchema } from "./task-schemas.js";
 
@@ -36,11 +37,13 @@ export interface TaskLaneDeps {
 const POLL_TEMPLATE = "/v1/images/tasks/:taskId";
 const SUBMIT_TEMPLATE = "/v1/images/tasks";
 const POLL_PATH = /^\/v1\/images\/tasks\/([A-Za-z0-9_-]+)$/;
+const EVENTS_TEMPLATE = "/v1/images/tasks/:taskId/events";
+const EVENTS_PATH = /^\/v1\/images\/tasks\/([A-Za-z0-9_-]+)\/events$/;
 
 /**
- * The task API's two frequent requests beside Express, as the proxy lane
- * serves the passthrough: `GET /v1/images/tasks/{id}` (with `?wait=N`) and
- * `POST /v1/images/tasks`. Express's per-request work (prototype swaps, the
+ * The task API's frequent and long-lived requests beside Express, as the
+ * proxy lane serves the passthrough: `GET /v1/images/tasks/{id}` (with
+ * `?wait=N`), `GET /v1/images/tasks/{id}/events` and `POST /v1/images/tasks`. Express's per-request work (prototype swaps, the
  * router's walk over every layer) cost a poll more than the rest of it. Same
  * steps as the router's routes (metrics, bearer auth before the body is read,
  * the same body limits and schema) and the same code answering (see
@@ -71,10 +74,20 @@ export function createTaskLane(
     await answers.poll(res, principal, id, query === "" ? {} : parseQuery(query), baseUrlOf(req));
   }
 
+  /** An event stream lives for minutes: Express's objects would be held with it, per stream. */
+  async function events(req: IncomingMessage, res: ServerResponse, id: string) {
+    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
+    await deps.tasks.eventStreams.watch(req, res, principal, id, baseUrlOf(req)());
+  }
+
   async function submit(req: IncomingMessage, res: ServerResponse) {
     const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
     const parsed = await readJsonBody(req, deps.jsonBody);
     const request = parseBody(submitTaskSchema, parsed?.value);
+    if (wantsEventStream(req)) {
+      await submitAndWatch(deps.tasks, req, res, principal, { request }, baseUrlOf(req)());
+      return;
+    }
     await answers.submission(req, res, principal, { request }, baseUrlOf(req));
   }
 
@@ -90,6 +103,12 @@ export function createTaskLane(
       return true;
     }
     if (method !== "GET") return false;
+    const stream = EVENTS_PATH.exec(path);
+    if (stream) {
+      observeHttpRequest(deps.metrics, req, res, () => EVENTS_TEMPLATE);
+      events(req, res, stream[1] as string).catch(fail);
+      return true;
+    }
     const match = POLL_PATH.exec(path);
     if (!match) return false;
     observeHttpRequest(deps.metrics, req, res, () => POLL_TEMPLATE);

@@ -5,6 +5,7 @@ import { parseBody } from "../http/parse-body.js";
 import { publicBaseUrl } from "../http/public-base-url.js";
 import type { BodyTiming } from "../http/watch-body.js";
 import type { ImageTasks } from "./create-image-tasks.js";
+import { submitAndWatch, wantsEventStream } from "./events/submit-and-watch.js";
 import {
   EDIT_FILE_FIELDS,
   MAX_EDIT_IMAGES,
@@ -51,7 +52,9 @@ function runParser(parser: RequestHandler, req: Request, res: Response): Promise
 /**
  * The task API: `POST /v1/images/tasks` and `/v1/images/edits/tasks` (both
  * taking `Prefer: wait=N`), `GET /v1/images/tasks` (the caller's list),
- * `GET /v1/images/tasks/{id}` (with `?wait=N`), `POST /v1/images/tasks/{id}/cancel`.
+ * `GET /v1/images/tasks/{id}` (with `?wait=N`), `GET /v1/images/tasks/{id}/events`
+ * (the task's event stream), `POST /v1/images/tasks/{id}/cancel`. A submission
+ * with `Accept: text/event-stream` is answered with the new task's event stream.
  */
 export function createTasksRouter(deps: TasksRouterDeps): Router {
   const router = Router();
@@ -63,7 +66,9 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
   const answers = createTaskAnswers({ tasks: deps.tasks, pollIntervalSec: deps.pollIntervalSec });
   const baseUrlOf = (req: Request) => () => publicBaseUrl(req, deps.publicBaseUrl);
   const answerSubmission = (req: Request, res: Response, submission: Submission) =>
-    answers.submission(req, res, getPrincipal(res), submission, baseUrlOf(req));
+    wantsEventStream(req)
+      ? submitAndWatch(deps.tasks, req, res, getPrincipal(res), submission, baseUrlOf(req)())
+      : answers.submission(req, res, getPrincipal(res), submission, baseUrlOf(req));
 
   // Plain submissions are answered by the task lane beside Express; this route
   // answers the rest alike (a path only Express matches: other casing, a trailing `/`).
@@ -108,6 +113,11 @@ export function createTasksRouter(deps: TasksRouterDeps): Router {
   // answers the rest alike (HEAD, conditional requests, escaped or oddly cased paths).
   router.get("/v1/images/tasks/:taskId", async (req, res) => {
     await answers.poll(res, getPrincipal(res), req.params.taskId, req.query, baseUrlOf(req));
+  });
+
+  router.get("/v1/images/tasks/:taskId/events", async (req, res) => {
+    const principal = getPrincipal(res);
+    await deps.tasks.eventStreams.watch(req, res, principal, req.params.taskId, baseUrlOf(req)());
   });
 
   router.post("/v1/images/tasks/:taskId/cancel", async (req, res) => {

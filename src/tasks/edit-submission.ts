@@ -11,7 +11,7 @@ export const MAX_EDIT_IMAGES = 16;
 /** The form fields that carry files. */
 export const EDIT_FILE_FIELDS: ReadonlySet<string> = new Set(["image", "image[]", "mask"]);
 /** Fields that are numbers in JSON; a form sends them as text. */
-const NUMBER_FIELDS = new Set(["n", "output_compression"]);
+const NUMBER_FIELDS = new Set(["n", "output_compression", "partial_images"]);
 
 /**
  * An edit from OpenAI's multipart body: `image` or `image[]` files (as the

@@ -5,6 +5,7 @@ import { ChannelError } from "../channels/channel-error.js";
 import type { KeyScrubber } from "../channels/key-scrubber.js";
 import { extensionOf } from "../files/image-type.js";
 import { decodeGeneration, type GeneratedImage } from "./decode-generation.js";
+import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";
 import { TaskFailure } from "./task-failure.js";
 
 export type { GeneratedImage } from "./decode-generation.js";
@@ -33,6 +34,12 @@ export interface GenerateImagesInput {
   idleMs: number;
   /** Makes the call: failover, the channel's image timeout, caps, no redirects. */
   client: ChannelClient;
+  /**
+   * Partial images asked for: the call asks the channel for a stream
+   * (`stream: true`, `partial_images`), whose drafts go to `onPartial` as
+   * they come. A channel that answers plain JSON instead is read as JSON.
+   */
+  stream?: Pick<StreamedRun, "partialImages" | "onPartial">;
 }
 
 /** Room in a channel's answer beside the images: revised prompts, usage, envelope. */
@@ -49,7 +56,7 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  *
  * What a channel sends is bounded while it arrives: the JSON answer to what
  * `n` images of `maxImageBytes` take (see {@link decodeGeneration} for images
- * answered as URLs).
+ * answered as URLs); a stream, to what they and their partial images take.
  */
 export async function generateImages(
   input: GenerateImagesInput,
@@ -61,6 +68,10 @@ export async function generateImages(
   if (answer.status >= 400) {
     const text = await readErrorText(answer, signal);
     throw upstreamFailure(answer.status, text, answer.scrubber);
+  }
+  if (input.stream && isEventStream(answer)) {
+    const n = typeof input.body.n === "number" ? input.body.n : 1;
+    return readStreamedAnswer(answer, { ...input.stream, n, signal });
   }
   const limit = answerLimit(input.body, answer.channel.maxImageBytes);
   const bytes = await guarded(signal, () => answer.read(limit));
@@ -74,6 +85,9 @@ export async function generateImages(
 
 /** The call: a generation's JSON, or an edit's form (built once, sent again on failover). */
 async function requestOf(input: GenerateImagesInput): Promise<ChannelRequest> {
+  const body = input.stream
+    ? { ...input.body, stream: true, partial_images: input.stream.partialImages }
+    : input.body;
   const common = {
     route: "",
     method: "POST",
@@ -86,12 +100,12 @@ async function requestOf(input: GenerateImagesInput): Promise<ChannelRequest> {
       route: "image_tasks",
       path: "/images/generations",
       headers: { "content-type": "application/json" },
-      body: Buffer.from(JSON.stringify(input.body)),
+      body: Buffer.from(JSON.stringify(body)),
     };
   }
   const form = new Request("http://form.invalid/", {
     method: "POST",
-    body: editForm(input.body, input.files),
+    body: editForm(body, input.files),
   });
   return {
     ...common,

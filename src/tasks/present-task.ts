@@ -35,6 +35,14 @@ export interface TaskViewImage {
   revised_prompt?: string;
 }
 
+/** A partial image of a running task as clients see it. */
+export interface TaskViewPartial {
+  /** Its `partial_image_index`. */
+  index: number;
+  url?: string;
+  b64_json?: PendingImage;
+}
+
 /** A task as clients see it. */
 export interface TaskView {
   id: string;
@@ -46,6 +54,8 @@ export interface TaskView {
   completed_at?: number;
   expires_at?: number;
   data?: TaskViewImage[];
+  /** While the task runs: the partial images of its run so far, oldest first. */
+  partial_images?: TaskViewPartial[];
   usage?: unknown;
   error?: TaskError;
 }
@@ -61,6 +71,17 @@ export interface PresentDeps {
       mode?: "service" | "presigned" | "public",
     ): Promise<string>;
     open(record: TaskRecord, index: number, signal?: AbortSignal): Promise<ImageObject | undefined>;
+    partialLink(
+      record: TaskRecord,
+      index: number,
+      baseUrl: string,
+      mode?: "service" | "presigned" | "public",
+    ): Promise<string>;
+    openPartial(
+      record: TaskRecord,
+      index: number,
+      signal?: AbortSignal,
+    ): Promise<ImageObject | undefined>;
   };
   /** Origin the service's own image links start with, e.g. `https://images.example.com`. */
   baseUrl: string;
@@ -117,6 +138,29 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
       }),
     );
   }
+  if (record.status === "in_progress" && record.partials?.length && deps.data !== "none") {
+    const partials = await presentPartials(record, deps);
+    if (partials.length > 0) view.partial_images = partials;
+  }
   if (record.usage !== undefined) view.usage = record.usage;
   return view;
+}
+
+/** A running task's partial images: links, or base64 read when sent (not in a list). */
+async function presentPartials(record: TaskRecord, deps: PresentDeps): Promise<TaskViewPartial[]> {
+  if (record.responseFormat === "url") {
+    return Promise.all(
+      (record.partials ?? []).map(async (_, index) => ({
+        index,
+        url: await deps.images.partialLink(record, index, deps.baseUrl, deps.links),
+      })),
+    );
+  }
+  if (deps.data === "listed") return [];
+  return (record.partials ?? []).map((image, index) => ({
+    index,
+    b64_json: new PendingImage(image.bytes, (signal) =>
+      deps.images.openPartial(record, index, signal),
+    ),
+  }));
 }

@@ -22,6 +22,7 @@ import { available } from "./store-available.js";
 import { newTaskId, type TaskRecord } from "./task-record.js";
 import type { TaskImages } from "./task-images.js";
 import { toUpstreamBody } from "./task-schemas.js";
+import type { TaskFinisher } from "./task-finisher.js";
 import type { EditInput, SubmitOptions, Submission } from "./task-service.js";
 
 /** What {@link submitTask} works with. */
@@ -33,6 +34,8 @@ export interface SubmitDeps {
   queue: TaskQueue;
   access: ModelAccess;
   sealer?: CredentialSealer;
+  /** Tells every replica of the new task (its `queued` event). */
+  finisher: Pick<TaskFinisher, "announce">;
   metrics: Metrics;
   logger: Logger;
   now: () => number;
@@ -98,6 +101,8 @@ export async function submitTask(
       );
     }
     if (result.kind !== "created") return answerIdempotent(result);
+    // Before the queue has it: its `in_progress` comes after this, wherever it runs.
+    deps.finisher.announce("queued", record);
     try {
       await queue.enqueue(entry);
     } catch (err) {
@@ -140,6 +145,7 @@ async function newTaskRecord(
     created: Math.floor(deps.now() / 1000),
     attempts: 0,
   };
+  if (request.partial_images) record.partialImages = request.partial_images;
   if (inputs) {
     record.kind = "edit";
     record.inputs = inputs.map(({ field, mime, bytes }) => ({ field, mime, bytes: bytes.length }));

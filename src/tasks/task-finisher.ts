@@ -2,10 +2,9 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { FINISH_REASONS, type Metrics } from "../metrics/create-metrics.js";
 import type { TaskStore } from "./store/task-store.js";
-import type { TaskEvents } from "./task-events.js";
+import { busRecord, type TaskEvents, type TaskStage } from "./task-events.js";
 import type { TaskImages } from "./task-images.js";
 import type { TaskError, TaskImage, TaskRecord } from "./task-record.js";
-import type { TaskWebhooks } from "./task-webhooks.js";
 
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {
@@ -14,32 +13,48 @@ export interface TaskFinisherDeps {
   metrics: Metrics;
   logger: Logger;
   limits: Config["imageTasks"];
-  /** Queues the webhook event of a task that has a `webhook_url`. */
-  webhooks: Pick<TaskWebhooks, "announce">;
   /** Where an edit's input images are deleted once its task has finished. */
   images: Pick<TaskImages, "deleteInputs">;
   now: () => number;
 }
 
-/** The two ways a task ends, written once for the runner, cancel and recovery. */
+/** The two ways a task ends, written once for the runner, cancel and recovery; and its stages told. */
 export type TaskFinisher = ReturnType<typeof createTaskFinisher>;
 
 /**
  * Ends tasks: the terminal transition with its timestamps and retention, the
- * finish metrics and the `finished` event every replica hears. Every path
- * that ends a task goes through here, so what must happen when a task ends
- * (a webhook to send, a credential to delete) has one place to live. The
- * store's finishing step itself deletes an edit's input images and puts a
- * task with a webhook into the outbox, so none of that waits on this process.
+ * finish metrics and the final event every replica hears (waiting requests,
+ * event streams, and this process's webhook announcer follow the bus). Every
+ * path that ends a task goes through here, so what must happen when a task
+ * ends (a credential to delete) has one place to live. The store's finishing
+ * step itself deletes an edit's input images and puts a task with a webhook
+ * into the outbox, so none of that waits on this process.
  */
 export function createTaskFinisher(deps: TaskFinisherDeps) {
-  const { store, events, metrics, logger, limits, webhooks, images, now } = deps;
+  const { store, events, metrics, logger, limits, images, now } = deps;
   const retentionMs = limits.retentionSec * 1000;
   /**
    * `expires_at` of a task finishing at `atMs`: rounded up, so a task is
    * kept at least `retentionSec`.
    */
   const expiresAt = (atMs: number) => Math.ceil((atMs + retentionMs) / 1000);
+
+  /**
+   * Tells every replica that `record` (as the step that got it there wrote
+   * it) reached `stage`: once, by the process that wrote it. Best effort: the
+   * store already says so; the event only makes it known sooner.
+   */
+  const announce = (stage: TaskStage, record: TaskRecord, partialIndex?: number): void => {
+    const event = {
+      type: "stage",
+      stage,
+      record: busRecord(record),
+      ...(partialIndex === undefined ? {} : { partialIndex }),
+    } as const;
+    events.publish(event).catch((err: unknown) => {
+      logger.warn({ err, taskId: record.id, stage }, "could not announce a task's stage yet");
+    });
+  };
 
   // A finishing patch sets `sealedCredential: undefined`: every store deletes a field set
   // to undefined, so a forward key leaves the store in the same write that ends its task.
@@ -54,16 +69,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
     if (record.started_at !== undefined) {
       metrics.taskRunDuration.observe({ status: record.status }, now() / 1000 - record.started_at);
     }
-    // Best effort: the store already says the task is finished; the event only tells it sooner.
-    events.publish({ type: "finished", taskId: record.id, status: record.status }).catch((err) => {
-      logger.warn({ err, taskId: record.id }, "could not announce a finished task");
-    });
-    if (record.webhook) {
-      // The outbox keeps the event until it is queued: a failure here only delays it.
-      webhooks.announce(record).catch((err: unknown) => {
-        logger.warn({ err, taskId: record.id }, "could not queue a webhook event yet");
-      });
-    }
+    announce(record.status, record);
     if (record.inputs?.some((input) => input.key)) {
       // Best effort: the image store's sweep deletes them with their day otherwise.
       images.deleteInputs(record.inputs).catch((err: unknown) => {
@@ -74,6 +80,8 @@ export function createTaskFinisher(deps: TaskFinisherDeps) {
   };
 
   return {
+    announce,
+
     /** `expires_at` (Unix seconds) of a task that completes at `atMs`. */
     expiresAt,
 

@@ -5,7 +5,7 @@ import type { ImagesConfig } from "../config/schema/images-schema.js";
 import { extensionOf } from "../files/image-type.js";
 import type { ImageUrlSigner } from "../files/image-url-signer.js";
 import { AppError } from "../http/app-error.js";
-import { inputKey, resultKey } from "../images/image-keys.js";
+import { inputKey, partialKey, resultKey } from "../images/image-keys.js";
 import type { ImageObject, ImageStore } from "../images/image-store.js";
 import type { GeneratedImage } from "./generate-images.js";
 import type { TaskStore } from "./store/task-store.js";
@@ -24,6 +24,11 @@ export interface TaskImagesDeps {
   config: Pick<ImagesConfig, "links" | "publicBaseUrl">;
   logger: Logger;
   now: () => number;
+  /**
+   * The longest from a task's start to its expiry (`timeoutSec` +
+   * `retentionSec`): how long a running task's partial image links last.
+   */
+  runLimitSec: number;
 }
 
 /** The images of tasks: where they are written, read, linked to and deleted. */
@@ -67,6 +72,41 @@ export function createTaskImages(deps: TaskImagesDeps) {
   const nowSec = () => Math.floor(deps.now() / 1000);
 
   /**
+   * A link to `image` (file `file` of task `taskId` on the service's own
+   * route), valid until `expiresAt`, as `mode` asks: public, presigned
+   * (signed as of `signedFrom`, so every poll and replica gives the same
+   * link; past SigV4's 7 days, a link signed this hour, for as long as
+   * allowed), or the service's own signed URL (the only one a legacy image has).
+   */
+  async function linkTo(
+    taskId: string,
+    image: TaskImage | undefined,
+    file: { name: string | number; ext: string },
+    times: { expiresAt: number; signedFrom: number },
+    baseUrl: string,
+    mode: ImagesConfig["links"],
+  ): Promise<string> {
+    const { expiresAt, signedFrom } = times;
+    if (image?.key && mode === "public" && config.publicBaseUrl) {
+      return `${config.publicBaseUrl}/${imageStore.objectKey(image.key)}`;
+    }
+    if (image?.key && mode === "presigned" && imageStore.presign) {
+      const signedAt =
+        expiresAt - signedFrom <= PRESIGN_MAX_SEC
+          ? signedFrom
+          : Math.max(signedFrom, Math.floor(nowSec() / 3600) * 3600);
+      const key = image.key;
+      return storage(() =>
+        imageStore.presign!(key, {
+          signingDate: new Date(signedAt * 1000),
+          expiresInSec: Math.max(1, Math.min(PRESIGN_MAX_SEC, expiresAt - signedAt)),
+        }),
+      );
+    }
+    return `${baseUrl}${signer.path(taskId, file.name, file.ext, expiresAt)}`;
+  }
+
+  /**
    * The `url` of a result image, as `images.links` asks, or as `mode` asks
    * (the MCP server asks for the service's own links, the one origin it
    * downloads from). A legacy image has only the service's own.
@@ -78,32 +118,60 @@ export function createTaskImages(deps: TaskImagesDeps) {
     mode: ImagesConfig["links"] = config.links,
   ): Promise<string> {
     const image = record.images?.[index];
-    const expiresAt = record.expires_at ?? 0;
-    if (image?.key && mode === "public" && config.publicBaseUrl) {
-      return `${config.publicBaseUrl}/${imageStore.objectKey(image.key)}`;
-    }
-    if (image?.key && mode === "presigned" && imageStore.presign) {
-      // Signed as of the task's completion, valid until it expires: the same link on every
-      // poll and replica. Past SigV4's 7 days, a link signed this hour, for as long as allowed.
-      const completedAt = record.completed_at ?? nowSec();
-      const signedAt =
-        expiresAt - completedAt <= PRESIGN_MAX_SEC
-          ? completedAt
-          : Math.max(completedAt, Math.floor(nowSec() / 3600) * 3600);
-      const key = image.key;
-      return storage(() =>
-        imageStore.presign!(key, {
-          signingDate: new Date(signedAt * 1000),
-          expiresInSec: Math.max(1, Math.min(PRESIGN_MAX_SEC, expiresAt - signedAt)),
-        }),
-      );
-    }
     const ext = extensionOf(image?.mime ?? "image/png");
-    return `${baseUrl}${signer.path(record.id, index, ext, expiresAt)}`;
+    const expiresAt = record.expires_at ?? 0;
+    const signedFrom = record.completed_at ?? nowSec();
+    return linkTo(record.id, image, { name: index, ext }, { expiresAt, signedFrom }, baseUrl, mode);
   }
+
+  /**
+   * The latest a running task's partial images may be needed: when the task
+   * would expire if it finished at its timeout (its links last that long).
+   */
+  const partialsUntil = (record: TaskRecord) =>
+    record.expires_at ?? (record.started_at ?? nowSec()) + deps.runLimitSec;
 
   return {
     link,
+
+    /** The `url` of partial image `index` of a task (file `partial-<index>.<ext>` on the service). */
+    async partialLink(
+      record: TaskRecord,
+      index: number,
+      baseUrl: string,
+      mode: ImagesConfig["links"] = config.links,
+    ): Promise<string> {
+      const image = record.partials?.[index];
+      const ext = extensionOf(image?.mime ?? "image/png");
+      const times = { expiresAt: partialsUntil(record), signedFrom: record.started_at ?? nowSec() };
+      return linkTo(record.id, image, { name: `partial-${index}`, ext }, times, baseUrl, mode);
+    },
+
+    /** Partial image `index` of a task as a stream; undefined when it is not stored (any more). */
+    async openPartial(
+      record: TaskRecord,
+      index: number,
+      signal?: AbortSignal,
+    ): Promise<ImageObject | undefined> {
+      const key = record.partials?.[index]?.key;
+      return key === undefined ? undefined : storage(() => imageStore.get(key, signal));
+    },
+
+    /**
+     * Writes partial image `index` of the running task's current run, under
+     * the last day its links may be used (its task's own expiry deletes it
+     * sooner, with the task); resolves what the record keeps of it. Not
+     * retried: a draft that cannot be kept is skipped, the run goes on.
+     */
+    async putPartial(
+      record: TaskRecord,
+      index: number,
+      image: { bytes: Buffer; mime: string },
+    ): Promise<TaskImage> {
+      const key = partialKey(partialsUntil(record), record.id, index, image.mime, record.attempts);
+      await imageStore.put(key, image.bytes, image.mime);
+      return { mime: image.mime, bytes: image.bytes.byteLength, key };
+    },
 
     /**
      * Result image `index` of a record, as a stream; undefined when it is not

@@ -76,6 +76,13 @@ export interface TaskRecord {
    */
   attempts: number;
   images?: TaskImage[];
+  /** Partial images the submission asked for (1 to 3); absent: none, the run is not streamed. */
+  partialImages?: number;
+  /**
+   * The partial images the current run kept so far, oldest first (index =
+   * `partial_image_index`); a new run starts without any.
+   */
+  partials?: TaskImage[];
   usage?: unknown;
   error?: TaskError;
   /**
@@ -101,13 +108,17 @@ export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
   return LEGAL[from].includes(to);
 }
 
-/** The image store keys a record holds: its results' and an edit's inputs' (legacy ones have none). */
+/**
+ * The image store keys a record holds: its results', its partial images' and
+ * an edit's inputs' (legacy ones have none).
+ */
 export function imageKeysOf(record: {
   images?: readonly TaskImage[];
+  partials?: readonly TaskImage[];
   inputs?: readonly TaskInput[];
 }): string[] {
-  return [...(record.images ?? []), ...(record.inputs ?? [])].flatMap((item) =>
-    item.key ? [item.key] : [],
+  return [...(record.images ?? []), ...(record.partials ?? []), ...(record.inputs ?? [])].flatMap(
+    (item) => (item.key ? [item.key] : []),
   );
 }
 

@@ -5,6 +5,7 @@ import type { Config } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { claimTask } from "./claim-task.js";
+import { keepPartials } from "./keep-partials.js";
 import { keepResult } from "./keep-result.js";
 import { generateImages, type EditFile, type GeneratedImage } from "./generate-images.js";
 import type { TaskLease } from "./queue/task-queue.js";
@@ -74,6 +75,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
     }
     assertEditFilesKept(files);
+    const { partialImages } = started;
     return generateImages({
       candidates,
       body: started.request,
@@ -81,10 +83,14 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       signal,
       idleMs: limits.timeoutSec * 1000,
       client,
+      ...(partialImages
+        ? { stream: { partialImages, onPartial: keepPartials(partialDeps, started, signal) } }
+        : {}),
     });
   }
 
   const keepDeps = { images: deps.images, finisher, logger, now: deps.now, failure: failureDeps };
+  const partialDeps = { store, images: deps.images, finisher, metrics, logger };
 
   return {
     async run(lease) {

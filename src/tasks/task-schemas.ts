@@ -39,6 +39,16 @@ export const submitTaskSchema = z
       .max(100, "must be an integer from 0 to 100")
       .optional(),
     moderation: option().optional(),
+    /**
+     * Partial images to stream while the image is made (0 to 3, default 0):
+     * the run asks the channel for a stream, keeps each one and shows it.
+     */
+    partial_images: z
+      .number({ error: "must be an integer from 0 to 3" })
+      .int("must be an integer from 0 to 3")
+      .min(0, "must be an integer from 0 to 3")
+      .max(3, "must be an integer from 0 to 3")
+      .optional(),
     /** Checked (and resolved) by `validateWebhookUrl`, which names the problem. */
     webhook_url: z.unknown().optional(),
   })
@@ -72,6 +82,7 @@ const GPT_IMAGE_QUALITY: Record<string, string> = {
  * The body sent to the channel. gpt-image models always answer base64 and
  * refuse `response_format` and `style`, so those stay here (as does
  * `webhook_url`, ours); `quality` is sent only as a value the model takes.
+ * `partial_images` is kept in the task (the run adds it, with `stream`).
  * Accepted fields never cause an error.
  */
 export function toUpstreamBody(request: SubmitTaskRequest): Record<string, unknown> {
@@ -79,6 +90,7 @@ export function toUpstreamBody(request: SubmitTaskRequest): Record<string, unkno
     response_format: _format,
     style: _style,
     webhook_url: _webhook,
+    partial_images: _partials,
     quality,
     ...rest
   } = request;

@@ -124,13 +124,19 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
     async waitFor(principal, id, waitMs, signal) {
       if (waitMs <= 0) return get(principal, id);
       const watch = waiters.watch(id);
+      const deadline = performance.now() + waitMs;
       try {
-        const record = await get(principal, id);
-        if (isFinished(record.status)) return record;
-        const why = await watch.until(waitMs, signal);
-        // Nobody is left to answer: no need to read again.
-        if (why === "aborted") return record;
-        return await get(principal, id);
+        await available(() => watch.ready);
+        let record = await get(principal, id);
+        for (;;) {
+          if (isFinished(record.status)) return record;
+          const why = await watch.until(Math.max(0, deadline - performance.now()), signal);
+          // Nobody is left to answer: no need to read again.
+          if (why === "aborted") return record;
+          record = await get(principal, id);
+          // The bus was cut off: the finish may have been missed, and the read tells.
+          if (why !== "resync" || performance.now() >= deadline) return record;
+        }
       } finally {
         watch.dispose();
       }

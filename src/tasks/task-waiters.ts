@@ -1,13 +1,21 @@
-import type { TaskEvents } from "./task-events.js";
+import type { FeedSignal, TaskFeed } from "./events/task-feed.js";
+
+/** Why a wait ended. */
+export type WaitEnd = "finished" | "timeout" | "aborted" | "released" | "resync";
 
 /** One request's interest in a task's end, taken before it reads the task. */
 export interface TaskWatch {
   /**
    * Resolves `finished` when the task finishes (heard on the bus, from any
    * replica), `timeout` after `ms`, `aborted` when `signal` aborts (the client
-   * went away) and `released` when the service stops; whichever comes first.
+   * went away), `released` when the service stops, and `resync` when the bus
+   * was cut off (the task's end may have been missed: read it again);
+   * whichever comes first. A finish or release heard before the call
+   * resolves at once.
    */
-  until(ms: number, signal?: AbortSignal): Promise<"finished" | "timeout" | "aborted" | "released">;
+  until(ms: number, signal?: AbortSignal): Promise<WaitEnd>;
+  /** Resolves once the task's end would be heard: read the task after it (rejects: bus away). */
+  ready: Promise<void>;
   /** Forgets the watch (always call it, in `finally`). */
   dispose(): void;
 }
@@ -21,7 +29,11 @@ export interface TaskWaiters {
   watch(taskId: string): TaskWatch;
   /** Waiting requests in this process. */
   readonly size: number;
-  /** Wakes every waiting request (they answer with the task as it is) and every later one at once. */
+  /**
+   * The service is stopping: wakes every waiting request (they answer with
+   * the task as it is) and every later one at once, and every other follower
+   * of the feed (event streams end).
+   */
   release(): void;
   close(): void;
 }
@@ -29,75 +41,72 @@ export interface TaskWaiters {
 /** The longest timer Node takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+const isEnd = (signal: FeedSignal) =>
+  signal.type === "stage" && (signal.stage === "completed" || signal.stage === "failed");
+
 /**
- * Waiting requests, woken by the bus's `finished` events: one subscription
- * for the process, and a map from task id to its waiters, so an event costs
- * a lookup and a waiting request costs a timer, never a read of the store.
+ * Waiting requests on the process's task feed: an event costs a lookup and a
+ * waiting request a timer, never a read of the store.
  */
-export function createTaskWaiters(events: TaskEvents): TaskWaiters {
-  const waiting = new Map<string, Set<() => void>>();
-  let released = false;
+export function createTaskWaiters(feed: TaskFeed): TaskWaiters {
   let size = 0;
-  const unsubscribe = events.subscribe((event) => {
-    if (event.type !== "finished") return;
-    for (const wake of waiting.get(event.taskId) ?? []) wake();
-  });
-  const releaseAll = new Set<() => void>();
 
   return {
     watch(taskId) {
-      let finished = false;
-      let notify: (() => void) | undefined;
-      const wake = () => {
-        finished = true;
-        notify?.();
-      };
-      const listeners = waiting.get(taskId) ?? new Set();
-      listeners.add(wake);
-      waiting.set(taskId, listeners);
+      /** What ended the wait before `until` was called, if anything. */
+      let heard: WaitEnd | undefined;
+      let notify: ((why: WaitEnd) => void) | undefined;
+      const following = feed.follow(taskId, (signal) => {
+        const why: WaitEnd | undefined = isEnd(signal)
+          ? "finished"
+          : signal.type === "released" || signal.type === "resync"
+            ? signal.type
+            : undefined;
+        if (!why) return;
+        // A finish or a release holds for every later call; a resync only until it is heard.
+        if (why !== "resync") heard = why;
+        else if (!notify) heard ??= why;
+        notify?.(why);
+      });
       size += 1;
       let disposed = false;
 
       return {
+        ready: following.ready,
         until(ms, signal) {
-          if (finished) return Promise.resolve("finished");
-          if (released) return Promise.resolve("released");
+          if (heard) {
+            const why = heard;
+            if (why === "resync") heard = undefined;
+            return Promise.resolve(why);
+          }
           if (signal?.aborted) return Promise.resolve("aborted");
           return new Promise((resolve) => {
-            const settle = (why: "finished" | "timeout" | "aborted" | "released") => {
+            const settle = (why: WaitEnd) => {
               clearTimeout(timer);
               signal?.removeEventListener("abort", onAbort);
-              releaseAll.delete(onRelease);
               notify = undefined;
               resolve(why);
             };
             const timer = setTimeout(() => settle("timeout"), Math.min(ms, MAX_TIMER_MS));
             const onAbort = () => settle("aborted");
-            const onRelease = () => settle("released");
-            notify = () => settle("finished");
+            notify = settle;
             signal?.addEventListener("abort", onAbort, { once: true });
-            releaseAll.add(onRelease);
           });
         },
         dispose() {
           if (disposed) return;
           disposed = true;
           size -= 1;
-          listeners.delete(wake);
-          if (listeners.size === 0 && waiting.get(taskId) === listeners) waiting.delete(taskId);
+          following.unfollow();
         },
       };
     },
     get size() {
       return size;
     },
-    release() {
-      released = true;
-      for (const wake of [...releaseAll]) wake();
-    },
+    release: () => feed.release(),
     close() {
-      this.release();
-      unsubscribe();
+      feed.release();
     },
   };
 }

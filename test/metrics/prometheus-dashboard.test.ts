@@ -81,6 +81,8 @@ async function traffic(): Promise<void> {
     await new Promise((r) => setTimeout(r, 25));
   }
   await receiver.received(1);
+  // The finished task's event stream: its final event at once.
+  await (await fetch(`${app.baseURL}/images/tasks/${id}/events`, { headers: auth })).text();
 }
 
 beforeAll(async () => {
@@ -202,6 +204,12 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
     ).toBe(1);
     expect(await seen("image_task_sidecar_task_queue_depth")).toBe(1);
     expect(await seen('image_task_sidecar_webhook_deliveries_total{result="delivered"}')).toBe(1);
+    expect(await seen('image_task_sidecar_task_events_sent_total{event="completed"}')).toBe(1);
+    expect(await seen("image_task_sidecar_task_event_watchers")).toBe(1);
+    expect(
+      await seen('image_task_sidecar_image_store_operations_total{op="put",outcome="ok"}'),
+    ).toBe(1);
+    expect(await seen("image_task_sidecar_image_store_written_bytes_total")).toBe(1);
   });
 
   it("counts token usage by channel, model, group and type, from plain answers and streams", async () => {

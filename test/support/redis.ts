@@ -132,7 +132,8 @@ async function startPrivateRedisOnce(options: { password?: string }): Promise<Pr
         await client.close();
         return;
       } catch {
-        client.destroy();
+        // A client whose connect failed may be closed already.
+        if (client.isOpen) client.destroy();
         if (started.exitCode !== null) throw new Error(`redis-server exited ${started.exitCode}`);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }

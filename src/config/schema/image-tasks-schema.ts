@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { positiveInt } from "./field-types.js";
+import { fromText, positiveInt } from "./field-types.js";
 
 /** Limits of the asynchronous image-task API. */
 export const imageTasksSchema = z
@@ -63,6 +63,15 @@ export const imageTasksSchema = z
           "Redis only: seconds a replica holds a running task's lease without renewing it " +
           "(renewed every half of it). The tasks of a replica that dies run again elsewhere " +
           "within about three times this.",
+      }),
+    eventsKeepAliveSec: fromText(
+      z.number({ error: "must be a number (seconds)" }).positive("must be > 0").max(300),
+    )
+      .default(15)
+      .meta({
+        description:
+          "Seconds between the comment lines that keep an idle task event stream open through " +
+          "proxies and CDNs (Cloudflare cuts a silent connection after 100 s).",
       }),
   })
   .strict()

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { ImageFileSink, ImageSource, SavedImage } from "../image-file-sink.js";
 import { ImageTaskApiError } from "../image-task-api-error.js";
 import { formatBytes, type ImageTask } from "../image-task-api-client.js";
+import { createProgressNotifier, describeTaskEvent } from "../progress-notifier.js";
 import { imageTypeFromPath } from "../../files/image-type.js";
 import { TASK_ID_PATTERN } from "../task-id.js";
 import { isFinished, waitForTask } from "../wait-for-task.js";
@@ -100,7 +101,19 @@ export function registerCheckImageTaskTool(server: McpServer, deps: ImageToolDep
       const taskId = args.task_id;
       const waitSeconds = args.wait_seconds ?? DEFAULT_WAIT_SECONDS;
       const progressToken = extra._meta?.progressToken;
-      let lastProgress = -1;
+      // With a progress token: the task's own events (started, each partial image, done) and a
+      // tick every progressIntervalMs, so that a client resetting its timeout on progress waits.
+      const notify =
+        progressToken === undefined
+          ? undefined
+          : createProgressNotifier({
+              total: waitSeconds,
+              send: (params) =>
+                extra.sendNotification({
+                  method: "notifications/progress",
+                  params: { progressToken, ...params },
+                }),
+            });
       try {
         const snapshot = await waitForTask({
           api: deps.api,
@@ -111,25 +124,15 @@ export function registerCheckImageTaskTool(server: McpServer, deps: ImageToolDep
           progressIntervalMs: deps.progressIntervalMs,
           signal: extra.signal,
           onProgress:
-            progressToken === undefined
-              ? undefined
-              : async (elapsed, seen) => {
-                  const progress = Math.round(elapsed * 1000) / 1000;
-                  // MCP wants each notification's progress above the last one's.
-                  if (progress <= lastProgress) return;
-                  lastProgress = progress;
-                  await extra.sendNotification({
-                    method: "notifications/progress",
-                    params: {
-                      progressToken,
-                      progress,
-                      total: waitSeconds,
-                      message: seen
-                        ? `Task ${taskId} is ${seen.task.status.replace("_", " ")}`
-                        : `Waiting for task ${taskId}`,
-                    },
-                  });
-                },
+            notify &&
+            ((_elapsed, seen) =>
+              notify(
+                seen
+                  ? `Task ${taskId} is ${seen.task.status.replace("_", " ")}`
+                  : `Waiting for task ${taskId}`,
+                "tick",
+              )),
+          onEvent: notify && ((event) => notify(describeTaskEvent(taskId, event), "event")),
         });
         const task = snapshot.task;
         if (task.id !== taskId) {

@@ -31,6 +31,16 @@ const inputSchema = {
     .optional()
     .describe("transparent needs output_format png or webp."),
   output_format: z.enum(["png", "jpeg", "webp"]).optional().describe("File format. Default png."),
+  partial_images: z
+    .number()
+    .int()
+    .min(0)
+    .max(3)
+    .optional()
+    .describe(
+      "Drafts to make while the image is made (0 to 3, default 0): check_image_task reports " +
+        "each one's link as progress.",
+    ),
 };
 
 const outputSchema = {
@@ -69,6 +79,7 @@ export function registerGenerateImageTool(server: McpServer, deps: ImageToolDeps
             quality: args.quality,
             background: args.background,
             output_format: args.output_format,
+            partial_images: args.partial_images,
             // Never base64: the MCP server fetches or links the image files instead.
             response_format: "url",
           },
