@@ -50,7 +50,7 @@ function typeOf(node) {
     }
     if (value.minimum !== undefined) bounds.push(`≥ ${value.minimum}`);
     if (value.maximum !== undefined) bounds.push(`≤ ${value.maximum}`);
-    return [value.type, ...bounds].join(" ");
+    return bounds.length ? `${value.type} ${bounds.join(", ")}` : value.type;
   }
   if (value.type === "string") {
     if (value.pattern) return `string matching ${code(value.pattern)}`;
