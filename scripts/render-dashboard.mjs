@@ -14,7 +14,7 @@
 // It starts the service on the demo defaults (memory store, webhooks to a local receiver that
 // fails one attempt in four), Prometheus scraping it every second, and a little load for
 // --seconds: chat (plain and streamed), Responses, bad keys, unknown routes, bursts of image
-// tasks (some failing), polls that wait. Then it runs every panel's queries over that window.
+// tasks (some failing, half with partial images watched on their event streams), polls that wait. Then it runs every panel's queries over that window.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -74,7 +74,9 @@ async function startReceiver() {
 }
 
 async function startService() {
-  const { config } = loadConfig({ env: { PORT: "0", STORE_URL: "memory://", IMAGES_URL: "" } });
+  const { config } = loadConfig({
+    env: { PORT: "0", STORE_URL: "memory://", IMAGES_URL: `file://${join(work, "images")}` },
+  });
   config.channels = config.channels.map((channel) => ({ ...channel, imageDelayMs: 2000 }));
   config.webhooks = {
     ...config.webhooks,
@@ -140,15 +142,18 @@ async function load({ url, key }, hook, ms) {
       stream,
       messages: [{ role: "user", content: "How tall is the lighthouse?" }],
     }).then((res) => res.text());
-  const task = async (prompt) => {
+  const task = async (prompt, watch) => {
     const res = await post("/images/tasks", {
       model: "gpt-image-1",
       prompt,
       response_format: "url",
+      partial_images: watch ? 2 : 0,
       webhook_url: hook,
     });
     const { id } = await res.json();
     if (!id) return;
+    // Every other task is watched on its event stream until it ends, the others waited for.
+    if (watch) await (await fetch(`${url}/v1/images/tasks/${id}/events`, { headers })).text();
     const done = await fetch(`${url}/v1/images/tasks/${id}?wait=30`, { headers });
     const body = await done.json();
     const link = body.data?.[0]?.url;
@@ -156,8 +161,9 @@ async function load({ url, key }, hook, ms) {
   };
   const end = Date.now() + ms;
   const running = new Set();
+  let tasks = 0;
   const spawnTask = (prompt) => {
-    const promise = task(prompt).catch(() => {});
+    const promise = task(prompt, ++tasks % 2 === 0).catch(() => {});
     running.add(promise);
     promise.finally(() => running.delete(promise));
   };
@@ -261,6 +267,12 @@ function page(panels, start, end) {
   const colors = ["#73bf69", "#f2cc0c", "#5794f2", "#ff780a", "#b877d9", "#f2495c", "#8ab8ff", "#fade2a", "#56a64b", "#ca95e5"];
   const fmt = (unit, v) => {
     if (v == null || Number.isNaN(v)) return "-";
+    if (unit === "Bps") {
+      const steps = ["B/s", "kB/s", "MB/s", "GB/s"];
+      let i = 0;
+      while (Math.abs(v) >= 1000 && i < steps.length - 1) (v /= 1000), (i += 1);
+      return (Number.isInteger(v) ? v : v.toFixed(1)) + " " + steps[i];
+    }
     if (unit === "percentunit") return (v * 100).toFixed(v < 0.1 ? 1 : 0) + "%";
     if (unit === "s") return v < 1 ? Math.round(v * 1000) + " ms" : v.toFixed(v < 10 ? 1 : 0) + " s";
     const n = Number.isInteger(v) || Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(1) : v.toFixed(2);
@@ -268,6 +280,7 @@ function page(panels, start, end) {
   };
   const grid = document.getElementById("grid");
   let bottom = 0;
+  const plots = [];
   for (const p of panels) {
     const { x, y, w, h } = p.gridPos;
     bottom = Math.max(bottom, (y + h) * ROW);
@@ -311,9 +324,9 @@ function page(panels, start, end) {
       fill: colors[i % colors.length] + "22", value: (u, v) => fmt(p.unit, v),
     }))];
     const width = w * COL - 26;
-    const height = h * ROW - 8 - 28 - 22 - Math.ceil(p.series.length / 3) * 16;
-    new uPlot({
-      width, height, series,
+    const inner = h * ROW - 8 - 28 - 14;
+    const plot = new uPlot({
+      width, height: inner - 40, series,
       legend: { live: false },
       cursor: { show: false },
       scales: { y: { range: (u, min, max) => [Math.min(0, min ?? 0), max > 0 ? max * 1.1 : 1] } },
@@ -323,9 +336,18 @@ function page(panels, start, end) {
           values: (u, vals) => vals.map((v) => fmt(p.unit, v)) },
       ],
     }, data, el);
+    plots.push({ plot, width, inner });
   }
   grid.style.height = bottom + 8 + "px";
-  document.body.dataset.ready = "1";
+  // Once uPlot has laid its charts out: the legend takes what it needs (some panels have many
+  // series), the plot the rest.
+  setTimeout(() => {
+    for (const { plot, width, inner } of plots) {
+      const legend = plot.root.querySelector(".u-legend").offsetHeight;
+      plot.setSize({ width, height: Math.max(80, inner - legend - 6) });
+    }
+    setTimeout(() => (document.body.dataset.ready = "1"), 100);
+  }, 100);
   </script></body></html>`;
 }
 
