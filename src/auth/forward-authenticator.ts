@@ -76,85 +76,107 @@ type CachedVerdict = { kind: "accepted"; models: GatewayModels } | { kind: "refu
 export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): ForwardAuthenticate {
   const { channel, options, logger } = deps;
   const now = deps.now ?? Date.now;
-  const accepted = new TtlLruCache<GatewayModels>(options.maxCachedKeys, now);
-  // Apart from the accepted keys: random bad keys must not push good ones out.
-  const refused = new TtlLruCache<true>(options.maxCachedKeys, now);
-  const inFlight = new Map<string, Promise<CachedVerdict>>();
-  const lists = createListInterner(Math.min(options.maxCachedKeys, 1000));
-  // Only keys the gateway accepted get in here, so made-up keys cannot fill it.
-  const known = new TtlLruCache<true>(options.maxCachedKeys, now);
   const limiter = createCheckLimiter({
     maxConcurrent: options.maxChecksInFlight,
     perSecond: options.maxChecksPerSec,
     now,
   });
-  const shed = createShedder(limiter, logger, channel.name, now);
-
-  async function ask(key: string, hash: string): Promise<CachedVerdict> {
-    const verdict = await checkGatewayKey({
-      channel,
-      key,
-      timeoutMs: options.timeoutSec * 1000,
-      client: deps.client,
-    });
-    const subject = subjectOf(hash);
-    switch (verdict.kind) {
-      case "accepted": {
-        const models = lists.intern(verdict.models);
-        accepted.set(hash, models, options.cacheSec * 1000);
-        known.set(hash, true, KNOWN_KEY_MS);
-        logger.debug(
-          { channel: channel.name, subject, models: models.list.length },
-          "forward key accepted by the gateway",
-        );
-        return { kind: "accepted", models };
-      }
-      case "refused":
-        refused.set(hash, true, options.refusalCacheSec * 1000);
-        logger.debug(
-          { channel: channel.name, subject, status: verdict.status },
-          "forward key refused by the gateway",
-        );
-        return { kind: "refused" };
-      default:
-        throw gatewayError(verdict, logger, channel.name);
-    }
-  }
-
-  return async (key) => {
-    // What a gateway could take as a bearer at all; anything else is not worth a call.
-    if (!/^[\x21-\x7e]{1,1024}$/.test(key)) return undefined;
-    const hash = await deps.hashKey(key);
-    let verdict: CachedVerdict | undefined;
-    const models = accepted.get(hash);
-    if (models) verdict = { kind: "accepted", models };
-    else if (refused.get(hash)) verdict = { kind: "refused" };
-    else {
-      let pending = inFlight.get(hash);
-      if (!pending) {
-        const release = known.get(hash) ? () => {} : limiter.tryAcquire();
-        if (!release) throw shed();
-        pending = ask(key, hash).finally(() => {
-          inFlight.delete(hash);
-          release();
-        });
-        inFlight.set(hash, pending);
-      }
-      verdict = await pending;
-    }
-    if (verdict.kind === "refused") return undefined;
-    const subject = subjectOf(hash);
-    return {
-      subject,
-      group: FORWARD_GROUP,
-      label: subject.slice(0, 16),
-      upstream: {
-        channel: channel.name,
-        credential: new UpstreamCredential(key),
-        models: verdict.models,
-      },
-    };
+  const s: ForwardState = {
+    deps,
+    accepted: new TtlLruCache<GatewayModels>(options.maxCachedKeys, now),
+    // Apart from the accepted keys: random bad keys must not push good ones out.
+    refused: new TtlLruCache<true>(options.maxCachedKeys, now),
+    inFlight: new Map(),
+    lists: createListInterner(Math.min(options.maxCachedKeys, 1000)),
+    // Only keys the gateway accepted get in here, so made-up keys cannot fill it.
+    known: new TtlLruCache<true>(options.maxCachedKeys, now),
+    limiter,
+    shed: createShedder(limiter, logger, channel.name, now),
   };
+  return (key) => authenticate(s, key);
+}
+
+/** What the authenticator keeps between requests. */
+interface ForwardState {
+  deps: ForwardAuthenticatorDeps;
+  accepted: TtlLruCache<GatewayModels>;
+  refused: TtlLruCache<true>;
+  /** Checks under way, by key hash: concurrent requests with one key share one. */
+  inFlight: Map<string, Promise<CachedVerdict>>;
+  lists: ReturnType<typeof createListInterner>;
+  known: TtlLruCache<true>;
+  limiter: CheckLimiter;
+  shed: () => AppError;
+}
+
+/** {@link ForwardAuthenticate}: the caches, else one gateway check (shared, bounded). */
+async function authenticate(s: ForwardState, key: string): Promise<Principal | undefined> {
+  const { deps, inFlight } = s;
+  // What a gateway could take as a bearer at all; anything else is not worth a call.
+  if (!/^[\x21-\x7e]{1,1024}$/.test(key)) return undefined;
+  const hash = await deps.hashKey(key);
+  let verdict: CachedVerdict | undefined;
+  const models = s.accepted.get(hash);
+  if (models) verdict = { kind: "accepted", models };
+  else if (s.refused.get(hash)) verdict = { kind: "refused" };
+  else {
+    let pending = inFlight.get(hash);
+    if (!pending) {
+      const release = s.known.get(hash) ? () => {} : s.limiter.tryAcquire();
+      if (!release) throw s.shed();
+      pending = ask(s, key, hash).finally(() => {
+        inFlight.delete(hash);
+        release();
+      });
+      inFlight.set(hash, pending);
+    }
+    verdict = await pending;
+  }
+  if (verdict.kind === "refused") return undefined;
+  const subject = subjectOf(hash);
+  return {
+    subject,
+    group: FORWARD_GROUP,
+    label: subject.slice(0, 16),
+    upstream: {
+      channel: deps.channel.name,
+      credential: new UpstreamCredential(key),
+      models: verdict.models,
+    },
+  };
+}
+
+/** Asks the gateway about a key and caches its verdict (not a failure to answer). */
+async function ask(s: ForwardState, key: string, hash: string): Promise<CachedVerdict> {
+  const { channel, options, logger } = s.deps;
+  const verdict = await checkGatewayKey({
+    channel,
+    key,
+    timeoutMs: options.timeoutSec * 1000,
+    client: s.deps.client,
+  });
+  const subject = subjectOf(hash);
+  switch (verdict.kind) {
+    case "accepted": {
+      const models = s.lists.intern(verdict.models);
+      s.accepted.set(hash, models, options.cacheSec * 1000);
+      s.known.set(hash, true, KNOWN_KEY_MS);
+      logger.debug(
+        { channel: channel.name, subject, models: models.list.length },
+        "forward key accepted by the gateway",
+      );
+      return { kind: "accepted", models };
+    }
+    case "refused":
+      s.refused.set(hash, true, options.refusalCacheSec * 1000);
+      logger.debug(
+        { channel: channel.name, subject, status: verdict.status },
+        "forward key refused by the gateway",
+      );
+      return { kind: "refused" };
+    default:
+      throw gatewayError(verdict, logger, channel.name);
+  }
 }
 
 /** Owner id of a forward key: 128 bits of its keyed hash. */

@@ -12,7 +12,7 @@ import {
   redirected,
   unreachable,
 } from "./channel-error.js";
-import { createChannelPools } from "./channel-pools.js";
+import { createChannelPools, type ChannelPools } from "./channel-pools.js";
 import { ChannelTry, type TryOutcome } from "./channel-try.js";
 import { mayTryNext, type TryStage } from "./failover-policy.js";
 import { createKeyScrubber, type KeyScrubber } from "./key-scrubber.js";
@@ -107,155 +107,180 @@ const MAX_KEPT_REFUSAL_BYTES = 64 * 1024;
  * its timeouts count only the channel's silence.
  */
 export function createChannelClient(deps: ChannelClientDeps): ChannelClient {
-  const { metrics, logger } = deps;
   const pools = createChannelPools();
-  // By channel object: configured channels live as long as the service; a forward key's
-  // copy lives for one request, so its key is not kept here after it.
-  const scrubbers = new WeakMap<Channel, KeyScrubber>();
-  const scrubberOf = (channel: Channel): KeyScrubber => {
-    let scrubber = scrubbers.get(channel);
-    if (!scrubber) {
-      scrubber = createKeyScrubber(channel.apiKey);
-      scrubbers.set(channel, scrubber);
-    }
-    return scrubber;
+  const s: ClientState = {
+    metrics: deps.metrics,
+    logger: deps.logger,
+    pools,
+    scrubbers: new WeakMap(),
   };
-
-  /** Sends the request to one channel; resolves with how the try ended. */
-  function attempt(channel: Channel, request: ChannelRequest): Promise<TryOutcome> {
-    const target = pools.targetOf(channel);
-    const { body, signal } = request;
-    const source = body === undefined || Buffer.isBuffer(body) ? undefined : body;
-    const chunked = Buffer.isBuffer(body) && body.length > WRITE_CHUNK_BYTES;
-    const headers: string[] = [];
-    for (const name in request.headers) {
-      const value = request.headers[name];
-      if (value === undefined) continue;
-      if (typeof value === "string") headers.push(name, value);
-      else for (const item of value) headers.push(name, item);
-    }
-    // Answers are scrubbed of the key, so they must arrive readable.
-    headers.push("accept-encoding", "identity");
-    if (channel.apiKey) headers.push("authorization", `Bearer ${channel.apiKey}`);
-    const idleMs = idleMsOf(request.timeout, channel);
-    const started = performance.now();
-
-    return new Promise<TryOutcome>((resolve) => {
-      const onAbort = () => handler.abort(signal?.reason as Error);
-      const detach = () => signal?.removeEventListener("abort", onAbort);
-      const handler = new ChannelTry(channel, scrubberOf(channel), chunked || !!source, {
-        outcome(outcome) {
-          if (outcome.kind === "failure") detach();
-          record(channel, request, outcome, started);
-          resolve(outcome);
-        },
-        settled: detach,
-      });
-      signal?.addEventListener("abort", onAbort);
-      let dispatched: Dispatcher.DispatchOptions["body"] = body as Buffer | undefined;
-      if (chunked || source) {
-        // Streamed: "sent" once the stream ended, that is once undici took its last chunk.
-        const stream = source
-          ? source.open()
-          : Readable.from(inChunks(body as Buffer), { objectMode: false });
-        stream.once("end", () => handler.bodySent());
-        stream.once("error", (err) => handler.bodyFailed(err));
-        dispatched = stream;
-        const length = source ? source.contentLength : (body as Buffer).length;
-        if (length !== undefined) headers.push("content-length", String(length));
-      }
-      try {
-        target.pool.dispatch(
-          {
-            path: target.prefix + request.path,
-            method: request.method,
-            headers,
-            body: dispatched,
-            headersTimeout: idleMs,
-            bodyTimeout: idleMs,
-          },
-          handler,
-        );
-      } catch (err) {
-        handler.onResponseError(undefined as never, err as Error);
-      }
-    });
-  }
-
-  /** Counts a try in the upstream metrics (an aborted one is the caller's, not the channel's). */
-  function record(channel: Channel, request: ChannelRequest, outcome: TryOutcome, started: number) {
-    if (outcome.kind === "answer") {
-      const { status } = outcome.answer;
-      metrics.upstreamRequestSeries.get(channel.name, request.route, String(status)).inc();
-      metrics.upstreamDuration.observe(
-        { channel: channel.name, route: request.route },
-        (performance.now() - started) / 1000,
-      );
-      return;
-    }
-    if (request.signal?.aborted || outcome.error instanceof AppError) return;
-    const kind = isTimeout(outcome.error) ? "timeout" : "error";
-    metrics.upstreamRequestSeries.get(channel.name, request.route, kind).inc();
-  }
-
-  /** A refusal kept whole while the next channel is tried; `undefined` if it cannot be read. */
-  async function keep(answer: ChannelAnswer): Promise<ChannelAnswer | undefined> {
-    try {
-      const body = await answer.read(MAX_KEPT_REFUSAL_BYTES);
-      return new BufferedAnswer(
-        answer.channel,
-        answer.status,
-        answer.headers,
-        answer.scrubber,
-        body,
-      );
-    } catch {
-      return undefined;
-    }
-  }
-
   return {
-    async send(candidates, request) {
-      const { signal } = request;
-      if (signal?.aborted) throw signal.reason;
-      let refusal: ChannelAnswer | undefined;
-      let failure: ChannelError | undefined;
-      for (let index = 0; index < candidates.length; index += 1) {
-        const channel = candidates[index] as Channel;
-        const last = index === candidates.length - 1;
-        const outcome = await attempt(channel, request);
-        const canResend = canSendAgain(request.body);
-        if (outcome.kind === "answer") {
-          const { answer } = outcome;
-          const { status } = answer;
-          if (status >= 300 && status < 400 && status !== 304) {
-            answer.discard();
-            logger.warn({ channel: channel.name, status }, "channel answered a redirect");
-            throw redirected(status, channel.name);
-          }
-          if (last || !mayTryNext({ status }, canResend)) return answer;
-          logger.warn(
-            { channel: channel.name, status },
-            "channel refused the call; trying the next",
-          );
-          refusal = await keep(answer);
-          if (signal?.aborted) throw signal.reason;
-          continue;
-        }
-        if (signal?.aborted) throw signal.reason;
-        const { error, stage } = outcome;
-        // A form refused half-way is the client's error, not the channel's.
-        if (error instanceof AppError) throw error;
-        const reason = reasonOf(error);
-        logger.warn({ channel: channel.name, stage, reason }, "channel call failed");
-        failure = failureAt(stage, error, reason, channel.name);
-        if (!mayTryNext({ stage }, canResend)) throw failure;
-      }
-      if (refusal) return refusal;
-      throw failure ?? unreachable("no channel");
-    },
+    send: (candidates, request) => send(s, candidates, request),
     close: () => pools.close(),
   };
+}
+
+/** What the client's steps share. */
+interface ClientState {
+  metrics: Metrics;
+  logger: Logger;
+  pools: ChannelPools;
+  /**
+   * By channel object: configured channels live as long as the service; a forward key's
+   * copy lives for one request, so its key is not kept here after it.
+   */
+  scrubbers: WeakMap<Channel, KeyScrubber>;
+}
+
+/** {@link ChannelClient.send}: the failover loop over `candidates`. */
+async function send(
+  s: ClientState,
+  candidates: readonly Channel[],
+  request: ChannelRequest,
+): Promise<ChannelAnswer> {
+  const { logger } = s;
+  const { signal } = request;
+  if (signal?.aborted) throw signal.reason;
+  let refusal: ChannelAnswer | undefined;
+  let failure: ChannelError | undefined;
+  for (let index = 0; index < candidates.length; index += 1) {
+    const channel = candidates[index] as Channel;
+    const last = index === candidates.length - 1;
+    const outcome = await attempt(s, channel, request);
+    const canResend = canSendAgain(request.body);
+    if (outcome.kind === "answer") {
+      const { answer } = outcome;
+      const { status } = answer;
+      if (status >= 300 && status < 400 && status !== 304) {
+        answer.discard();
+        logger.warn({ channel: channel.name, status }, "channel answered a redirect");
+        throw redirected(status, channel.name);
+      }
+      if (last || !mayTryNext({ status }, canResend)) return answer;
+      logger.warn({ channel: channel.name, status }, "channel refused the call; trying the next");
+      refusal = await keep(answer);
+      if (signal?.aborted) throw signal.reason;
+      continue;
+    }
+    if (signal?.aborted) throw signal.reason;
+    const { error, stage } = outcome;
+    // A form refused half-way is the client's error, not the channel's.
+    if (error instanceof AppError) throw error;
+    const reason = reasonOf(error);
+    logger.warn({ channel: channel.name, stage, reason }, "channel call failed");
+    failure = failureAt(stage, error, reason, channel.name);
+    if (!mayTryNext({ stage }, canResend)) throw failure;
+  }
+  if (refusal) return refusal;
+  throw failure ?? unreachable("no channel");
+}
+
+function scrubberOf({ scrubbers }: ClientState, channel: Channel): KeyScrubber {
+  let scrubber = scrubbers.get(channel);
+  if (!scrubber) {
+    scrubber = createKeyScrubber(channel.apiKey);
+    scrubbers.set(channel, scrubber);
+  }
+  return scrubber;
+}
+
+/** Sends the request to one channel; resolves with how the try ended. */
+function attempt(s: ClientState, channel: Channel, request: ChannelRequest): Promise<TryOutcome> {
+  const target = s.pools.targetOf(channel);
+  const { body, signal } = request;
+  const source = body === undefined || Buffer.isBuffer(body) ? undefined : body;
+  const chunked = Buffer.isBuffer(body) && body.length > WRITE_CHUNK_BYTES;
+  const headers = headersFor(channel, request);
+  const idleMs = idleMsOf(request.timeout, channel);
+  const started = performance.now();
+
+  return new Promise<TryOutcome>((resolve) => {
+    const onAbort = () => handler.abort(signal?.reason as Error);
+    const detach = () => signal?.removeEventListener("abort", onAbort);
+    const handler = new ChannelTry(channel, scrubberOf(s, channel), chunked || !!source, {
+      outcome(outcome) {
+        if (outcome.kind === "failure") detach();
+        record(s.metrics, channel, request, outcome, started);
+        resolve(outcome);
+      },
+      settled: detach,
+    });
+    signal?.addEventListener("abort", onAbort);
+    let dispatched: Dispatcher.DispatchOptions["body"] = body as Buffer | undefined;
+    if (chunked || source) {
+      // Streamed: "sent" once the stream ended, that is once undici took its last chunk.
+      const stream = source
+        ? source.open()
+        : Readable.from(inChunks(body as Buffer), { objectMode: false });
+      stream.once("end", () => handler.bodySent());
+      stream.once("error", (err) => handler.bodyFailed(err));
+      dispatched = stream;
+      const length = source ? source.contentLength : (body as Buffer).length;
+      if (length !== undefined) headers.push("content-length", String(length));
+    }
+    try {
+      target.pool.dispatch(
+        {
+          path: target.prefix + request.path,
+          method: request.method,
+          headers,
+          body: dispatched,
+          headersTimeout: idleMs,
+          bodyTimeout: idleMs,
+        },
+        handler,
+      );
+    } catch (err) {
+      handler.onResponseError(undefined as never, err as Error);
+    }
+  });
+}
+
+/** The request's headers as undici takes them (a flat list), with the channel's credential. */
+function headersFor(channel: Channel, request: ChannelRequest): string[] {
+  const headers: string[] = [];
+  for (const name in request.headers) {
+    const value = request.headers[name];
+    if (value === undefined) continue;
+    if (typeof value === "string") headers.push(name, value);
+    else for (const item of value) headers.push(name, item);
+  }
+  // Answers are scrubbed of the key, so they must arrive readable.
+  headers.push("accept-encoding", "identity");
+  if (channel.apiKey) headers.push("authorization", `Bearer ${channel.apiKey}`);
+  return headers;
+}
+
+/** Counts a try in the upstream metrics (an aborted one is the caller's, not the channel's). */
+function record(
+  metrics: Metrics,
+  channel: Channel,
+  request: ChannelRequest,
+  outcome: TryOutcome,
+  started: number,
+) {
+  if (outcome.kind === "answer") {
+    const { status } = outcome.answer;
+    metrics.upstreamRequestSeries.get(channel.name, request.route, String(status)).inc();
+    metrics.upstreamDuration.observe(
+      { channel: channel.name, route: request.route },
+      (performance.now() - started) / 1000,
+    );
+    return;
+  }
+  if (request.signal?.aborted || outcome.error instanceof AppError) return;
+  const kind = isTimeout(outcome.error) ? "timeout" : "error";
+  metrics.upstreamRequestSeries.get(channel.name, request.route, kind).inc();
+}
+
+/** A refusal kept whole while the next channel is tried; `undefined` if it cannot be read. */
+async function keep(answer: ChannelAnswer): Promise<ChannelAnswer | undefined> {
+  try {
+    const body = await answer.read(MAX_KEPT_REFUSAL_BYTES);
+    return new BufferedAnswer(answer.channel, answer.status, answer.headers, answer.scrubber, body);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether a next try can get the whole body again. */

@@ -46,69 +46,19 @@ const MAX_MODEL_LIST_BYTES = 4 * 1024 * 1024;
 const MAX_LIST_WAIT_MS = 10_000;
 
 export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistry {
-  const now = deps.now ?? Date.now;
-  const cache = new Map<string, { at: number; models: Promise<ModelInfo[]> }>();
-  /** Ids each glob channel listed on its last successful fetch. */
-  const listed = new Map<string, ReadonlySet<string>>();
+  const s: RegistryState = {
+    deps,
+    now: deps.now ?? Date.now,
+    cache: new Map(),
+    listed: new Map(),
+  };
+  const { listed } = s;
   const exactIds = new Map(
     deps.channels.map((channel) => [
       channel.name,
       new Set(channel.patterns.filter((pattern) => !pattern.includes("*"))),
     ]),
   );
-
-  async function fetchChannelModels(channel: Channel): Promise<ModelInfo[]> {
-    try {
-      const answer = await deps.client.send([channel], {
-        route: "models",
-        method: "GET",
-        path: "/models",
-        headers: { accept: "application/json" },
-        signal: AbortSignal.timeout(Math.min(channel.timeoutMs, MAX_LIST_WAIT_MS)),
-      });
-      if (answer.status < 200 || answer.status >= 300) {
-        answer.discard();
-        throw new Error(`status ${answer.status}`);
-      }
-      const body = JSON.parse((await answer.read(MAX_MODEL_LIST_BYTES)).toString("utf8")) as {
-        data?: unknown;
-      } | null;
-      if (!Array.isArray(body?.data)) throw new Error("no data array");
-      return body.data
-        .filter((item): item is { id: string } => typeof item?.id === "string")
-        .filter((item) => channel.serves(item.id))
-        .map((item) => toModelInfo(item, channel));
-    } catch (err) {
-      deps.logger.warn(
-        { channel: channel.name, err: reasonOf(err) },
-        "could not list the channel's models; showing its exact ids only",
-      );
-      throw err;
-    }
-  }
-
-  function channelModels(channel: Channel): Promise<ModelInfo[]> {
-    const exact = channel.patterns
-      .filter((pattern) => !pattern.includes("*"))
-      .map((id) => toModelInfo({ id }, channel));
-    if (!channel.listsByGlob) return Promise.resolve(exact);
-    const hit = cache.get(channel.name);
-    if (hit && now() - hit.at < channel.modelsCacheMs) return hit.models;
-    const models = fetchChannelModels(channel).then(
-      (fetched) => {
-        listed.set(channel.name, new Set(fetched.map((model) => model.id)));
-        return [...fetched, ...exact];
-      },
-      () => {
-        // A failed listing is not cached, so the next request tries again.
-        cache.delete(channel.name);
-        return exact;
-      },
-    );
-    cache.set(channel.name, { at: now(), models });
-    return models;
-  }
-
   return {
     channels: deps.channels,
     candidates(model) {
@@ -120,13 +70,85 @@ export function createChannelRegistry(deps: ChannelRegistryDeps): ChannelRegistr
         (listed.get(channel.name)?.has(model) ?? false)
       );
     },
-    async listModels() {
-      const lists = await Promise.all(deps.channels.map(channelModels));
-      const byId = new Map<string, ModelInfo>();
-      for (const model of lists.flat()) if (!byId.has(model.id)) byId.set(model.id, model);
-      return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    },
+    listModels: () => listModels(s),
   };
+}
+
+/** What the registry's model listing keeps. */
+interface RegistryState {
+  deps: ChannelRegistryDeps;
+  now: () => number;
+  /** Each glob channel's model list, as fetched (or being fetched) at `at`. */
+  cache: Map<string, { at: number; models: Promise<ModelInfo[]> }>;
+  /** Ids each glob channel listed on its last successful fetch. */
+  listed: Map<string, ReadonlySet<string>>;
+}
+
+async function listModels(s: RegistryState): Promise<ModelInfo[]> {
+  const pending: Array<Promise<ModelInfo[]>> = [];
+  for (const channel of s.deps.channels) pending.push(channelModels(s, channel));
+  const lists = await Promise.all(pending);
+  const byId = new Map<string, ModelInfo>();
+  for (const model of lists.flat()) if (!byId.has(model.id)) byId.set(model.id, model);
+  return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** A channel's models: its exact ids, and for a glob channel what it lists (cached). */
+function channelModels(s: RegistryState, channel: Channel): Promise<ModelInfo[]> {
+  const { cache, now } = s;
+  const exact = channel.patterns
+    .filter((pattern) => !pattern.includes("*"))
+    .map((id) => toModelInfo({ id }, channel));
+  if (!channel.listsByGlob) return Promise.resolve(exact);
+  const hit = cache.get(channel.name);
+  if (hit && now() - hit.at < channel.modelsCacheMs) return hit.models;
+  const models = fetchChannelModels(s.deps, channel).then(
+    (fetched) => {
+      s.listed.set(channel.name, new Set(fetched.map((model) => model.id)));
+      return [...fetched, ...exact];
+    },
+    () => {
+      // A failed listing is not cached, so the next request tries again.
+      cache.delete(channel.name);
+      return exact;
+    },
+  );
+  cache.set(channel.name, { at: now(), models });
+  return models;
+}
+
+/** The channel's own `GET /v1/models`, cut to the ids it serves. */
+async function fetchChannelModels(
+  deps: ChannelRegistryDeps,
+  channel: Channel,
+): Promise<ModelInfo[]> {
+  try {
+    const answer = await deps.client.send([channel], {
+      route: "models",
+      method: "GET",
+      path: "/models",
+      headers: { accept: "application/json" },
+      signal: AbortSignal.timeout(Math.min(channel.timeoutMs, MAX_LIST_WAIT_MS)),
+    });
+    if (answer.status < 200 || answer.status >= 300) {
+      answer.discard();
+      throw new Error(`status ${answer.status}`);
+    }
+    const body = JSON.parse((await answer.read(MAX_MODEL_LIST_BYTES)).toString("utf8")) as {
+      data?: unknown;
+    } | null;
+    if (!Array.isArray(body?.data)) throw new Error("no data array");
+    return body.data
+      .filter((item): item is { id: string } => typeof item?.id === "string")
+      .filter((item) => channel.serves(item.id))
+      .map((item) => toModelInfo(item, channel));
+  } catch (err) {
+    deps.logger.warn(
+      { channel: channel.name, err: reasonOf(err) },
+      "could not list the channel's models; showing its exact ids only",
+    );
+    throw err;
+  }
 }
 
 function toModelInfo(

@@ -13,7 +13,7 @@ import {
 } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { checkKey, contentTypeOfKey } from "./image-keys.js";
-import type { ImageStore, ListedObject } from "./image-store.js";
+import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 
 /** Options of {@link createFileImageStore}. */
 export interface FileImageStoreOptions {
@@ -33,120 +33,121 @@ const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === "ENO
  */
 export function createFileImageStore(options: FileImageStoreOptions): ImageStore {
   const root = resolve(options.dir);
-  const pathOf = (key: string) => join(root, checkKey(key));
-
-  /** Removes the folders a delete emptied, up to the root; a folder still in use stays. */
-  async function pruneEmpty(dir: string): Promise<void> {
-    while (dir.startsWith(`${root}/`)) {
-      try {
-        await rmdir(dir);
-      } catch {
-        return; // not empty (or already gone): its parents are not empty either
-      }
-      dir = dirname(dir);
-    }
-  }
-
-  async function* walk(dir: string, keyPrefix: string): AsyncGenerator<ListedObject> {
-    let names: string[];
-    try {
-      names = (await readdir(dir)).sort();
-    } catch (err) {
-      if (isMissing(err) || (err as NodeJS.ErrnoException).code === "ENOTDIR") return;
-      throw err;
-    }
-    for (const name of names) {
-      const path = join(dir, name);
-      const key = `${keyPrefix}${name}`;
-      let info;
-      try {
-        info = await stat(path);
-      } catch (err) {
-        if (isMissing(err)) continue; // deleted while listed
-        throw err;
-      }
-      if (info.isDirectory()) yield* walk(path, `${key}/`);
-      else if (info.isFile()) yield { key, size: info.size };
-    }
-  }
-
   return {
     backend: "file",
-
-    async put(key, bytes) {
-      const path = pathOf(key);
-      await mkdir(dirname(path), { recursive: true });
-      // Hidden beside its target (same file system, so the rename is atomic); a crash leaves it
-      // in the task's expiry-day folder, which the sweep deletes whole.
-      const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
-      try {
-        await writeFile(temp, bytes);
-        await rename(temp, path);
-      } catch (err) {
-        await unlink(temp).catch(() => undefined);
-        throw err;
-      }
-    },
-
-    async get(key) {
-      let handle;
-      try {
-        handle = await open(pathOf(key), "r");
-      } catch (err) {
-        if (isMissing(err)) return undefined;
-        throw err;
-      }
-      try {
-        const info = await handle.stat();
-        return {
-          // The stream closes the handle when it ends or is destroyed.
-          body: handle.createReadStream({ highWaterMark: 256 * 1024 }),
-          size: info.size,
-          contentType: contentTypeOfKey(key),
-          // The inode changes with every write (a rename), so a rewrite never keeps its tag.
-          etag: `"${info.ino.toString(16)}-${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`,
-        };
-      } catch (err) {
-        await handle.close();
-        throw err;
-      }
-    },
-
-    async delete(keys) {
-      const dirs = new Set<string>();
-      await Promise.all(
-        keys.map(async (key) => {
-          const path = pathOf(key);
-          try {
-            await unlink(path);
-          } catch (err) {
-            if (!isMissing(err)) throw err;
-          }
-          dirs.add(dirname(path));
-        }),
-      );
-      for (const dir of dirs) await pruneEmpty(dir);
-    },
-
-    async *list(prefix) {
-      // Walk from the deepest folder the prefix names whole; filter the rest by name.
-      const cut = prefix.lastIndexOf("/");
-      const folder = cut === -1 ? "" : prefix.slice(0, cut);
-      if (folder !== "") checkKey(folder);
-      const start = folder === "" ? root : join(root, folder);
-      for await (const entry of walk(start, folder === "" ? "" : `${folder}/`)) {
-        if (entry.key.startsWith(prefix)) yield entry;
-      }
-    },
-
+    put: (key, bytes) => put(root, key, bytes),
+    get: (key) => get(root, key),
+    delete: (keys) => deleteKeys(root, keys),
+    list: (prefix) => list(root, prefix),
     async ping() {
       // The root must exist and be writable: a read-only mount fails here (EROFS).
       await mkdir(root, { recursive: true });
       await access(root, constants.W_OK);
     },
-
     objectKey: (key) => checkKey(key),
-
     async close() {},
   };
+}
+
+const pathOf = (root: string, key: string) => join(root, checkKey(key));
+
+async function put(root: string, key: string, bytes: Buffer): Promise<void> {
+  const path = pathOf(root, key);
+  await mkdir(dirname(path), { recursive: true });
+  // Hidden beside its target (same file system, so the rename is atomic); a crash leaves it
+  // in the task's expiry-day folder, which the sweep deletes whole.
+  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  try {
+    await writeFile(temp, bytes);
+    await rename(temp, path);
+  } catch (err) {
+    await unlink(temp).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function get(root: string, key: string): Promise<ImageObject | undefined> {
+  let handle;
+  try {
+    handle = await open(pathOf(root, key), "r");
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    throw err;
+  }
+  try {
+    const info = await handle.stat();
+    return {
+      // The stream closes the handle when it ends or is destroyed.
+      body: handle.createReadStream({ highWaterMark: 256 * 1024 }),
+      size: info.size,
+      contentType: contentTypeOfKey(key),
+      // The inode changes with every write (a rename), so a rewrite never keeps its tag.
+      etag: `"${info.ino.toString(16)}-${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`,
+    };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+async function deleteKeys(root: string, keys: readonly string[]): Promise<void> {
+  const dirs = new Set<string>();
+  await Promise.all(
+    keys.map(async (key) => {
+      const path = pathOf(root, key);
+      try {
+        await unlink(path);
+      } catch (err) {
+        if (!isMissing(err)) throw err;
+      }
+      dirs.add(dirname(path));
+    }),
+  );
+  for (const dir of dirs) await pruneEmpty(root, dir);
+}
+
+/** Removes the folders a delete emptied, up to the root; a folder still in use stays. */
+async function pruneEmpty(root: string, dir: string): Promise<void> {
+  while (dir.startsWith(`${root}/`)) {
+    try {
+      await rmdir(dir);
+    } catch {
+      return; // not empty (or already gone): its parents are not empty either
+    }
+    dir = dirname(dir);
+  }
+}
+
+async function* list(root: string, prefix: string): AsyncGenerator<ListedObject> {
+  // Walk from the deepest folder the prefix names whole; filter the rest by name.
+  const cut = prefix.lastIndexOf("/");
+  const folder = cut === -1 ? "" : prefix.slice(0, cut);
+  if (folder !== "") checkKey(folder);
+  const start = folder === "" ? root : join(root, folder);
+  for await (const entry of walk(start, folder === "" ? "" : `${folder}/`)) {
+    if (entry.key.startsWith(prefix)) yield entry;
+  }
+}
+
+async function* walk(dir: string, keyPrefix: string): AsyncGenerator<ListedObject> {
+  let names: string[];
+  try {
+    names = (await readdir(dir)).sort();
+  } catch (err) {
+    if (isMissing(err) || (err as NodeJS.ErrnoException).code === "ENOTDIR") return;
+    throw err;
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    const key = `${keyPrefix}${name}`;
+    let info;
+    try {
+      info = await stat(path);
+    } catch (err) {
+      if (isMissing(err)) continue; // deleted while listed
+      throw err;
+    }
+    if (info.isDirectory()) yield* walk(path, `${key}/`);
+    else if (info.isFile()) yield { key, size: info.size };
+  }
 }

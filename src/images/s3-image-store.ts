@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
-import type { S3Client } from "@aws-sdk/client-s3";
+import type * as S3Sdk from "@aws-sdk/client-s3";
 import { checkKey } from "./image-keys.js";
-import type { ImageStore } from "./image-store.js";
+import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 
 /** Options of {@link openS3ImageStore}: `s3://bucket/prefix` and the `images.s3` section. */
 export interface S3ImageStoreOptions {
@@ -40,7 +40,54 @@ const isNotFound = (err: unknown) => {
 export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<ImageStore> {
   const sdk = await import("@aws-sdk/client-s3");
   const { getSignedUrl } = await import("@aws-sdk/s3-request-presigner");
-  const client: S3Client = new sdk.S3Client({
+  const client = openClient(sdk, options);
+  const s: S3State = {
+    sdk,
+    client,
+    bucket: options.bucket,
+    base: options.prefix === "" ? "" : `${options.prefix}/`,
+  };
+  return {
+    backend: "s3",
+    put: (key, bytes, contentType) => put(s, key, bytes, contentType),
+    get: (key, signal) => get(s, key, signal),
+    delete: (keys) => deleteKeys(s, keys),
+    list: (prefix) => list(s, prefix),
+    async ping() {
+      // Reachable and signed in to, with the permission the sweep's listing needs anyway;
+      // promptly, so that a store that hangs makes /readyz fail rather than hang.
+      await client.send(new sdk.HeadBucketCommand({ Bucket: s.bucket }), {
+        abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS),
+      });
+    },
+    objectKey: (key) => objectKey(s, key),
+    presign(key, { expiresInSec, signingDate }) {
+      return getSignedUrl(
+        client,
+        new sdk.GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
+        {
+          expiresIn: expiresInSec,
+          signingDate,
+        },
+      );
+    },
+    async close() {
+      client.destroy();
+    },
+  };
+}
+
+/** What the store's steps share: the SDK (loaded on open), its client, where the objects go. */
+interface S3State {
+  sdk: typeof S3Sdk;
+  client: S3Sdk.S3Client;
+  bucket: string;
+  /** The prefix with its `/`, or "". */
+  base: string;
+}
+
+function openClient(sdk: typeof S3Sdk, options: S3ImageStoreOptions): S3Sdk.S3Client {
+  return new sdk.S3Client({
     region: options.region,
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
     forcePathStyle: options.forcePathStyle,
@@ -54,95 +101,72 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
       requestTimeout: (options.idleTimeoutSec ?? 30) * 1000,
     },
   });
-  const { bucket } = options;
-  const base = options.prefix === "" ? "" : `${options.prefix}/`;
-  const objectKey = (key: string) => `${base}${checkKey(key)}`;
+}
 
-  return {
-    backend: "s3",
+const objectKey = (s: S3State, key: string) => `${s.base}${checkKey(key)}`;
 
-    async put(key, bytes, contentType) {
-      await client.send(
-        new sdk.PutObjectCommand({
-          Bucket: bucket,
-          Key: objectKey(key),
-          Body: bytes,
-          ContentType: contentType,
-          ContentLength: bytes.byteLength,
-        }),
+async function put(s: S3State, key: string, bytes: Buffer, contentType: string): Promise<void> {
+  await s.client.send(
+    new s.sdk.PutObjectCommand({
+      Bucket: s.bucket,
+      Key: objectKey(s, key),
+      Body: bytes,
+      ContentType: contentType,
+      ContentLength: bytes.byteLength,
+    }),
+  );
+}
+
+async function get(
+  s: S3State,
+  key: string,
+  signal: AbortSignal | undefined,
+): Promise<ImageObject | undefined> {
+  try {
+    const answer = await s.client.send(
+      new s.sdk.GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
+      signal ? { abortSignal: signal } : {},
+    );
+    return {
+      body: answer.Body as Readable,
+      size: answer.ContentLength ?? 0,
+      contentType: answer.ContentType ?? "application/octet-stream",
+      etag: answer.ETag ?? `"${key}"`,
+    };
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+async function deleteKeys(s: S3State, keys: readonly string[]): Promise<void> {
+  const queue = [...keys];
+  const worker = async () => {
+    for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
+      await s.client.send(
+        new s.sdk.DeleteObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
       );
-    },
-
-    async get(key, signal) {
-      try {
-        const answer = await client.send(
-          new sdk.GetObjectCommand({ Bucket: bucket, Key: objectKey(key) }),
-          signal ? { abortSignal: signal } : {},
-        );
-        return {
-          body: answer.Body as Readable,
-          size: answer.ContentLength ?? 0,
-          contentType: answer.ContentType ?? "application/octet-stream",
-          etag: answer.ETag ?? `"${key}"`,
-        };
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
-    },
-
-    async delete(keys) {
-      const queue = [...keys];
-      const worker = async () => {
-        for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
-          await client.send(new sdk.DeleteObjectCommand({ Bucket: bucket, Key: objectKey(key) }));
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, keys.length) }, worker));
-    },
-
-    async *list(prefix) {
-      let token: string | undefined;
-      do {
-        const page = await client.send(
-          new sdk.ListObjectsV2Command({
-            Bucket: bucket,
-            Prefix: `${base}${prefix}`,
-            ...(token ? { ContinuationToken: token } : {}),
-          }),
-        );
-        for (const item of page.Contents ?? []) {
-          if (item.Key?.startsWith(base)) {
-            yield { key: item.Key.slice(base.length), size: item.Size ?? 0 };
-          }
-        }
-        token = page.IsTruncated ? page.NextContinuationToken : undefined;
-      } while (token);
-    },
-
-    async ping() {
-      // Reachable and signed in to, with the permission the sweep's listing needs anyway;
-      // promptly, so that a store that hangs makes /readyz fail rather than hang.
-      await client.send(new sdk.HeadBucketCommand({ Bucket: bucket }), {
-        abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS),
-      });
-    },
-
-    objectKey,
-
-    presign(key, { expiresInSec, signingDate }) {
-      return getSignedUrl(
-        client,
-        new sdk.GetObjectCommand({ Bucket: bucket, Key: objectKey(key) }),
-        {
-          expiresIn: expiresInSec,
-          signingDate,
-        },
-      );
-    },
-
-    async close() {
-      client.destroy();
-    },
+    }
   };
+  await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, keys.length) }, worker));
+}
+
+async function* list(s: S3State, prefix: string): AsyncGenerator<ListedObject> {
+  const { base } = s;
+  let token: string | undefined;
+  do {
+    const page = await s.client.send(
+      new s.sdk.ListObjectsV2Command({
+        Bucket: s.bucket,
+        Prefix: `${base}${prefix}`,
+        ...(token ? { ContinuationToken: token } : {}),
+      }),
+    );
+    for (const item of page.Contents ?? []) {
+      if (item.Key?.startsWith(base)) {
+        yield { key: item.Key.slice(base.length), size: item.Size ?? 0 };
+      }
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
 }

@@ -93,121 +93,156 @@ class ClientGone implements CallSignal {
  * arrives), token usage counted, Responses API owners recorded.
  */
 export function createPassthrough(deps: PassthroughDeps): Passthrough {
-  const { limits, metrics, logger } = deps;
-  const prepare = createRequestPreparer(deps);
-
-  const recordUsage = (request: PassthroughRequest, channel: Channel, usage: TokenUsage) => {
-    if (!request.route.countsUsage) return;
-    const { model } = request;
-    // Bounded: a made-up id that only matches a channel's glob is not a label; a forward
-    // key's model is one its gateway listed.
-    const listed =
-      model !== undefined &&
-      (deps.registry.lists(channel, model) ||
-        (request.principal.upstream?.models.ids.has(model) ?? false));
-    const label = listed ? (model as string) : "other";
-    const group = request.principal.group;
-    const tokens = metrics.tokenSeries;
-    if (usage.input > 0) tokens.get(channel.name, label, group, "input").inc(usage.input);
-    if (usage.output > 0) tokens.get(channel.name, label, group, "output").inc(usage.output);
+  const s: PassthroughState = {
+    deps,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    prepare: createRequestPreparer(deps),
   };
+  return (match, req, res, principal, fail) => serve(s, match, req, res, principal, fail);
+}
 
-  const remember = (request: PassthroughRequest, channel: Channel, id: unknown) => {
-    if (typeof id !== "string") return Promise.resolve();
-    return deps.responseOwners
-      .remember(id, { channel: channel.name, owner: request.principal.subject })
-      .catch((err: unknown) => logger.warn({ err }, "could not record a response's owner"));
+/** What the passthrough's steps share. */
+interface PassthroughState {
+  deps: PassthroughDeps;
+  metrics: Metrics;
+  logger: Logger;
+  prepare: ReturnType<typeof createRequestPreparer>;
+}
+
+/** One request: prepared, sent through the channel client, its answer written back. */
+async function serve(
+  s: PassthroughState,
+  match: RouteMatch,
+  req: IncomingMessage,
+  res: ServerResponse,
+  principal: Principal,
+  fail: (err: unknown) => void,
+): Promise<void> {
+  const { route } = match;
+  const request: PassthroughRequest = {
+    route,
+    principal,
+    responseId: match.responseId,
+    candidates: [],
+    method: req.method as PassthroughRequest["method"],
+    path: pathOf(match, req.url ?? ""),
+    headers: forwardedRequestHeaders(req.headers),
   };
-
-  const answerContext = (
-    request: PassthroughRequest,
-    channel: Channel,
-    fail: (err: unknown) => void,
-    clientGone: () => boolean,
-  ): AnswerContext => {
-    const { route } = request;
-    return {
-      maxBytes: limits.maxResponseBytes,
-      onUsage: (usage) => recordUsage(request, channel, usage),
-      onAnswer: route.createsResponse
-        ? (answer) => remember(request, channel, (answer as { id?: unknown } | null)?.id)
-        : route.name === "responses_delete" && request.responseId !== undefined
-          ? () => void deps.responseOwners.forget(request.responseId as string).catch(() => {})
-          : undefined,
-      onEvent: route.createsResponse
-        ? (event) => {
-            const id = (event as { response?: { id?: unknown } } | null)?.response?.id;
-            if (typeof id !== "string") return false;
-            void remember(request, channel, id);
-            return true;
-          }
-        : undefined,
-      fail,
-      clientGone,
-    };
-  };
-
-  /** Writes the answer that ended the call: the channel's error, or its answer. */
-  const answerWith = (
-    request: PassthroughRequest,
-    answer: ChannelAnswer,
-    res: ServerResponse,
-    fail: (err: unknown) => void,
-    clientGone: () => boolean,
-  ) => {
-    const failLogged = (err: unknown) => {
-      if (err instanceof ChannelError) {
-        logger.warn({ channel: err.channel, reason: err.reason }, "channel sent a broken answer");
-      }
-      fail(err);
-    };
-    if (answer.status >= 400) {
-      passOnChannelError(answer, res, { logger, fail: failLogged, clientGone });
-      return;
-    }
-    deliverAnswer(answer, res, answerContext(request, answer.channel, failLogged, clientGone));
-  };
-
-  return async (match, req, res, principal, fail) => {
-    const { route } = match;
-    const request: PassthroughRequest = {
-      route,
-      principal,
-      responseId: match.responseId,
-      candidates: [],
-      method: req.method as PassthroughRequest["method"],
-      path: pathOf(match, req.url ?? ""),
-      headers: forwardedRequestHeaders(req.headers),
-    };
-    const gone = new ClientGone();
-    const clientGone = () => gone.aborted;
-    res.once("close", () => {
-      if (!res.writableFinished) gone.abort(CLIENT_GONE);
-      request.form?.dispose();
+  const gone = new ClientGone();
+  const clientGone = () => gone.aborted;
+  res.once("close", () => {
+    if (!res.writableFinished) gone.abort(CLIENT_GONE);
+    request.form?.dispose();
+  });
+  await s.prepare(request, req);
+  if (clientGone()) {
+    request.form?.dispose();
+    return;
+  }
+  let answer: ChannelAnswer;
+  try {
+    answer = await s.deps.client.send(request.candidates, {
+      route: route.name,
+      method: request.method,
+      path: request.path,
+      headers: request.headers,
+      body: request.body ?? request.form,
+      timeout: route.timeout,
+      signal: gone,
     });
-    await prepare(request, req);
-    if (clientGone()) {
-      request.form?.dispose();
-      return;
+  } catch (err) {
+    if (!clientGone()) fail(err);
+    return;
+  }
+  if (clientGone()) answer.discard();
+  else answerWith(s, request, answer, res, fail, clientGone);
+}
+
+/** Writes the answer that ended the call: the channel's error, or its answer. */
+function answerWith(
+  s: PassthroughState,
+  request: PassthroughRequest,
+  answer: ChannelAnswer,
+  res: ServerResponse,
+  fail: (err: unknown) => void,
+  clientGone: () => boolean,
+): void {
+  const { logger } = s;
+  const failLogged = (err: unknown) => {
+    if (err instanceof ChannelError) {
+      logger.warn({ channel: err.channel, reason: err.reason }, "channel sent a broken answer");
     }
-    let answer: ChannelAnswer;
-    try {
-      answer = await deps.client.send(request.candidates, {
-        route: route.name,
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        body: request.body ?? request.form,
-        timeout: route.timeout,
-        signal: gone,
-      });
-    } catch (err) {
-      if (!clientGone()) fail(err);
-      return;
-    }
-    if (clientGone()) answer.discard();
-    else answerWith(request, answer, res, fail, clientGone);
+    fail(err);
   };
+  if (answer.status >= 400) {
+    passOnChannelError(answer, res, { logger, fail: failLogged, clientGone });
+    return;
+  }
+  deliverAnswer(answer, res, answerContext(s, request, answer.channel, failLogged, clientGone));
+}
+
+/** What {@link deliverAnswer} reports to: usage counted, Responses API owners kept. */
+function answerContext(
+  s: PassthroughState,
+  request: PassthroughRequest,
+  channel: Channel,
+  fail: (err: unknown) => void,
+  clientGone: () => boolean,
+): AnswerContext {
+  const { route } = request;
+  return {
+    maxBytes: s.deps.limits.maxResponseBytes,
+    onUsage: (usage) => recordUsage(s, request, channel, usage),
+    onAnswer: route.createsResponse
+      ? (answer) => remember(s, request, channel, (answer as { id?: unknown } | null)?.id)
+      : route.name === "responses_delete" && request.responseId !== undefined
+        ? () => void s.deps.responseOwners.forget(request.responseId as string).catch(() => {})
+        : undefined,
+    onEvent: route.createsResponse
+      ? (event) => {
+          const id = (event as { response?: { id?: unknown } } | null)?.response?.id;
+          if (typeof id !== "string") return false;
+          void remember(s, request, channel, id);
+          return true;
+        }
+      : undefined,
+    fail,
+    clientGone,
+  };
+}
+
+function recordUsage(
+  { deps, metrics }: PassthroughState,
+  request: PassthroughRequest,
+  channel: Channel,
+  usage: TokenUsage,
+): void {
+  if (!request.route.countsUsage) return;
+  const { model } = request;
+  // Bounded: a made-up id that only matches a channel's glob is not a label; a forward
+  // key's model is one its gateway listed.
+  const listed =
+    model !== undefined &&
+    (deps.registry.lists(channel, model) ||
+      (request.principal.upstream?.models.ids.has(model) ?? false));
+  const label = listed ? (model as string) : "other";
+  const group = request.principal.group;
+  const tokens = metrics.tokenSeries;
+  if (usage.input > 0) tokens.get(channel.name, label, group, "input").inc(usage.input);
+  if (usage.output > 0) tokens.get(channel.name, label, group, "output").inc(usage.output);
+}
+
+function remember(
+  { deps, logger }: PassthroughState,
+  request: PassthroughRequest,
+  channel: Channel,
+  id: unknown,
+): Promise<void> {
+  if (typeof id !== "string") return Promise.resolve();
+  return deps.responseOwners
+    .remember(id, { channel: channel.name, owner: request.principal.subject })
+    .catch((err: unknown) => logger.warn({ err }, "could not record a response's owner"));
 }
 
 /**

@@ -79,13 +79,19 @@ export function watchCommandDeadlines(
   client: RedisClient,
   options: { cutter: ConnectionCutter; timeoutMs: number; logger: Logger; name: string },
 ): RedisClient {
-  const { cutter, timeoutMs, logger, name } = options;
-  const pending = new Map<number, number>();
-  let nextId = 0;
-  /** The latest deadline of the commands waiting: replies come in order. */
-  let horizon = 0;
-  let connectingSince: number | undefined;
-  let reported = false;
+  const { timeoutMs } = options;
+  const w: DeadlineWatch = {
+    client,
+    options,
+    pending: new Map(),
+    nextId: 0,
+    horizon: 0,
+    connectingSince: undefined,
+    reported: false,
+    timer: undefined,
+    lastCheck: 0,
+    checkEvery: Math.max(50, Math.floor(timeoutMs / 4)),
+  };
 
   // node-redis hands out a view of the client (`Object.create` of it) and runs every command on
   // the client itself (`_self`): the wrapper goes there, where each command passes.
@@ -93,68 +99,19 @@ export function watchCommandDeadlines(
   const send = self.sendCommand.bind(self);
   self.sendCommand = ((args, commandOptions) => {
     const promise = send(args, commandOptions);
-    const id = nextId++;
-    const wait = blockingWaitMs(args);
-    const deadline = Math.max(performance.now() + timeoutMs + wait, horizon);
-    horizon = deadline;
-    pending.set(id, deadline);
-    watch();
-    const done = () => {
-      pending.delete(id);
-      if (pending.size === 0) horizon = 0;
-    };
-    promise.then(done, done);
+    track(w, promise, blockingWaitMs(args));
     return promise;
   }) as RedisClient["sendCommand"];
 
   client.on("connect", () => {
-    connectingSince = performance.now();
-    watch();
+    w.connectingSince = performance.now();
+    watch(w);
   });
   client.on("ready", () => {
-    connectingSince = undefined;
-    if (reported) logger.info({ client: name }, "Redis answers again");
-    reported = false;
+    w.connectingSince = undefined;
+    if (w.reported) options.logger.info({ client: options.name }, "Redis answers again");
+    w.reported = false;
   });
-
-  let timer: NodeJS.Timeout | undefined;
-  let lastCheck = 0;
-  const checkEvery = Math.max(50, Math.floor(timeoutMs / 4));
-  function watch() {
-    if (timer) return;
-    lastCheck = performance.now();
-    timer = setInterval(check, checkEvery).unref();
-  }
-  function check() {
-    const now = performance.now();
-    // A stalled event loop has not read the replies that came meanwhile: that time is not Redis's.
-    const stalled = Math.max(0, now - lastCheck - 2 * checkEvery);
-    lastCheck = now;
-    if (stalled > 0) {
-      for (const [id, deadline] of pending) pending.set(id, deadline + stalled);
-      horizon += stalled;
-      if (connectingSince !== undefined) connectingSince += stalled;
-      return;
-    }
-    const overdue =
-      (connectingSince !== undefined && now - connectingSince > timeoutMs) ||
-      [...pending.values()].some((deadline) => deadline < now);
-    if (overdue) {
-      connectingSince = undefined;
-      if (!reported) {
-        reported = true;
-        logger.warn(
-          { client: name, timeoutSec: timeoutMs / 1000 },
-          "Redis did not answer in time; reconnecting",
-        );
-      }
-      cutter.cut(new Error(`Redis did not answer within ${timeoutMs / 1000} s`));
-    }
-    if (!client.isOpen && pending.size === 0) {
-      clearInterval(timer);
-      timer = undefined;
-    }
-  }
 
   const duplicate = client.duplicate.bind(client);
   client.duplicate = ((overrides?: Parameters<RedisClient["duplicate"]>[0]) => {
@@ -163,9 +120,80 @@ export function watchCommandDeadlines(
     const copy = duplicate({ ...overrides, socket } as Parameters<
       RedisClient["duplicate"]
     >[0]) as RedisClient;
-    return watchCommandDeadlines(copy, { ...options, cutter: own, name: `${name}+` });
+    return watchCommandDeadlines(copy, { ...options, cutter: own, name: `${options.name}+` });
   }) as RedisClient["duplicate"];
   return client;
+}
+
+/** One client's commands in flight and the timer that checks them. */
+interface DeadlineWatch {
+  client: RedisClient;
+  options: { cutter: ConnectionCutter; timeoutMs: number; logger: Logger; name: string };
+  /** Command id -> its deadline (`performance.now()` ms). */
+  pending: Map<number, number>;
+  nextId: number;
+  /** The latest deadline of the commands waiting: replies come in order. */
+  horizon: number;
+  connectingSince: number | undefined;
+  /** Whether the hang was logged (once, until the client is ready again). */
+  reported: boolean;
+  timer: NodeJS.Timeout | undefined;
+  lastCheck: number;
+  checkEvery: number;
+}
+
+/** Gives a command just sent its deadline, and takes it off when it settles. */
+function track(w: DeadlineWatch, promise: Promise<unknown>, waitMs: number): void {
+  const id = w.nextId++;
+  const deadline = Math.max(performance.now() + w.options.timeoutMs + waitMs, w.horizon);
+  w.horizon = deadline;
+  w.pending.set(id, deadline);
+  watch(w);
+  const done = () => {
+    w.pending.delete(id);
+    if (w.pending.size === 0) w.horizon = 0;
+  };
+  promise.then(done, done);
+}
+
+/** Starts the check timer, unless it runs. */
+function watch(w: DeadlineWatch): void {
+  if (w.timer) return;
+  w.lastCheck = performance.now();
+  w.timer = setInterval(check, w.checkEvery, w).unref();
+}
+
+/** Cuts the connection when a command (or the connect) is past its deadline. */
+function check(w: DeadlineWatch): void {
+  const { pending, options } = w;
+  const now = performance.now();
+  // A stalled event loop has not read the replies that came meanwhile: that time is not Redis's.
+  const stalled = Math.max(0, now - w.lastCheck - 2 * w.checkEvery);
+  w.lastCheck = now;
+  if (stalled > 0) {
+    for (const [id, deadline] of pending) pending.set(id, deadline + stalled);
+    w.horizon += stalled;
+    if (w.connectingSince !== undefined) w.connectingSince += stalled;
+    return;
+  }
+  const overdue =
+    (w.connectingSince !== undefined && now - w.connectingSince > options.timeoutMs) ||
+    [...pending.values()].some((deadline) => deadline < now);
+  if (overdue) {
+    w.connectingSince = undefined;
+    if (!w.reported) {
+      w.reported = true;
+      options.logger.warn(
+        { client: options.name, timeoutSec: options.timeoutMs / 1000 },
+        "Redis did not answer in time; reconnecting",
+      );
+    }
+    options.cutter.cut(new Error(`Redis did not answer within ${options.timeoutMs / 1000} s`));
+  }
+  if (!w.client.isOpen && pending.size === 0) {
+    clearInterval(w.timer);
+    w.timer = undefined;
+  }
 }
 
 /** How long a command may wait on the server by its own arguments, in ms: 0 for most. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 import busboy from "busboy";
 import { AppError } from "../http/app-error.js";
 import { watchBody, type BodyTiming } from "../http/watch-body.js";
@@ -42,15 +43,9 @@ export function readMultipartForm(
   req: IncomingMessage,
   limits: MultipartLimits,
 ): Promise<MultipartForm> {
-  const tooLarge = () =>
-    new AppError(
-      "request_too_large",
-      `The request body is larger than ${limits.maxBytes} bytes (server.maxUploadBytes).`,
-      { headers: { Connection: "close" } },
-    );
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limits.maxBytes) {
-    return Promise.reject(tooLarge());
+    return Promise.reject(tooLarge(limits));
   }
   const encoding = req.headers["content-encoding"];
   if (encoding && encoding.toLowerCase() !== "identity") {
@@ -60,7 +55,6 @@ export function readMultipartForm(
   }
 
   return new Promise((resolve, reject) => {
-    const form: MultipartForm = { fields: [], files: [] };
     let parser: busboy.Busboy;
     try {
       parser = busboy({
@@ -77,58 +71,50 @@ export function readMultipartForm(
       reject(invalid(null, "The multipart body has no boundary in its Content-Type."));
       return;
     }
-    let settled = false;
-    let received = 0;
-    let pendingFiles = 0;
-    let finished = false;
-    const fail = (err: AppError) => {
-      if (settled) return;
-      settled = true;
-      unwatch();
-      req.unpipe(parser);
-      req.off("data", count);
-      // Left unread: the error answer closes the connection (Connection: close).
-      err.headers.Connection = "close";
-      reject(err);
-    };
-    const done = () => {
-      if (settled || !finished || pendingFiles > 0) return;
-      settled = true;
-      unwatch();
-      req.off("data", count);
-      resolve(form);
-    };
-    const count = (chunk: Buffer) => {
-      received += chunk.length;
-      if (received > limits.maxBytes) fail(tooLarge());
-    };
-    const unwatch = watchBody(req, limits, fail);
-    req.on("data", count);
+    new MultipartRead(req, limits, parser, resolve, reject).start();
+  });
+}
 
-    parser.on("file", (name, stream, info) => {
-      if (!limits.fileFields.has(name)) {
-        stream.resume();
-        fail(invalid(name, `Unexpected file field '${name.slice(0, 100)}'.`));
-        return;
-      }
-      pendingFiles += 1;
-      const chunks: Buffer[] = [];
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("limit", () => fail(tooLarge()));
-      stream.on("error", () => fail(invalid(name, `The file '${info.filename}' broke off.`)));
-      stream.on("end", () => {
-        pendingFiles -= 1;
-        form.files.push({ name, bytes: Buffer.concat(chunks) });
-        done();
-      });
-    });
-    parser.on("field", (name, value, info) => {
-      if (info.nameTruncated || info.valueTruncated) {
-        fail(invalid(name.slice(0, 100), `The field '${name.slice(0, 100)}' is too long.`));
-        return;
-      }
-      form.fields.push({ name, value });
-    });
+/** One form being read: settles once, with the form or the first refusal. */
+class MultipartRead {
+  private readonly form: MultipartForm = { fields: [], files: [] };
+  private settled = false;
+  private received = 0;
+  private pendingFiles = 0;
+  private finished = false;
+  private unwatch!: () => void;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly limits: MultipartLimits,
+    private readonly parser: busboy.Busboy,
+    private readonly resolve: (form: MultipartForm) => void,
+    private readonly reject: (err: AppError) => void,
+  ) {}
+
+  /** Properties, not methods: they are listeners, taken off again by identity. */
+  private readonly fail = (err: AppError): void => {
+    if (this.settled) return;
+    this.settled = true;
+    this.unwatch();
+    this.req.unpipe(this.parser);
+    this.req.off("data", this.count);
+    // Left unread: the error answer closes the connection (Connection: close).
+    err.headers.Connection = "close";
+    this.reject(err);
+  };
+
+  private readonly count = (chunk: Buffer): void => {
+    this.received += chunk.length;
+    if (this.received > this.limits.maxBytes) this.fail(tooLarge(this.limits));
+  };
+
+  start(): void {
+    const { req, parser, limits, fail } = this;
+    this.unwatch = watchBody(req, limits, fail);
+    req.on("data", this.count);
+    parser.on("file", (name, stream, info) => this.onFile(name, stream, info));
+    parser.on("field", (name, value, info) => this.onField(name, value, info));
     parser.on("filesLimit", () =>
       fail(invalid(null, `At most ${limits.maxFiles} files may be sent.`)),
     );
@@ -138,12 +124,55 @@ export function readMultipartForm(
     parser.on("partsLimit", () => fail(invalid(null, "The form has too many parts.")));
     parser.on("error", () => fail(invalid(null, "The multipart body is malformed.")));
     parser.on("close", () => {
-      finished = true;
-      done();
+      this.finished = true;
+      this.done();
     });
     req.on("aborted", () => fail(invalid(null, "The request body broke off.")));
     req.pipe(parser);
-  });
+  }
+
+  private done(): void {
+    if (this.settled || !this.finished || this.pendingFiles > 0) return;
+    this.settled = true;
+    this.unwatch();
+    this.req.off("data", this.count);
+    this.resolve(this.form);
+  }
+
+  private onFile(name: string, stream: Readable, info: busboy.FileInfo): void {
+    const { fail } = this;
+    if (!this.limits.fileFields.has(name)) {
+      stream.resume();
+      fail(invalid(name, `Unexpected file field '${name.slice(0, 100)}'.`));
+      return;
+    }
+    this.pendingFiles += 1;
+    const chunks: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("limit", () => fail(tooLarge(this.limits)));
+    stream.on("error", () => fail(invalid(name, `The file '${info.filename}' broke off.`)));
+    stream.on("end", () => {
+      this.pendingFiles -= 1;
+      this.form.files.push({ name, bytes: Buffer.concat(chunks) });
+      this.done();
+    });
+  }
+
+  private onField(name: string, value: string, info: busboy.FieldInfo): void {
+    if (info.nameTruncated || info.valueTruncated) {
+      this.fail(invalid(name.slice(0, 100), `The field '${name.slice(0, 100)}' is too long.`));
+      return;
+    }
+    this.form.fields.push({ name, value });
+  }
+}
+
+function tooLarge(limits: MultipartLimits): AppError {
+  return new AppError(
+    "request_too_large",
+    `The request body is larger than ${limits.maxBytes} bytes (server.maxUploadBytes).`,
+    { headers: { Connection: "close" } },
+  );
 }
 
 function invalid(param: string | null, message: string): AppError {

@@ -1,12 +1,12 @@
 import type { lookup as dnsLookup } from "node:dns";
 import type { Logger } from "pino";
-import { fetch as undiciFetch } from "undici";
+import { fetch as undiciFetch, type Agent } from "undici";
 import type { WebhooksConfig } from "../config/config-schema.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../net/address-policy.js";
 import { createGuardedAgent } from "../net/create-guarded-agent.js";
 import { readCappedBody } from "../net/read-capped-body.js";
-import { createConcurrencyLimit } from "./concurrency-limit.js";
+import { createConcurrencyLimit, type ConcurrencyLimit } from "./concurrency-limit.js";
 import {
   nextStep,
   outcomeOfStatus,
@@ -77,8 +77,7 @@ export interface WebhookDelivererDeps {
  * deadline and never waits on another attempt's receiver, only for a slot.
  */
 export function createWebhookDeliverer(deps: WebhookDelivererDeps): WebhookDeliverer {
-  const { config, metrics, logger } = deps;
-  const key = config.secret ? webhookSigningKey(config.secret) : undefined;
+  const { config } = deps;
   const timeoutMs = config.timeoutSec * 1000;
   const policy = { allowPrivateNetworks: config.allowPrivateNetworks };
   const agent = createGuardedAgent({
@@ -92,123 +91,155 @@ export function createWebhookDeliverer(deps: WebhookDelivererDeps): WebhookDeliv
     },
   });
   const limit = createConcurrencyLimit(config.maxConcurrent);
-
-  /** One POST: how it ended, and the status when the receiver answered. */
-  async function send(
-    delivery: WebhookDelivery,
-    signal: AbortSignal | undefined,
-    answered: () => void,
-  ): Promise<{ outcome: AttemptOutcome; status?: number; detail: string }> {
-    if (!key) return { outcome: "refused", detail: "no webhooks.secret is configured" };
-    let url: URL;
-    try {
-      url = new URL(delivery.url);
-      assertUrlAllowed(url, policy);
-    } catch (err) {
-      return { outcome: "refused", detail: (err as Error).message };
-    }
-    signal?.throwIfAborted();
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new Error(`timed out after ${config.timeoutSec} s`)),
-      timeoutMs,
-    );
-    const onStop = () => deadline.abort(signal?.reason);
-    signal?.addEventListener("abort", onStop, { once: true });
-    try {
-      const timestamp = Math.floor(Date.now() / 1000);
-      const response = await undiciFetch(url, {
-        method: "POST",
-        body: delivery.payload,
-        headers: {
-          "content-type": "application/json",
-          "user-agent": "image-task-sidecar-webhooks",
-          ...signWebhook(key, delivery.eventId, timestamp, delivery.payload),
-        },
-        dispatcher: agent,
-        redirect: "manual",
-        signal: deadline.signal,
-      });
-      const status = response.status;
-      answered();
-      // The status decides; the body is read (capped, within the same deadline) only so the
-      // connection can serve the next attempt, and a receiver that never ends it loses nothing.
-      await readCappedBody(response, MAX_RESPONSE_BYTES).catch(() => undefined);
-      const outcome = outcomeOfStatus(status);
-      const detail = outcome === "redirect" ? `status ${status}, not followed` : `status ${status}`;
-      return { outcome, status, detail };
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason;
-      if (deadline.signal.aborted) {
-        return { outcome: "timeout", detail: (deadline.signal.reason as Error).message };
-      }
-      const refusal = forbiddenAddress(err);
-      if (refusal) return { outcome: "refused", detail: refusal.message };
-      return { outcome: "network_error", detail: networkDetail(err) };
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onStop);
-    }
-  }
-
-  async function attempt(
-    delivery: WebhookDelivery,
-    attemptNumber: number,
-    options: { signal?: AbortSignal } = {},
-  ): Promise<WebhookAttemptReport> {
-    return limit.run(async () => {
-      const started = performance.now();
-      let answeredAt: number | undefined;
-      const sent = await send(delivery, options.signal, () => {
-        answeredAt = performance.now();
-      });
-      const latencyMs = Math.round((answeredAt ?? performance.now()) - started);
-      const next = nextStep(sent.outcome, attemptNumber, config);
-      const report: WebhookAttemptReport = {
-        attempt: attemptNumber,
-        outcome: sent.outcome,
-        ...(sent.status === undefined ? {} : { status: sent.status }),
-        latencyMs,
-        detail: sent.detail,
-        next,
-      };
-      record(delivery, report);
-      return report;
-    }, options.signal);
-  }
-
-  function record(delivery: WebhookDelivery, report: WebhookAttemptReport): void {
-    metrics?.webhookAttempts.inc({ outcome: report.outcome });
-    metrics?.webhookAttemptDuration.observe({ outcome: report.outcome }, report.latencyMs / 1000);
-    // The receiver's URL may carry a token in its path or query: logs get its origin only.
-    const fields = {
-      eventId: delivery.eventId,
-      taskId: delivery.taskId,
-      receiver: originOf(delivery.url),
-      attempt: report.attempt,
-      outcome: report.outcome,
-      status: report.status,
-      latencyMs: report.latencyMs,
-      detail: report.detail,
-    };
-    if (report.next.action === "retry") {
-      logger?.info({ ...fields, retryInMs: report.next.delayMs }, "webhook attempt failed");
-      return;
-    }
-    const { result } = report.next;
-    metrics?.webhookDeliveries.inc({ result });
-    metrics?.webhookDeliveryAttempts.observe({ result }, report.attempt);
-    if (result === "delivered") logger?.info(fields, "webhook delivered");
-    else logger?.warn({ ...fields, result }, "webhook delivery given up");
-  }
-
+  const s: DelivererState = {
+    config,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    key: config.secret ? webhookSigningKey(config.secret) : undefined,
+    timeoutMs,
+    policy,
+    agent,
+    limit,
+  };
   return {
-    attempt,
+    attempt: (delivery, attemptNumber, options = {}) =>
+      attempt(s, delivery, attemptNumber, options),
     get load() {
       return { active: limit.active, waiting: limit.waiting };
     },
     close: () => agent.close(),
   };
+}
+
+/** What the deliverer's steps share. */
+interface DelivererState {
+  config: WebhooksConfig;
+  metrics: WebhookDelivererDeps["metrics"];
+  logger: Logger | undefined;
+  /** The signing key; without `webhooks.secret` every attempt is refused. */
+  key: Buffer | undefined;
+  timeoutMs: number;
+  policy: { allowPrivateNetworks: boolean };
+  agent: Agent;
+  limit: ConcurrencyLimit;
+}
+
+/** {@link WebhookDeliverer.attempt}: one POST in a slot, reported and recorded. */
+async function attempt(
+  s: DelivererState,
+  delivery: WebhookDelivery,
+  attemptNumber: number,
+  options: { signal?: AbortSignal },
+): Promise<WebhookAttemptReport> {
+  return s.limit.run(async () => {
+    const started = performance.now();
+    let answeredAt: number | undefined;
+    const sent = await send(s, delivery, options.signal, () => {
+      answeredAt = performance.now();
+    });
+    const latencyMs = Math.round((answeredAt ?? performance.now()) - started);
+    const next = nextStep(sent.outcome, attemptNumber, s.config);
+    const report: WebhookAttemptReport = {
+      attempt: attemptNumber,
+      outcome: sent.outcome,
+      ...(sent.status === undefined ? {} : { status: sent.status }),
+      latencyMs,
+      detail: sent.detail,
+      next,
+    };
+    record(s, delivery, report);
+    return report;
+  }, options.signal);
+}
+
+/** One POST: how it ended, and the status when the receiver answered. */
+async function send(
+  s: DelivererState,
+  delivery: WebhookDelivery,
+  signal: AbortSignal | undefined,
+  answered: () => void,
+): Promise<{ outcome: AttemptOutcome; status?: number; detail: string }> {
+  const { key, config } = s;
+  if (!key) return { outcome: "refused", detail: "no webhooks.secret is configured" };
+  let url: URL;
+  try {
+    url = new URL(delivery.url);
+    assertUrlAllowed(url, s.policy);
+  } catch (err) {
+    return { outcome: "refused", detail: (err as Error).message };
+  }
+  signal?.throwIfAborted();
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(new Error(`timed out after ${config.timeoutSec} s`)),
+    s.timeoutMs,
+  );
+  const onStop = () => deadline.abort(signal?.reason);
+  signal?.addEventListener("abort", onStop, { once: true });
+  try {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const response = await undiciFetch(url, {
+      method: "POST",
+      body: delivery.payload,
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "image-task-sidecar-webhooks",
+        ...signWebhook(key, delivery.eventId, timestamp, delivery.payload),
+      },
+      dispatcher: s.agent,
+      redirect: "manual",
+      signal: deadline.signal,
+    });
+    const status = response.status;
+    answered();
+    // The status decides; the body is read (capped, within the same deadline) only so the
+    // connection can serve the next attempt, and a receiver that never ends it loses nothing.
+    await readCappedBody(response, MAX_RESPONSE_BYTES).catch(() => undefined);
+    const outcome = outcomeOfStatus(status);
+    const detail = outcome === "redirect" ? `status ${status}, not followed` : `status ${status}`;
+    return { outcome, status, detail };
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    if (deadline.signal.aborted) {
+      return { outcome: "timeout", detail: (deadline.signal.reason as Error).message };
+    }
+    const refusal = forbiddenAddress(err);
+    if (refusal) return { outcome: "refused", detail: refusal.message };
+    return { outcome: "network_error", detail: networkDetail(err) };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onStop);
+  }
+}
+
+/** Counts an attempt (and a delivery it ends) in the metrics, and logs it. */
+function record(
+  { metrics, logger }: DelivererState,
+  delivery: WebhookDelivery,
+  report: WebhookAttemptReport,
+): void {
+  metrics?.webhookAttempts.inc({ outcome: report.outcome });
+  metrics?.webhookAttemptDuration.observe({ outcome: report.outcome }, report.latencyMs / 1000);
+  // The receiver's URL may carry a token in its path or query: logs get its origin only.
+  const fields = {
+    eventId: delivery.eventId,
+    taskId: delivery.taskId,
+    receiver: originOf(delivery.url),
+    attempt: report.attempt,
+    outcome: report.outcome,
+    status: report.status,
+    latencyMs: report.latencyMs,
+    detail: report.detail,
+  };
+  if (report.next.action === "retry") {
+    logger?.info({ ...fields, retryInMs: report.next.delayMs }, "webhook attempt failed");
+    return;
+  }
+  const { result } = report.next;
+  metrics?.webhookDeliveries.inc({ result });
+  metrics?.webhookDeliveryAttempts.observe({ result }, report.attempt);
+  if (result === "delivered") logger?.info(fields, "webhook delivered");
+  else logger?.warn({ ...fields, result }, "webhook delivery given up");
 }
 
 /** The guard's refusal, thrown directly or wrapped by fetch in `cause`. */

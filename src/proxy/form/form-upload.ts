@@ -73,38 +73,68 @@ export async function receiveFormHead(
   if (contentLength !== undefined && contentLength > options.maxBytes) {
     throw bodyTooLarge(options.maxBytes);
   }
-  const deadline = performance.now() + options.timeoutMs;
-  const memory: Buffer[] = [];
-  let memoryBytes = 0;
-  let file: { path: string; stream: WriteStream } | undefined;
-  let received = 0;
-  let ended = false;
-  let started = false;
-  let disposed = false;
-  const dispose = () => {
-    if (disposed) return;
-    disposed = true;
-    if (file) {
-      file.stream.destroy();
-      rmSync(file.path, { force: true });
-    }
-  };
-
-  const spool = (chunk: Buffer): boolean => {
-    if (!file && memoryBytes + chunk.length <= SPOOL_MEMORY_BYTES) {
-      memory.push(chunk);
-      memoryBytes += chunk.length;
-      return true;
-    }
-    if (!file) {
-      const path = join(options.spoolDir ?? tmpdir(), `image-task-sidecar-form-${randomUUID()}`);
-      file = { path, stream: createWriteStream(path, { flags: "wx", mode: 0o600 }) };
-    }
-    return file.stream.write(chunk);
-  };
-
+  const form = new SpooledForm(req, options, scanner, contentType, contentLength);
   try {
-    await new Promise<void>((resolve, reject) => {
+    await form.receiveHead();
+    if (form.file) await endStream(form.file.stream);
+  } catch (err) {
+    form.dispose();
+    throw err;
+  }
+  form.model = scanner.model as string;
+  return form;
+}
+
+/**
+ * A form from {@link receiveFormHead}'s first read to its last: one object
+ * per request, its steps methods, so a form costs no closures beyond the
+ * event listeners it needs.
+ */
+class SpooledForm implements FormUpload {
+  model = "";
+  /** `performance.now()` by which the whole form must have arrived. */
+  private readonly deadline: number;
+  private readonly memory: Buffer[] = [];
+  private memoryBytes = 0;
+  /** The spool's file, once the head outgrew {@link SPOOL_MEMORY_BYTES}. */
+  file: { path: string; stream: WriteStream } | undefined;
+  private received = 0;
+  private ended = false;
+  private started = false;
+  private disposed = false;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly options: FormUploadOptions,
+    private readonly scanner: FormScanner,
+    readonly contentType: string,
+    readonly contentLength: number | undefined,
+  ) {
+    this.deadline = performance.now() + options.timeoutMs;
+  }
+
+  // A form received whole before the first try (its model came last) is all in the spool.
+  canReopen(): boolean {
+    return !this.started || this.ended;
+  }
+
+  open(): Readable {
+    return Readable.from(this.formBytes(), { objectMode: false });
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.file) {
+      this.file.stream.destroy();
+      rmSync(this.file.path, { force: true });
+    }
+  }
+
+  /** Reads the request up to the `model` field (or its end), spooling what it reads. */
+  receiveHead(): Promise<void> {
+    const { req, options, scanner } = this;
+    return new Promise<void>((resolve, reject) => {
       let settled = false;
       const settle = (err?: unknown) => {
         if (settled) return;
@@ -118,22 +148,22 @@ export async function receiveFormHead(
         else resolve();
       };
       const onData = (chunk: Buffer) => {
-        received += chunk.length;
-        if (received > options.maxBytes) return settle(bodyTooLarge(options.maxBytes));
+        this.received += chunk.length;
+        if (this.received > options.maxBytes) return settle(bodyTooLarge(options.maxBytes));
         try {
           scanner.push(chunk);
         } catch (err) {
           return settle(err);
         }
-        if (!spool(chunk)) {
+        if (!this.spool(chunk)) {
           req.pause();
-          file?.stream.once("drain", () => req.resume());
+          this.file?.stream.once("drain", () => req.resume());
         }
         // A closed form is read to its end, so what follows the close is checked too.
         if (scanner.model !== undefined && !scanner.closed) settle();
       };
       const onEnd = () => {
-        ended = true;
+        this.ended = true;
         try {
           scanner.end();
         } catch (err) {
@@ -155,25 +185,32 @@ export async function receiveFormHead(
       req.once("end", onEnd);
       req.once("close", onClose);
     });
-    if (file) {
-      const { stream } = file;
-      await new Promise<void>((resolve, reject) => {
-        stream.once("error", reject);
-        stream.end(resolve);
-      });
-    }
-  } catch (err) {
-    dispose();
-    throw err;
   }
 
-  const spoolPath = file?.path;
-  const model = scanner.model as string;
-  async function* formBytes(): AsyncGenerator<Buffer> {
-    started = true;
-    yield* memory;
-    if (spoolPath) yield* createReadStream(spoolPath) as AsyncIterable<Buffer>;
-    if (ended) return;
+  /** Keeps a chunk of the head; false when the spool file asks to wait for "drain". */
+  private spool(chunk: Buffer): boolean {
+    if (!this.file && this.memoryBytes + chunk.length <= SPOOL_MEMORY_BYTES) {
+      this.memory.push(chunk);
+      this.memoryBytes += chunk.length;
+      return true;
+    }
+    if (!this.file) {
+      const path = join(
+        this.options.spoolDir ?? tmpdir(),
+        `image-task-sidecar-form-${randomUUID()}`,
+      );
+      this.file = { path, stream: createWriteStream(path, { flags: "wx", mode: 0o600 }) };
+    }
+    return this.file.stream.write(chunk);
+  }
+
+  /** The whole form: the spool, then the rest from the client as it arrives. */
+  private async *formBytes(): AsyncGenerator<Buffer> {
+    const { req, options, scanner } = this;
+    this.started = true;
+    yield* this.memory;
+    if (this.file) yield* createReadStream(this.file.path) as AsyncIterable<Buffer>;
+    if (this.ended) return;
     // A read waiting for a silent client never ends on its own: the time limits end it.
     // (One promise per read, not a race with one long-lived promise, which would keep
     // every chunk read.)
@@ -181,7 +218,7 @@ export async function receiveFormHead(
     let abortRead: ((err: unknown) => void) | undefined;
     const unwatch = watchBody(
       req,
-      { timeoutMs: Math.max(0, deadline - performance.now()), idleMs: options.idleMs },
+      { timeoutMs: Math.max(0, this.deadline - performance.now()), idleMs: options.idleMs },
       (err) => {
         expired = err;
         abortRead?.(err);
@@ -201,8 +238,8 @@ export async function receiveFormHead(
     try {
       for (let next = await read(); !next.done; next = await read()) {
         const chunk = next.value;
-        received += chunk.length;
-        if (received > options.maxBytes) throw bodyTooLarge(options.maxBytes);
+        this.received += chunk.length;
+        if (this.received > options.maxBytes) throw bodyTooLarge(options.maxBytes);
         scanner.push(chunk);
         if (scanner.closed) held.push(chunk);
         else yield chunk;
@@ -213,16 +250,12 @@ export async function receiveFormHead(
     }
     yield* held;
   }
+}
 
-  return {
-    model,
-    contentType,
-    contentLength,
-    // A form received whole before the first try (its model came last) is all in the spool.
-    canReopen: () => !started || ended,
-    open() {
-      return Readable.from(formBytes(), { objectMode: false });
-    },
-    dispose,
-  };
+/** Resolves once everything written to `stream` is in its file. */
+function endStream(stream: WriteStream): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    stream.once("error", reject);
+    stream.end(resolve);
+  });
 }

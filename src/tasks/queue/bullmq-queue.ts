@@ -5,7 +5,14 @@ import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import { redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../task-events.js";
-import type { LeaseEnd, QueueEntry, TaskHandler, TaskQueue } from "./task-queue.js";
+import type {
+  Admission,
+  AdmissionLimits,
+  LeaseEnd,
+  QueueEntry,
+  TaskHandler,
+  TaskQueue,
+} from "./task-queue.js";
 
 /** The BullMQ queue of image tasks (a deployment's keys start with its prefix). */
 const QUEUE_NAME = "image-tasks";
@@ -63,136 +70,36 @@ return 'ok'
  */
 export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
   const { client, logger } = options;
-  const connection = createNodeRedisClient(client);
   const bullPrefix = `${options.prefix}::bull`;
-  const ledger = (key: string) => `${options.prefix}::admission:${key}`;
-  const WAITING = ledger("waiting");
-  const RUNNING = ledger("running");
-  const ownerWaiting = (owner: string) => ledger(`waiting:${owner}`);
   const queue = new Queue<JobData>(QUEUE_NAME, {
-    connection,
+    connection: createNodeRedisClient(client),
     prefix: bullPrefix,
     // BullMQ's event stream is read by no one here: keep it short.
     streams: { events: { maxLen: 100 } },
   });
   logQueueOutages(queue, logger, "queue");
-  let worker: Worker<JobData> | undefined;
-  let workerClient: RedisClient | undefined;
-  let unsubscribe: (() => void) | undefined;
-
-  const addJob = (entry: QueueEntry) =>
-    queue.add(
-      "run",
-      { taskId: entry.taskId, owner: entry.owner },
-      {
-        jobId: entry.taskId,
-        removeOnComplete: true,
-        removeOnFail: true,
-        // A run rejects only when the store could not be written: try again, for ever.
-        attempts: Number.MAX_SAFE_INTEGER,
-        backoff: { type: "custom" },
-      },
-    );
-  /** Marks places as belonging to existing tasks (they no longer lapse). */
-  const hold = (entry: QueueEntry) =>
-    client
-      .multi()
-      .zAdd(WAITING, { score: Infinity, value: entry.taskId })
-      .zAdd(ownerWaiting(entry.owner), { score: Infinity, value: entry.taskId })
-      .exec();
-  /**
-   * {@link hold} for a place {@link admit} reserved, sent together with the
-   * job (one round trip, not two): the job may start, and its processor take
-   * the place out of the ledger, before this lands, so it only updates a
-   * place still there (XX) and never puts back one that was taken.
-   */
-  const confirm = (entry: QueueEntry) =>
-    client
-      .multi()
-      .zAdd(WAITING, { score: Infinity, value: entry.taskId }, { condition: "XX" })
-      .zAdd(
-        ownerWaiting(entry.owner),
-        { score: Infinity, value: entry.taskId },
-        { condition: "XX" },
-      )
-      .exec();
-
-  async function process(job: Job<JobData>, token: string | undefined, signal?: AbortSignal) {
-    const { taskId, owner } = job.data;
-    await client
-      .multi()
-      .zRem(WAITING, taskId)
-      .zRem(ownerWaiting(owner), taskId)
-      .zAdd(RUNNING, { score: Infinity, value: taskId })
-      .exec();
-    await handler!({ taskId, signal: signal as AbortSignal });
-    const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
-    if (end === "lost") throw new Error("the task's lease was lost"); // its new holder ends it
-    if (end === "handback") {
-      // Back to the line at once: another replica takes it now, not after a lock expiry.
-      await hold({ taskId, owner });
-      await client.zRem(RUNNING, taskId);
-      await job.moveToWait(token);
-      throw new WaitingError();
-    }
-    await client.zRem(RUNNING, taskId);
-  }
-  let handler: TaskHandler | undefined;
+  const s: BullmqState = {
+    options,
+    client,
+    queue,
+    bullPrefix,
+    ledgerPrefix: `${options.prefix}::admission:`,
+    waiting: `${options.prefix}::admission:waiting`,
+    running: `${options.prefix}::admission:running`,
+  };
 
   return {
-    async admit(entry, limits) {
-      const now = Date.now();
-      const answer = await ADMIT.run(
-        client,
-        [WAITING, ownerWaiting(entry.owner), RUNNING],
-        [
-          now,
-          now + RESERVATION_MS,
-          entry.taskId,
-          limits.maxQueued,
-          limits.maxQueuedPerOwner,
-          options.maxConcurrent,
-        ],
-      );
-      return answer === "ok"
-        ? { admitted: true }
-        : { admitted: false, reason: answer as "queue_full" | "owner_queue_full" };
-    },
-
-    async release(entry) {
-      await client
-        .multi()
-        .zRem(WAITING, entry.taskId)
-        .zRem(ownerWaiting(entry.owner), entry.taskId)
-        .exec();
-    },
-
+    admit: (entry, limits) => admit(s, entry, limits),
+    release: (entry) => release(s, entry),
     async enqueue(entry) {
-      await Promise.all([confirm(entry), addJob(entry)]);
+      await Promise.all([confirm(s, entry), addJob(s, entry)]);
     },
-
-    async adopt(entries) {
-      for (const entry of entries) {
-        if ((await queue.getJobState(entry.taskId)) !== "unknown") continue;
-        logger.info({ taskId: entry.taskId }, "queueing a task that had no job");
-        // Its reservation may have lapsed: the place is taken again, then the job made.
-        await hold(entry);
-        await addJob(entry);
-      }
-    },
-
-    async remove(entry) {
-      // A job that started is locked: BullMQ leaves it, and the caller cancels the run instead.
-      const removed = (await queue.remove(entry.taskId)) === 1;
-      if (removed) await this.release(entry);
-      return removed;
-    },
-
+    adopt: (entries) => adopt(s, entries),
+    remove: (entry) => remove(s, entry),
     async cancel(taskId) {
-      worker?.cancelJob(taskId, "cancelled" satisfies LeaseEnd);
+      s.worker?.cancelJob(taskId, "cancelled" satisfies LeaseEnd);
       await options.events.publish({ type: "cancel", taskId });
     },
-
     async counts() {
       const counts = await queue.getJobCounts("wait", "prioritized", "delayed", "active");
       return {
@@ -200,45 +107,187 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
         running: counts.active ?? 0,
       };
     },
-
-    async start(taskHandler) {
-      handler = taskHandler;
-      await queue.setGlobalConcurrency(options.maxConcurrent);
-      workerClient = await openWorkerConnection(client, logger, "worker");
-      worker = new Worker<JobData>(QUEUE_NAME, process, {
-        connection: createNodeRedisClient(workerClient),
-        prefix: bullPrefix,
-        concurrency: options.maxConcurrent,
-        lockDuration: options.leaseMs,
-        stalledInterval: options.leaseMs,
-        // Re-runs of a task whose holder died are counted and bounded by the runner
-        // (imageTasks.maxAttempts), which fails it `interrupted`: BullMQ never gives up.
-        maxStalledCount: Number.MAX_SAFE_INTEGER,
-        // After an outage, a finished run's result is written back this soon (default 15 s).
-        runRetryDelay: Math.min(options.leaseMs, 5_000),
-        settings: {
-          // The store could not be written: 1 s, 2 s, 4 s, ... up to 30 s.
-          backoffStrategy: (attemptsMade: number) =>
-            Math.min(1000 * 2 ** (attemptsMade - 1), 30_000),
-        },
-      });
-      logQueueOutages(worker, logger, "worker");
-      const running = worker;
-      // Another process may hold the task now: stop the upstream call, write nothing.
-      running.on("lockRenewalFailed", (jobIds: string[]) => {
-        for (const jobId of jobIds) running.cancelJob(jobId, "lost" satisfies LeaseEnd);
-      });
-      unsubscribe = options.events.subscribe((event) => {
-        if (event.type === "cancel")
-          running.cancelJob(event.taskId, "cancelled" satisfies LeaseEnd);
-      });
-    },
-
-    async stop(graceMs) {
-      unsubscribe?.();
-      if (worker) await stopWorker(worker, graceMs, "handback" satisfies LeaseEnd);
-      await workerClient?.close().catch(() => workerClient?.destroy());
-      await queue.close();
-    },
+    start: (taskHandler) => start(s, taskHandler),
+    stop: (graceMs) => stop(s, graceMs),
   };
+}
+
+/** What the queue's steps share; `worker` and what goes with it exist once started. */
+interface BullmqState {
+  options: BullmqQueueOptions;
+  client: RedisClient;
+  queue: Queue<JobData>;
+  bullPrefix: string;
+  /** `<prefix>::admission:`, the admission ledger's keys. */
+  ledgerPrefix: string;
+  waiting: string;
+  running: string;
+  handler?: TaskHandler;
+  worker?: Worker<JobData>;
+  workerClient?: RedisClient;
+  unsubscribe?: () => void;
+}
+
+const ownerWaiting = (s: BullmqState, owner: string) => `${s.ledgerPrefix}waiting:${owner}`;
+
+function addJob(s: BullmqState, entry: QueueEntry) {
+  return s.queue.add(
+    "run",
+    { taskId: entry.taskId, owner: entry.owner },
+    {
+      jobId: entry.taskId,
+      removeOnComplete: true,
+      removeOnFail: true,
+      // A run rejects only when the store could not be written: try again, for ever.
+      attempts: Number.MAX_SAFE_INTEGER,
+      backoff: { type: "custom" },
+    },
+  );
+}
+
+/** Marks places as belonging to existing tasks (they no longer lapse). */
+function hold(s: BullmqState, entry: QueueEntry) {
+  return s.client
+    .multi()
+    .zAdd(s.waiting, { score: Infinity, value: entry.taskId })
+    .zAdd(ownerWaiting(s, entry.owner), { score: Infinity, value: entry.taskId })
+    .exec();
+}
+
+/**
+ * {@link hold} for a place {@link admit} reserved, sent together with the
+ * job (one round trip, not two): the job may start, and its processor take
+ * the place out of the ledger, before this lands, so it only updates a
+ * place still there (XX) and never puts back one that was taken.
+ */
+function confirm(s: BullmqState, entry: QueueEntry) {
+  return s.client
+    .multi()
+    .zAdd(s.waiting, { score: Infinity, value: entry.taskId }, { condition: "XX" })
+    .zAdd(
+      ownerWaiting(s, entry.owner),
+      { score: Infinity, value: entry.taskId },
+      { condition: "XX" },
+    )
+    .exec();
+}
+
+async function admit(
+  s: BullmqState,
+  entry: QueueEntry,
+  limits: AdmissionLimits,
+): Promise<Admission> {
+  const now = Date.now();
+  const answer = await ADMIT.run(
+    s.client,
+    [s.waiting, ownerWaiting(s, entry.owner), s.running],
+    [
+      now,
+      now + RESERVATION_MS,
+      entry.taskId,
+      limits.maxQueued,
+      limits.maxQueuedPerOwner,
+      s.options.maxConcurrent,
+    ],
+  );
+  return answer === "ok"
+    ? { admitted: true }
+    : { admitted: false, reason: answer as "queue_full" | "owner_queue_full" };
+}
+
+async function release(s: BullmqState, entry: QueueEntry): Promise<void> {
+  await s.client
+    .multi()
+    .zRem(s.waiting, entry.taskId)
+    .zRem(ownerWaiting(s, entry.owner), entry.taskId)
+    .exec();
+}
+
+async function adopt(s: BullmqState, entries: readonly QueueEntry[]): Promise<void> {
+  for (const entry of entries) {
+    if ((await s.queue.getJobState(entry.taskId)) !== "unknown") continue;
+    s.options.logger.info({ taskId: entry.taskId }, "queueing a task that had no job");
+    // Its reservation may have lapsed: the place is taken again, then the job made.
+    await hold(s, entry);
+    await addJob(s, entry);
+  }
+}
+
+async function remove(s: BullmqState, entry: QueueEntry): Promise<boolean> {
+  // A job that started is locked: BullMQ leaves it, and the caller cancels the run instead.
+  const removed = (await s.queue.remove(entry.taskId)) === 1;
+  if (removed) await release(s, entry);
+  return removed;
+}
+
+/** The worker's processor: the place moves from waiting to running, the handler runs the task. */
+async function processJob(
+  s: BullmqState,
+  job: Job<JobData>,
+  token: string | undefined,
+  signal?: AbortSignal,
+) {
+  const { client } = s;
+  const { taskId, owner } = job.data;
+  await client
+    .multi()
+    .zRem(s.waiting, taskId)
+    .zRem(ownerWaiting(s, owner), taskId)
+    .zAdd(s.running, { score: Infinity, value: taskId })
+    .exec();
+  const { handler } = s;
+  await handler!({ taskId, signal: signal as AbortSignal });
+  const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
+  if (end === "lost") throw new Error("the task's lease was lost"); // its new holder ends it
+  if (end === "handback") {
+    // Back to the line at once: another replica takes it now, not after a lock expiry.
+    await hold(s, { taskId, owner });
+    await client.zRem(s.running, taskId);
+    await job.moveToWait(token);
+    throw new WaitingError();
+  }
+  await client.zRem(s.running, taskId);
+}
+
+async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
+  const { options, client } = s;
+  const { logger } = options;
+  s.handler = taskHandler;
+  await s.queue.setGlobalConcurrency(options.maxConcurrent);
+  s.workerClient = await openWorkerConnection(client, logger, "worker");
+  // Three parameters: BullMQ hands the AbortSignal only to a processor that declares it.
+  const processor = (job: Job<JobData>, token: string | undefined, signal?: AbortSignal) =>
+    processJob(s, job, token, signal);
+  const worker = new Worker<JobData>(QUEUE_NAME, processor, {
+    connection: createNodeRedisClient(s.workerClient),
+    prefix: s.bullPrefix,
+    concurrency: options.maxConcurrent,
+    lockDuration: options.leaseMs,
+    stalledInterval: options.leaseMs,
+    // Re-runs of a task whose holder died are counted and bounded by the runner
+    // (imageTasks.maxAttempts), which fails it `interrupted`: BullMQ never gives up.
+    maxStalledCount: Number.MAX_SAFE_INTEGER,
+    // After an outage, a finished run's result is written back this soon (default 15 s).
+    runRetryDelay: Math.min(options.leaseMs, 5_000),
+    settings: {
+      // The store could not be written: 1 s, 2 s, 4 s, ... up to 30 s.
+      backoffStrategy: (attemptsMade: number) => Math.min(1000 * 2 ** (attemptsMade - 1), 30_000),
+    },
+  });
+  s.worker = worker;
+  logQueueOutages(worker, logger, "worker");
+  // Another process may hold the task now: stop the upstream call, write nothing.
+  worker.on("lockRenewalFailed", (jobIds: string[]) => {
+    for (const jobId of jobIds) worker.cancelJob(jobId, "lost" satisfies LeaseEnd);
+  });
+  s.unsubscribe = options.events.subscribe((event) => {
+    if (event.type === "cancel") worker.cancelJob(event.taskId, "cancelled" satisfies LeaseEnd);
+  });
+}
+
+async function stop(s: BullmqState, graceMs: number): Promise<void> {
+  s.unsubscribe?.();
+  if (s.worker) await stopWorker(s.worker, graceMs, "handback" satisfies LeaseEnd);
+  await s.workerClient?.close().catch(() => s.workerClient?.destroy());
+  await s.queue.close();
 }

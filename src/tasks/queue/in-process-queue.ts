@@ -1,4 +1,11 @@
-import type { LeaseEnd, QueueEntry, TaskHandler, TaskQueue } from "./task-queue.js";
+import type {
+  Admission,
+  AdmissionLimits,
+  LeaseEnd,
+  QueueEntry,
+  TaskHandler,
+  TaskQueue,
+} from "./task-queue.js";
 
 /** Options of {@link createInProcessQueue}. */
 export interface InProcessQueueOptions {
@@ -18,102 +25,124 @@ export interface InProcessQueueOptions {
  * process itself.
  */
 export function createInProcessQueue(options: InProcessQueueOptions): TaskQueue {
-  const waiting: QueueEntry[] = [];
-  /** Places admitted and not yet enqueued or released: task id -> owner. */
-  const reserved = new Map<string, string>();
-  const running = new Map<string, AbortController>();
-  const runs = new Set<Promise<void>>();
-  let handler: TaskHandler | undefined;
-  let stopped = false;
-
-  const pump = () => {
-    while (handler && !stopped && running.size < options.maxConcurrent && waiting.length > 0) {
-      const { taskId } = waiting.shift() as QueueEntry;
-      const controller = new AbortController();
-      running.set(taskId, controller);
-      const run: Promise<void> = handler({ taskId, signal: controller.signal })
-        // A run that failed left its task unfinished in the store: the next adopt() picks it up.
-        .catch(() => undefined)
-        .finally(() => {
-          running.delete(taskId);
-          runs.delete(run);
-          pump();
-        });
-      runs.add(run);
-    }
+  const s: QueueState = {
+    options,
+    waiting: [],
+    reserved: new Map(),
+    running: new Map(),
+    runs: new Set(),
+    handler: undefined,
+    stopped: false,
   };
-  const isKnown = (taskId: string) =>
-    running.has(taskId) || waiting.some((entry) => entry.taskId === taskId);
-
   return {
-    async admit(entry, limits) {
-      const freeSlots = Math.max(0, options.maxConcurrent - running.size);
-      if (waiting.length + reserved.size >= limits.maxQueued + freeSlots) {
-        return { admitted: false, reason: "queue_full" };
-      }
-      let owned = 0;
-      for (const other of waiting) if (other.owner === entry.owner) owned++;
-      for (const owner of reserved.values()) if (owner === entry.owner) owned++;
-      if (owned >= limits.maxQueuedPerOwner + freeSlots) {
-        return { admitted: false, reason: "owner_queue_full" };
-      }
-      reserved.set(entry.taskId, entry.owner);
-      return { admitted: true };
-    },
-
+    admit: async (entry, limits) => admit(s, entry, limits),
     async release(entry) {
-      reserved.delete(entry.taskId);
+      s.reserved.delete(entry.taskId);
     },
-
-    async enqueue(entry) {
-      reserved.delete(entry.taskId);
-      if (isKnown(entry.taskId)) return;
-      waiting.push({ taskId: entry.taskId, owner: entry.owner });
-      pump();
-    },
-
-    async adopt(entries) {
-      for (const entry of entries) {
-        if (!isKnown(entry.taskId) && !reserved.has(entry.taskId)) {
-          waiting.push({ taskId: entry.taskId, owner: entry.owner });
-        }
-      }
-      pump();
-    },
-
-    async remove(entry) {
-      const index = waiting.findIndex((other) => other.taskId === entry.taskId);
-      if (index === -1) return false;
-      waiting.splice(index, 1);
-      return true;
-    },
-
+    enqueue: async (entry) => enqueue(s, entry),
+    adopt: async (entries) => adopt(s, entries),
+    remove: async (entry) => remove(s, entry),
     async cancel(taskId) {
-      running.get(taskId)?.abort("cancelled" satisfies LeaseEnd);
+      s.running.get(taskId)?.abort("cancelled" satisfies LeaseEnd);
     },
-
     async counts() {
-      return { waiting: waiting.length, running: running.size };
+      return { waiting: s.waiting.length, running: s.running.size };
     },
-
     async start(taskHandler) {
-      handler = taskHandler;
-      stopped = false;
-      pump();
+      s.handler = taskHandler;
+      s.stopped = false;
+      pump(s);
     },
-
-    async stop(graceMs) {
-      stopped = true;
-      const drained = Promise.all([...runs]);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        drained,
-        new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
-      ]);
-      clearTimeout(timer);
-      const end: LeaseEnd = options.handsBack ? "handback" : "shutdown";
-      for (const controller of running.values()) controller.abort(end);
-      await drained;
-    },
+    stop: (graceMs) => stop(s, graceMs),
   };
+}
+
+/** The queue's state, all in this process. */
+interface QueueState {
+  options: InProcessQueueOptions;
+  waiting: QueueEntry[];
+  /** Places admitted and not yet enqueued or released: task id -> owner. */
+  reserved: Map<string, string>;
+  running: Map<string, AbortController>;
+  runs: Set<Promise<void>>;
+  handler: TaskHandler | undefined;
+  stopped: boolean;
+}
+
+/** Starts waiting tasks while slots are free. */
+function pump(s: QueueState): void {
+  const { waiting, running, runs } = s;
+  while (s.handler && !s.stopped && running.size < s.options.maxConcurrent && waiting.length > 0) {
+    const { taskId } = waiting.shift() as QueueEntry;
+    const controller = new AbortController();
+    running.set(taskId, controller);
+    const handler = s.handler;
+    const run: Promise<void> = handler({ taskId, signal: controller.signal })
+      // A run that failed left its task unfinished in the store: the next adopt() picks it up.
+      .catch(() => undefined)
+      .finally(() => {
+        running.delete(taskId);
+        runs.delete(run);
+        pump(s);
+      });
+    runs.add(run);
+  }
+}
+
+function isKnown({ running, waiting }: QueueState, taskId: string): boolean {
+  return running.has(taskId) || waiting.some((entry) => entry.taskId === taskId);
+}
+
+function admit(
+  { options, running, waiting, reserved }: QueueState,
+  entry: QueueEntry,
+  limits: AdmissionLimits,
+): Admission {
+  const freeSlots = Math.max(0, options.maxConcurrent - running.size);
+  if (waiting.length + reserved.size >= limits.maxQueued + freeSlots) {
+    return { admitted: false, reason: "queue_full" };
+  }
+  let owned = 0;
+  for (const other of waiting) if (other.owner === entry.owner) owned++;
+  for (const owner of reserved.values()) if (owner === entry.owner) owned++;
+  if (owned >= limits.maxQueuedPerOwner + freeSlots) {
+    return { admitted: false, reason: "owner_queue_full" };
+  }
+  reserved.set(entry.taskId, entry.owner);
+  return { admitted: true };
+}
+
+function enqueue(s: QueueState, entry: QueueEntry): void {
+  s.reserved.delete(entry.taskId);
+  if (isKnown(s, entry.taskId)) return;
+  s.waiting.push({ taskId: entry.taskId, owner: entry.owner });
+  pump(s);
+}
+
+function adopt(s: QueueState, entries: readonly QueueEntry[]): void {
+  for (const entry of entries) {
+    if (!isKnown(s, entry.taskId) && !s.reserved.has(entry.taskId)) {
+      s.waiting.push({ taskId: entry.taskId, owner: entry.owner });
+    }
+  }
+  pump(s);
+}
+
+function remove({ waiting }: QueueState, entry: QueueEntry): boolean {
+  const index = waiting.findIndex((other) => other.taskId === entry.taskId);
+  if (index === -1) return false;
+  waiting.splice(index, 1);
+  return true;
+}
+
+/** Runs get `graceMs` to end; then their leases end, and the queue waits for them. */
+async function stop(s: QueueState, graceMs: number): Promise<void> {
+  s.stopped = true;
+  const drained = Promise.all([...s.runs]);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+  clearTimeout(timer);
+  const end: LeaseEnd = s.options.handsBack ? "handback" : "shutdown";
+  for (const controller of s.running.values()) controller.abort(end);
+  await drained;
 }
