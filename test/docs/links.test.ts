@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { anchorsOf, markdownFiles, relativeLinksOf } from "./markdown.js";
@@ -19,6 +19,15 @@ function brokenLink(file: string, target: string): string | undefined {
   if (statSync(resolved).isDirectory() || !resolved.endsWith(".md"))
     return "an anchor on a file that is not markdown";
   return anchorsOf(readFileSync(resolved, "utf8")).has(anchor) ? undefined : "no such heading";
+}
+
+/** Every file of the repository's code, as paths from the root. */
+function codeFiles(): string[] {
+  const walk = (dir: string): string[] =>
+    readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)],
+    );
+  return ["src", "test", "bench", "scripts", "config", "deploy", "grafana"].flatMap(walk);
 }
 
 describe("relative links in README.md and docs/", () => {
@@ -57,5 +66,20 @@ describe("relative links in README.md and docs/", () => {
       "errors-codes--statuses",
       "errors-codes--statuses-1",
     ]);
+  });
+
+  it("names only source files that exist (`channel-try.ts`, `src/http/error-codes.ts`)", () => {
+    const files = codeFiles();
+    const named = markdownFiles(ROOT).flatMap((file) =>
+      [...readFileSync(join(ROOT, file), "utf8").matchAll(/`([\w./-]+\.(?:ts|mjs))`/g)].map(
+        (match) => ({ file, path: match[1]! }),
+      ),
+    );
+    expect(named.length).toBeGreaterThan(20);
+    const missing = named.filter(
+      ({ path }) =>
+        !files.some((candidate) => candidate === path || candidate.endsWith(`/${path}`)),
+    );
+    expect(missing.map(({ file, path }) => `${file}: ${path}`)).toEqual([]);
   });
 });
