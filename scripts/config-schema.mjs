@@ -38,10 +38,10 @@ function valueOf(node) {
   return branches.length === 1 ? { ...branches[0] } : node;
 }
 
-/** "integer > 0", "`openai` \| `demo`", "list of strings (at least 1)", ... */
+/** "integer > 0", "`openai` or `demo` (as a list)", "list of strings (at least 1)", ... */
 function typeOf(node) {
   const value = valueOf(node);
-  if (value.enum) return value.enum.map(code).join(" \\| ");
+  if (value.enum) return value.enum.map(code).join(" | ");
   if (value.type === "integer" || value.type === "number") {
     const bounds = [];
     if (value.exclusiveMinimum !== undefined) bounds.push(`> ${value.exclusiveMinimum}`);

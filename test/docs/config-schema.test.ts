@@ -59,6 +59,14 @@ describe("config/schema.json", () => {
     expect(run.status, run.stderr).toBe(0);
   });
 
+  it("the reference's tables have four cells a row: field, type, default, description", () => {
+    const page = readFileSync(join(ROOT, "docs/configuration.md"), "utf8");
+    const generated = page.slice(page.indexOf("<!-- BEGIN GENERATED"), page.indexOf("<!-- END"));
+    const rows = generated.split("\n").filter((line) => line.startsWith("| `"));
+    expect(rows.length).toBeGreaterThan(60);
+    for (const row of rows) expect(row.split(/(?<!\\)\|/).length, row).toBe(6);
+  });
+
   it("the check fails on a stale copy, naming each file and the command", () => {
     const dir = mkdtempSync(join(tmpdir(), "sidecar-schema-"));
     dirs.push(dir);
