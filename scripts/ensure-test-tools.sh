@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs before `npm test`, so that `npm ci && npm test` works on a fresh machine:
 # - the metrics tests scrape the service with a real Prometheus and lint with promtool;
-# - the Redis store, queue and replica tests need a Redis on 127.0.0.1:6379.
+# - the Redis store, queue and replica tests need a Redis on 127.0.0.1:6379;
+# - the README's tour runs its curl commands (test/docs/readme-snippets.test.ts).
 # On a fresh Debian machine (as root) what is missing is installed or started here.
 set -euo pipefail
 
@@ -21,6 +22,16 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
     apt_install prometheus
   else
     echo "The metrics tests need prometheus and promtool on PATH (Debian: apt-get install prometheus)." >&2
+    exit 1
+  fi
+fi
+
+if ! command -v curl >/dev/null 2>&1; then
+  if can_install; then
+    echo "installing curl for the README's tour..." >&2
+    apt_install curl
+  else
+    echo "The README test runs curl (Debian: apt-get install curl)." >&2
     exit 1
   fi
 fi

@@ -65,7 +65,7 @@ export async function resolveForwardSecret(options: ResolveForwardSecretOptions)
       logger.warn(
         "deleted a forward secret an earlier version kept in the task store: unfinished forward " +
           "tasks sealed with it fail credential_unavailable, and tasks from before belong to " +
-          "other owners (see the README, forward mode)",
+          "other owners (see docs/forward-mode.md, the forward secret)",
       );
     }
   }

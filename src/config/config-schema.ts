@@ -18,10 +18,19 @@ export const configSchema = z
     server: serverSchema,
     store: storeSchema,
     auth: authSchema,
-    groups: z.record(z.string(), groupSchema, { error: "must map group names to {models}" }),
+    groups: z.record(z.string(), groupSchema, { error: "must map group names to {models}" }).meta({
+      description:
+        "Groups by name: the models their keys may see and use. Every key and JWT belongs to one.",
+    }),
     channels: z
       .array(channelSchema, { error: "must list at least one channel" })
-      .min(1, "must list at least one channel"),
+      .min(1, "must list at least one channel")
+      .meta({
+        description:
+          "The upstream OpenAI-compatible gateways and providers (or the built-in demo channel). " +
+          "Several may serve one model: the lowest `priority` is tried first, `weight` spreads " +
+          "load within one priority.",
+      }),
     imageTasks: imageTasksSchema,
     images: imagesSchema,
     webhooks: webhooksSchema,
@@ -82,6 +91,12 @@ export const configSchema = z
       }
       seen.add(channel.name);
     });
+  })
+  .meta({
+    title: "image-task-sidecar configuration",
+    description:
+      "The configuration file of image-task-sidecar (YAML). `${VAR}` and `${VAR:-default}` are " +
+      "replaced by environment variables.",
   });
 
 /** The validated configuration, defaults filled in. */

@@ -125,7 +125,7 @@ describe("auth.forward", () => {
   });
 });
 
-describe("config/forward.yaml (the README's example)", () => {
+describe("config/forward.yaml (the example in docs/forward-mode.md)", () => {
   it("is valid with its variables set", () => {
     const { config, warnings } = loadConfig({
       file: new URL("../../config/forward.yaml", import.meta.url).pathname,

@@ -345,7 +345,7 @@ describe("slow receivers", () => {
   });
 });
 
-describe("the README's receiver", () => {
+describe("the receiver in docs/image-tasks.md", () => {
   it("an Express app with express.raw and standardwebhooks verifies a delivery", async () => {
     const seen: unknown[] = [];
     const webhook = new Webhook(SECRET);

@@ -4,33 +4,55 @@ import { fromText, positiveInt, url } from "./field-types.js";
 /** A static API key and the group whose models it may use. */
 export const apiKeySchema = z
   .object({
-    key: z.string({ error: "must be a string" }).min(1, "must not be empty"),
-    group: z.string({ error: "must be a group name" }).min(1, "must be a group name"),
-    /** A label for logs and metrics-free diagnostics; never the key itself. */
-    name: z.string().optional(),
+    key: z
+      .string({ error: "must be a string" })
+      .min(1, "must not be empty")
+      .meta({
+        description:
+          "The bearer clients send (`Authorization: Bearer <key>`); kept hashed in memory, " +
+          "never logged. Use `${VAR}` to keep it out of the file.",
+      }),
+    group: z
+      .string({ error: "must be a group name" })
+      .min(1, "must be a group name")
+      .meta({ description: "The group (a key of `groups`) whose models the key may use." }),
+    name: z.string().optional().meta({ description: "A label for logs, never the key itself." }),
   })
   .strict();
 
 /** Bearer JWTs, verified with jose. Exactly one of `secret` and `jwksUrl`. */
 export const jwtSchema = z
   .object({
-    /** HS256 shared secret. Empty (an unset `${JWT_SECRET}`): every JWT is refused. */
-    secret: z.string({ error: "must be a string" }).optional(),
-    /** JWKS endpoint for asymmetric keys (RS256, ES256, ...). */
-    jwksUrl: url.optional(),
-    /** Required `iss`, when set. */
-    issuer: z.string().optional(),
-    /** Required `aud`, when set. */
-    audience: z.string().optional(),
-    /** Claim holding the group name. Default `group`. */
-    groupClaim: z.string().min(1).default("group"),
-    /** Group for tokens without the claim. Default: such tokens are refused. */
-    defaultGroup: z.string().optional(),
-    /**
-     * Refuse tokens without an `exp` claim, which would otherwise be valid
-     * forever. Default true; false accepts them (an issuer that never sets it).
-     */
-    requireExp: fromText(z.boolean({ error: "must be true or false" })).default(true),
+    secret: z
+      .string({ error: "must be a string" })
+      .optional()
+      .meta({
+        description:
+          "HS256 shared secret (exactly one of `secret` and `jwksUrl`). Empty (an unset " +
+          "`${JWT_SECRET}`): every JWT is refused.",
+      }),
+    jwksUrl: url.optional().meta({
+      description:
+        "JWKS endpoint for public-key algorithms (RS, PS, ES, EdDSA), e.g. " +
+        "`https://issuer.example/.well-known/jwks.json` (exactly one of `secret` and `jwksUrl`).",
+    }),
+    issuer: z.string().optional().meta({ description: "Required `iss` claim, when set." }),
+    audience: z.string().optional().meta({ description: "Required `aud` claim, when set." }),
+    groupClaim: z
+      .string()
+      .min(1)
+      .default("group")
+      .meta({ description: "The claim holding the token's group name." }),
+    defaultGroup: z.string().optional().meta({
+      description: "Group for tokens without the claim. Default: such tokens are refused.",
+    }),
+    requireExp: fromText(z.boolean({ error: "must be true or false" }))
+      .default(true)
+      .meta({
+        description:
+          "Refuse tokens without an `exp` claim, which would otherwise be valid forever; false " +
+          "accepts them (an issuer that never sets it).",
+      }),
   })
   .strict()
   // Presence, not truthiness: an empty secret is reported by its own field, not twice.
@@ -47,55 +69,89 @@ export const jwtSchema = z
  */
 export const forwardSchema = z
   .object({
-    /** Name of the gateway's channel (type `openai`): keys are checked there and used there. */
-    channel: z.string({ error: "must name a channel" }).min(1, "must name a channel"),
-    /** Seconds a key the gateway accepted, and its model list, are reused before asking again. Default 60. */
-    cacheSec: positiveInt("seconds").default(60),
-    /**
-     * Seconds a key the gateway refused (401/403) is refused without asking
-     * again, so a flood of bad keys is not a flood at the gateway. Default 5.
-     */
-    refusalCacheSec: positiveInt("seconds").default(5),
-    /** Seconds to wait for the gateway's answer to a key check; past it the request gets 502. Default 10. */
-    timeoutSec: positiveInt("seconds").default(10),
-    /**
-     * Keys remembered in each cache (accepted, refused); past it the least
-     * recently used is forgotten, so made-up keys cannot grow memory. Default 10000.
-     */
-    maxCachedKeys: positiveInt("keys").default(10_000),
-    /**
-     * Gateway checks of keys not seen accepted before, running at once; a new
-     * key beyond it gets 503 `upstream_unavailable` with `Retry-After` (keys
-     * the gateway accepted in the last day are re-checked outside this
-     * bound). Default 16.
-     */
-    maxChecksInFlight: positiveInt("checks").default(16),
-    /**
-     * Gateway checks of keys not seen accepted before, started per second on
-     * average (a second's worth may start at once); beyond it the same 503.
-     * So made-up keys, however many, cost the gateway at most this many
-     * calls a second. Default 50.
-     */
-    maxChecksPerSec: positiveInt("checks").default(50),
-    /**
-     * Secret (at least 32 characters) from which the key hash (task owner)
-     * and the encryption of keys kept for unfinished tasks are derived.
-     * Default: a random one generated once and kept in the store. Changing it
-     * orphans existing tasks and fails unfinished forward tasks.
-     */
+    channel: z
+      .string({ error: "must name a channel" })
+      .min(1, "must name a channel")
+      .meta({
+        description:
+          "Name of the gateway's channel (type `openai`): unknown bearer keys are checked there " +
+          "and their requests sent there.",
+      }),
+    cacheSec: positiveInt("seconds")
+      .default(60)
+      .meta({
+        description:
+          "Seconds a key the gateway accepted, and its model list, are reused before asking " +
+          "again (so a revoked key keeps working here for at most this long).",
+      }),
+    refusalCacheSec: positiveInt("seconds")
+      .default(5)
+      .meta({
+        description:
+          "Seconds a key the gateway refused (401/403) is refused without asking again, so a " +
+          "flood of bad keys is not a flood at the gateway.",
+      }),
+    timeoutSec: positiveInt("seconds")
+      .default(10)
+      .meta({
+        description:
+          "Seconds to wait for the gateway's answer to a key check; past it the request gets " +
+          "502 `upstream_unavailable`.",
+      }),
+    maxCachedKeys: positiveInt("keys")
+      .default(10_000)
+      .meta({
+        description:
+          "Keys remembered in each cache (accepted, refused); past it the least recently used " +
+          "is forgotten, so made-up keys cannot grow memory.",
+      }),
+    maxChecksInFlight: positiveInt("checks")
+      .default(16)
+      .meta({
+        description:
+          "Gateway checks of keys not seen accepted before, running at once; a new key beyond " +
+          "it gets 503 `upstream_unavailable` with `Retry-After` (keys the gateway accepted in " +
+          "the last day are checked again outside this bound).",
+      }),
+    maxChecksPerSec: positiveInt("checks")
+      .default(50)
+      .meta({
+        description:
+          "Gateway checks of keys not seen accepted before, started per second on average (a " +
+          "second's worth may start at once); beyond it the same 503. So made-up keys, however " +
+          "many, cost the gateway at most this many calls a second.",
+      }),
     secret: z
       .string({ error: "must be a string" })
       .min(32, "must be at least 32 characters")
-      .optional(),
+      .optional()
+      .meta({
+        description:
+          "Secret (at least 32 characters, e.g. `openssl rand -base64 48`) from which the key " +
+          "hash (task owner) and the encryption of keys kept for unfinished tasks are derived. " +
+          "Required with a `redis://` store. Default: on SQLite, one generated on first start " +
+          "into a file of its own beside the database (`<database>.forward-secret`, mode 0600); " +
+          "on `memory://`, a random one in memory. Changing it orphans existing tasks and fails " +
+          "unfinished forward tasks with `credential_unavailable`.",
+      }),
   })
   .strict();
 
+/** Who may call the service: static keys, JWTs, and forward mode's gateway keys. */
 export const authSchema = z
   .object({
-    keys: z.array(apiKeySchema).default([]),
-    jwt: jwtSchema.optional(),
-    /** Forward mode (see {@link forwardSchema}). Default: off. */
-    forward: forwardSchema.optional(),
+    keys: z.array(apiKeySchema).default([]).meta({
+      description: "Static API keys, each in a group.",
+    }),
+    jwt: jwtSchema.optional().meta({
+      description: "Bearer JWTs, verified with jose. Default: off.",
+    }),
+    forward: forwardSchema.optional().meta({
+      description:
+        "Forward mode: bearer keys that are neither configured keys nor JWTs are taken as keys " +
+        "of a gateway (new-api, one-api), which decides what they may use. Default: off.",
+    }),
   })
   .strict()
-  .prefault({});
+  .prefault({})
+  .meta({ description: "Who may call the service: static keys, JWTs, forward mode." });

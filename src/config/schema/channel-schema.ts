@@ -4,52 +4,82 @@ import { fromText, modelPatterns, origin, positiveInt, url } from "./field-types
 /** An upstream OpenAI-compatible gateway or provider. */
 export const channelSchema = z
   .object({
-    /** Unique name, used in logs and metric labels. */
     name: z
       .string({ error: "must be a name" })
-      .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, '_', '.' or '-'"),
-    /**
-     * `openai` (default): any OpenAI-compatible HTTP API at `baseUrl`.
-     * `demo`: the built-in demo channel, started in-process; needs no `baseUrl`.
-     */
-    type: z.enum(["openai", "demo"], { error: "must be openai or demo" }).default("openai"),
-    /** The channel's `/v1` base URL, e.g. `http://127.0.0.1:3000/v1`. */
-    baseUrl: url.optional(),
-    /** Sent upstream as `Authorization: Bearer <apiKey>`; never logged or returned. */
-    apiKey: z.string().optional(),
-    /** Model ids and `*` globs; a glob is resolved from the channel's own `/v1/models`. */
-    models: modelPatterns,
-    /** Lower is tried first. Default 0. */
-    priority: fromText(z.number({ error: "must be a number" }).int("must be an integer")).default(
-      0,
-    ),
-    /** Share of traffic among channels of one priority. Default 1. */
-    weight: fromText(z.number({ error: "must be a number" }).positive("must be > 0")).default(1),
-    /** Seconds to wait for a chat answer to start or to continue streaming. Default 120. */
-    timeoutSec: positiveInt("seconds").default(120),
-    /**
-     * Seconds a synchronous image call (`/v1/images/generations`, edits, variations) waits on
-     * a silent channel. Image tasks wait up to their own `imageTasks.timeoutSec`. Default 600.
-     */
-    imageTimeoutSec: positiveInt("seconds").default(600),
-    /** Seconds a fetched `/v1/models` list is reused. Default 60. */
-    modelsCacheSec: positiveInt("seconds").default(60),
-    /**
-     * Origins besides the channel's own that image URLs in its answers are
-     * downloaded from (e.g. its CDN, `https://cdn.example.com`). Default none:
-     * only the channel's own origin. Downloads from these never reach
-     * loopback, private, link-local or metadata addresses (checked on the URL
-     * and again on the address connected to); redirects are never followed.
-     */
-    imageUrlOrigins: z.array(origin, { error: "must be a list of origins" }).default([]),
-    /**
-     * Largest image accepted from the channel, decoded from `b64_json` or
-     * downloaded from a `url`, in bytes; its whole answer may hold `n` such
-     * images. Default 32 MiB.
-     */
-    maxImageBytes: positiveInt("bytes").default(32 * 1024 * 1024),
-    /** Demo channel only: how long drawing an image takes, in ms. Default 3000. */
-    imageDelayMs: fromText(z.number().int().min(0, "must be >= 0")).default(3000),
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, '_', '.' or '-'")
+      .meta({ description: "Unique name, used in logs and metric labels." }),
+    type: z
+      .enum(["openai", "demo"], { error: "must be openai or demo" })
+      .default("openai")
+      .meta({
+        description:
+          "`openai`: any OpenAI-compatible HTTP API at `baseUrl`. `demo`: the built-in demo " +
+          "channel, started in-process on `127.0.0.1`; needs no `baseUrl`.",
+      }),
+    baseUrl: url.optional().meta({
+      description:
+        "The channel's `/v1` base URL, e.g. `http://127.0.0.1:3000/v1`. Required for `openai` " +
+        "channels.",
+    }),
+    apiKey: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          "Sent upstream as `Authorization: Bearer <apiKey>`; never logged or returned. " +
+          "Default: none (a forward-mode channel without one serves forward keys only).",
+      }),
+    models: modelPatterns.meta({
+      description:
+        "Model ids and `*` globs the channel serves; a glob is resolved from the channel's own " +
+        "`/v1/models`.",
+    }),
+    priority: fromText(z.number({ error: "must be a number" }).int("must be an integer"))
+      .default(0)
+      .meta({ description: "Channels with the lowest value are tried first." }),
+    weight: fromText(z.number({ error: "must be a number" }).positive("must be > 0"))
+      .default(1)
+      .meta({
+        description: "Share of traffic among the channels of one priority (weighted random order).",
+      }),
+    timeoutSec: positiveInt("seconds")
+      .default(120)
+      .meta({
+        description:
+          "Seconds the channel may stay silent, before its answer starts and between chunks " +
+          "of it, on every passthrough route but the image ones: 504 `upstream_timeout` before " +
+          "the first byte, a closed stream after it.",
+      }),
+    imageTimeoutSec: positiveInt("seconds")
+      .default(600)
+      .meta({
+        description:
+          "The same silence limit on the synchronous image routes (`/v1/images/generations`, " +
+          "edits, variations). Image tasks wait up to their own `imageTasks.timeoutSec`.",
+      }),
+    modelsCacheSec: positiveInt("seconds")
+      .default(60)
+      .meta({ description: "Seconds a fetched `/v1/models` list is reused." }),
+    imageUrlOrigins: z
+      .array(origin, { error: "must be a list of origins" })
+      .default([])
+      .meta({
+        description:
+          "Origins besides the channel's own that image URLs in its answers are downloaded from " +
+          "(e.g. its CDN, `https://cdn.example.com`). Downloads from these never reach " +
+          "loopback, private, link-local or metadata addresses (checked on the URL and again " +
+          "on the address connected to); redirects are never followed.",
+      }),
+    maxImageBytes: positiveInt("bytes")
+      .default(32 * 1024 * 1024)
+      .meta({
+        description:
+          "Largest image accepted from the channel, decoded from `b64_json` or downloaded from " +
+          "a `url`, in bytes (32 MiB by default); its whole answer may hold `n` such images.",
+      }),
+    imageDelayMs: fromText(z.number().int().min(0, "must be >= 0"))
+      .default(3000)
+      .meta({ description: "Demo channel only: how long drawing an image takes, in ms." }),
   })
   .strict()
   .superRefine((channel, ctx) => {

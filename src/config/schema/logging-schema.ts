@@ -1,13 +1,15 @@
 import { z } from "zod";
 
+/** Log output (pino JSON lines on stdout). */
 export const loggingSchema = z
   .object({
-    /** pino level. Default `info`; `LOG_LEVEL` overrides it. */
     level: z
       .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
         error: "must be one of fatal, error, warn, info, debug, trace, silent",
       })
-      .default("info"),
+      .default("info")
+      .meta({ description: "The pino log level. `LOG_LEVEL` overrides it." }),
   })
   .strict()
-  .prefault({});
+  .prefault({})
+  .meta({ description: "Logs: JSON lines on stdout." });

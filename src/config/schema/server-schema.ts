@@ -1,69 +1,103 @@
 import { z } from "zod";
 import { fromText, portNumber, positiveInt, url } from "./field-types.js";
 
-/** The HTTP listener. */
+/** The HTTP listener. Each field's documentation is its `description`, shown in editors and docs. */
 export const serverSchema = z
   .object({
-    /** Port to listen on. Default 8080; `PORT` overrides it; 0 picks a free port. */
-    port: portNumber.default(8080),
-    /**
-     * Interface to bind. Default `0.0.0.0` (all), as a container or ingress
-     * backend needs; the embedded demo configuration binds `127.0.0.1`
-     * (`HOST` there), since its demo key reaches every model.
-     */
-    host: z.string().min(1).default("0.0.0.0"),
-    /**
-     * Base of the URLs the service hands out (task `Location`, signed image
-     * URLs). Default: derived from each request's Host (and, with
-     * `trustProxy`, `X-Forwarded-Proto`/`-Host`).
-     */
-    publicBaseUrl: url.optional(),
-    /** Trust `X-Forwarded-*` headers from an ingress or CDN. Default false. */
-    trustProxy: fromText(z.boolean({ error: "must be true or false" })).default(false),
-    /**
-     * Largest JSON request body, in bytes, on routes whose bodies can be big
-     * (chat with images, responses, embeddings). Routes that take a prompt
-     * and a few fields (image tasks, image generations, speech) accept
-     * 1 MiB, or this if lower. Default 20 MiB (OpenAI's own cap for chat).
-     */
-    maxBodyBytes: positiveInt("bytes").default(20 * 1024 * 1024),
-    /**
-     * Largest upload, in bytes: a `multipart/form-data` body (image edits and
-     * variations, audio; edit tasks), or an edit task's JSON with `data:` URLs.
-     * Default 64 MiB.
-     */
-    maxUploadBytes: positiveInt("bytes").default(64 * 1024 * 1024),
-    /**
-     * Seconds an authenticated request's body may take to arrive, apart from
-     * the time its answer takes (the server itself has no request timeout,
-     * for the long synchronous image route). Default 300, Node's own default.
-     */
-    bodyTimeoutSec: positiveInt("seconds").default(300),
-    /**
-     * Seconds a request body may send nothing while the service waits for the
-     * rest (a client that sent headers and half a body, then went silent: a
-     * slowloris), whatever `bodyTimeoutSec` still allows a slow but moving
-     * upload. Default 60, as nginx's `client_body_timeout`.
-     */
-    bodyIdleSec: positiveInt("seconds").default(60),
-    /**
-     * Largest non-streamed JSON answer read from a channel, in bytes (it is
-     * read whole, to pass on only complete JSON). Default 128 MiB.
-     */
-    maxResponseBytes: positiveInt("bytes").default(128 * 1024 * 1024),
-    /**
-     * Secret that signs image URLs. Default: a random one kept in the store,
-     * so URLs survive restarts and are valid on every replica.
-     */
-    urlSigningSecret: z.string().min(16, "must be at least 16 characters").optional(),
-    /**
-     * Client connections open at once; past it a new connection is closed at
-     * once (the others are served as usual), so idle or slow connections
-     * cannot exhaust the process's file descriptors and memory. Default 10000.
-     */
-    maxConnections: positiveInt("connections").default(10_000),
-    /** Seconds SIGTERM waits for in-flight requests before exiting. Default 25. */
-    shutdownGraceSec: positiveInt("seconds").default(25),
+    port: portNumber
+      .default(8080)
+      .meta({ description: "Port to listen on; 0 picks a free port. `PORT` overrides it." }),
+    host: z
+      .string()
+      .min(1)
+      .default("0.0.0.0")
+      .meta({
+        description:
+          "Interface to bind. All interfaces by default, as a container or ingress backend " +
+          "needs; the embedded demo configuration binds `127.0.0.1` (`HOST` there), since its " +
+          "demo key reaches every model.",
+      }),
+    publicBaseUrl: url.optional().meta({
+      description:
+        "Base of the URLs the service hands out (task `Location`, signed image URLs, links in " +
+        "MCP results), e.g. `https://images.example.com`. Default: taken from each request's " +
+        "`Host` (and, with `trustProxy`, `X-Forwarded-Proto` and `X-Forwarded-Host`). Set it in " +
+        "production: it is the only origin a request cannot influence.",
+    }),
+    trustProxy: fromText(z.boolean({ error: "must be true or false" }))
+      .default(false)
+      .meta({
+        description:
+          "Honour `X-Forwarded-Proto` and `X-Forwarded-Host` from an ingress or CDN when " +
+          "building URLs; ignored otherwise.",
+      }),
+    maxBodyBytes: positiveInt("bytes")
+      .default(20 * 1024 * 1024)
+      .meta({
+        description:
+          "Largest JSON request body, in bytes, on routes whose bodies can be big (chat with " +
+          "images, responses, embeddings, completions, moderations, JSON image edits). Routes " +
+          "that take a prompt and a few fields (image tasks, image generations, speech) accept " +
+          "1 MiB, or this if lower. 20 MiB by default, OpenAI's own cap for chat.",
+      }),
+    maxUploadBytes: positiveInt("bytes")
+      .default(64 * 1024 * 1024)
+      .meta({
+        description:
+          "Largest upload, in bytes: a `multipart/form-data` body (image edits and variations, " +
+          "audio transcriptions and translations, edit tasks), or an edit task's JSON with " +
+          "`data:` URLs. 64 MiB by default.",
+      }),
+    bodyTimeoutSec: positiveInt("seconds")
+      .default(300)
+      .meta({
+        description:
+          "Seconds a request's body may take to arrive, apart from the time its answer takes " +
+          "(the server itself has no request timeout, for the long synchronous image routes). " +
+          "Past it: 408 `request_timeout`. The default is Node's own.",
+      }),
+    bodyIdleSec: positiveInt("seconds")
+      .default(60)
+      .meta({
+        description:
+          "Seconds a request body may send nothing while the rest is awaited (a slowloris), " +
+          "whatever `bodyTimeoutSec` still allows a slow but moving upload. Past it: 408 " +
+          "`request_timeout`. The default is nginx's `client_body_timeout`.",
+      }),
+    maxResponseBytes: positiveInt("bytes")
+      .default(128 * 1024 * 1024)
+      .meta({
+        description:
+          "Largest non-streamed JSON answer read from a channel, in bytes (such an answer is " +
+          "read whole, to pass on only complete JSON; a larger one is 502 `invalid_response`). " +
+          "128 MiB by default. Streams and binary answers are not capped.",
+      }),
+    urlSigningSecret: z
+      .string()
+      .min(16, "must be at least 16 characters")
+      .optional()
+      .meta({
+        description:
+          "Secret that signs image URLs (at least 16 characters); set it to rotate. Default: a " +
+          "random one generated once and kept in the task store, so URLs survive restarts and " +
+          "are valid on every replica.",
+      }),
+    maxConnections: positiveInt("connections")
+      .default(10_000)
+      .meta({
+        description:
+          "Client connections open at once; past it a new connection is closed at once (the " +
+          "others are served as usual), so idle or slow connections cannot exhaust the " +
+          "process's file descriptors and memory.",
+      }),
+    shutdownGraceSec: positiveInt("seconds")
+      .default(25)
+      .meta({
+        description:
+          "Seconds SIGTERM gives in-flight requests and running tasks before the process " +
+          "hands the rest back and exits.",
+      }),
   })
   .strict()
-  .prefault({});
+  .prefault({})
+  .meta({ description: "The HTTP listener." });

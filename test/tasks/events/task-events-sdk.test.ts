@@ -6,7 +6,7 @@ import { cancelTask, useApp, waitForStatus } from "../task-api.js";
 
 type TaskEvents = Stream<{ event: string; data: TaskJson }>;
 
-// A task's events read as the README shows, with the openai SDK's own stream reader.
+// A task's events read as docs/image-tasks.md shows, with the openai SDK's own stream reader.
 describe("task events with the openai SDK", () => {
   it("reads the events of a task as they come, and ends after the final one", async () => {
     const app = await useApp();

@@ -9,7 +9,7 @@ interface Task {
   data?: Array<{ b64_json?: string }>;
 }
 
-// The README shows the openai SDK's generic post/get reaching the task routes; keep that true.
+// README.md and docs/image-tasks.md show the openai SDK's generic post/get reaching the task routes; keep that true.
 describe("the task API through the openai SDK's generic methods", () => {
   let app: TestApp;
   beforeEach(async () => {
