@@ -1,5 +1,5 @@
 import type { RequestListener } from "node:http";
-import express from "express";
+import express, { type Express } from "express";
 import type { Logger } from "pino";
 import { createAuthMiddleware, type Authenticate } from "./auth/create-authenticator.js";
 import type { ChannelClient } from "./channels/channel-client.js";
@@ -8,7 +8,7 @@ import type { Config } from "./config/config-schema.js";
 import { createFilesRouter } from "./files/create-files-router.js";
 import { createHealthRouter } from "./health/create-health-router.js";
 import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
-import { createJsonBody } from "./http/json-body.js";
+import { createJsonBody, type JsonBodyOptions } from "./http/json-body.js";
 import { createMcpRouter } from "./mcp/create-mcp-router.js";
 import type { Metrics } from "./metrics/create-metrics.js";
 import {
@@ -22,8 +22,8 @@ import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
-import { createTaskLane } from "./tasks/create-task-lane.js";
-import { createTasksRouter } from "./tasks/create-tasks-router.js";
+import { createTaskLane } from "./tasks/http/create-task-lane.js";
+import { createTasksRouter } from "./tasks/http/create-tasks-router.js";
 
 /** Everything the HTTP layer needs, built by the caller (see `startServer`). */
 export interface AppDeps {
@@ -51,20 +51,58 @@ export interface AppDeps {
  */
 export function createApp(deps: AppDeps): RequestListener {
   const { config, metrics, logger } = deps;
-  const app = express();
-  app.disable("x-powered-by");
-  app.set("etag", false);
-  app.set("trust proxy", config.server.trustProxy);
+  const limits = bodyLimits(config.server);
+  const app = createExpressApp(deps, limits);
+  const lane = createPassthroughLane(deps, limits);
+  const taskLane = createTaskLane({
+    authenticate: deps.authenticate,
+    tasks: deps.tasks,
+    pollIntervalSec: config.imageTasks.pollIntervalSec,
+    jsonBody: limits.taskJson,
+    metrics,
+    logger,
+    publicBaseUrl: config.server.publicBaseUrl,
+    expressRequest: app.request,
+  });
+  return (req, res) => {
+    if (!lane(req, res) && !taskLane(req, res)) app(req, res);
+  };
+}
 
-  const auth = createAuthMiddleware(deps.authenticate);
-  const { server } = config;
-  const bodyTiming = {
+/** The body limits the routes share, from `server`. */
+interface BodyLimits {
+  /** How long a body may take, in all and silent. */
+  timing: { timeoutMs: number; idleMs: number };
+  /** A task submission's JSON: a prompt and a few fields. */
+  taskJson: JsonBodyOptions;
+}
+
+function bodyLimits(server: Config["server"]): BodyLimits {
+  const timing = {
     timeoutMs: server.bodyTimeoutSec * 1000,
     idleMs: server.bodyIdleSec * 1000,
   };
-  // A task submission is a prompt and a few fields.
-  const taskJsonLimits = { limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes), ...bodyTiming };
-  const taskJson = createJsonBody(taskJsonLimits);
+  return {
+    timing,
+    taskJson: { limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes), ...timing },
+  };
+}
+
+/**
+ * Express with everything the lanes leave to it: metrics, health, `/metrics`,
+ * the files route, then (behind bearer auth) models, the task routes and
+ * `/mcp`, the 404 and the one error middleware.
+ */
+function createExpressApp(deps: AppDeps, limits: BodyLimits): Express {
+  const { config, metrics, logger } = deps;
+  const { server } = config;
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("trust proxy", server.trustProxy);
+
+  const auth = createAuthMiddleware(deps.authenticate);
+  const taskJson = createJsonBody(limits.taskJson);
 
   app.use(createHttpMetricsMiddleware(metrics));
   app.use(createHealthRouter({ ping: deps.tasks.ping, isStopping: deps.isStopping }));
@@ -78,11 +116,11 @@ export function createApp(deps: AppDeps): RequestListener {
     createTasksRouter({
       jsonBody: taskJson,
       // An edit task's JSON carries its images as data: URLs.
-      uploadJsonBody: createJsonBody({ limit: server.maxUploadBytes, ...bodyTiming }),
+      uploadJsonBody: createJsonBody({ limit: server.maxUploadBytes, ...limits.timing }),
       maxUploadBytes: server.maxUploadBytes,
-      bodyTiming,
+      bodyTiming: limits.timing,
       tasks: deps.tasks,
-      publicBaseUrl: config.server.publicBaseUrl,
+      publicBaseUrl: server.publicBaseUrl,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
     }),
   );
@@ -95,15 +133,21 @@ export function createApp(deps: AppDeps): RequestListener {
     createMcpRouter({
       tasks: deps.tasks,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
-      publicBaseUrl: config.server.publicBaseUrl,
+      publicBaseUrl: server.publicBaseUrl,
       logger,
     }),
   );
 
   app.use(notFoundHandler);
   app.use(createErrorMiddleware(logger));
+  return app;
+}
 
-  const lane = createProxyLane({
+/** The proxy lane with its passthrough: every OpenAI route that names a model. */
+function createPassthroughLane(deps: AppDeps, limits: BodyLimits) {
+  const { metrics, logger } = deps;
+  const { server } = deps.config;
+  return createProxyLane({
     authenticate: deps.authenticate,
     metrics,
     logger,
@@ -117,23 +161,10 @@ export function createApp(deps: AppDeps): RequestListener {
       limits: {
         maxBodyBytes: server.maxBodyBytes,
         maxUploadBytes: server.maxUploadBytes,
-        bodyTimeoutMs: bodyTiming.timeoutMs,
-        bodyIdleMs: bodyTiming.idleMs,
+        bodyTimeoutMs: limits.timing.timeoutMs,
+        bodyIdleMs: limits.timing.idleMs,
         maxResponseBytes: server.maxResponseBytes,
       },
     }),
   });
-  const taskLane = createTaskLane({
-    authenticate: deps.authenticate,
-    tasks: deps.tasks,
-    pollIntervalSec: config.imageTasks.pollIntervalSec,
-    jsonBody: taskJsonLimits,
-    metrics,
-    logger,
-    publicBaseUrl: config.server.publicBaseUrl,
-    expressRequest: app.request,
-  });
-  return (req, res) => {
-    if (!lane(req, res) && !taskLane(req, res)) app(req, res);
-  };
 }

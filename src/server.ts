@@ -1,13 +1,17 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
-import { channelsForOwnKeys, createForwardMode } from "./auth/create-forward-mode.js";
+import {
+  channelsForOwnKeys,
+  createForwardMode,
+  type ForwardMode,
+} from "./auth/create-forward-mode.js";
 import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
 import { createChannel, type Channel } from "./channels/channel.js";
-import { createChannelClient } from "./channels/channel-client.js";
-import { createChannelRegistry } from "./channels/channel-registry.js";
+import { createChannelClient, type ChannelClient } from "./channels/channel-client.js";
+import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
@@ -15,9 +19,9 @@ import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
 import { configSecrets } from "./logging/secret-scrubber.js";
-import { createMetrics } from "./metrics/create-metrics.js";
-import { startMetricsListener } from "./metrics/start-metrics-listener.js";
-import { createModelAccess } from "./models/model-access.js";
+import { createMetrics, type Metrics } from "./metrics/create-metrics.js";
+import { startMetricsListener, type MetricsListener } from "./metrics/start-metrics-listener.js";
+import { createModelAccess, type ModelAccess } from "./models/model-access.js";
 import { createResponseOwners } from "./proxy/response-owners.js";
 import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";
 
@@ -49,14 +53,61 @@ export interface RunningServer {
 }
 
 /**
- * Assembles and starts the whole service: demo channels, the task feature,
- * HTTP app. Tasks a previous process left are picked up once the port is open.
+ * Assembles and starts the whole service: channels (demo ones started here),
+ * who may use which, the backends (image store, task feature), the HTTP app
+ * and its listener. Tasks a previous process left are picked up once the port
+ * is open.
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
   const logger =
     options.logger ?? createLogger(config.logging.level, undefined, configSecrets(config));
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
+  const { demos, channels } = await startChannels(config);
+  // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
+  const channelClient = createChannelClient({ metrics, logger });
+  const routing = createRouting(config, channels, channelClient, logger);
+  const opened = { config, metrics, logger, demos, channelClient };
+  const { imageStore, tasks } = await openBackends(opened, routing);
+  const s: ServerState = { ...opened, imageStore, tasks, stopping: false };
+  const server = createServer(createServiceApp(s, routing));
+  s.server = server;
+  const { url, port } = await listen(server, config);
+  s.metricsListener = await startMetricsListener({
+    config: config.metrics,
+    defaultHost: config.server.host,
+    metrics,
+    logger,
+  });
+
+  // What a previous process left: queued tasks run, interrupted ones run again.
+  await tasks.start();
+
+  const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
+    (s.closing ??= closeServer(s, graceMs));
+  return { url, port, server, metricsUrl: s.metricsListener?.url, close };
+}
+
+/** What the running service holds, and what closing it goes through. */
+interface ServerState {
+  config: Config;
+  metrics: Metrics;
+  logger: Logger;
+  demos: DemoChannel[];
+  channelClient: ChannelClient;
+  imageStore: ImageStore;
+  tasks: ImageTasks;
+  server?: Server;
+  metricsListener?: MetricsListener;
+  /** Set when closing begins: new passthrough calls and submissions are refused. */
+  stopping: boolean;
+  closing?: Promise<void>;
+}
+
+/** The configured channels; each demo channel is started here, on a port of its own. */
+async function startChannels(
+  config: Config,
+): Promise<{ demos: DemoChannel[]; channels: Channel[] }> {
   const demos: DemoChannel[] = [];
   const channels: Channel[] = [];
   for (const channel of config.channels) {
@@ -68,28 +119,58 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
-  // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
-  const channelClient = createChannelClient({ metrics, logger });
+  return { demos, channels };
+}
+
+/** Who may use which model on which channel: forward mode (if on), the registry, the access rules. */
+interface Routing {
+  forward: ForwardMode | undefined;
+  registry: ChannelRegistry;
+  access: ModelAccess;
+  /** Forward mode's root secret, resolved once the task store is open. */
+  forwardSecret: { resolved?: Promise<string> };
+}
+
+function createRouting(
+  config: Config,
+  channels: Channel[],
+  client: ChannelClient,
+  logger: Logger,
+): Routing {
   // The forward secret is resolved once the task store is open (an earlier version may have
   // left it there, to be moved out): forward mode asks for it only on first use.
-  let forwardSecret: Promise<string> | undefined;
+  const forwardSecret: Routing["forwardSecret"] = {};
   const forward = createForwardMode({
     config,
     channels,
-    secret: () => forwardSecret ?? Promise.reject(new Error("the forward secret is not resolved")),
+    secret: () =>
+      forwardSecret.resolved ?? Promise.reject(new Error("the forward secret is not resolved")),
     logger,
-    client: channelClient,
+    client,
   });
   const registry = createChannelRegistry({
     channels: channelsForOwnKeys(channels, forward?.channel),
     logger,
-    client: channelClient,
+    client,
   });
   const access = createModelAccess({
     groups: config.groups,
     registry,
     forwardChannel: forward?.channel,
   });
+  return { forward, registry, access, forwardSecret };
+}
+
+/**
+ * Opens the image store and the task feature (its store, queue and bus), then
+ * resolves forward mode's secret from the task store; on failure closes what
+ * was opened, the channels too, and rejects.
+ */
+async function openBackends(
+  opened: Pick<ServerState, "config" | "metrics" | "logger" | "demos" | "channelClient">,
+  routing: Routing,
+): Promise<{ imageStore: ImageStore; tasks: ImageTasks }> {
+  const { config, metrics, logger, demos, channelClient } = opened;
   // Image bytes live apart from the task store; both are opened here and handed on.
   let imageStore: ImageStore | undefined;
   let tasks: ImageTasks;
@@ -97,8 +178,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     imageStore = await openImageStore({ config, metrics, logger });
     tasks = await createImageTasks({
       config,
-      access,
-      sealer: forward?.sealer,
+      access: routing.access,
+      sealer: routing.forward?.sealer,
       metrics,
       logger,
       imageStore,
@@ -109,15 +190,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await channelClient.close();
     throw err;
   }
-  if (forward) {
-    forwardSecret = resolveForwardSecret({
+  if (routing.forward) {
+    const secret = resolveForwardSecret({
       configured: config.auth.forward?.secret,
       storeUrl: config.store.url,
       meta: tasks,
       logger,
     });
+    routing.forwardSecret.resolved = secret;
     try {
-      await forwardSecret;
+      await secret;
     } catch (err) {
       await tasks.stop(0);
       await imageStore.close();
@@ -126,25 +208,31 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       throw err;
     }
   }
+  return { imageStore, tasks };
+}
 
-  let stopping = false;
-  const app = createApp({
+/** The HTTP app on the opened parts; it refuses new work once `s.stopping` is set. */
+function createServiceApp(s: ServerState, routing: Routing): RequestListener {
+  const { config, tasks } = s;
+  return createApp({
     config,
-    metrics,
-    logger,
-    authenticate: createAuthenticate(config, forward?.authenticate),
-    registry,
-    access,
-    channelClient,
+    metrics: s.metrics,
+    logger: s.logger,
+    authenticate: createAuthenticate(config, routing.forward?.authenticate),
+    registry: routing.registry,
+    access: routing.access,
+    channelClient: s.channelClient,
     tasks,
     responseOwners: createResponseOwners(
       tasks.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
       config.imageTasks.retentionSec * 1000,
     ),
-    isStopping: () => stopping,
+    isStopping: () => s.stopping,
   });
+}
 
-  const server = createServer(app);
+/** Listens on `server.host:port` with the service's connection limits; resolves its URL. */
+async function listen(server: Server, config: Config): Promise<{ url: string; port: number }> {
   server.on("clientError", createClientErrorHandler());
   // Long generations on the sync route must not be cut by Node's own request timeout.
   server.requestTimeout = 0;
@@ -162,34 +250,23 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const host = ["0.0.0.0", "::", ""].includes(config.server.host)
     ? "127.0.0.1"
     : config.server.host;
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  const metricsListener = await startMetricsListener({
-    config: config.metrics,
-    defaultHost: config.server.host,
-    metrics,
-    logger,
-  });
+  return { url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, port };
+}
 
-  // What a previous process left: queued tasks run, interrupted ones run again.
-  await tasks.start();
-
-  let closing: Promise<void> | undefined;
-  const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
-    (closing ??= (async () => {
-      stopping = true;
-      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Requests and tasks in flight share one grace period, counted from the signal;
-      // a keep-alive connection is closed as soon as its request is answered.
-      const cut = setTimeout(() => server.closeAllConnections(), graceMs);
-      const idle = setInterval(() => server.closeIdleConnections(), 100);
-      await tasks.stop(graceMs, serverClosed);
-      await imageStore?.close();
-      clearTimeout(cut);
-      clearInterval(idle);
-      await channelClient.close();
-      await Promise.all(demos.map((demo) => demo.close()));
-      await metricsListener?.close();
-    })());
-
-  return { url, port, server, metricsUrl: metricsListener?.url, close };
+/** {@link RunningServer.close}: requests and tasks share the grace, then everything closes. */
+async function closeServer(s: ServerState, graceMs: number): Promise<void> {
+  const server = s.server!;
+  s.stopping = true;
+  const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // Requests and tasks in flight share one grace period, counted from the signal;
+  // a keep-alive connection is closed as soon as its request is answered.
+  const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+  const idle = setInterval(() => server.closeIdleConnections(), 100);
+  await s.tasks.stop(graceMs, serverClosed);
+  await s.imageStore.close();
+  clearTimeout(cut);
+  clearInterval(idle);
+  await s.channelClient.close();
+  await Promise.all(s.demos.map((demo) => demo.close()));
+  await s.metricsListener?.close();
 }

@@ -114,6 +114,15 @@ export const handleTranscriptions: DemoHandler = (req, res, context) =>
 export const handleTranslations: DemoHandler = (req, res, context) =>
   transcribe(req, res, context, "translate");
 
+/** A transcript as the demo makes it up, with what the answer's shapes need. */
+interface Transcript {
+  task: "transcribe" | "translate";
+  text: string;
+  seconds: number;
+  usage: unknown;
+  form: DemoForm;
+}
+
 /**
  * The demo does not listen: the text says so and names the file and its length (read from a WAV
  * header, else guessed from its size). Every `response_format` is answered in its shape
@@ -143,19 +152,38 @@ async function transcribe(
     `Demo ${task === "transcribe" ? "transcript" : "translation"} of ${file.filename} ` +
     `(${seconds} seconds of audio): the demo channel does not listen, so these words are made up.`;
   const usage = usageOf(model, seconds, text, formField(form, "prompt") ?? "");
-
+  const transcript: Transcript = { task, text, seconds, usage, form };
   if (task === "transcribe" && formField(form, "stream") === "true") {
-    const stream = openEventStream(res, context.streamDelayMs, gone);
-    for (const piece of streamPieces(text)) {
-      if (!(await stream.pause())) return;
-      stream.send({ type: "transcript.text.delta", delta: piece });
-    }
-    stream.send({ type: "transcript.text.done", text, usage });
-    stream.end();
+    await streamTranscript(res, transcript, context, gone);
     return;
   }
+  sendTranscript(res, format, transcript);
+}
 
-  const segments = segmentsOf(text, seconds);
+/** `stream=true`: the text in `transcript.text.delta` events, then `transcript.text.done`. */
+async function streamTranscript(
+  res: ServerResponse,
+  { text, usage }: Transcript,
+  context: DemoContext,
+  gone: AbortSignal,
+): Promise<void> {
+  const stream = openEventStream(res, context.streamDelayMs, gone);
+  for (const piece of streamPieces(text)) {
+    if (!(await stream.pause())) return;
+    stream.send({ type: "transcript.text.delta", delta: piece });
+  }
+  stream.send({ type: "transcript.text.done", text, usage });
+  stream.end();
+}
+
+/** The transcript in the shape `response_format` names. */
+function sendTranscript(
+  res: ServerResponse,
+  format: (typeof TRANSCRIPTION_FORMATS)[number],
+  transcript: Transcript,
+): void {
+  const { task, text, usage } = transcript;
+  const segments = segmentsOf(text, transcript.seconds);
   switch (format) {
     case "text":
       sendBytes(res, 200, "text/plain; charset=utf-8", text);
@@ -165,46 +193,56 @@ async function transcribe(
       sendBytes(res, 200, "text/plain; charset=utf-8", subtitles(format, segments));
       return;
     case "verbose_json":
-      sendJson(res, 200, {
-        task,
-        language: task === "translate" ? "english" : (formField(form, "language") ?? "english"),
-        duration: seconds,
-        text,
-        segments: segments.map((s, id) => ({
-          id,
-          seek: 0,
-          start: s.start,
-          end: s.end,
-          text: ` ${s.text}`,
-          tokens: s.text.split(" ").map((word) => fnv1a(word) % 50_000),
-          temperature: 0,
-          avg_logprob: -0.25,
-          compression_ratio: 1.2,
-          no_speech_prob: 0.01,
-        })),
-        ...(wantsWords(form) ? { words: wordsOf(text, seconds) } : {}),
-        usage: { type: "duration", seconds: Math.ceil(seconds) },
-      });
+      sendJson(res, 200, verboseJson(transcript, segments));
       return;
     case "diarized_json":
-      sendJson(res, 200, {
-        task: "transcribe",
-        duration: seconds,
-        text,
-        segments: segments.map((s, i) => ({
-          type: "transcript.text.segment",
-          id: `seg_${i}`,
-          start: s.start,
-          end: s.end,
-          speaker: i % 2 === 0 ? "A" : "B",
-          text: s.text,
-        })),
-        usage,
-      });
+      sendJson(res, 200, diarizedJson(transcript, segments));
       return;
     default:
       sendJson(res, 200, task === "translate" ? { text } : { text, usage });
   }
+}
+
+/** `verbose_json`: whisper's segments (and words, when asked for) with their timings. */
+function verboseJson({ task, text, seconds, form }: Transcript, segments: Segment[]) {
+  return {
+    task,
+    language: task === "translate" ? "english" : (formField(form, "language") ?? "english"),
+    duration: seconds,
+    text,
+    segments: segments.map((s, id) => ({
+      id,
+      seek: 0,
+      start: s.start,
+      end: s.end,
+      text: ` ${s.text}`,
+      tokens: s.text.split(" ").map((word) => fnv1a(word) % 50_000),
+      temperature: 0,
+      avg_logprob: -0.25,
+      compression_ratio: 1.2,
+      no_speech_prob: 0.01,
+    })),
+    ...(wantsWords(form) ? { words: wordsOf(text, seconds) } : {}),
+    usage: { type: "duration", seconds: Math.ceil(seconds) },
+  };
+}
+
+/** `diarized_json`: the segments taken in turn by two speakers. */
+function diarizedJson({ text, seconds, usage }: Transcript, segments: Segment[]) {
+  return {
+    task: "transcribe",
+    duration: seconds,
+    text,
+    segments: segments.map((s, i) => ({
+      type: "transcript.text.segment",
+      id: `seg_${i}`,
+      start: s.start,
+      end: s.end,
+      speaker: i % 2 === 0 ? "A" : "B",
+      text: s.text,
+    })),
+    usage,
+  };
 }
 
 /** whisper-1 bills seconds; the gpt-4o transcribe models bill tokens. */

@@ -1,4 +1,4 @@
-import { demoChatReply, demoId, estimateTokens, messageText } from "./demo-chat-reply.js";
+import { demoChatReply, demoId } from "./demo-chat-reply.js";
 import { openEventStream, streamPieces } from "./demo-event-stream.js";
 import {
   clientGoneSignal,
@@ -13,9 +13,12 @@ import {
 } from "./demo-http-helpers.js";
 import type { StoredResponse } from "./demo-response-store.js";
 import type { DemoHandler } from "./demo-route.js";
+import { ResponseDraft } from "./demo-response-draft.js";
 import { structuredReply } from "./demo-structured-reply.js";
 
 type Json = Record<string, unknown>;
+/** What every demo route is given (the stored responses, the stream pace). */
+type DemoContext = Parameters<DemoHandler>[2];
 
 /** A background response is done after this long at least (more for longer replies). */
 const MIN_BACKGROUND_MS = 50;
@@ -28,6 +31,34 @@ const MIN_BACKGROUND_MS = 50;
 export const handleCreateResponse: DemoHandler = async (req, res, context) => {
   const gone = clientGoneSignal(res);
   const { value: body, bytes } = await readObjectBody(req);
+  const { store, background } = checkCreateRequest(body, context);
+  const items = inputItems(body.input);
+  const echo = demoChatReply(items);
+  const text = isJsonObject(body.text) ? (structuredReply(body.text.format, echo) ?? echo) : echo;
+  const draft = new ResponseDraft(body, items, text);
+  const entry: StoredResponse = {
+    response: draft.snapshot("completed", true),
+    inputItems: items,
+    bytes: bytes + text.length * 2,
+  };
+  if (background && body.stream !== true) {
+    finishLater(entry, draft, context);
+    sendJson(res, 200, draft.snapshot("queued", false));
+    return;
+  }
+  if (store) context.responses.set(draft.id, entry);
+  if (body.stream !== true) {
+    sendJson(res, 200, entry.response);
+    return;
+  }
+  await streamResponse(res, draft, context, gone);
+};
+
+/** Refuses what OpenAI would: no model, an unknown previous response, background without store. */
+function checkCreateRequest(
+  body: Json,
+  context: DemoContext,
+): { store: boolean; background: boolean } {
   const { model } = body;
   if (typeof model !== "string" || model.length === 0) {
     throw new DemoRequestError(400, missingParam("model"));
@@ -51,138 +82,53 @@ export const handleCreateResponse: DemoHandler = async (req, res, context) => {
       invalidParam("store", "A background response must be stored: drop 'store: false'."),
     );
   }
-  const items = inputItems(body.input);
-  const echo = demoChatReply(items);
-  const text = isJsonObject(body.text) ? (structuredReply(body.text.format, echo) ?? echo) : echo;
+  return { store, background };
+}
 
-  const id = demoId("resp_");
-  const messageId = demoId("msg_");
-  const createdAt = Math.floor(Date.now() / 1000);
-  const inputText = [body.instructions, ...items.map((item) => messageText(item.content))]
-    .filter((t): t is string => typeof t === "string")
-    .join("\n");
-  const usage = {
-    input_tokens: estimateTokens(inputText),
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens: estimateTokens(text),
-    output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: estimateTokens(inputText) + estimateTokens(text),
-  };
-  const part = (t: string) => ({ type: "output_text", annotations: [], logprobs: [], text: t });
-  const message = (status: string, content: unknown[]) => ({
-    id: messageId,
-    type: "message",
-    status,
-    content,
-    role: "assistant",
-  });
-  const snapshot = (status: string, done: boolean): Json =>
-    responseObject(body, {
-      id,
-      createdAt,
-      status,
-      completedAt: done ? Math.floor(Date.now() / 1000) : null,
-      output: done ? [message("completed", [part(text)])] : [],
-      usage: done ? usage : null,
-    });
+/** A background response: stored `in_progress`, completed after about as long as streaming it. */
+function finishLater(entry: StoredResponse, draft: ResponseDraft, context: DemoContext): void {
+  entry.response = draft.snapshot("in_progress", false);
+  const pieces = streamPieces(draft.text).length;
+  entry.timer = setTimeout(
+    () => {
+      entry.response = draft.snapshot("completed", true);
+      entry.timer = undefined;
+    },
+    Math.max(MIN_BACKGROUND_MS, pieces * context.streamDelayMs),
+  );
+  entry.timer.unref();
+  context.responses.set(draft.id, entry);
+}
 
-  const final = snapshot("completed", true);
-  const entry: StoredResponse = {
-    response: final,
-    inputItems: items,
-    bytes: bytes + text.length * 2,
-  };
-
-  if (background && body.stream !== true) {
-    entry.response = snapshot("in_progress", false);
-    const pieces = streamPieces(text).length;
-    entry.timer = setTimeout(
-      () => {
-        entry.response = snapshot("completed", true);
-        entry.timer = undefined;
-      },
-      Math.max(MIN_BACKGROUND_MS, pieces * context.streamDelayMs),
-    );
-    entry.timer.unref();
-    context.responses.set(id, entry);
-    sendJson(res, 200, snapshot("queued", false));
-    return;
-  }
-  if (store) context.responses.set(id, entry);
-  if (body.stream !== true) {
-    sendJson(res, 200, final);
-    return;
-  }
-
-  // The event sequence of a one-message answer, as OpenAI streams it.
+/** The event sequence of a one-message answer, as OpenAI streams it. */
+async function streamResponse(
+  res: Parameters<DemoHandler>[1],
+  draft: ResponseDraft,
+  context: DemoContext,
+  gone: AbortSignal,
+): Promise<void> {
+  const { text } = draft;
   const stream = openEventStream(res, context.streamDelayMs, gone);
   let sequence = 0;
   const send = (type: string, fields: Json) =>
     stream.send({ type, sequence_number: sequence++, ...fields }, type);
-  const at = { item_id: messageId, output_index: 0, content_index: 0 };
-  send("response.created", { response: snapshot("in_progress", false) });
-  send("response.in_progress", { response: snapshot("in_progress", false) });
-  send("response.output_item.added", { output_index: 0, item: message("in_progress", []) });
-  send("response.content_part.added", { ...at, part: part("") });
+  const at = { item_id: draft.messageId, output_index: 0, content_index: 0 };
+  send("response.created", { response: draft.snapshot("in_progress", false) });
+  send("response.in_progress", { response: draft.snapshot("in_progress", false) });
+  send("response.output_item.added", { output_index: 0, item: draft.message("in_progress", []) });
+  send("response.content_part.added", { ...at, part: draft.part("") });
   for (const piece of streamPieces(text)) {
     if (!(await stream.pause())) return;
     send("response.output_text.delta", { ...at, delta: piece, logprobs: [] });
   }
   send("response.output_text.done", { ...at, text, logprobs: [] });
-  send("response.content_part.done", { ...at, part: part(text) });
+  send("response.content_part.done", { ...at, part: draft.part(text) });
   send("response.output_item.done", {
     output_index: 0,
-    item: message("completed", [part(text)]),
+    item: draft.message("completed", [draft.part(text)]),
   });
-  send("response.completed", { response: snapshot("completed", true) });
+  send("response.completed", { response: draft.snapshot("completed", true) });
   stream.end();
-};
-
-/** The parts of a response that change as it runs. */
-interface ResponseState {
-  id: string;
-  createdAt: number;
-  status: string;
-  completedAt: number | null;
-  output: unknown[];
-  usage: unknown;
-}
-
-/** A full Response object: the request's settings echoed, with OpenAI's defaults. */
-function responseObject(body: Json, state: ResponseState): Json {
-  const given = (key: string, fallback: unknown) => body[key] ?? fallback;
-  return {
-    id: state.id,
-    object: "response",
-    created_at: state.createdAt,
-    status: state.status,
-    background: body.background === true,
-    completed_at: state.completedAt,
-    error: null,
-    incomplete_details: null,
-    instructions: given("instructions", null),
-    max_output_tokens: given("max_output_tokens", null),
-    max_tool_calls: given("max_tool_calls", null),
-    model: body.model,
-    output: state.output,
-    parallel_tool_calls: given("parallel_tool_calls", true),
-    previous_response_id: given("previous_response_id", null),
-    prompt_cache_key: given("prompt_cache_key", null),
-    reasoning: given("reasoning", { effort: null, summary: null }),
-    safety_identifier: given("safety_identifier", null),
-    service_tier: given("service_tier", "default"),
-    store: body.store !== false,
-    temperature: given("temperature", 1),
-    text: given("text", { format: { type: "text" }, verbosity: "medium" }),
-    tool_choice: given("tool_choice", "auto"),
-    tools: given("tools", []),
-    top_logprobs: given("top_logprobs", 0),
-    top_p: given("top_p", 1),
-    truncation: given("truncation", "disabled"),
-    usage: state.usage,
-    user: given("user", null),
-    metadata: given("metadata", {}),
-  };
 }
 
 /**
@@ -228,7 +174,7 @@ function userMessage(content: unknown[]): Json {
 }
 
 /** The stored response a route names, or OpenAI's 404. */
-function storedResponse(context: Parameters<DemoHandler>[2], id: string): StoredResponse {
+function storedResponse(context: DemoContext, id: string): StoredResponse {
   const entry = context.responses.get(id);
   if (!entry) {
     throw new DemoRequestError(404, {

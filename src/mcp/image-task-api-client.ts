@@ -98,6 +98,19 @@ export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 const DEFAULT_DOWNLOAD_TIMEOUT_MS = 30_000;
 
+/** The client's settings, defaults filled in. */
+interface ApiState {
+  options: ImageTaskApiClientOptions;
+  /** `options.baseUrl` without trailing slashes. */
+  baseUrl: string;
+  origin: string;
+  doFetch: typeof fetch;
+  requestTimeoutMs: number;
+  downloadTimeoutMs: number;
+  maxDownloadBytes: number;
+  maxResponseBytes: number;
+}
+
 /**
  * Builds the HTTP client both MCP transports share, so that every API failure (bad key, unknown
  * task, full queue, unreachable service, a proxy's HTML page) becomes one {@link ImageTaskApiError}
@@ -105,112 +118,138 @@ const DEFAULT_DOWNLOAD_TIMEOUT_MS = 30_000;
  */
 export function createImageTaskApiClient(options: ImageTaskApiClientOptions): ImageTaskApiClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
-  const origin = new URL(baseUrl).origin;
-  const doFetch = options.fetch ?? fetch;
-  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const downloadTimeoutMs = options.downloadTimeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS;
-  const maxDownloadBytes = options.maxDownloadBytes ?? MAX_IMAGE_BYTES;
-  const maxResponseBytes = options.maxResponseBytes ?? MAX_ANSWER_BYTES;
-
-  async function send(
-    method: "GET" | "POST",
-    path: string,
-    body: unknown,
-    signal: AbortSignal | undefined,
-    /** How long the service may hold its answer on purpose (a wait), on top of the timeout. */
-    heldMs = 0,
-  ): Promise<{ task: ImageTask; response: Response }> {
-    const headers: Record<string, string> = { accept: "application/json" };
-    if (options.authorization) headers.authorization = options.authorization;
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const response = await fetchOrThrow(
-      doFetch,
-      `${baseUrl}${path}`,
-      { method, headers, body: body === undefined ? undefined : JSON.stringify(body) },
-      requestTimeoutMs + heldMs,
-      signal,
-      baseUrl,
-    );
-    const text = await readText(response, signal, requestTimeoutMs, baseUrl, maxResponseBytes);
-    if (!response.ok) throw httpError(response, text, options.credentialHint);
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw protocolError(response, "an answer that is not JSON");
-    }
-    const parsed = imageTaskSchema.safeParse(json);
-    if (!parsed.success) throw protocolError(response, "an answer that is not an image task");
-    return { task: parsed.data, response };
-  }
-
+  const s: ApiState = {
+    options,
+    baseUrl,
+    origin: new URL(baseUrl).origin,
+    doFetch: options.fetch ?? fetch,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    downloadTimeoutMs: options.downloadTimeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS,
+    maxDownloadBytes: options.maxDownloadBytes ?? MAX_IMAGE_BYTES,
+    maxResponseBytes: options.maxResponseBytes ?? MAX_ANSWER_BYTES,
+  };
   return {
     baseUrl,
     async submitTask(body, signal) {
-      return (await send("POST", "/images/tasks", body, signal)).task;
+      return (await send(s, "POST", "/images/tasks", body, signal)).task;
     },
-    async getTask(taskId, signal, options = {}) {
-      // Whole seconds: the service takes up to 60, and a few ms more are harmless.
-      const wait = Math.min(60, Math.ceil(Math.max(0, options.waitSeconds ?? 0)));
-      // The service's own image links, whatever its images.links: the one origin images are
-      // downloaded from (presigned or CDN links would be another).
-      const { task, response } = await send(
-        "GET",
-        `/images/tasks/${encodeURIComponent(taskId)}?${wait > 0 ? `wait=${wait}&` : ""}links=service`,
-        undefined,
-        signal,
-        wait * 1000,
-      );
-      return { task, retryAfterSeconds: parseRetryAfter(response.headers.get("retry-after")) };
-    },
+    getTask: (taskId, signal, getOptions) => getTask(s, taskId, signal, getOptions),
     watchTask: (taskId, watch) =>
       watchTaskEvents(
         {
           baseUrl,
-          fetch: doFetch,
+          fetch: s.doFetch,
           authorization: options.authorization,
           credentialHint: options.credentialHint,
-          requestTimeoutMs,
-          maxEventBytes: maxResponseBytes,
+          requestTimeoutMs: s.requestTimeoutMs,
+          maxEventBytes: s.maxResponseBytes,
         },
         taskId,
         watch,
       ),
     async cancelTask(taskId, signal) {
-      return (await send("POST", `/images/tasks/${encodeURIComponent(taskId)}/cancel`, {}, signal))
-        .task;
+      const path = `/images/tasks/${encodeURIComponent(taskId)}/cancel`;
+      return (await send(s, "POST", path, {}, signal)).task;
     },
-    async downloadImage(url, signal) {
-      let target: URL;
-      try {
-        // Relative URLs are taken as relative to the service; absolute ones must be on it.
-        target = new URL(url, `${origin}/`);
-      } catch {
-        throw new ImageTaskApiError("refused", "The task holds an image URL that is not a URL.");
-      }
-      if (target.origin !== origin) {
-        throw new ImageTaskApiError(
-          "refused",
-          `Refused to download ${target.origin}: image URLs are only fetched from the service's ` +
-            `own origin ${origin} (OPENAI_BASE_URL). If the service publishes images under ` +
-            `another address (server.publicBaseUrl), set OPENAI_BASE_URL to that address.`,
-        );
-      }
-      // No bearer: the URL is signed. No redirects: they could lead off the origin.
-      const response = await fetchOrThrow(
-        doFetch,
-        target.href,
-        { method: "GET", redirect: "error" },
-        downloadTimeoutMs,
-        signal,
-        baseUrl,
-      );
-      if (!response.ok) {
-        const text = await readText(response, signal, downloadTimeoutMs, baseUrl, maxResponseBytes);
-        throw httpError(response, text, options.credentialHint, "Downloading an image failed");
-      }
-      const bytes = await readBytes(response, maxDownloadBytes, baseUrl, "image");
-      return { bytes, contentType: response.headers.get("content-type") ?? undefined };
-    },
+    downloadImage: (url, signal) => downloadImage(s, url, signal),
   };
+}
+
+/**
+ * One call to the API, answered with a task: JSON in and out, the answer read
+ * within `maxResponseBytes`, every failure an {@link ImageTaskApiError}.
+ */
+async function send(
+  s: ApiState,
+  method: "GET" | "POST",
+  path: string,
+  body: unknown,
+  signal: AbortSignal | undefined,
+  /** How long the service may hold its answer on purpose (a wait), on top of the timeout. */
+  heldMs = 0,
+): Promise<{ task: ImageTask; response: Response }> {
+  const { options, baseUrl, requestTimeoutMs } = s;
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (options.authorization) headers.authorization = options.authorization;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetchOrThrow(
+    s.doFetch,
+    `${baseUrl}${path}`,
+    { method, headers, body: body === undefined ? undefined : JSON.stringify(body) },
+    requestTimeoutMs + heldMs,
+    signal,
+    baseUrl,
+  );
+  const text = await readText(response, signal, requestTimeoutMs, baseUrl, s.maxResponseBytes);
+  if (!response.ok) throw httpError(response, text, options.credentialHint);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw protocolError(response, "an answer that is not JSON");
+  }
+  const parsed = imageTaskSchema.safeParse(json);
+  if (!parsed.success) throw protocolError(response, "an answer that is not an image task");
+  return { task: parsed.data, response };
+}
+
+/** {@link ImageTaskApiClient.getTask}. */
+async function getTask(
+  s: ApiState,
+  taskId: string,
+  signal: AbortSignal | undefined,
+  options: GetTaskOptions = {},
+): Promise<ImageTaskSnapshot> {
+  // Whole seconds: the service takes up to 60, and a few ms more are harmless.
+  const wait = Math.min(60, Math.ceil(Math.max(0, options.waitSeconds ?? 0)));
+  // The service's own image links, whatever its images.links: the one origin images are
+  // downloaded from (presigned or CDN links would be another).
+  const { task, response } = await send(
+    s,
+    "GET",
+    `/images/tasks/${encodeURIComponent(taskId)}?${wait > 0 ? `wait=${wait}&` : ""}links=service`,
+    undefined,
+    signal,
+    wait * 1000,
+  );
+  return { task, retryAfterSeconds: parseRetryAfter(response.headers.get("retry-after")) };
+}
+
+/** {@link ImageTaskApiClient.downloadImage}. */
+async function downloadImage(
+  s: ApiState,
+  url: string,
+  signal: AbortSignal | undefined,
+): Promise<DownloadedImage> {
+  const { origin, baseUrl, downloadTimeoutMs } = s;
+  let target: URL;
+  try {
+    // Relative URLs are taken as relative to the service; absolute ones must be on it.
+    target = new URL(url, `${origin}/`);
+  } catch {
+    throw new ImageTaskApiError("refused", "The task holds an image URL that is not a URL.");
+  }
+  if (target.origin !== origin) {
+    throw new ImageTaskApiError(
+      "refused",
+      `Refused to download ${target.origin}: image URLs are only fetched from the service's ` +
+        `own origin ${origin} (OPENAI_BASE_URL). If the service publishes images under ` +
+        `another address (server.publicBaseUrl), set OPENAI_BASE_URL to that address.`,
+    );
+  }
+  // No bearer: the URL is signed. No redirects: they could lead off the origin.
+  const response = await fetchOrThrow(
+    s.doFetch,
+    target.href,
+    { method: "GET", redirect: "error" },
+    downloadTimeoutMs,
+    signal,
+    baseUrl,
+  );
+  if (!response.ok) {
+    const text = await readText(response, signal, downloadTimeoutMs, baseUrl, s.maxResponseBytes);
+    throw httpError(response, text, s.options.credentialHint, "Downloading an image failed");
+  }
+  const bytes = await readBytes(response, s.maxDownloadBytes, baseUrl, "image");
+  return { bytes, contentType: response.headers.get("content-type") ?? undefined };
 }

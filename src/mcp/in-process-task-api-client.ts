@@ -3,11 +3,18 @@ import { AppError } from "../http/app-error.js";
 import { parseBody } from "../http/parse-body.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { runEventStream } from "../tasks/events/task-event-stream.js";
-import { presentTask, type PresentDeps } from "../tasks/present-task.js";
+import { presentTask, type PresentDeps } from "../tasks/http/present-task.js";
 import { isFinished, type TaskRecord } from "../tasks/task-record.js";
-import { MAX_WAIT_SEC } from "../tasks/task-query.js";
-import { submitTaskSchema } from "../tasks/task-schemas.js";
-import { apiError, type ImageTask, type ImageTaskApiClient } from "./image-task-api-client.js";
+import { MAX_WAIT_SEC } from "../tasks/http/task-query.js";
+import { submitTaskSchema } from "../tasks/http/task-schemas.js";
+import {
+  apiError,
+  type DownloadedImage,
+  type ImageTask,
+  type ImageTaskApiClient,
+  type ImageTaskSnapshot,
+  type WatchTaskOptions,
+} from "./image-task-api-client.js";
 import { ImageTaskApiError } from "./image-task-api-error.js";
 
 /** What {@link createInProcessTaskApiClient} needs. */
@@ -33,103 +40,132 @@ export interface InProcessTaskApiClientOptions {
 export function createInProcessTaskApiClient(
   options: InProcessTaskApiClientOptions,
 ): ImageTaskApiClient {
-  const { tasks, principal, publicOrigin } = options;
-  const { service, signer, images } = tasks;
-  // Without b64_json payloads: the tools over HTTP hand out links, never base64.
-  const view = async (record: TaskRecord, data: PresentDeps["data"] = "listed") =>
-    (await presentTask(record, { images, baseUrl: publicOrigin, data })) as ImageTask;
-  /** The service's refusals as the HTTP client reports them. */
-  const call = async <T>(step: () => Promise<T>): Promise<T> => {
-    try {
-      return await step();
-    } catch (err) {
-      if (!(err instanceof AppError)) throw err;
-      throw apiError(
-        {
-          status: err.status,
-          code: err.code,
-          message: err.message,
-          retryAfter: err.headers["Retry-After"],
-        },
-        options.credentialHint,
-      );
-    }
-  };
-
+  const o = options;
   return {
-    baseUrl: `${publicOrigin}/v1`,
-
-    submitTask: (body) =>
-      call(async () => {
-        const request = parseBody(submitTaskSchema, body);
-        const { record } = await service.submit(principal, { request }, { baseUrl: publicOrigin });
-        return view(record, "none");
-      }),
-
+    baseUrl: `${o.publicOrigin}/v1`,
+    submitTask: (body) => call(o, () => submitTask(o, body)),
     getTask: (taskId, signal, { waitSeconds = 0 } = {}) =>
-      call(async () => {
-        const waitMs = Math.min(MAX_WAIT_SEC, Math.max(0, waitSeconds)) * 1000;
-        const record = await service.waitFor(principal, taskId, waitMs, signal);
-        return {
-          task: await view(record),
-          retryAfterSeconds: isFinished(record.status) ? undefined : options.pollIntervalSec,
-        };
-      }),
-
-    cancelTask: (taskId) => call(async () => view(await service.cancel(principal, taskId))),
-
-    // The service's own event stream, in process: the feed's events as they come.
-    watchTask: (taskId, { waitSeconds, signal, onEvent }) =>
-      call(async () => {
-        const over = AbortSignal.timeout(Math.min(MAX_WAIT_SEC, Math.max(0, waitSeconds)) * 1000);
-        let final: ImageTask | undefined;
-        await runEventStream({
-          taskId,
-          feed: tasks.feed,
-          read: () => service.get(principal, taskId),
-          sink: {
-            signal: signal ? AbortSignal.any([signal, over]) : over,
-            open: () => undefined,
-            end: () => undefined,
-            noContent: () => undefined,
-            async send(event, record) {
-              const task = await view(record);
-              onEvent({
-                type: event.stage,
-                task,
-                ...(event.partialIndex === undefined
-                  ? {}
-                  : { partialImageIndex: event.partialIndex }),
-              });
-              if (event.position[0] === Infinity) final = task;
-              return true;
-            },
-          },
-        });
-        return final;
-      }),
-
-    async downloadImage(url) {
-      // Signed URLs of this service, read from its store as the files route would.
-      const target = new URL(url, `${publicOrigin}/`);
-      const match = /^\/v1\/images\/files\/([^/]+)\/((\d{1,2})\.([a-z]{3,4}))$/.exec(
-        target.pathname,
-      );
-      const expires = target.searchParams.get("expires") ?? "";
-      const signature = target.searchParams.get("signature") ?? "";
-      const nowSec = Math.floor(Date.now() / 1000);
-      const image =
-        target.origin === publicOrigin &&
-        match &&
-        signer.verify(match[1]!, match[2]!, expires, signature, nowSec)
-          ? await images.openCompleted(match[1]!, Number(match[3]), match[4]!)
-          : undefined;
-      if (!image) {
-        throw new ImageTaskApiError("refused", "The image does not exist or its link has expired.");
-      }
-      const chunks: Buffer[] = [];
-      for await (const chunk of image.body) chunks.push(chunk as Buffer);
-      return { bytes: Buffer.concat(chunks), contentType: image.contentType };
-    },
+      call(o, () => getTask(o, taskId, waitSeconds, signal)),
+    cancelTask: (taskId) =>
+      call(o, async () => view(o, await o.tasks.service.cancel(o.principal, taskId))),
+    watchTask: (taskId, watch) => call(o, () => watchTask(o, taskId, watch)),
+    downloadImage: (url) => downloadImage(o, url),
   };
+}
+
+/**
+ * A task as the HTTP API shows it, without b64_json payloads: the tools over
+ * HTTP hand out links, never base64.
+ */
+async function view(
+  o: InProcessTaskApiClientOptions,
+  record: TaskRecord,
+  data: PresentDeps["data"] = "listed",
+): Promise<ImageTask> {
+  const { images } = o.tasks;
+  return (await presentTask(record, { images, baseUrl: o.publicOrigin, data })) as ImageTask;
+}
+
+/** Runs `step`; the service's refusals become what the HTTP client reports. */
+async function call<T>(o: InProcessTaskApiClientOptions, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    throw apiError(
+      {
+        status: err.status,
+        code: err.code,
+        message: err.message,
+        retryAfter: err.headers["Retry-After"],
+      },
+      o.credentialHint,
+    );
+  }
+}
+
+/** {@link ImageTaskApiClient.submitTask}: the body parsed as the route parses it. */
+async function submitTask(o: InProcessTaskApiClientOptions, body: unknown): Promise<ImageTask> {
+  const request = parseBody(submitTaskSchema, body);
+  const { record } = await o.tasks.service.submit(
+    o.principal,
+    { request },
+    { baseUrl: o.publicOrigin },
+  );
+  return view(o, record, "none");
+}
+
+/** {@link ImageTaskApiClient.getTask}: the service's own wait, up to what `?wait=` takes. */
+async function getTask(
+  o: InProcessTaskApiClientOptions,
+  taskId: string,
+  waitSeconds: number,
+  signal: AbortSignal | undefined,
+): Promise<ImageTaskSnapshot> {
+  const waitMs = Math.min(MAX_WAIT_SEC, Math.max(0, waitSeconds)) * 1000;
+  const record = await o.tasks.service.waitFor(o.principal, taskId, waitMs, signal);
+  return {
+    task: await view(o, record),
+    retryAfterSeconds: isFinished(record.status) ? undefined : o.pollIntervalSec,
+  };
+}
+
+/** {@link ImageTaskApiClient.watchTask}: the service's own event stream, in process. */
+async function watchTask(
+  o: InProcessTaskApiClientOptions,
+  taskId: string,
+  { waitSeconds, signal, onEvent }: WatchTaskOptions,
+): Promise<ImageTask | undefined> {
+  const { tasks, principal } = o;
+  const over = AbortSignal.timeout(Math.min(MAX_WAIT_SEC, Math.max(0, waitSeconds)) * 1000);
+  let final: ImageTask | undefined;
+  await runEventStream({
+    taskId,
+    feed: tasks.feed,
+    read: () => tasks.service.get(principal, taskId),
+    sink: {
+      signal: signal ? AbortSignal.any([signal, over]) : over,
+      open: () => undefined,
+      end: () => undefined,
+      noContent: () => undefined,
+      async send(event, record) {
+        const task = await view(o, record);
+        onEvent({
+          type: event.stage,
+          task,
+          ...(event.partialIndex === undefined ? {} : { partialImageIndex: event.partialIndex }),
+        });
+        if (event.position[0] === Infinity) final = task;
+        return true;
+      },
+    },
+  });
+  return final;
+}
+
+/** {@link ImageTaskApiClient.downloadImage}: signed URLs of this service, read from its store. */
+async function downloadImage(
+  o: InProcessTaskApiClientOptions,
+  url: string,
+): Promise<DownloadedImage> {
+  const { publicOrigin } = o;
+  const { signer, images } = o.tasks;
+  // As the files route would: the link's signature checked, the image read from the store.
+  const target = new URL(url, `${publicOrigin}/`);
+  const match = /^\/v1\/images\/files\/([^/]+)\/((\d{1,2})\.([a-z]{3,4}))$/.exec(target.pathname);
+  const expires = target.searchParams.get("expires") ?? "";
+  const signature = target.searchParams.get("signature") ?? "";
+  const nowSec = Math.floor(Date.now() / 1000);
+  const image =
+    target.origin === publicOrigin &&
+    match &&
+    signer.verify(match[1]!, match[2]!, expires, signature, nowSec)
+      ? await images.openCompleted(match[1]!, Number(match[3]), match[4]!)
+      : undefined;
+  if (!image) {
+    throw new ImageTaskApiError("refused", "The image does not exist or its link has expired.");
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of image.body) chunks.push(chunk as Buffer);
+  return { bytes: Buffer.concat(chunks), contentType: image.contentType };
 }

@@ -4,51 +4,18 @@ import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
 import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-signer.js";
+import type { ImageStore } from "../images/image-store.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
-import { createWebhookDeliverer } from "../webhooks/create-webhook-deliverer.js";
-import { extensionOf } from "../files/image-type.js";
-import type { FileSource } from "../files/create-files-router.js";
-import type { ImageStore } from "../images/image-store.js";
-import { sweepExpiredImages } from "../images/sweep-expired-images.js";
-import { createTaskEventStreams, type TaskEventStreams } from "./events/task-event-streams.js";
-import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
-import { announceWebhooksOnFinish } from "./events/webhook-announcer.js";
-import { openTaskBackend } from "./open-task-backend.js";
-import { storeKind } from "./store/create-task-store.js";
-import { createTaskFinisher } from "./task-finisher.js";
-import { presentTask, type PresentDeps } from "./present-task.js";
-import { createTaskImages, storageUnavailable } from "./task-images.js";
-import { createTaskRunner } from "./task-runner.js";
-import { available } from "./store-available.js";
-import { createTaskService, type TaskService } from "./task-service.js";
-import { createTaskWaiters } from "./task-waiters.js";
-import { createTaskWebhooks } from "./task-webhooks.js";
-
-/**
- * How often every process makes sure each unfinished task has its place in
- * the queue, and each finished task's webhook event its place in the webhook
- * queue.
- */
-const ADOPT_INTERVAL_MS = 60_000;
-/**
- * An outbox entry younger than this is left to the process that finished its
- * task (which queues it within milliseconds); older ones were left by a crash
- * or an outage.
- */
-const OUTBOX_GRACE_MS = 30_000;
-/**
- * How often every process sweeps expired tasks out of the store and its
- * indexes: every minute, or every `retentionSec` when tasks are kept less.
- */
-const sweepIntervalMs = (retentionSec: number) =>
-  Math.min(60_000, Math.max(1_000, retentionSec * 1000));
-/**
- * How often every process deletes the image store's expiry-day folders that
- * are over (what outlived its task: a crash between writing images and
- * recording the task); a day is swept within this of its end.
- */
-const IMAGE_SWEEP_INTERVAL_MS = 10 * 60_000;
+import { createTaskParts } from "./create-task-parts.js";
+import type { TaskEventStreams } from "./events/task-event-streams.js";
+import type { TaskFeed } from "./events/task-feed.js";
+import { createImageReads, type ImageReads } from "./images/image-reads.js";
+import { storageUnavailable } from "./images/storage-available.js";
+import { openTaskBackend, type TaskBackend } from "./open-task-backend.js";
+import { available } from "./service/store-available.js";
+import type { TaskService } from "./service/task-service.js";
+import { startImageTasks, stopImageTasks } from "./task-lifecycle.js";
 
 /** Dependencies of {@link createImageTasks}. */
 export interface ImageTasksDeps {
@@ -62,18 +29,6 @@ export interface ImageTasksDeps {
   imageStore: ImageStore;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now?: () => number;
-}
-
-/** A task's images as the HTTP routes and MCP read them. */
-export interface ImageReads extends FileSource {
-  /** The `url` of a result image, in the `images.links` mode (or `service`, the service's own). */
-  link: PresentDeps["images"]["link"];
-  /** A result image's bytes as a stream (`b64_json`), or undefined once gone. */
-  open: PresentDeps["images"]["open"];
-  /** The `url` of a running task's partial image. */
-  partialLink: PresentDeps["images"]["partialLink"];
-  /** A partial image's bytes as a stream, or undefined once gone. */
-  openPartial: PresentDeps["images"]["openPartial"];
 }
 
 /** The async image-task feature, as the rest of the service sees it. */
@@ -121,144 +76,27 @@ export interface ImageTasks {
 /**
  * Builds the task feature on the store `store.url` names: store, queue, bus,
  * runner, finisher, service, waiting requests, webhook deliveries and
- * maintenance, behind one entry. Nothing runs until {@link ImageTasks.start}.
+ * maintenance, behind one entry (the parts in `create-task-parts.ts`, start
+ * and stop in `task-lifecycle.ts`). Nothing runs until {@link ImageTasks.start}.
  */
 export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks> {
-  const { config, metrics } = deps;
-  const logger = deps.logger.child({ component: "tasks" });
-  const now = deps.now ?? Date.now;
-  const limits = config.imageTasks;
-  const backend = await openTaskBackend(config, logger);
-  const { store, queue, events, close } = backend;
-  let secret: string;
+  const backend = await openTaskBackend(deps.config, deps.logger.child({ component: "tasks" }));
+  let signer: ImageUrlSigner;
   try {
-    secret =
-      config.server.urlSigningSecret ??
-      (await store.getOrSetMeta("url-signing-secret", () => randomBytes(32).toString("base64url")));
+    signer = createImageUrlSigner(await signingSecret(deps.config, backend));
   } catch (err) {
-    await close();
+    await backend.close();
     throw err;
   }
-  const signer = createImageUrlSigner(secret);
+  const parts = createTaskParts(deps, backend, signer);
+  const { store } = backend;
   const { imageStore } = deps;
-  const taskImages = createTaskImages({
-    imageStore,
-    taskStore: store,
-    signer,
-    config: config.images,
-    logger,
-    now,
-    runLimitSec: limits.timeoutSec + limits.retentionSec,
-  });
-  const feed = createTaskFeed(events);
-  const waiters = createTaskWaiters(feed);
-  const deliverer = createWebhookDeliverer({
-    config: config.webhooks,
-    metrics,
-    logger: deps.logger.child({ component: "webhooks" }),
-  });
-  const webhooks = createTaskWebhooks({
-    store,
-    queue: backend.webhooks,
-    images: taskImages,
-    logger,
-    now,
-  });
-  const finisher = createTaskFinisher({
-    store,
-    events,
-    metrics,
-    logger,
-    limits,
-    images: taskImages,
-    now,
-  });
-  const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
-  const runner = createTaskRunner({
-    store,
-    images: taskImages,
-    access: deps.access,
-    sealer: deps.sealer,
-    finisher,
-    metrics,
-    logger,
-    limits,
-    now,
-  });
-  const service = createTaskService({
-    config,
-    store,
-    images: taskImages,
-    queue,
-    finisher,
-    access: deps.access,
-    sealer: deps.sealer,
-    metrics,
-    logger,
-    waiters,
-    now,
-  });
-
-  const eventStreams = createTaskEventStreams({
-    feed,
-    read: service.get,
-    present: (record, baseUrl) =>
-      presentTask(record, { images: taskImages, baseUrl, data: "full" }),
-    keepAliveMs: limits.eventsKeepAliveSec * 1000,
-    metrics,
-    logger,
-  });
-
-  /** Every unfinished task gets its place in the queue (what a restart or a lost write left). */
-  const adoptUnfinished = async () => {
-    const unfinished = await store.listUnfinished();
-    await queue.adopt(unfinished.map(({ id, owner }) => ({ taskId: id, owner })));
-  };
-  const drainOutbox = (minAgeMs: number) =>
-    webhooks.drainOutbox(minAgeMs).catch((err: unknown) => {
-      logger.warn({ err }, "could not queue the webhook events left in the outbox");
-    });
-  /** The images of expired tasks go with their records (the day sweep catches what this misses). */
-  const dropImages = async (keys: string[]) => {
-    await imageStore.delete(keys).catch((err: unknown) => {
-      logger.warn({ err, count: keys.length }, "could not delete expired tasks' images yet");
-    });
-  };
-  const sweepImages = () => {
-    sweepExpiredImages(imageStore, { nowMs: now() }).then(
-      (deleted) => {
-        if (deleted > 0) logger.info({ deleted }, "deleted images of expiry days that are over");
-      },
-      (err: unknown) => logger.warn({ err }, "image expiry sweep failed"),
-    );
-  };
-  const timers: NodeJS.Timeout[] = [];
-  let lastCounts = { waiting: 0, running: 0 };
-
   return {
-    service,
+    service: parts.service,
     signer,
-    feed,
-    eventStreams,
-    images: {
-      link: taskImages.link,
-      open: taskImages.open,
-      partialLink: taskImages.partialLink,
-      openPartial: taskImages.openPartial,
-      async openPartialFile(taskId, index, ext, signal) {
-        // Kept, and linked to, until the task expires, whatever its status.
-        const record = await available(() => store.get(taskId));
-        const image = record?.partials?.[index];
-        if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
-        return taskImages.openPartial(record, index, signal);
-      },
-      async openCompleted(taskId, index, ext, signal) {
-        const record = await available(() => store.get(taskId));
-        const image = record?.status === "completed" ? record.images?.[index] : undefined;
-        if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
-        return taskImages.open(record, index, signal);
-      },
-    },
+    feed: parts.feed,
+    eventStreams: parts.eventStreams,
+    images: createImageReads(store, parts.images),
     async ping() {
       await available(() => store.ping());
       await imageStore.ping().catch((err: unknown) => {
@@ -269,48 +107,17 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     getMeta: (key) => store.getMeta(key),
     deleteMeta: (key) => store.deleteMeta(key),
     keyValue: backend.keyValue,
-
-    async start() {
-      await adoptUnfinished();
-      await queue.start(runner.run);
-      await backend.webhooks.start((delivery, attempt, options) =>
-        deliverer.attempt(delivery, attempt, options),
-      );
-      // The embedded stores belong to this process: what their outbox holds, a dead one left.
-      await drainOutbox(storeKind(config.store.url) === "redis" ? OUTBOX_GRACE_MS : 0);
-      // The cluster's queue, read at scrape time; while the store is away, the last known one.
-      metrics.watchQueue(async () => {
-        lastCounts = await queue.counts().catch(() => lastCounts);
-        return lastCounts;
-      });
-      timers.push(
-        setInterval(() => {
-          store
-            .sweepExpired(dropImages)
-            .catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
-        }, sweepIntervalMs(limits.retentionSec)),
-        setInterval(() => {
-          adoptUnfinished().catch((err: unknown) => logger.warn({ err }, "task adoption failed"));
-          void drainOutbox(OUTBOX_GRACE_MS);
-        }, ADOPT_INTERVAL_MS),
-        setInterval(sweepImages, IMAGE_SWEEP_INTERVAL_MS),
-      );
-      sweepImages();
-      for (const timer of timers) timer.unref();
-    },
-
-    async stop(graceMs, drained) {
-      // Waiting requests answer now, with the task as it is: a stop never waits for them.
-      service.stopAccepting();
-      for (const timer of timers) clearInterval(timer);
-      await Promise.all([queue.stop(graceMs), backend.webhooks.stop(graceMs)]);
-      await runner.close();
-      await deliverer.close();
-      waiters.close();
-      stopAnnouncing();
-      await drained;
-      feed.close();
-      await close();
-    },
+    start: () => startImageTasks(parts),
+    stop: (graceMs, drained) => stopImageTasks(parts, graceMs, drained),
   };
+}
+
+/** The secret of image URLs: configured, else made once and kept in the store for every replica. */
+async function signingSecret(config: Config, backend: TaskBackend): Promise<string> {
+  return (
+    config.server.urlSigningSecret ??
+    (await backend.store.getOrSetMeta("url-signing-secret", () =>
+      randomBytes(32).toString("base64url"),
+    ))
+  );
 }

@@ -12,7 +12,11 @@ import type { TaskQueue } from "./queue/task-queue.js";
 import { createTaskStore, storeKind } from "./store/create-task-store.js";
 import { useKeyvCodec } from "./store/keyv-codec.js";
 import type { TaskStore } from "./store/task-store.js";
-import { createLocalTaskEvents, createRedisTaskEvents, type TaskEvents } from "./task-events.js";
+import {
+  createLocalTaskEvents,
+  createRedisTaskEvents,
+  type TaskEvents,
+} from "./events/task-events.js";
 
 /** Where tasks live and how they reach a run: one store, its queue, its bus. */
 export interface TaskBackend {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/config-error.js";
 import { DEFAULT_CONFIG_FILE, loadConfig } from "../../src/config/load-config.js";
-import { keyLimits } from "../../src/tasks/key-limits.js";
+import { keyLimits } from "../../src/tasks/service/key-limits.js";
 
 /** The specification's example, exactly as written there. */
 const SPEC_EXAMPLE = `server:

@@ -11,7 +11,7 @@ import {
   target,
   upstream,
   useReplicaEnvironment,
-} from "../tasks/replica-cluster.js";
+} from "../tasks/replicas/replica-cluster.js";
 import { getTask, submitOk, waitForStatus } from "../tasks/task-api.js";
 import { imagesAnswer, noisePng } from "./noise-png.js";
 

@@ -1,77 +1,23 @@
 import { promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createMcpServer } from "../../src/mcp/create-mcp-server.js";
-import { createImageFileSink } from "../../src/mcp/image-file-sink.js";
-import { createImageTaskApiClient } from "../../src/mcp/image-task-api-client.js";
-import { connectInMemory } from "./connect-in-memory.js";
-import { TINY_PNG, startFakeImageTaskApi, type FakeImageTaskApi } from "./fake-image-task-api.js";
+import { describe, expect, it } from "vitest";
+import { TINY_PNG } from "./fake-image-task-api.js";
+import {
+  PNG_MAGIC,
+  api,
+  call,
+  client,
+  closeClient,
+  connect,
+  outputDir,
+  scratch,
+  submit,
+  text,
+  useImageTools,
+} from "./image-tools.js";
 
-const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-
-let api: FakeImageTaskApi;
-let outputDir: string;
-let scratch: string;
-let client: Client;
-let closeClient: () => Promise<void>;
-
-beforeAll(async () => {
-  api = await startFakeImageTaskApi();
-});
-afterAll(async () => {
-  await api.close();
-});
-
-async function connect(
-  options: {
-    key?: string;
-    delivery?: "files" | "links";
-    baseURL?: string;
-    publicOrigin?: string;
-  } = {},
-) {
-  const server = createMcpServer({
-    api: createImageTaskApiClient({
-      baseUrl: options.baseURL ?? api.baseURL,
-      authorization: `Bearer ${options.key ?? api.key}`,
-      credentialHint: "Check OPENAI_API_KEY.",
-    }),
-    delivery:
-      options.delivery === "links"
-        ? { kind: "links", publicOrigin: options.publicOrigin }
-        : { kind: "files", sink: createImageFileSink({ outputDir }) },
-    pollIntervalMs: 20,
-    maxPollIntervalMs: 50,
-  });
-  ({ client, close: closeClient } = await connectInMemory(server));
-}
-
-beforeEach(async () => {
-  scratch = await fs.mkdtemp(path.join(os.tmpdir(), "mcp-tools-"));
-  outputDir = path.join(scratch, "out");
-  api.plan({ pendingPolls: 1, outcome: { kind: "completed" } });
-  api.failSubmissions(undefined);
-  await connect();
-});
-afterEach(async () => {
-  await closeClient();
-  await fs.rm(scratch, { recursive: true, force: true });
-});
-
-async function call(name: string, args: Record<string, unknown>) {
-  return (await client.callTool({ name, arguments: args })) as CallToolResult;
-}
-function text(result: CallToolResult): string {
-  return result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
-}
-async function submit(args: Record<string, unknown> = {}) {
-  const result = await call("generate_image", { prompt: "a red square", ...args });
-  expect(result.isError, text(result)).toBeFalsy();
-  return (result.structuredContent as { task_id: string }).task_id;
-}
+useImageTools();
 
 describe("MCP image tools (in memory, fake API)", () => {
   it("lists the three tools with input and output schemas", async () => {
@@ -210,96 +156,6 @@ describe("MCP image tools (in memory, fake API)", () => {
     expect(text(result)).toMatch(/task_id/);
     expect(api.counts.get).toBe(gets);
     expect(await fs.readdir(scratch)).toEqual([]);
-  });
-
-  it("refuses to write through a symlink planted at the target path", async () => {
-    api.plan({ pendingPolls: 0, outcome: { kind: "completed" } });
-    const taskId = await submit();
-    const victim = path.join(scratch, "victim.txt");
-    await fs.writeFile(victim, "precious");
-    await fs.mkdir(outputDir);
-    await fs.symlink(victim, path.join(outputDir, `${taskId}-0.png`));
-    const result = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(result.isError).toBe(true);
-    expect(text(result)).toMatch(/left untouched/);
-    expect(await fs.readFile(victim, "utf8")).toBe("precious");
-    expect((await fs.lstat(path.join(outputDir, `${taskId}-0.png`))).isSymbolicLink()).toBe(true);
-    expect((await fs.readdir(outputDir)).filter((n) => n.endsWith(".tmp"))).toEqual([]);
-  });
-
-  it("refuses a dangling symlink at the target path too", async () => {
-    api.plan({ pendingPolls: 0, outcome: { kind: "completed" } });
-    const taskId = await submit();
-    const victim = path.join(scratch, "would-be-created.png");
-    await fs.mkdir(outputDir);
-    await fs.symlink(victim, path.join(outputDir, `${taskId}-0.png`));
-    const result = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(result.isError).toBe(true);
-    await expect(fs.access(victim)).rejects.toThrow();
-  });
-
-  it("never overwrites a file it did not write, but adopts identical bytes", async () => {
-    api.plan({ pendingPolls: 0, outcome: { kind: "completed" } });
-    const taskId = await submit();
-    await fs.mkdir(outputDir);
-    const target = path.join(outputDir, `${taskId}-0.png`);
-    await fs.writeFile(target, "the user's own file");
-    const result = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(result.isError).toBe(true);
-    expect(text(result)).toContain("not written by this server");
-    expect(await fs.readFile(target, "utf8")).toBe("the user's own file");
-
-    // Identical bytes (e.g. a crash after linking, before the manifest) are returned, not rewritten.
-    await fs.rm(target);
-    await fs.writeFile(target, TINY_PNG);
-    const ino = (await fs.stat(target)).ino;
-    const adopted = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(adopted.isError, text(adopted)).toBeFalsy();
-    expect((await fs.stat(target)).ino).toBe(ino);
-  });
-
-  it("does not rewrite a saved file that was changed afterwards", async () => {
-    api.plan({ pendingPolls: 0, outcome: { kind: "completed" } });
-    const taskId = await submit();
-    const first = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    const file = (first.structuredContent as { files: Array<{ path: string }> }).files[0]!.path;
-    await fs.writeFile(file, "edited by the user");
-    const again = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(again.isError).toBe(true);
-    expect(text(again)).toContain("changed after it was saved");
-    expect(await fs.readFile(file, "utf8")).toBe("edited by the user");
-
-    // A deleted file is saved again.
-    await fs.rm(file);
-    const third = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(third.isError, text(third)).toBeFalsy();
-    expect((await fs.readFile(file)).subarray(0, 8)).toEqual(PNG_MAGIC);
-  });
-
-  it("refuses image URLs on another origin and writes nothing", async () => {
-    api.plan({
-      pendingPolls: 0,
-      outcome: { kind: "completed", url: () => "http://169.254.169.254/latest/meta-data.png" },
-    });
-    const taskId = await submit();
-    const result = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(result.isError).toBe(true);
-    expect(text(result)).toContain("Refused to download http://169.254.169.254");
-    expect(await fs.readdir(outputDir)).toEqual([]);
-  });
-
-  it("refuses content that is not an image", async () => {
-    api.plan({
-      pendingPolls: 0,
-      outcome: { kind: "completed" },
-      contentType: "image/png",
-      body: Buffer.from("#!/bin/sh\nrm -rf /\n"),
-    });
-    const taskId = await submit();
-    const result = await call("check_image_task", { task_id: taskId, wait_seconds: 0 });
-    expect(result.isError).toBe(true);
-    expect(text(result)).toContain("not a PNG, JPEG or WebP image");
-    expect(await fs.readdir(outputDir)).toEqual([]);
   });
 
   it("returns files saved earlier after the task expired on the service", async () => {

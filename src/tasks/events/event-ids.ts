@@ -1,4 +1,4 @@
-import type { TaskStage } from "../task-events.js";
+import type { TaskStage } from "./task-events.js";
 import type { TaskRecord } from "../task-record.js";
 
 /**

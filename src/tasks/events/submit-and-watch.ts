@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Principal } from "../../auth/principal.js";
 import { AppError } from "../../http/app-error.js";
 import type { ImageTasks } from "../create-image-tasks.js";
-import type { Submission } from "../task-service.js";
+import type { Submission } from "../service/task-service.js";
 
 /**
  * Whether a submission asks to be answered with the new task's event stream

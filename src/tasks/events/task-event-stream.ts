@@ -1,4 +1,4 @@
-import { available } from "../store-available.js";
+import { available } from "../service/store-available.js";
 import type { TaskRecord } from "../task-record.js";
 import {
   eventsSoFar,

@@ -2,23 +2,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Principal } from "../../auth/principal.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
-import type { TaskView } from "../present-task.js";
-import { openFirstImage, splitView, writeSplitView } from "../send-task-view.js";
+import type { TaskView } from "../http/present-task.js";
 import type { TaskRecord } from "../task-record.js";
-import type { StageEvent } from "./event-ids.js";
 import { parseEventId } from "./event-ids.js";
+import { EVENT_STREAM_HEADERS, EventStreamResponse } from "./event-stream-response.js";
 import type { TaskFeed } from "./task-feed.js";
-import { runEventStream, type EventSink } from "./task-event-stream.js";
-
-/** The headers of every task event stream: nginx and CDNs must pass each event on at once. */
-export const EVENT_STREAM_HEADERS = {
-  "Content-Type": "text/event-stream",
-  "Cache-Control": "no-cache",
-  "X-Accel-Buffering": "no",
-} as const;
-
-/** Bytes a client may leave unread before its stream is cut (it is not reading). */
-const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
+import { runEventStream } from "./task-event-stream.js";
 
 /** Dependencies of {@link createTaskEventStreams}. */
 export interface TaskEventStreamsDeps {
@@ -34,33 +23,63 @@ export interface TaskEventStreamsDeps {
 }
 
 /** The task event streams this process serves. */
-export type TaskEventStreams = ReturnType<typeof createTaskEventStreams>;
+export interface TaskEventStreams {
+  /**
+   * `GET /v1/images/tasks/{id}/events`, resuming after `Last-Event-ID`. A
+   * task the principal cannot see rejects before anything is written.
+   */
+  watch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    principal: Principal,
+    id: string,
+    baseUrl: string,
+  ): Promise<void>;
+  /**
+   * A submission's answer as a stream: the new task's `queued` event (or,
+   * replayed, the events the task's state stands for), then as `watch`.
+   */
+  watchSubmitted(
+    res: ServerResponse,
+    principal: Principal,
+    record: TaskRecord,
+    baseUrl: string,
+    headers: Record<string, string>,
+  ): Promise<void>;
+  /** Streams open now. */
+  readonly size: number;
+}
 
 /**
- * Writes one `text/event-stream` event: `id`, `event`, and the task as
- * `data` on one line (a partial event's also names `partial_image_index`),
- * its `b64_json` payloads streamed from the image store as `GET` sends them.
- * A failure once the event is begun cuts the connection: a client must never
- * take half an event for a whole one.
+ * The streams open in this process, and the one timer that writes their
+ * keep-alive comments while any is open.
  */
-async function writeEvent(
-  res: ServerResponse,
-  event: StageEvent,
-  view: TaskView,
-  signal: AbortSignal,
-): Promise<void> {
-  const data =
-    event.partialIndex === undefined ? view : { ...view, partial_image_index: event.partialIndex };
-  const split = splitView(data);
-  const first = await openFirstImage(view, split, signal);
-  res.write(`id: ${event.id}\nevent: image.task.${event.stage}\ndata: `);
-  try {
-    await writeSplitView(res, split, first, signal);
-  } catch (err) {
-    res.destroy();
-    throw err;
+export class OpenStreams {
+  readonly open = new Set<ServerResponse>();
+  private ticker: NodeJS.Timeout | undefined;
+
+  constructor(readonly deps: TaskEventStreamsDeps) {}
+
+  track(res: ServerResponse): void {
+    this.open.add(res);
+    this.deps.metrics.taskEventWatchers.inc();
+    this.ticker ??= setInterval(() => {
+      for (const stream of this.open) stream.write(": keep-alive\n\n");
+    }, this.deps.keepAliveMs);
+    this.ticker.unref();
   }
-  res.write("\n\n");
+
+  untrack(res: ServerResponse): void {
+    if (!this.open.delete(res)) return;
+    this.deps.metrics.taskEventWatchers.dec();
+    if (this.open.size === 0) {
+      clearInterval(this.ticker);
+      this.ticker = undefined;
+    }
+  }
+
+  readonly onLateError = (err: unknown): void =>
+    this.deps.logger.warn({ err }, "a task event stream ended early; its client resumes");
 }
 
 /**
@@ -70,120 +89,60 @@ async function writeEvent(
  * keep-alive comments, so an open stream costs its socket, a set entry and
  * the feed's, and nothing while its task is quiet.
  */
-export function createTaskEventStreams(deps: TaskEventStreamsDeps) {
-  const { feed, metrics, logger } = deps;
-  const open = new Set<ServerResponse>();
-  let ticker: NodeJS.Timeout | undefined;
-
-  const track = (res: ServerResponse) => {
-    open.add(res);
-    metrics.taskEventWatchers.inc();
-    ticker ??= setInterval(() => {
-      for (const stream of open) stream.write(": keep-alive\n\n");
-    }, deps.keepAliveMs);
-    ticker.unref();
-  };
-  const untrack = (res: ServerResponse) => {
-    if (!open.delete(res)) return;
-    metrics.taskEventWatchers.dec();
-    if (open.size === 0) {
-      clearInterval(ticker);
-      ticker = undefined;
-    }
-  };
-
-  /** The SSE answer `res` as a sink; `headers` go with the stream's own. */
-  function sinkOf(
-    res: ServerResponse,
-    baseUrl: string,
-    headers: Record<string, string>,
-  ): EventSink {
-    const gone = new AbortController();
-    res.once("close", () => {
-      untrack(res);
-      gone.abort();
-    });
-    return {
-      signal: gone.signal,
-      open() {
-        res.writeHead(200, { ...headers, ...EVENT_STREAM_HEADERS });
-        // The headers go now, not with the first event: the client knows it is connected.
-        res.flushHeaders();
-        track(res);
-      },
-      async send(event, record) {
-        const view = await deps.present(record, baseUrl);
-        if (gone.signal.aborted || res.writableEnded) return false;
-        await writeEvent(res, event, view, gone.signal);
-        metrics.taskEventsSent.inc({ event: event.stage });
-        if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
-        return true;
-      },
-      noContent() {
-        res.writeHead(204, { "Cache-Control": "no-store" }).end();
-      },
-      end() {
-        untrack(res);
-        res.end();
-      },
-    };
-  }
-
-  const onLateError = (err: unknown) =>
-    logger.warn({ err }, "a task event stream ended early; its client resumes");
-
+export function createTaskEventStreams(deps: TaskEventStreamsDeps): TaskEventStreams {
+  const streams = new OpenStreams(deps);
   return {
-    /**
-     * `GET /v1/images/tasks/{id}/events`, resuming after `Last-Event-ID`. A
-     * task the principal cannot see rejects before anything is written.
-     */
-    async watch(
-      req: IncomingMessage,
-      res: ServerResponse,
-      principal: Principal,
-      id: string,
-      baseUrl: string,
-    ): Promise<void> {
-      if (req.method === "HEAD") {
-        await deps.read(principal, id);
-        res.writeHead(200, EVENT_STREAM_HEADERS).end();
-        return;
-      }
-      const lastId = req.headers["last-event-id"];
-      await runEventStream({
-        taskId: id,
-        feed,
-        read: () => deps.read(principal, id),
-        after: parseEventId(Array.isArray(lastId) ? lastId[0] : lastId),
-        sink: sinkOf(res, baseUrl, {}),
-        onLateError,
-      });
-    },
-
-    /**
-     * A submission's answer as a stream: the new task's `queued` event (or,
-     * replayed, the events the task's state stands for), then as `watch`.
-     */
-    async watchSubmitted(
-      res: ServerResponse,
-      principal: Principal,
-      record: TaskRecord,
-      baseUrl: string,
-      headers: Record<string, string>,
-    ): Promise<void> {
-      await runEventStream({
-        taskId: record.id,
-        feed,
-        read: () => deps.read(principal, record.id),
-        known: record,
-        sink: sinkOf(res, baseUrl, headers),
-        onLateError,
-      });
-    },
-
-    /** Streams open now. */
+    watch: (req, res, principal, id, baseUrl) => watch(streams, req, res, principal, id, baseUrl),
+    watchSubmitted: (res, principal, record, baseUrl, headers) =>
+      watchSubmitted(streams, res, principal, record, baseUrl, headers),
     get size() {
-      return open.size;
+      return streams.open.size;
     },
   };
+}
+
+/** {@link TaskEventStreams.watch}. */
+async function watch(
+  streams: OpenStreams,
+  req: IncomingMessage,
+  res: ServerResponse,
+  principal: Principal,
+  id: string,
+  baseUrl: string,
+): Promise<void> {
+  const { deps } = streams;
+  if (req.method === "HEAD") {
+    await deps.read(principal, id);
+    res.writeHead(200, EVENT_STREAM_HEADERS).end();
+    return;
+  }
+  const lastId = req.headers["last-event-id"];
+  await runEventStream({
+    taskId: id,
+    feed: deps.feed,
+    read: () => deps.read(principal, id),
+    after: parseEventId(Array.isArray(lastId) ? lastId[0] : lastId),
+    sink: new EventStreamResponse(streams, res, baseUrl, {}),
+    onLateError: streams.onLateError,
+  });
+}
+
+/** {@link TaskEventStreams.watchSubmitted}. */
+async function watchSubmitted(
+  streams: OpenStreams,
+  res: ServerResponse,
+  principal: Principal,
+  record: TaskRecord,
+  baseUrl: string,
+  headers: Record<string, string>,
+): Promise<void> {
+  const { deps } = streams;
+  await runEventStream({
+    taskId: record.id,
+    feed: deps.feed,
+    read: () => deps.read(principal, record.id),
+    known: record,
+    sink: new EventStreamResponse(streams, res, baseUrl, headers),
+    onLateError: streams.onLateError,
+  });
 }

@@ -4,7 +4,7 @@ import type { RedisClient } from "../../redis/open-redis-client.js";
 import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import { redisScript } from "../../redis/redis-script.js";
-import type { TaskEvents } from "../task-events.js";
+import type { TaskEvents } from "../events/task-events.js";
 import type {
   Admission,
   AdmissionLimits,

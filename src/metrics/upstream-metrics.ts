@@ -1,0 +1,45 @@
+import { Counter, Histogram, type Registry } from "prom-client";
+import { createCounterChildren } from "./counter-children.js";
+import { LATENCY_BUCKETS, METRIC_PREFIX as p } from "./metric-conventions.js";
+
+const UPSTREAM_LABELS = ["channel", "route", "outcome"] as const;
+const TOKEN_LABELS = ["channel", "model", "group", "type"] as const;
+
+/** Calls to channels and the tokens their answers reported. */
+export function createUpstreamMetrics(registry: Registry) {
+  // Every passthrough request moves these: counted per series here, handed to
+  // prom-client when scraped (see counter-children.ts).
+  const upstreamRequestSeries = createCounterChildren(UPSTREAM_LABELS);
+  const tokenSeries = createCounterChildren(TOKEN_LABELS);
+  return {
+    upstreamRequests: new Counter({
+      name: `${p}upstream_requests_total`,
+      help: "Calls to channels, by channel, route and outcome (HTTP status, error or timeout).",
+      labelNames: UPSTREAM_LABELS,
+      registers: [registry],
+      collect() {
+        upstreamRequestSeries.flush(this);
+      },
+    }),
+    /** {@link upstreamRequests} by series, for the per-request path. */
+    upstreamRequestSeries,
+    upstreamDuration: new Histogram({
+      name: `${p}upstream_request_duration_seconds`,
+      help: "Time from sending a call to a channel to its response headers, by channel and route.",
+      labelNames: ["channel", "route"] as const,
+      buckets: [...LATENCY_BUCKETS, 300, 600],
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: `${p}tokens_total`,
+      help: "Tokens channels reported in passthrough answers, by channel, model (one a channel lists, else other), group and type (input, output).",
+      labelNames: TOKEN_LABELS,
+      registers: [registry],
+      collect() {
+        tokenSeries.flush(this);
+      },
+    }),
+    /** {@link tokens} by series, for the per-request path. */
+    tokenSeries,
+  };
+}

@@ -1,0 +1,166 @@
+import { randomBytes } from "node:crypto";
+import { AppError } from "../../http/app-error.js";
+import type { ImageObject } from "../../images/image-store.js";
+import type { TaskError, TaskRecord, TaskStatus } from "../task-record.js";
+
+/** Per process: no text a channel or client sends can name a marker. */
+const NONCE = randomBytes(12).toString("hex");
+let markers = 0;
+
+/**
+ * A `b64_json` payload not read yet: in JSON it is a marker, which
+ * `sendTaskView` replaces with the image's base64, streamed from the image
+ * store. No poll builds a whole image's base64 in memory.
+ */
+export class PendingImage {
+  /** `__b64_<nonce>_<n>__`: unique in the process. */
+  readonly marker = `__b64_${NONCE}_${(markers = (markers + 1) % Number.MAX_SAFE_INTEGER)}__`;
+
+  constructor(
+    /** Decoded bytes: the base64 is `4 * ceil(size / 3)` characters. */
+    readonly size: number,
+    /** Opens the bytes; undefined when they are no longer stored. */
+    readonly open: (signal?: AbortSignal) => Promise<ImageObject | undefined>,
+  ) {}
+
+  toJSON(): string {
+    return this.marker;
+  }
+}
+
+/** One image of a task as clients see it. */
+export interface TaskViewImage {
+  url?: string;
+  b64_json?: PendingImage;
+  revised_prompt?: string;
+}
+
+/** A partial image of a running task as clients see it. */
+export interface TaskViewPartial {
+  /** Its `partial_image_index`. */
+  index: number;
+  url?: string;
+  b64_json?: PendingImage;
+}
+
+/** A task as clients see it. */
+export interface TaskView {
+  id: string;
+  object: "image.task";
+  status: TaskStatus;
+  created: number;
+  model: string;
+  started_at?: number;
+  completed_at?: number;
+  expires_at?: number;
+  data?: TaskViewImage[];
+  /** While the task runs: the partial images of its run so far, oldest first. */
+  partial_images?: TaskViewPartial[];
+  usage?: unknown;
+  error?: TaskError;
+}
+
+/** What {@link presentTask} needs besides the record. */
+export interface PresentDeps {
+  /** The images of tasks: their links, and their bytes for `b64_json`. */
+  images: {
+    link(
+      record: TaskRecord,
+      index: number,
+      baseUrl: string,
+      mode?: "service" | "presigned" | "public",
+    ): Promise<string>;
+    open(record: TaskRecord, index: number, signal?: AbortSignal): Promise<ImageObject | undefined>;
+    partialLink(
+      record: TaskRecord,
+      index: number,
+      baseUrl: string,
+      mode?: "service" | "presigned" | "public",
+    ): Promise<string>;
+    openPartial(
+      record: TaskRecord,
+      index: number,
+      signal?: AbortSignal,
+    ): Promise<ImageObject | undefined>;
+  };
+  /** Origin the service's own image links start with, e.g. `https://images.example.com`. */
+  baseUrl: string;
+  /** `service`: the service's own links whatever `images.links` says (`?links=service`). */
+  links?: "service";
+  /**
+   * `data` as GET shows it (`full`), without `b64_json` payloads (`listed`:
+   * the task list and webhook events; `url` items stay), or not at all
+   * (`none`: the submit answer does not need the images).
+   */
+  data: "full" | "listed" | "none";
+}
+
+/** A task whose record outlived its bytes by a moment: the same 404 as an expired one. */
+export function imageGone(taskId: string): AppError {
+  return new AppError("task_not_found", `No task found with id '${taskId}'.`, {
+    param: "task_id",
+  });
+}
+
+/**
+ * The client's view of a task: images as links or base64, as the task
+ * asked, and nothing internal (owner, upstream body, attempts). Base64
+ * payloads are {@link PendingImage}s, read when the answer is sent.
+ */
+export async function presentTask(record: TaskRecord, deps: PresentDeps): Promise<TaskView> {
+  const view: TaskView = {
+    id: record.id,
+    object: "image.task",
+    status: record.status,
+    created: record.created,
+    model: record.model,
+  };
+  if (record.started_at !== undefined) view.started_at = record.started_at;
+  if (record.completed_at !== undefined) view.completed_at = record.completed_at;
+  if (record.expires_at !== undefined) view.expires_at = record.expires_at;
+  if (record.error) view.error = record.error;
+  if (record.status === "completed" && deps.data !== "none") {
+    view.data = await Promise.all(
+      (record.images ?? []).map(async (image, index): Promise<TaskViewImage> => {
+        const extra =
+          image.revised_prompt === undefined ? {} : { revised_prompt: image.revised_prompt };
+        if (record.responseFormat === "url") {
+          return {
+            url: await deps.images.link(record, index, deps.baseUrl, deps.links),
+            ...extra,
+          };
+        }
+        if (deps.data === "listed") return extra;
+        const pending = new PendingImage(image.bytes, (signal) =>
+          deps.images.open(record, index, signal),
+        );
+        return { b64_json: pending, ...extra };
+      }),
+    );
+  }
+  if (record.status === "in_progress" && record.partials?.length && deps.data !== "none") {
+    const partials = await presentPartials(record, deps);
+    if (partials.length > 0) view.partial_images = partials;
+  }
+  if (record.usage !== undefined) view.usage = record.usage;
+  return view;
+}
+
+/** A running task's partial images: links, or base64 read when sent (not in a list). */
+async function presentPartials(record: TaskRecord, deps: PresentDeps): Promise<TaskViewPartial[]> {
+  if (record.responseFormat === "url") {
+    return Promise.all(
+      (record.partials ?? []).map(async (_, index) => ({
+        index,
+        url: await deps.images.partialLink(record, index, deps.baseUrl, deps.links),
+      })),
+    );
+  }
+  if (deps.data === "listed") return [];
+  return (record.partials ?? []).map((image, index) => ({
+    index,
+    b64_json: new PendingImage(image.bytes, (signal) =>
+      deps.images.openPartial(record, index, signal),
+    ),
+  }));
+}

@@ -1,0 +1,175 @@
+import type { ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
+import type { ImageObject } from "../../images/image-store.js";
+import { clientGone } from "./client-gone.js";
+import { imageGone, PendingImage, type TaskView } from "./present-task.js";
+
+/** Length of the base64 of `size` bytes. */
+const base64Length = (size: number) => 4 * Math.ceil(size / 3);
+
+/** Every {@link PendingImage} in the view (results and partial images), by marker. */
+function pendingImages(view: TaskView): Map<string, PendingImage> {
+  const found = new Map<string, PendingImage>();
+  for (const item of [...(view.data ?? []), ...(view.partial_images ?? [])]) {
+    if (item.b64_json instanceof PendingImage) found.set(item.b64_json.marker, item.b64_json);
+  }
+  return found;
+}
+
+/** Writes, and waits for the socket to drain when it is full; rejects when the client left. */
+function write(res: ServerResponse, chunk: string | Buffer): Promise<void> {
+  if (res.destroyed) return Promise.reject(new Error("the client went away"));
+  if (res.write(chunk)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error) => {
+      res.off("drain", drained);
+      res.off("close", closed);
+      if (err) reject(err);
+      else resolve();
+    };
+    const drained = () => done();
+    const closed = () => done(new Error("the client went away"));
+    res.on("drain", drained);
+    res.on("close", closed);
+  });
+}
+
+/** Streams an image's bytes as base64, three bytes at a time carried across chunks. */
+async function writeBase64(res: ServerResponse, body: Readable, size: number): Promise<void> {
+  let carry: Buffer | undefined;
+  let seen = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    seen += chunk.byteLength;
+    if (seen > size) break;
+    const all = carry ? Buffer.concat([carry, chunk]) : chunk;
+    const whole = all.byteLength - (all.byteLength % 3);
+    carry = whole < all.byteLength ? Buffer.from(all.subarray(whole)) : undefined;
+    if (whole > 0) await write(res, all.toString("base64", 0, whole));
+  }
+  if (seen !== size) {
+    body.destroy();
+    throw new Error(`an image read ${seen} bytes where ${size} were stored`);
+  }
+  if (carry) await write(res, carry.toString("base64"));
+}
+
+/** A view's JSON in pieces: the text around its `b64_json` payloads, and those payloads. */
+export interface SplitView {
+  /** `parts[i]` comes before `images[i]`; the last part after the last image. */
+  parts: Buffer[];
+  images: PendingImage[];
+  /** Bytes of the whole JSON, base64 included. */
+  length: number;
+}
+
+/** Cuts the view's JSON at its `b64_json` markers. */
+export function splitView(view: TaskView): SplitView {
+  const text = JSON.stringify(view);
+  const pending = pendingImages(view);
+  if (pending.size === 0) {
+    const only = Buffer.from(text);
+    return { parts: [only], images: [], length: only.byteLength };
+  }
+  const parts: Buffer[] = [];
+  const images: PendingImage[] = [];
+  const pattern = /__b64_[0-9a-f]{24}_\d+__/g;
+  let from = 0;
+  for (const match of text.matchAll(pattern)) {
+    const image = pending.get(match[0]);
+    if (!image) continue;
+    parts.push(Buffer.from(text.slice(from, match.index)));
+    images.push(image);
+    from = match.index + match[0].length;
+  }
+  parts.push(Buffer.from(text.slice(from)));
+  const length =
+    parts.reduce((sum, part) => sum + part.byteLength, 0) +
+    images.reduce((sum, image) => sum + base64Length(image.size), 0);
+  return { parts, images, length };
+}
+
+/**
+ * Opens the first image of a split view, before anything is written: an
+ * image store that is away rejects (503), bytes already gone are a 404.
+ */
+export async function openFirstImage(
+  view: TaskView,
+  split: SplitView,
+  signal: AbortSignal,
+): Promise<ImageObject | undefined> {
+  if (split.images.length === 0) return undefined;
+  const first = await split.images[0]!.open(signal);
+  if (!first) throw imageGone(view.id);
+  return first;
+}
+
+/**
+ * Writes a split view's JSON, each image's base64 streamed from the image
+ * store, one image at a time (`first` opened already); does not end `res`.
+ * Rejects when an image cannot be read or the client leaves: the caller
+ * cuts the connection, the only way left to tell the client.
+ */
+export async function writeSplitView(
+  res: ServerResponse,
+  split: SplitView,
+  first: ImageObject | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  let next = first;
+  try {
+    for (const [index, image] of split.images.entries()) {
+      await write(res, split.parts[index]!);
+      next ??= await image.open(signal);
+      if (!next) throw new Error("an image was deleted while its task was being sent");
+      const { body } = next;
+      next = undefined;
+      try {
+        await writeBase64(res, body, image.size);
+      } finally {
+        body.destroy();
+      }
+    }
+    await write(res, split.parts.at(-1)!);
+  } finally {
+    next?.body.destroy();
+  }
+}
+
+/**
+ * Sends a task view as JSON with `Content-Length`. `b64_json` payloads are
+ * streamed from the image store, base64-encoded on the way, one image at a
+ * time: a poll holds a few chunks of an image, never the answer (a task of
+ * ten 32 MiB images is 427 MiB of JSON). The first image is opened before
+ * anything is written, so an image store that is away is a clean 503 and
+ * bytes already gone a clean 404; a failure after that cuts the connection,
+ * which the client sees as a short body (`Content-Length`), never as a
+ * complete but wrong answer. Headers set on `res` before the call are kept.
+ */
+export async function sendTaskView(
+  res: ServerResponse,
+  status: number,
+  view: TaskView,
+): Promise<void> {
+  const split = splitView(view);
+  const headers = { "Content-Type": "application/json; charset=utf-8" };
+  if (split.images.length === 0) {
+    res.writeHead(status, { ...headers, "Content-Length": split.length });
+    res.end(split.parts[0]);
+    return;
+  }
+  const signal = clientGone(res);
+  const first = await openFirstImage(view, split, signal);
+  res.writeHead(status, { ...headers, "Content-Length": split.length });
+  if (res.req?.method === "HEAD") {
+    first?.body.destroy();
+    res.end();
+    return;
+  }
+  try {
+    await writeSplitView(res, split, first, signal);
+    res.end();
+  } catch (err) {
+    // Headers are out: the short body is how the client learns the answer broke.
+    res.destroy(err as Error);
+  }
+}

@@ -1,0 +1,234 @@
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import type { Logger } from "pino";
+import type { ImagesConfig } from "../../config/schema/images-schema.js";
+import type { ImageUrlSigner } from "../../files/image-url-signer.js";
+import { inputKey, partialKey, resultKey } from "../../images/image-keys.js";
+import type { ImageObject, ImageStore } from "../../images/image-store.js";
+import type { GeneratedImage } from "../run/generate-images.js";
+import { available } from "../service/store-available.js";
+import type { TaskStore } from "../store/task-store.js";
+import { imageKeysOf, type TaskImage, type TaskInput, type TaskRecord } from "../task-record.js";
+import { partialLink, partialsUntil, resultLink } from "./image-links.js";
+import { storage } from "./storage-available.js";
+
+/** Dependencies of {@link createTaskImages}. */
+export interface TaskImagesDeps {
+  imageStore: ImageStore;
+  /** Reads the bytes of records written before the image store (legacy). */
+  taskStore: Pick<TaskStore, "getImage" | "getInput">;
+  signer: ImageUrlSigner;
+  config: Pick<ImagesConfig, "links" | "publicBaseUrl">;
+  logger: Logger;
+  now: () => number;
+  /**
+   * The longest from a task's start to its expiry (`timeoutSec` +
+   * `retentionSec`): how long a running task's partial image links last.
+   */
+  runLimitSec: number;
+}
+
+/** The images of tasks: where they are written, read, linked to and deleted. */
+export interface TaskImages {
+  /**
+   * The `url` of a result image, as `images.links` asks, or as `mode` asks
+   * (the MCP server asks for the service's own links, the one origin it
+   * downloads from). A legacy image has only the service's own.
+   */
+  link(
+    record: TaskRecord,
+    index: number,
+    baseUrl: string,
+    mode?: ImagesConfig["links"],
+  ): Promise<string>;
+  /** The `url` of partial image `index` of a task (file `partial-<index>.<ext>` on the service). */
+  partialLink(
+    record: TaskRecord,
+    index: number,
+    baseUrl: string,
+    mode?: ImagesConfig["links"],
+  ): Promise<string>;
+  /** Partial image `index` of a task as a stream; undefined when it is not stored (any more). */
+  openPartial(
+    record: TaskRecord,
+    index: number,
+    signal?: AbortSignal,
+  ): Promise<ImageObject | undefined>;
+  /**
+   * Writes partial image `index` of the running task's current run, under
+   * the last day its links may be used (its task's own expiry deletes it
+   * sooner, with the task); resolves what the record keeps of it. Not
+   * retried: a draft that cannot be kept is skipped, the run goes on.
+   */
+  putPartial(
+    record: TaskRecord,
+    index: number,
+    image: { bytes: Buffer; mime: string },
+  ): Promise<TaskImage>;
+  /**
+   * Result image `index` of a record, as a stream; undefined when it is not
+   * stored (any more). The image store away: 503 `storage_unavailable`.
+   */
+  open(record: TaskRecord, index: number, signal?: AbortSignal): Promise<ImageObject | undefined>;
+  /**
+   * What the record keeps of the images run `attempt` made: their keys start
+   * with the day the task expires, `expiresAtSec`, and are the run's own.
+   */
+  planResults(
+    taskId: string,
+    attempt: number,
+    images: readonly GeneratedImage[],
+    expiresAtSec: number,
+  ): TaskImage[];
+  /** Writes a result's images under their planned keys, all at once (the caller retries). */
+  putResults(planned: readonly TaskImage[], images: readonly GeneratedImage[]): Promise<void>;
+  /** Deletes result images (a run that lost its task, or could not store them all). */
+  deleteResults(images: readonly TaskImage[]): Promise<void>;
+  /**
+   * Writes an edit's input images before its task is created, under the
+   * last day the task can need them (`untilSec`); 503 `storage_unavailable`
+   * when the image store is away. Resolves the inputs as the record keeps them.
+   */
+  putInputs(
+    taskId: string,
+    inputs: ReadonlyArray<{ field: TaskInput["field"]; mime: string; bytes: Buffer }>,
+    untilSec: number,
+  ): Promise<TaskInput[]>;
+  /** An edit's input images, in order; an image no longer stored is undefined. */
+  readInputs(record: TaskRecord): Promise<Array<Buffer | undefined>>;
+  /**
+   * Deletes an edit's input images (its task finished, or was never
+   * created); those of a task from before the image store go with the
+   * task store's own finishing step.
+   */
+  deleteInputs(inputs: readonly TaskInput[]): Promise<void>;
+}
+
+/** What every step on a task's images reads: the stores, the signer, the clock. */
+export type TaskImagesState = Omit<TaskImagesDeps, "logger">;
+
+/**
+ * A task's images in the image store: results under the day the task
+ * expires, an edit's inputs under the last day they may be needed. Records
+ * carry each image's key; a record without keys was written before the image
+ * store, and its bytes are read from the task store as they always were.
+ * Links are made in `image-links.ts`.
+ */
+export function createTaskImages(deps: TaskImagesDeps): TaskImages {
+  const s: TaskImagesState = deps;
+  const { imageStore } = deps;
+  const links = deps.config.links;
+  return {
+    link: (record, index, baseUrl, mode = links) => resultLink(s, record, index, baseUrl, mode),
+    partialLink: (record, index, baseUrl, mode = links) =>
+      partialLink(s, record, index, baseUrl, mode),
+    async openPartial(record, index, signal) {
+      const key = record.partials?.[index]?.key;
+      return key === undefined ? undefined : storage(() => imageStore.get(key, signal));
+    },
+    async putPartial(record, index, image) {
+      const key = partialKey(
+        partialsUntil(s, record),
+        record.id,
+        index,
+        image.mime,
+        record.attempts,
+      );
+      await imageStore.put(key, image.bytes, image.mime);
+      return { mime: image.mime, bytes: image.bytes.byteLength, key };
+    },
+    open: (record, index, signal) => openResult(s, record, index, signal),
+    planResults,
+    async putResults(planned, images) {
+      await Promise.all(
+        planned.map((image, index) => imageStore.put(image.key!, images[index]!.bytes, image.mime)),
+      );
+    },
+    async deleteResults(images) {
+      await imageStore.delete(imageKeysOf({ images }));
+    },
+    putInputs: (taskId, inputs, untilSec) => putInputs(s, taskId, inputs, untilSec),
+    readInputs: (record) => readInputs(s, record),
+    async deleteInputs(inputs) {
+      await imageStore.delete(imageKeysOf({ inputs }));
+    },
+  };
+}
+
+/** {@link TaskImages.open}: from the image store, or a legacy record's from the task store. */
+async function openResult(
+  s: TaskImagesState,
+  record: TaskRecord,
+  index: number,
+  signal?: AbortSignal,
+): Promise<ImageObject | undefined> {
+  const image = record.images?.[index];
+  if (!image) return undefined;
+  if (image.key) {
+    const key = image.key;
+    return storage(() => s.imageStore.get(key, signal));
+  }
+  // Bytes from before the image store: the task store's failure is its own 503.
+  const bytes = await available(() => s.taskStore.getImage(record.id, index));
+  return bytes && legacyObject(bytes, image.mime);
+}
+
+/** Bytes kept in the task store (records from before the image store), as an object to stream. */
+function legacyObject(bytes: Buffer, mime: string): ImageObject {
+  return {
+    body: Readable.from([bytes]),
+    size: bytes.byteLength,
+    contentType: mime,
+    etag: `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 27)}"`,
+  };
+}
+
+/** {@link TaskImages.planResults}. */
+function planResults(
+  taskId: string,
+  attempt: number,
+  images: readonly GeneratedImage[],
+  expiresAtSec: number,
+): TaskImage[] {
+  return images.map(({ bytes, mime, revised_prompt }, index) => ({
+    mime,
+    bytes: bytes.byteLength,
+    ...(revised_prompt === undefined ? {} : { revised_prompt }),
+    key: resultKey(expiresAtSec, taskId, index, mime, attempt),
+  }));
+}
+
+/** {@link TaskImages.putInputs}. */
+async function putInputs(
+  s: TaskImagesState,
+  taskId: string,
+  inputs: ReadonlyArray<{ field: TaskInput["field"]; mime: string; bytes: Buffer }>,
+  untilSec: number,
+): Promise<TaskInput[]> {
+  return storage(() =>
+    Promise.all(
+      inputs.map(async ({ field, mime, bytes }, index) => {
+        const key = inputKey(untilSec, taskId, index, mime);
+        await s.imageStore.put(key, bytes, mime);
+        return { field, mime, bytes: bytes.byteLength, key };
+      }),
+    ),
+  );
+}
+
+/** {@link TaskImages.readInputs}: a legacy record's from the task store. */
+async function readInputs(
+  s: TaskImagesState,
+  record: TaskRecord,
+): Promise<Array<Buffer | undefined>> {
+  return Promise.all(
+    (record.inputs ?? []).map(async (input, index) => {
+      if (!input.key) return s.taskStore.getInput(record.id, index);
+      const found = await s.imageStore.get(input.key);
+      if (!found) return undefined;
+      const chunks: Buffer[] = [];
+      for await (const chunk of found.body) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    }),
+  );
+}

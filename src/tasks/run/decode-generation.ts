@@ -1,0 +1,212 @@
+import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
+import type { Channel } from "../../channels/channel.js";
+import type { KeyScrubber } from "../../channels/key-scrubber.js";
+import { sniffImageType } from "../../files/image-type.js";
+import { assertUrlAllowed, ForbiddenAddressError } from "../../net/address-policy.js";
+import { createGuardedAgent } from "../../net/create-guarded-agent.js";
+import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
+import { TaskFailure } from "../task-failure.js";
+
+/** One generated image, decoded. */
+export interface GeneratedImage {
+  bytes: Buffer;
+  mime: string;
+  revised_prompt?: string;
+}
+
+/** Where an answer came from, for {@link decodeGeneration}. */
+export interface GenerationSource {
+  channel: Channel;
+  /** Finds the credential the call sent. */
+  scrubber: KeyScrubber;
+  /** The request's `n`. */
+  requested: unknown;
+  /** The task's signal: downloads of image URLs stop with it. */
+  signal: AbortSignal;
+}
+
+/** Objects nested deeper than this in `usage` are dropped rather than walked. */
+const MAX_USAGE_DEPTH = 16;
+
+/**
+ * A channel's generation answer as images: each `b64_json` decoded, each
+ * `url` downloaded, each checked to be a PNG, JPEG or WebP of at most the
+ * channel's `maxImageBytes`, `revised_prompt` and `usage` scrubbed of the key.
+ *
+ * Image URLs are fetched only from the channel's own origin or its
+ * `imageUrlOrigins` (those never on loopback, private or metadata addresses),
+ * and no redirect is followed.
+ * @throws TaskFailure `invalid_response` for anything else
+ */
+export async function decodeGeneration(
+  bytes: Buffer,
+  source: GenerationSource,
+): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
+  const { channel, scrubber } = source;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    throw invalidResponse("is not valid JSON");
+  }
+  const data = (parsed as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data) || data.length === 0) throw invalidResponse("holds no images");
+  const requested = typeof source.requested === "number" ? source.requested : 1;
+  if (data.length > Math.max(1, requested)) {
+    throw invalidResponse(`holds ${data.length} images where ${requested} were asked for`);
+  }
+  const images: GeneratedImage[] = [];
+  for (const item of data as Array<Record<string, unknown> | null>) {
+    let image: Buffer;
+    if (typeof item?.b64_json === "string" && item.b64_json.length > 0) {
+      if (item.b64_json.length > base64Length(channel.maxImageBytes) + 4) {
+        throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+      }
+      image = Buffer.from(item.b64_json, "base64");
+    } else if (typeof item?.url === "string") {
+      image = await download(item.url, source);
+    } else {
+      throw invalidResponse("has an image with neither b64_json nor url");
+    }
+    if (image.length > channel.maxImageBytes) {
+      throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+    }
+    const type = sniffImageType(image);
+    if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
+    images.push({
+      bytes: image,
+      mime: type.mimeType,
+      ...(typeof item?.revised_prompt === "string"
+        ? { revised_prompt: scrubber.scrubString(item.revised_prompt) }
+        : {}),
+    });
+  }
+  const usage = scrubDeep((parsed as { usage?: unknown }).usage, scrubber, 0);
+  return { images, ...(usage === undefined ? {} : { usage }) };
+}
+
+/** Base64 length of `bytes` bytes. */
+function base64Length(bytes: number): number {
+  return Math.ceil(bytes / 3) * 4;
+}
+
+/**
+ * Downloads an image a channel answered as a URL. Its own origin is trusted as
+ * the operator configured it; an `imageUrlOrigins` origin goes through the
+ * address guard; anything else is refused without a request. No key is sent.
+ */
+async function download(url: string, source: GenerationSource): Promise<Buffer> {
+  const { channel, signal, scrubber } = source;
+  const channelOrigin = new URL(channel.baseUrl).origin;
+  let target: URL;
+  try {
+    target = new URL(url, `${channelOrigin}/`);
+  } catch {
+    throw invalidResponse("has an image URL that is not a URL");
+  }
+  if (target.protocol !== "https:" && target.protocol !== "http:") {
+    throw invalidResponse("has an image URL that is not http(s)");
+  }
+  const own = target.origin === channelOrigin;
+  if (!own && !channel.imageUrlOrigins.includes(target.origin)) {
+    throw invalidResponse(
+      `has an image URL on ${scrubber.scrubString(target.origin)}, which is neither the ` +
+        `channel's origin nor in its imageUrlOrigins`,
+    );
+  }
+  let dispatcher: Dispatcher | undefined;
+  try {
+    if (!own) assertUrlAllowed(target);
+    dispatcher = createDownloadAgent(channel, own);
+    const response = await undiciFetch(target, { signal, dispatcher, redirect: "manual" });
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel().catch(() => undefined);
+      throw invalidResponse(
+        `has an image URL that redirects (status ${response.status}); redirects are not followed`,
+      );
+    }
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new Error(`status ${response.status}`);
+    }
+    return await readCapped(response, channel.maxImageBytes, signal);
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    if (err instanceof TaskFailure) throw err;
+    const refusal = forbiddenAddress(err);
+    throw new TaskFailure(
+      refusal ? "invalid_response" : "upstream_error",
+      `Could not download the image the upstream channel produced (${scrubber.scrubString(
+        refusal?.message ?? (err as Error).message,
+      )}).`,
+      "upstream_error",
+    );
+  } finally {
+    void dispatcher?.destroy().catch(() => undefined);
+  }
+}
+
+/**
+ * One download's agent (each task downloads once, so no pooling is lost),
+ * with the channel's image timeout on its silence: its own origin as the
+ * operator configured it, any other through the address guard.
+ */
+function createDownloadAgent(channel: Channel, own: boolean): Dispatcher {
+  const timeouts = { headersTimeout: channel.imageTimeoutMs, bodyTimeout: channel.imageTimeoutMs };
+  return own ? new Agent(timeouts) : createGuardedAgent({ agent: timeouts });
+}
+
+/** An image download within `limit` bytes; over it is the channel's `invalid_response`. */
+async function readCapped(
+  response: Awaited<ReturnType<typeof undiciFetch>>,
+  limit: number,
+  signal: AbortSignal,
+): Promise<Buffer> {
+  try {
+    return await readCappedBody(response, limit);
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    if (err instanceof BodyTooLargeError) {
+      throw invalidResponse(`has an image larger than ${limit} bytes`);
+    }
+    throw new TaskFailure(
+      "upstream_error",
+      "The download of an image the upstream channel produced broke off.",
+      "upstream_error",
+    );
+  }
+}
+
+/** The guard's refusal, thrown directly or wrapped by fetch in `cause`. */
+function forbiddenAddress(err: unknown): ForbiddenAddressError | undefined {
+  if (err instanceof ForbiddenAddressError) return err;
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  return cause instanceof ForbiddenAddressError ? cause : undefined;
+}
+
+function invalidResponse(what: string): TaskFailure {
+  return new TaskFailure(
+    "invalid_response",
+    `The upstream channel's answer ${what}.`,
+    "upstream_error",
+  );
+}
+
+/** The scrub on every string (keys included) of a parsed JSON value. */
+function scrubDeep(value: unknown, scrubber: KeyScrubber, depth: number): unknown {
+  if (typeof value === "string") return scrubber.scrubString(value);
+  if (value === null || typeof value !== "object") return value;
+  if (depth >= MAX_USAGE_DEPTH) return undefined;
+  if (Array.isArray(value)) return value.map((item) => scrubDeep(item, scrubber, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    // defineProperty, so a "__proto__" key stays data and never reaches the prototype.
+    Object.defineProperty(out, scrubber.scrubString(key), {
+      value: scrubDeep(item, scrubber, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,191 @@
+import type { Channel } from "../../channels/channel.js";
+import type { ChannelAnswer } from "../../channels/channel-answer.js";
+import type { ChannelClient, ChannelRequest } from "../../channels/channel-client.js";
+import { ChannelError } from "../../channels/channel-error.js";
+import type { KeyScrubber } from "../../channels/key-scrubber.js";
+import { extensionOf } from "../../files/image-type.js";
+import { decodeGeneration, type GeneratedImage } from "./decode-generation.js";
+import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";
+import { TaskFailure } from "../task-failure.js";
+
+export type { GeneratedImage } from "./decode-generation.js";
+
+/** An input image of an edit, as it goes to the channel. */
+export interface EditFile {
+  /** `image`, `image[]` or `mask`. */
+  field: string;
+  mime: string;
+  bytes: Buffer;
+}
+
+/** Dependencies and inputs of {@link generateImages}. */
+export interface GenerateImagesInput {
+  candidates: readonly Channel[];
+  /** The generation's JSON body, or an edit's form fields. */
+  body: Record<string, unknown>;
+  /** An edit's images: the call goes to `/images/edits` as `multipart/form-data`. */
+  files?: readonly EditFile[];
+  /** Aborted on timeout, cancel or shutdown; its reason says which. */
+  signal: AbortSignal;
+  /**
+   * How long the channel may stay silent: the task's whole timeout, which the
+   * signal enforces (a generation sends nothing until it is done).
+   */
+  idleMs: number;
+  /** Makes the call: failover, the channel's image timeout, caps, no redirects. */
+  client: ChannelClient;
+  /**
+   * Partial images asked for: the call asks the channel for a stream
+   * (`stream: true`, `partial_images`), whose drafts go to `onPartial` as
+   * they come. A channel that answers plain JSON instead is read as JSON.
+   */
+  stream?: Pick<StreamedRun, "partialImages" | "onPartial">;
+}
+
+/** Room in a channel's answer beside the images: revised prompts, usage, envelope. */
+const ANSWER_OVERHEAD_BYTES = 256 * 1024;
+/** Error bodies are read this far for their message; the rest is not needed. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * Runs one generation (an edit: `/images/edits`) through the channel client,
+ * which tries the candidates under its failover rule: the next channel only
+ * when the one before provably did not run it. Every failure becomes a
+ * {@link TaskFailure} with a code and a message free of channel keys; an
+ * abort is rethrown for the caller to name.
+ *
+ * What a channel sends is bounded while it arrives: the JSON answer to what
+ * `n` images of `maxImageBytes` take (see {@link decodeGeneration} for images
+ * answered as URLs); a stream, to what they and their partial images take.
+ */
+export async function generateImages(
+  input: GenerateImagesInput,
+): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
+  const { signal } = input;
+  const answer = await guarded(signal, async () =>
+    input.client.send(input.candidates, await requestOf(input)),
+  );
+  if (answer.status >= 400) {
+    const text = await readErrorText(answer, signal);
+    throw upstreamFailure(answer.status, text, answer.scrubber);
+  }
+  if (input.stream && isEventStream(answer)) {
+    const n = typeof input.body.n === "number" ? input.body.n : 1;
+    return readStreamedAnswer(answer, { ...input.stream, n, signal });
+  }
+  const limit = answerLimit(input.body, answer.channel.maxImageBytes);
+  const bytes = await guarded(signal, () => answer.read(limit));
+  return decodeGeneration(bytes, {
+    channel: answer.channel,
+    scrubber: answer.scrubber,
+    requested: input.body.n,
+    signal,
+  });
+}
+
+/** The call: a generation's JSON, or an edit's form (built once, sent again on failover). */
+async function requestOf(input: GenerateImagesInput): Promise<ChannelRequest> {
+  const body = input.stream
+    ? { ...input.body, stream: true, partial_images: input.stream.partialImages }
+    : input.body;
+  const common = {
+    route: "",
+    method: "POST",
+    timeout: { idleMs: input.idleMs },
+    signal: input.signal,
+  } as const;
+  if (!input.files) {
+    return {
+      ...common,
+      route: "image_tasks",
+      path: "/images/generations",
+      headers: { "content-type": "application/json" },
+      body: Buffer.from(JSON.stringify(body)),
+    };
+  }
+  const form = new Request("http://form.invalid/", {
+    method: "POST",
+    body: editForm(body, input.files),
+  });
+  return {
+    ...common,
+    route: "image_edit_tasks",
+    path: "/images/edits",
+    headers: { "content-type": form.headers.get("content-type") ?? "multipart/form-data" },
+    body: Buffer.from(await form.arrayBuffer()),
+  };
+}
+
+/**
+ * An edit's form: the fields as text, then the images, named by their place
+ * (`image-0.png`, `mask.png`): the client's file names are not passed on.
+ */
+function editForm(body: Record<string, unknown>, files: readonly EditFile[]): FormData {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(body)) form.append(name, String(value));
+  files.forEach((file, index) => {
+    const name = file.field === "mask" ? "mask" : `image-${index}`;
+    form.append(
+      file.field,
+      new Blob([file.bytes], { type: file.mime }),
+      `${name}.${extensionOf(file.mime)}`,
+    );
+  });
+  return form;
+}
+
+/** Runs a step of the call: an abort is rethrown as its reason, a channel's error as a task failure. */
+async function guarded<T>(signal: AbortSignal, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    if (err instanceof ChannelError) throw new TaskFailure(err.code, err.message, "upstream_error");
+    throw err;
+  }
+}
+
+/** Base64 length of `bytes` bytes. */
+function base64Length(bytes: number): number {
+  return Math.ceil(bytes / 3) * 4;
+}
+
+/** The most a successful answer for this request may hold: `n` images and some room. */
+function answerLimit(body: Record<string, unknown>, maxImageBytes: number): number {
+  const n = typeof body.n === "number" && Number.isInteger(body.n) ? Math.min(10, body.n) : 1;
+  return Math.max(1, n) * (base64Length(maxImageBytes) + ANSWER_OVERHEAD_BYTES);
+}
+
+/** The start of an error body, enough for its message. */
+async function readErrorText(answer: ChannelAnswer, signal: AbortSignal): Promise<string> {
+  try {
+    return (await answer.read(MAX_ERROR_BODY_BYTES)).toString("utf8");
+  } catch {
+    if (signal.aborted) throw signal.reason;
+    // Too long or broken off: the status-based message will do.
+    return "";
+  }
+}
+
+/** The channel's own error, passed on with its code and message, scrubbed of its key. */
+function upstreamFailure(status: number, text: string, scrubber: KeyScrubber): TaskFailure {
+  let code = status === 429 ? "rate_limit_exceeded" : "upstream_error";
+  let message = `The upstream channel answered with status ${status}.`;
+  let type = "upstream_error";
+  try {
+    const error = (JSON.parse(text) as { error?: Record<string, unknown> }).error;
+    if (error && typeof error === "object") {
+      if (typeof error.code === "string" && error.code) code = error.code;
+      if (typeof error.message === "string" && error.message) message = error.message;
+      if (typeof error.type === "string" && error.type) type = error.type;
+    }
+  } catch {
+    // Not an OpenAI error body: the status-based message stands.
+  }
+  // Every field is the channel's own text, so each is scrubbed, not only the message.
+  return new TaskFailure(
+    scrubber.scrubString(code).slice(0, 100),
+    scrubber.scrubString(message).slice(0, 2000),
+    scrubber.scrubString(type).slice(0, 100),
+  );
+}

@@ -1,0 +1,93 @@
+import type { Logger } from "pino";
+import type { Metrics } from "../../metrics/create-metrics.js";
+import type { StreamedImage } from "./read-image-stream.js";
+import type { TaskStore } from "../store/task-store.js";
+import type { TaskFinisher } from "../service/task-finisher.js";
+import type { TaskImages } from "../images/task-images.js";
+import type { TaskImage, TaskRecord } from "../task-record.js";
+
+/** What {@link keepPartials} works with. */
+export interface KeepPartialsDeps {
+  store: Pick<TaskStore, "transition">;
+  images: Pick<TaskImages, "putPartial" | "deleteResults">;
+  finisher: Pick<TaskFinisher, "announce">;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/** `step`, or a rejection as soon as `signal` aborts: a store that hangs does not hold the run. */
+function untilAborted<T>(step: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const aborted = () => reject(signal.reason as Error);
+    signal.addEventListener("abort", aborted, { once: true });
+    step.then(
+      (value) => {
+        signal.removeEventListener("abort", aborted);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", aborted);
+        reject(err as Error);
+      },
+    );
+  });
+}
+
+/**
+ * Keeps the partial images of run `started` as the channel sends them, one
+ * at a time: each is written to the image store once, added to the record
+ * (a compare-and-set on the run's attempt, so a run that lost its task adds
+ * nothing) and announced as `image.task.partial_image`, its index its place
+ * among those kept. A draft that cannot be kept (the image store or the task
+ * store away) is skipped and the run goes on: only the result is the task's.
+ * Returns the handler for each partial image.
+ */
+export function keepPartials(
+  deps: KeepPartialsDeps,
+  started: TaskRecord,
+  signal: AbortSignal,
+): (index: number, image: StreamedImage) => Promise<void> {
+  const { store, images, finisher, metrics, logger } = deps;
+  let current = started;
+  const skipped = (err: unknown) => {
+    metrics.taskPartialImages.inc({ outcome: "failed" });
+    if (!signal.aborted) {
+      logger.warn({ err, taskId: started.id }, "could not keep a partial image; the run goes on");
+    }
+  };
+
+  return async (_channelIndex, image) => {
+    const index = current.partials?.length ?? 0;
+    let kept: TaskImage;
+    try {
+      kept = await untilAborted(images.putPartial(current, index, image), signal);
+    } catch (err) {
+      skipped(err);
+      return;
+    }
+    let updated: TaskRecord | undefined;
+    try {
+      updated = await untilAborted(
+        store.transition(
+          started.id,
+          "in_progress",
+          { status: "in_progress", partials: [...(current.partials ?? []), kept] },
+          { attempts: started.attempts },
+        ),
+        signal,
+      );
+    } catch (err) {
+      updated = undefined;
+      skipped(err);
+    }
+    if (!updated) {
+      // Not kept (the store is away, or the task is no longer this run's): its draft goes.
+      await images.deleteResults([kept]).catch(() => undefined);
+      return;
+    }
+    current = updated;
+    metrics.taskPartialImages.inc({ outcome: "stored" });
+    finisher.announce("partial_image", updated, index);
+  };
+}

@@ -1,0 +1,140 @@
+import { sniffImageType } from "../../files/image-type.js";
+import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
+import { TaskFailure } from "../task-failure.js";
+
+/** One image a channel's stream carried, decoded and checked. */
+export interface StreamedImage {
+  bytes: Buffer;
+  mime: string;
+}
+
+/** What {@link readImageStream} needs besides the body. */
+export interface ImageStreamOptions {
+  /** The images asked for (`n`): more `.completed` events than this are refused. */
+  n: number;
+  /** Partial images to keep at most (`partial_images` x `n`); more are read and dropped. */
+  maxPartials: number;
+  /** The largest image, decoded. */
+  maxImageBytes: number;
+  /** Called with each partial image, in order, before the stream is read further. */
+  onPartial(index: number, image: StreamedImage): Promise<void>;
+  /** Removes the channel's key from its own text (error messages). */
+  scrub(text: string): string;
+}
+
+/** A streamed generation's result: the `.completed` events' images and their usage (unscrubbed). */
+export interface StreamedResult {
+  images: StreamedImage[];
+  usage?: unknown;
+}
+
+/** Room in one event beside its image: the event's other fields. */
+const EVENT_OVERHEAD = 64 * 1024;
+
+const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
+
+function invalid(what: string): TaskFailure {
+  return new TaskFailure(
+    "invalid_response",
+    `The upstream channel's event stream ${what}.`,
+    "upstream_error",
+  );
+}
+
+/**
+ * Reads a gpt-image stream (`stream: true`) as it arrives:
+ * `image_generation.partial_image` / `image_edit.partial_image` events go to
+ * `onPartial` one by one; `.completed` events are the result, with their
+ * `usage` (summed over several images); an `error` event fails with the
+ * channel's own code and message. What is not such a stream fails
+ * `invalid_response`: an event that is not JSON, an image that is not PNG,
+ * JPEG or WebP or is too large, more images than asked for, or a stream that
+ * ends before its images were completed (a cut stream is never a result).
+ *
+ * @throws TaskFailure; the body's own errors (a reset, an abort) are rethrown as they are
+ */
+export async function readImageStream(
+  body: AsyncIterable<Uint8Array>,
+  options: ImageStreamOptions,
+): Promise<StreamedResult> {
+  const images: StreamedImage[] = [];
+  let usage: unknown;
+  let partials = 0;
+  const events = parseEventStream(body, base64Length(options.maxImageBytes) + EVENT_OVERHEAD);
+  try {
+    for await (const event of events) {
+      if (event.data === "[DONE]") continue;
+      let data: Record<string, unknown>;
+      try {
+        data = JSON.parse(event.data) as Record<string, unknown>;
+      } catch {
+        throw invalid("has an event that is not JSON");
+      }
+      if (data === null || typeof data !== "object")
+        throw invalid("has an event that is not an object");
+      const type = typeof data.type === "string" ? data.type : event.event;
+      if (type === "error" || event.event === "error") throw channelError(data, options);
+      if (/^image_(generation|edit)\.partial_image$/.test(type)) {
+        const image = decode(data, options);
+        if (partials < options.maxPartials) await options.onPartial(partials, image);
+        partials += 1;
+      } else if (/^image_(generation|edit)\.completed$/.test(type)) {
+        if (images.length >= Math.max(1, options.n)) {
+          throw invalid(`holds more images than the ${options.n} asked for`);
+        }
+        images.push(decode(data, options));
+        usage = addUsage(usage, data.usage);
+      }
+    }
+  } catch (err) {
+    if (err instanceof EventTooLargeError) {
+      throw invalid(`has an event larger than ${err.maxBytes} bytes`);
+    }
+    throw err;
+  }
+  if (images.length === 0) throw invalid("ended before the image was completed");
+  return { images, ...(usage === undefined ? {} : { usage }) };
+}
+
+function decode(data: Record<string, unknown>, options: ImageStreamOptions): StreamedImage {
+  const b64 = data.b64_json;
+  if (typeof b64 !== "string" || b64.length === 0)
+    throw invalid("has an image event without b64_json");
+  if (b64.length > base64Length(options.maxImageBytes) + 4) {
+    throw invalid(`has an image larger than ${options.maxImageBytes} bytes`);
+  }
+  const bytes = Buffer.from(b64, "base64");
+  const type = sniffImageType(bytes);
+  if (!type) throw invalid("has an image that is not PNG, JPEG or WebP");
+  return { bytes, mime: type.mimeType };
+}
+
+/** The channel's `error` event, as its answers' errors are: its code and message, scrubbed. */
+function channelError(data: Record<string, unknown>, options: ImageStreamOptions): TaskFailure {
+  const error = (
+    typeof data.error === "object" && data.error !== null ? data.error : data
+  ) as Record<string, unknown>;
+  const text = (value: unknown, fallback: string, max: number) =>
+    options.scrub(typeof value === "string" && value ? value : fallback).slice(0, max);
+  return new TaskFailure(
+    text(error.code, "upstream_error", 100),
+    text(error.message, "The upstream channel reported an error in its event stream.", 2000),
+    text(error.type, "upstream_error", 100),
+  );
+}
+
+/** Sums the numbers of two usage objects (several images), field by field, nested included. */
+function addUsage(total: unknown, more: unknown, depth = 0): unknown {
+  if (more === undefined || more === null) return total;
+  if (total === undefined) return more;
+  if (typeof total === "number" && typeof more === "number") return total + more;
+  if (depth > 4 || typeof total !== "object" || typeof more !== "object" || total === null) {
+    return more;
+  }
+  const sum: Record<string, unknown> = { ...(total as Record<string, unknown>) };
+  for (const [key, value] of Object.entries(more as Record<string, unknown>)) {
+    if (key === "__proto__") continue;
+    sum[key] = addUsage(sum[key], value, depth + 1);
+  }
+  return sum;
+}

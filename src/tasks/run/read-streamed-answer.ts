@@ -1,0 +1,66 @@
+import type { ChannelAnswer } from "../../channels/channel-answer.js";
+import { ChannelError } from "../../channels/channel-error.js";
+import type { GeneratedImage } from "./decode-generation.js";
+import { readImageStream, type StreamedImage } from "./read-image-stream.js";
+import { TaskFailure } from "../task-failure.js";
+
+/** What a streamed run asks of {@link readStreamedAnswer}. */
+export interface StreamedRun {
+  /** Images asked for (`n`). */
+  n: number;
+  /** Partial images asked for per image (`partial_images`). */
+  partialImages: number;
+  signal: AbortSignal;
+  /** Called with each partial image, in order; the stream is read on once it settles. */
+  onPartial(index: number, image: StreamedImage): Promise<void>;
+}
+
+/** Room in the whole stream beside its images: the events' other fields. */
+const STREAM_OVERHEAD_BYTES = 256 * 1024;
+
+const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
+
+/** Whether a channel answered a stream request with an event stream (else: plain JSON, read as such). */
+export function isEventStream(answer: ChannelAnswer): boolean {
+  return /^text\/event-stream\b/i.test(answer.headers["content-type"] ?? "");
+}
+
+/**
+ * A channel's `text/event-stream` answer to a run that asked for partial
+ * images, read as it arrives (see {@link readImageStream}), within what `n`
+ * images and their partial images take. Its usage and texts are scrubbed of
+ * the channel's key. A stream that breaks off is the channel client's
+ * `invalid_response` (never a second channel: this one has answered); one
+ * that goes silent, its `upstream_timeout`; an abort is rethrown as its reason.
+ */
+export async function readStreamedAnswer(
+  answer: ChannelAnswer,
+  run: StreamedRun,
+): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
+  const { maxImageBytes } = answer.channel;
+  const n = Math.max(1, run.n);
+  const images = n * (run.partialImages + 1);
+  const maxBytes = images * (base64Length(maxImageBytes) + STREAM_OVERHEAD_BYTES);
+  const scrub = (text: string) => answer.scrubber.scrubString(text);
+  try {
+    const result = await readImageStream(answer.chunks({ maxBytes }), {
+      n,
+      // At most what was asked for, whatever `n`: a record stays small.
+      maxPartials: run.partialImages,
+      maxImageBytes,
+      onPartial: run.onPartial,
+      scrub,
+    });
+    return {
+      images: result.images,
+      // Key-free as JSON text, so the channel's key cannot hide in a field of its usage.
+      ...(result.usage === undefined
+        ? {}
+        : { usage: JSON.parse(scrub(JSON.stringify(result.usage))) as unknown }),
+    };
+  } catch (err) {
+    if (run.signal.aborted) throw run.signal.reason;
+    if (err instanceof ChannelError) throw new TaskFailure(err.code, err.message, "upstream_error");
+    throw err;
+  }
+}

@@ -1,0 +1,81 @@
+import type { Logger } from "pino";
+import type { LeaseEnd } from "../queue/task-queue.js";
+import type { TaskStore } from "../store/task-store.js";
+import { TaskFailure } from "../task-failure.js";
+import type { TaskFinisher } from "../service/task-finisher.js";
+import type { TaskRecord } from "../task-record.js";
+
+/** Why a run's upstream call was aborted: its lease ended, or its own timeout. */
+export type AbortReason = LeaseEnd | "timeout";
+
+/** The `error` of a task whose run ended with its process. */
+export const interrupted = (message: string) =>
+  ({ code: "interrupted", message, type: "interrupted" }) as const;
+
+/** What {@link settleRunFailure} writes with. */
+export interface RunFailureDeps {
+  store: TaskStore;
+  finisher: TaskFinisher;
+  logger: Logger;
+  timeoutSec: number;
+}
+
+/**
+ * Ends a run whose generation did not succeed, as the abort reason says: a
+ * cancel or a lost lease wrote (or will write) the end elsewhere; a hand-back
+ * queues the task again without counting the run; a shutdown or a timeout
+ * fails it; any other error fails it with its own code (an unexpected one is
+ * logged and shown as `upstream_error`, never with its message).
+ */
+export async function settleRunFailure(
+  deps: RunFailureDeps,
+  started: TaskRecord,
+  signal: AbortSignal,
+  err: unknown,
+): Promise<void> {
+  const { store, finisher, logger } = deps;
+  const { id, attempts } = started;
+  const reason = signal.aborted ? (signal.reason as AbortReason) : undefined;
+  switch (reason) {
+    case "cancelled": // the cancel wrote the failure already
+    case "lost": // another run holds the task now
+      return;
+    case "handback":
+      // Not counted as a run: the next one starts it afresh.
+      await store.transition(
+        id,
+        "in_progress",
+        { status: "queued", started_at: undefined, attempts: attempts - 1 },
+        { attempts },
+      );
+      return;
+    case "shutdown":
+      await finisher.fail(
+        id,
+        "in_progress",
+        interrupted("The service stopped while the task was running."),
+        { attempts },
+      );
+      return;
+    case "timeout":
+      await finisher.fail(
+        id,
+        "in_progress",
+        new TaskFailure(
+          "timeout",
+          `The image generation did not finish within ${deps.timeoutSec} seconds.`,
+          "timeout",
+        ).toTaskError(),
+        { attempts },
+      );
+      return;
+  }
+  let failure: TaskFailure;
+  if (err instanceof TaskFailure) {
+    failure = err;
+  } else {
+    logger.error({ err, taskId: id }, "task failed unexpectedly");
+    failure = new TaskFailure("upstream_error", "The image generation failed unexpectedly.");
+  }
+  await finisher.fail(id, "in_progress", failure.toTaskError(), { attempts });
+}

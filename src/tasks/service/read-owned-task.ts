@@ -1,0 +1,28 @@
+import type { Principal } from "../../auth/principal.js";
+import { AppError } from "../../http/app-error.js";
+import type { TaskStore } from "../store/task-store.js";
+import { available } from "./store-available.js";
+import { TASK_ID_PATTERN, isFinished, type TaskRecord } from "../task-record.js";
+
+/**
+ * Reads a task the principal owns. An id of another shape, another key's
+ * task and an expired one are the same 404, so nobody learns which ids exist.
+ */
+export async function readOwnedTask(
+  store: TaskStore,
+  principal: Principal,
+  id: string,
+  nowSec: number,
+): Promise<TaskRecord> {
+  const notFound = () =>
+    new AppError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, {
+      param: "task_id",
+    });
+  if (!TASK_ID_PATTERN.test(id)) throw notFound();
+  const record = await available(() => store.get(id));
+  if (!record || record.owner !== principal.subject) throw notFound();
+  if (isFinished(record.status) && record.expires_at !== undefined && record.expires_at <= nowSec) {
+    throw notFound();
+  }
+  return record;
+}

@@ -1,0 +1,224 @@
+import { createHash } from "node:crypto";
+import type { Logger } from "pino";
+import type { CredentialSealer } from "../../auth/credential-sealer.js";
+import type { Principal } from "../../auth/principal.js";
+import type { Config } from "../../config/config-schema.js";
+import { AppError } from "../../http/app-error.js";
+import type { Metrics } from "../../metrics/create-metrics.js";
+import type { ModelAccess } from "../../models/model-access.js";
+import { modelNotFound } from "../../models/model-not-found.js";
+import { isTaskModel } from "../../models/model-pattern.js";
+import { validateWebhookUrl } from "../../webhooks/validate-webhook-url.js";
+import { keyLimits } from "./key-limits.js";
+import type { QueueEntry, TaskQueue } from "../queue/task-queue.js";
+import type {
+  CreateOptions,
+  CreateResult,
+  Idempotency,
+  IdempotentAnswer,
+  TaskStore,
+} from "../store/task-store.js";
+import { available } from "./store-available.js";
+import { newTaskId, type TaskRecord } from "../task-record.js";
+import type { TaskImages } from "../images/task-images.js";
+import { toUpstreamBody } from "../http/task-schemas.js";
+import type { TaskFinisher } from "./task-finisher.js";
+import type { EditInput, SubmitOptions, Submission } from "./task-service.js";
+
+/** What {@link submitTask} works with. */
+export interface SubmitDeps {
+  config: Config;
+  store: TaskStore;
+  /** Where an edit's input images wait for their run. */
+  images: Pick<TaskImages, "putInputs" | "deleteInputs">;
+  queue: TaskQueue;
+  access: ModelAccess;
+  sealer?: CredentialSealer;
+  /** Tells every replica of the new task (its `queued` event). */
+  finisher: Pick<TaskFinisher, "announce">;
+  metrics: Metrics;
+  logger: Logger;
+  now: () => number;
+}
+
+/** A submitted task, and whether it was made by an earlier request with the same key. */
+export interface Submitted {
+  record: TaskRecord;
+  replayed: boolean;
+}
+
+/**
+ * Checks a submission (task model, the key's group, the webhook URL), then
+ * admits it to the queue, writes the `queued` record and enqueues it; an
+ * idempotent retry gets the task its key already made.
+ */
+export async function submitTask(
+  deps: SubmitDeps,
+  principal: Principal,
+  submission: Submission,
+  options: SubmitOptions,
+): Promise<Submitted> {
+  const { config, store, queue, metrics, logger } = deps;
+  const record = await newTaskRecord(deps, principal, submission, options);
+  const idempotency = options.idempotencyKey
+    ? idempotencyOf(options.idempotencyKey, submission)
+    : undefined;
+  const share = keyLimits(config, principal.group);
+  const entry: QueueEntry = { taskId: record.id, owner: record.owner };
+
+  return available(async () => {
+    // A retry is answered before admission: a full queue does not hide the task it made.
+    const earlier = idempotency && (await store.findIdempotent(record.owner, idempotency));
+    if (earlier) return answerIdempotent(earlier);
+    const admission = await queue.admit(entry, {
+      maxQueued: config.imageTasks.maxQueued,
+      maxQueuedPerOwner: share.maxQueuedPerKey,
+    });
+    if (!admission.admitted) {
+      throw new AppError(
+        "queue_full",
+        admission.reason === "owner_queue_full"
+          ? `This key already has ${share.maxQueuedPerKey} image tasks waiting, its share of the queue; retry when one has started.`
+          : "Too many image tasks are waiting; retry later.",
+        {
+          headers: { "Retry-After": String(Math.max(config.imageTasks.pollIntervalSec, 10)) },
+        },
+      );
+    }
+    const result = await createAdmitted(
+      deps,
+      record,
+      entry,
+      { idempotency, maxPerOwner: share.maxRetainedPerKey },
+      submission.inputs ?? [],
+    );
+    if (result.kind === "owner_full") {
+      const { retentionSec } = config.imageTasks;
+      throw new AppError(
+        "too_many_tasks",
+        `This key already holds ${share.maxRetainedPerKey} image tasks; finished ones count until they expire (${retentionSec} s after they finished).`,
+        { headers: { "Retry-After": String(Math.min(retentionSec, 3600)) } },
+      );
+    }
+    if (result.kind !== "created") return answerIdempotent(result);
+    // Before the queue has it: its `in_progress` comes after this, wherever it runs.
+    deps.finisher.announce("queued", record);
+    try {
+      await queue.enqueue(entry);
+    } catch (err) {
+      // The task exists: the maintenance pass gives it its place in the queue.
+      logger.warn({ err, taskId: record.id }, "could not enqueue a task; it is adopted later");
+    }
+    metrics.tasksSubmitted.inc();
+    return { record, replayed: false };
+  });
+}
+
+/** The `queued` record of a checked submission; a forward key's own key is sealed into it. */
+async function newTaskRecord(
+  deps: SubmitDeps,
+  principal: Principal,
+  submission: Submission,
+  options: SubmitOptions,
+): Promise<TaskRecord> {
+  const { request, inputs } = submission;
+  if (!isTaskModel(request.model)) {
+    throw new AppError(
+      "unsupported_model",
+      `The model '${request.model}' is not supported by the task API; use a gpt-image-* model.`,
+      { param: "model" },
+    );
+  }
+  if (deps.access.candidates(principal, request.model).length === 0) {
+    throw modelNotFound(request.model);
+  }
+  const webhookUrl = await validateWebhookUrl(request.webhook_url, {
+    webhooks: deps.config.webhooks,
+  });
+  const record: TaskRecord = {
+    id: newTaskId(),
+    owner: principal.subject,
+    status: "queued",
+    model: request.model,
+    request: toUpstreamBody(request),
+    responseFormat: request.response_format,
+    created: Math.floor(deps.now() / 1000),
+    attempts: 0,
+  };
+  if (request.partial_images) record.partialImages = request.partial_images;
+  if (inputs) {
+    record.kind = "edit";
+    record.inputs = inputs.map(({ field, mime, bytes }) => ({ field, mime, bytes: bytes.length }));
+  }
+  if (webhookUrl) record.webhook = { url: webhookUrl, baseUrl: options.baseUrl };
+  const { upstream } = principal;
+  if (upstream) {
+    const { sealer } = deps;
+    if (!sealer) throw new Error("a forward principal without forward mode's sealer");
+    // Sealed to this task's id: the key runs this task and no other.
+    record.sealedCredential = await available(() =>
+      sealer.seal(upstream.credential.reveal(), record.id),
+    );
+  }
+  return record;
+}
+
+/** The stored form of an `Idempotency-Key` and a fingerprint of everything the submission asks for. */
+function idempotencyOf(key: string, { request, inputs }: Submission): Idempotency {
+  const hash = createHash("sha256").update(JSON.stringify(request));
+  for (const input of inputs ?? []) {
+    hash.update(`\n${input.field}:${createHash("sha256").update(input.bytes).digest("hex")}`);
+  }
+  return {
+    key: createHash("sha256").update(key).digest("base64url"),
+    fingerprint: hash.digest("base64url"),
+  };
+}
+
+function answerIdempotent(answer: IdempotentAnswer): Submitted {
+  if (answer.kind === "conflict") {
+    throw new AppError(
+      "idempotency_key_conflict",
+      "This Idempotency-Key was already used with a different request body.",
+      { param: "Idempotency-Key" },
+    );
+  }
+  return { record: answer.record, replayed: true };
+}
+
+/**
+ * Creates the admitted task in the store, an edit's images first (a run
+ * never finds its task without them); the queue place and the images go when
+ * no task was made.
+ */
+async function createAdmitted(
+  deps: SubmitDeps,
+  record: TaskRecord,
+  entry: QueueEntry,
+  options: CreateOptions,
+  inputs: readonly EditInput[],
+): Promise<CreateResult> {
+  const { store, queue, logger, images } = deps;
+  const { retentionSec, timeoutSec } = deps.config.imageTasks;
+  let result: CreateResult | undefined;
+  try {
+    if (inputs.length > 0) {
+      // Kept as long as an idempotency key: a task that waits longer finds them gone and fails.
+      const untilSec = record.created + retentionSec + timeoutSec;
+      record.inputs = await images.putInputs(record.id, inputs, untilSec);
+    }
+    result = await store.create(record, options);
+    return result;
+  } finally {
+    if (result?.kind !== "created") {
+      await queue.release(entry).catch((err: unknown) => {
+        logger.warn({ err }, "could not give back a queue place; it lapses on its own");
+      });
+      if (record.inputs?.some((input) => input.key)) {
+        await images.deleteInputs(record.inputs).catch((err: unknown) => {
+          logger.warn({ err }, "could not delete an edit's images; their day's sweep will");
+        });
+      }
+    }
+  }
+}

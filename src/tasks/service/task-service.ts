@@ -1,0 +1,168 @@
+import type { Logger } from "pino";
+import type { Principal } from "../../auth/principal.js";
+import type { CredentialSealer } from "../../auth/credential-sealer.js";
+import type { Config } from "../../config/config-schema.js";
+import { AppError } from "../../http/app-error.js";
+import type { Metrics } from "../../metrics/create-metrics.js";
+import type { ModelAccess } from "../../models/model-access.js";
+import { cancelTask } from "./cancel-task.js";
+import type { TaskQueue } from "../queue/task-queue.js";
+import { readOwnedTask } from "./read-owned-task.js";
+import type { OwnedPage, TaskStore } from "../store/task-store.js";
+import { available } from "./store-available.js";
+import { submitTask, type Submitted } from "./submit-task.js";
+import type { TaskFinisher } from "./task-finisher.js";
+import type { TaskImages } from "../images/task-images.js";
+import { isFinished, type TaskInput, type TaskRecord, type TaskStatus } from "../task-record.js";
+import type { SubmitTaskRequest } from "../http/task-schemas.js";
+import type { TaskWaiters } from "./task-waiters.js";
+
+/** Dependencies of {@link createTaskService}. */
+export interface TaskServiceDeps {
+  config: Config;
+  store: TaskStore;
+  /** Where an edit's input images wait for their run. */
+  images: TaskImages;
+  queue: TaskQueue;
+  finisher: TaskFinisher;
+  access: ModelAccess;
+  /** Forward mode's sealer; a forward key's task cannot be taken without it. */
+  sealer?: CredentialSealer;
+  metrics: Metrics;
+  logger: Logger;
+  /** Requests waiting for tasks to finish. */
+  waiters: TaskWaiters;
+  /** Milliseconds since the epoch; injectable for expiry tests. */
+  now: () => number;
+}
+
+/** An edit's input image, checked (PNG, JPEG or WebP), as the route read it. */
+export interface EditInput {
+  field: TaskInput["field"];
+  mime: string;
+  bytes: Buffer;
+}
+
+/** What a submission asks for: a generation, or an edit of `inputs`. */
+export interface Submission {
+  /** The parsed fields (an edit's besides its images). */
+  request: SubmitTaskRequest;
+  /** An edit's images, in the order they go to the channel; absent for a generation. */
+  inputs?: EditInput[];
+}
+
+/** How a submission came. */
+export interface SubmitOptions {
+  idempotencyKey?: string;
+  /** The origin the client reached the service at: the base of image URLs in its webhook event. */
+  baseUrl: string;
+}
+
+/** A page of the task list. */
+export interface ListQuery {
+  limit: number;
+  after?: string;
+  status?: TaskStatus;
+}
+
+/** The task API's operations: submit, read, list, wait, cancel. */
+export interface TaskService {
+  /** A task the principal owns, else 404 `task_not_found`. */
+  get(principal: Principal, id: string): Promise<TaskRecord>;
+  submit(principal: Principal, submission: Submission, options: SubmitOptions): Promise<Submitted>;
+  /**
+   * The task once it has finished, or after `waitMs` as it is then: a
+   * request waiting here holds no worker slot and reads the store twice
+   * (before and after), whatever the wait. It listens for the task's
+   * `finished` event (from whichever replica ends it) before its first read,
+   * so a finish in between is not missed. A client that goes away
+   * (`signal`) or a service that stops ends the wait at once.
+   */
+  waitFor(
+    principal: Principal,
+    id: string,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<TaskRecord>;
+  /**
+   * A page of the principal's own tasks, newest first; `after` must be one
+   * of them (an unknown one is the caller's mistake, or has expired).
+   */
+  list(principal: Principal, query: ListQuery): Promise<OwnedPage>;
+  /** Fails a queued or running task with `cancelled`; a finished one is returned as it is. */
+  cancel(principal: Principal, id: string): Promise<TaskRecord>;
+  /**
+   * New submissions get 503 from now on (the service is stopping), and
+   * waiting requests answer at once with the task as it is.
+   */
+  stopAccepting(): void;
+}
+
+/**
+ * Submit, read and cancel, over the store and the queue. Running a task is
+ * the runner's job; ending one, the finisher's.
+ */
+export function createTaskService(deps: TaskServiceDeps): TaskService {
+  const { store, waiters } = deps;
+  const seconds = () => Math.floor(deps.now() / 1000);
+  /** Set by stopAccepting(): a task accepted now would wait on a queue that no longer runs. */
+  let stopping = false;
+  const get = (principal: Principal, id: string) => readOwnedTask(store, principal, id, seconds());
+
+  return {
+    get,
+
+    async submit(principal, submission, options) {
+      if (stopping) {
+        throw new AppError("service_unavailable", "The service is shutting down; retry shortly.", {
+          headers: { "Retry-After": "2" },
+        });
+      }
+      return submitTask(deps, principal, submission, options);
+    },
+
+    async waitFor(principal, id, waitMs, signal) {
+      if (waitMs <= 0) return get(principal, id);
+      const watch = waiters.watch(id);
+      const deadline = performance.now() + waitMs;
+      try {
+        await available(() => watch.ready);
+        let record = await get(principal, id);
+        for (;;) {
+          if (isFinished(record.status)) return record;
+          const why = await watch.until(Math.max(0, deadline - performance.now()), signal);
+          // Nobody is left to answer: no need to read again.
+          if (why === "aborted") return record;
+          record = await get(principal, id);
+          // The bus was cut off: the finish may have been missed, and the read tells.
+          if (why !== "resync" || performance.now() >= deadline) return record;
+        }
+      } finally {
+        watch.dispose();
+      }
+    },
+
+    async list(principal, query) {
+      const page = await available(() =>
+        store.listOwned(principal.subject, { ...query, nowSec: seconds() }),
+      );
+      if (!page) {
+        throw new AppError(
+          "invalid_value",
+          `Invalid 'after': no task '${(query.after ?? "").slice(0, 80)}' among this key's tasks (it may have expired).`,
+          { param: "after" },
+        );
+      }
+      return page;
+    },
+
+    async cancel(principal, id) {
+      return cancelTask(deps, await get(principal, id));
+    },
+
+    stopAccepting() {
+      stopping = true;
+      waiters.release();
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import { createHash } from "node:crypto";
+import type { Logger } from "pino";
+import { createWebhookDelivery } from "../../webhooks/webhook-delivery.js";
+import type { WebhookQueue } from "../../webhooks/webhook-queue.js";
+import { presentTask, type PresentDeps } from "../http/present-task.js";
+import type { TaskStore } from "../store/task-store.js";
+import { isFinished, type TaskRecord } from "../task-record.js";
+
+/** Outbox entries read per pass; the next pass takes the rest. */
+const OUTBOX_BATCH = 500;
+
+/** Dependencies of {@link createTaskWebhooks}. */
+export interface TaskWebhooksDeps {
+  store: TaskStore;
+  queue: WebhookQueue;
+  /** The links of `url` images, as GET shows them. */
+  images: PresentDeps["images"];
+  logger: Logger;
+  now: () => number;
+}
+
+/** Hands finished tasks' events to the webhook queue. */
+export type TaskWebhooks = ReturnType<typeof createTaskWebhooks>;
+
+/**
+ * The event id of a task's one event: derived from the task id, so that
+ * whoever builds the event again (the outbox pass after a crash) makes the
+ * same id, and the queue, keyed by it, keeps one delivery.
+ */
+export function eventIdOf(taskId: string): string {
+  const digest = createHash("sha256").update(`image-task-event:${taskId}`).digest("base64url");
+  return `evt_${digest.slice(0, 22)}`;
+}
+
+/**
+ * From a finished task to its queued delivery. The store puts a task with a
+ * webhook into its outbox in the same step that finishes it; `announce`
+ * builds the event (the task as GET shows it, without `b64_json`; image URLs
+ * on the origin it was submitted at), queues it and takes the task out of
+ * the outbox. Whatever a crash or an outage left in the outbox is announced
+ * by {@link TaskWebhooks.drainOutbox}, which every process runs now and then.
+ */
+export function createTaskWebhooks(deps: TaskWebhooksDeps) {
+  const { store, queue, images, logger, now } = deps;
+
+  async function announce(record: TaskRecord): Promise<void> {
+    if (!record.webhook || !isFinished(record.status)) return;
+    const view = await presentTask(record, {
+      images,
+      baseUrl: record.webhook.baseUrl,
+      data: "listed",
+    });
+    const delivery = createWebhookDelivery(view, record.webhook.url, {
+      id: eventIdOf(record.id),
+      createdAt: record.completed_at,
+    });
+    await queue.add(delivery);
+    await store.clearWebhookOutbox(record.id);
+  }
+
+  return {
+    announce,
+
+    /**
+     * Announces what is in the outbox since at least `minAgeMs` (younger
+     * entries are likely being announced by the process that finished them).
+     */
+    async drainOutbox(minAgeMs: number): Promise<void> {
+      for (const { id, sinceMs } of await store.webhookOutbox(OUTBOX_BATCH)) {
+        if (now() - sinceMs < minAgeMs) continue;
+        const record = await store.get(id);
+        if (record?.webhook && isFinished(record.status)) {
+          logger.info({ taskId: id }, "queueing a webhook event left in the outbox");
+          await announce(record);
+        } else {
+          await store.clearWebhookOutbox(id); // expired meanwhile: nothing left to send
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, onTestFinished } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import { REDIS_URL, deleteKeys, uniquePrefix } from "../../support/redis.js";
+import { serve, writeConfig, type ServedProcess } from "../../support/serve-process.js";
+import { TEST_KEYS, UPSTREAM_KEY } from "../../support/start-test-app.js";
+import type { Target } from "../task-api.js";
+
+/** A 1x1 PNG, for answers the test writes itself. */
+export const PNG_B64 =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+/*
+ * Several real service processes (the built bin) on one Redis, in front of a
+ * fake upstream that counts concurrent generations: what an operator running
+ * replicas behind a load balancer sees. Short leases (1 s) keep recovery fast.
+ */
+
+/** The test file's working directory (configs, SQLite files) and fake upstream. */
+export let dir: string;
+export let upstream: FakeUpstream;
+
+/** Gives the calling test file its directory and fake upstream, for all its tests. */
+export function useReplicaEnvironment(): void {
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "replicas-"));
+    upstream = await startFakeUpstream();
+  });
+  afterAll(async () => {
+    await upstream.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+}
+
+export interface ClusterOptions {
+  storeUrl?: string;
+  maxConcurrent?: number;
+  leaseSec?: number;
+  shutdownGraceSec?: number;
+  webhooks?: Record<string, unknown>;
+  /** The `images` section; default: a directory every replica mounts. */
+  images?: Record<string, unknown>;
+}
+
+/** A deployment's config: every replica gets the same one. */
+export async function clusterConfig(options: ClusterOptions = {}): Promise<string> {
+  const prefix = uniquePrefix("replicas");
+  // A private Redis goes with its data; the shared one keeps nothing of the test.
+  if (!options.storeUrl) {
+    onTestFinished(async () => {
+      await deleteKeys(prefix);
+    });
+  }
+  return writeConfig(dir, prefix, {
+    server: { port: 0, host: "127.0.0.1", shutdownGraceSec: options.shutdownGraceSec ?? 2 },
+    store: { url: options.storeUrl ?? REDIS_URL, prefix },
+    auth: {
+      keys: [
+        { key: TEST_KEYS.default, group: "default" },
+        { key: TEST_KEYS.other, group: "default" },
+      ],
+    },
+    groups: { default: { models: ["gpt-4o-mini", "gpt-image-*"] } },
+    channels: [
+      {
+        name: "fake",
+        baseUrl: upstream.baseUrl,
+        apiKey: UPSTREAM_KEY,
+        models: ["gpt-4o-mini", "gpt-image-1"],
+      },
+    ],
+    imageTasks: {
+      maxConcurrent: options.maxConcurrent ?? 2,
+      leaseSec: options.leaseSec ?? 1,
+      pollIntervalSec: 1,
+    },
+    // Every replica mounts the same directory, as a shared volume would be.
+    images: options.images ?? { url: `file://${join(dir, `${prefix}-images`)}` },
+    ...(options.webhooks ? { webhooks: options.webhooks } : {}),
+  });
+}
+
+export const target = (replica: ServedProcess): Target => ({
+  url: replica.url,
+  key: TEST_KEYS.default,
+});
+
+export async function startReplicas(configFile: string, count: number): Promise<ServedProcess[]> {
+  return Promise.all(Array.from({ length: count }, () => serve(configFile, dir)));
+}

@@ -1,0 +1,224 @@
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { openEvents, type SseStream } from "../sse-client.js";
+import { STORES } from "../store-places.js";
+import { flatPng, scriptImageStream, STREAM_USAGE } from "../scripted-image-stream.js";
+import { getTask, useApp, useTempDir, waitUntil, type TaskJson } from "../task-api.js";
+
+type PartialView = TaskJson & {
+  partial_images?: Array<{ index: number; url?: string; b64_json?: string }>;
+  partial_image_index?: number;
+};
+
+const submitStream = (app: { url: string; key: string }, body: Record<string, unknown>) =>
+  openEvents(app, "/v1/images/tasks", {
+    json: { model: "gpt-image-1", prompt: "a lighthouse", ...body },
+  });
+
+async function fetchBytes(url: string): Promise<Buffer> {
+  const response = await fetch(url);
+  expect(response.status, url).toBe(200);
+  expect(response.headers.get("content-type")).toBe("image/png");
+  return Buffer.from(await response.arrayBuffer());
+}
+
+const view = (stream: SseStream, index: number) =>
+  stream.event(index).then((event) => ({ ...event, task: event.json as unknown as PartialView }));
+
+describe.each(STORES)("partial images on the $name store", ({ options }) => {
+  it("stream each partial image as the channel sends it, shown by GET and fetchable, then the result", async () => {
+    const app = await useApp(await options());
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, { partial_images: 2, response_format: "url" });
+    const request = await channel.next();
+    expect(request.body).toMatchObject({ stream: true, partial_images: 2 });
+    const id = (await view(stream, 0)).task.id;
+    expect((await view(stream, 1)).id).toBe("1.0");
+
+    request.partial(0, 40);
+    const first = await view(stream, 2);
+    expect(first).toMatchObject({ id: "1.1", event: "image.task.partial_image" });
+    expect(first.task).toMatchObject({ status: "in_progress", partial_image_index: 0 });
+    expect(first.task.partial_images?.map((p) => p.index)).toEqual([0]);
+    expect((await fetchBytes(first.task.partial_images![0]!.url!)).equals(flatPng(40))).toBe(true);
+    const polled = (await getTask(app, id)).body as PartialView;
+    expect(polled.partial_images?.map((p) => p.index)).toEqual([0]);
+
+    // A watcher that joins now gets the start and the partial image so far; one resuming
+    // after the first partial image gets only what follows.
+    const late = await openEvents(app, `/v1/images/tasks/${id}/events`);
+    expect((await late.event(1)).id).toBe("1.1");
+    const resumed = await openEvents(app, `/v1/images/tasks/${id}/events`, {
+      headers: { "Last-Event-ID": "1.1" },
+    });
+
+    request.partial(1, 80);
+    const second = await view(stream, 3);
+    expect(second).toMatchObject({ id: "1.2", event: "image.task.partial_image" });
+    expect(second.task.partial_images?.map((p) => p.index)).toEqual([0, 1]);
+    expect((await fetchBytes(second.task.partial_images![1]!.url!)).equals(flatPng(80))).toBe(true);
+    expect((await resumed.event(0)).id).toBe("1.2");
+
+    request.complete(250);
+    const done = await view(stream, 4);
+    expect(done).toMatchObject({ id: "final", event: "image.task.completed" });
+    expect(done.task.usage).toEqual(STREAM_USAGE);
+    expect((await fetchBytes(done.task.data![0]!.url!)).equals(flatPng(250))).toBe(true);
+    await stream.ended;
+    expect(stream.events.map((event) => event.event)).toEqual([
+      "image.task.queued",
+      "image.task.in_progress",
+      "image.task.partial_image",
+      "image.task.partial_image",
+      "image.task.completed",
+    ]);
+    expect((await getTask(app, id)).body).toEqual(done.task);
+  });
+
+  it("shows partial images as b64_json for a b64_json task", async () => {
+    const app = await useApp(await options());
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, { partial_images: 1 });
+    const request = await channel.next();
+    await stream.event(1);
+    request.partial(0, 33);
+    const partial = await view(stream, 2);
+    const b64 = partial.task.partial_images?.[0]?.b64_json;
+    expect(Buffer.from(b64 ?? "", "base64").equals(flatPng(33))).toBe(true);
+    request.complete();
+    expect((await view(stream, 3)).task.data?.[0]?.b64_json).toBe(flatPng(250).toString("base64"));
+  });
+});
+
+// The memory store sweeps in minute-long buckets; these two delete within a second or two.
+describe.each(STORES.filter(({ name }) => name !== "memory"))(
+  "partial images on the $name store",
+  ({ options }) => {
+    it("are deleted with their task when it expires", async () => {
+      const images = join(await useTempDir(), "images");
+      const app = await useApp({
+        ...(await options()),
+        imageTasks: { retentionSec: 1 },
+        config: { images: { url: `file://${images}` } },
+      });
+      const channel = scriptImageStream(app.upstream);
+      const stream = await submitStream(app, { partial_images: 2, response_format: "url" });
+      const request = await channel.next();
+      request.partial(0);
+      request.partial(1);
+      await stream.event(3);
+      request.complete();
+      await stream.ended;
+      const files = async () =>
+        (await readdir(images, { recursive: true }).catch(() => [])).filter((f) =>
+          f.endsWith(".png"),
+        );
+      expect((await files()).sort()).toEqual([
+        expect.stringMatching(/\/0\.png$/),
+        expect.stringMatching(/\/partial-0\.png$/),
+        expect.stringMatching(/\/partial-1\.png$/),
+      ]);
+      const id = stream.events[0]!.json.id as string;
+      await waitUntil(async () => (await getTask(app, id)).status === 404, "the task to expire");
+      await waitUntil(async () => (await files()).length === 0, "its images to go", 15_000);
+    });
+  },
+);
+
+describe("streamed runs", () => {
+  it("take a plain JSON answer to a stream request: no partial images, the same result", async () => {
+    const app = await useApp();
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, { partial_images: 3 });
+    (await channel.next()).answerJson(250);
+    await stream.ended;
+    expect(stream.events.map((event) => event.event)).toEqual([
+      "image.task.queued",
+      "image.task.in_progress",
+      "image.task.completed",
+    ]);
+    expect(stream.events[2]!.json.usage).toEqual(STREAM_USAGE);
+  });
+
+  it("fail invalid_response when the stream breaks off, and never call a second channel", async () => {
+    const [first, second] = [await startFakeUpstream(), await startFakeUpstream()];
+    onTestFinished(async () => {
+      await first.close();
+      await second.close();
+    });
+    const channel = (upstream: FakeUpstream, name: string, priority: number) => ({
+      name,
+      baseUrl: upstream.baseUrl,
+      apiKey: UPSTREAM_KEY,
+      models: ["gpt-image-1"],
+      priority,
+    });
+    const app = await useApp({
+      upstream: first,
+      config: { channels: [channel(first, "first", 1), channel(second, "second", 2)] },
+    });
+    const scripted = scriptImageStream(first);
+    const stream = await submitStream(app, { partial_images: 2 });
+    const request = await scripted.next();
+    request.partial(0);
+    await stream.event(2);
+    request.breakOff();
+    const failed = await stream.event(3);
+    expect(failed).toMatchObject({ id: "final", event: "image.task.failed" });
+    expect((failed.json as unknown as PartialView).error?.code).toBe("invalid_response");
+    // The first channel may have run (and billed) it: the second is never asked.
+    const generations = (upstream: FakeUpstream) =>
+      upstream.requests.filter((r) => r.path.endsWith("/images/generations")).length;
+    expect([generations(first), generations(second)]).toEqual([1, 0]);
+  });
+
+  it("end a stalled stream at the task's timeout", async () => {
+    const app = await useApp({ imageTasks: { timeoutSec: 1 } });
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, { partial_images: 2 });
+    const request = await channel.next();
+    request.partial(0);
+    const failed = await stream.event(3, 10_000);
+    expect((failed.json as unknown as PartialView).error?.code).toBe("timeout");
+    await request.gone;
+  });
+
+  it("stream an edit's partial images from the channel's /images/edits", async () => {
+    const app = await useApp();
+    const channel = scriptImageStream(app.upstream, "edits");
+    const form = new FormData();
+    form.append("model", "gpt-image-1");
+    form.append("prompt", "add a hat");
+    form.append("partial_images", "1");
+    form.append("response_format", "url");
+    form.append("image", new Blob([flatPng(1)], { type: "image/png" }), "a.png");
+    const stream = await openEvents(app, "/v1/images/edits/tasks", { form });
+    const request = await channel.next();
+    expect(request.body).toMatchObject({ stream: "true", partial_images: "1" });
+    request.partial(0, 70);
+    const partial = await view(stream, 2);
+    expect((await fetchBytes(partial.task.partial_images![0]!.url!)).equals(flatPng(70))).toBe(
+      true,
+    );
+    request.complete();
+    expect((await stream.event(3)).event).toBe("image.task.completed");
+  });
+
+  it("stop the channel's stream on cancel, seen as image.task.failed", async () => {
+    const app = await useApp();
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, { partial_images: 2 });
+    const request = await channel.next();
+    request.partial(0);
+    const id = (await stream.event(2)).json.id as string;
+    await fetch(`${app.url}/v1/images/tasks/${id}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${app.key}` },
+    });
+    expect((await stream.event(3)).json.error).toMatchObject({ code: "cancelled" });
+    await request.gone;
+  });
+});

@@ -1,0 +1,115 @@
+import { describe, expect, it } from "vitest";
+import { encodePng } from "../../../src/demo/png-encoder.js";
+import { readImageStream, type StreamedImage } from "../../../src/tasks/run/read-image-stream.js";
+import { TaskFailure } from "../../../src/tasks/task-failure.js";
+
+const png = (shade: number) =>
+  encodePng({ width: 2, height: 2, channels: 3, pixels: new Uint8Array(12).fill(shade) });
+const event = (type: string, fields: Record<string, unknown>) =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+const partial = (index: number) =>
+  event("image_generation.partial_image", {
+    b64_json: png(index * 10).toString("base64"),
+    partial_image_index: index,
+  });
+const completed = (usage: unknown = { input_tokens: 1, output_tokens: 2, total_tokens: 3 }) =>
+  event("image_generation.completed", { b64_json: png(255).toString("base64"), usage });
+
+async function* body(...parts: string[]) {
+  for (const part of parts) {
+    // Split every event across chunks, as a network would.
+    const bytes = Buffer.from(part);
+    yield bytes.subarray(0, 7);
+    yield bytes.subarray(7);
+  }
+}
+
+async function read(parts: string[], options: { n?: number; maxPartials?: number } = {}) {
+  const partials: Array<[number, StreamedImage]> = [];
+  const result = await readImageStream(body(...parts), {
+    n: options.n ?? 1,
+    maxPartials: options.maxPartials ?? 3,
+    maxImageBytes: 1024 * 1024,
+    onPartial: async (index, image) => void partials.push([index, image]),
+    scrub: (text) => text.replaceAll("sk-secret", "[redacted]"),
+  });
+  return { result, partials };
+}
+
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (err: unknown) => err as TaskFailure,
+  );
+
+describe("readImageStream", () => {
+  it("hands over each partial image in order, then the completed image with its usage", async () => {
+    const { result, partials } = await read([partial(0), partial(1), completed()]);
+    expect(
+      partials.map(([index, image]) => [index, image.mime, image.bytes.equals(png(index * 10))]),
+    ).toEqual([
+      [0, "image/png", true],
+      [1, "image/png", true],
+    ]);
+    expect(result.images).toHaveLength(1);
+    expect(result.images[0]!.bytes.equals(png(255))).toBe(true);
+    expect(result.usage).toEqual({ input_tokens: 1, output_tokens: 2, total_tokens: 3 });
+  });
+
+  it("keeps no more partial images than asked for, and sums usage over several images", async () => {
+    const usage = { input_tokens: 1, input_tokens_details: { text_tokens: 1 }, total_tokens: 1 };
+    const { result, partials } = await read(
+      [partial(0), partial(1), completed(usage), partial(0), completed(usage)],
+      { n: 2, maxPartials: 2 },
+    );
+    expect(partials.map(([index]) => index)).toEqual([0, 1]);
+    expect(result.images).toHaveLength(2);
+    expect(result.usage).toEqual({
+      input_tokens: 2,
+      input_tokens_details: { text_tokens: 2 },
+      total_tokens: 2,
+    });
+  });
+
+  it("fails invalid_response on a cut stream, garbage, a non-image, or too many images", async () => {
+    for (const [parts, message] of [
+      [[partial(0)], /ended before the image was completed/],
+      [["data: {not json\n\n"], /not JSON/],
+      [
+        [
+          event("image_generation.completed", {
+            b64_json: Buffer.from("GIF89a").toString("base64"),
+          }),
+        ],
+        /not PNG/,
+      ],
+      [[completed(), completed()], /more images than the 1 asked for/],
+    ] as const) {
+      const err = await failure(read([...parts]));
+      expect(err).toBeInstanceOf(TaskFailure);
+      expect(err?.code).toBe("invalid_response");
+      expect(err?.message).toMatch(message);
+    }
+  });
+
+  it("fails with the channel's own error event, its key scrubbed", async () => {
+    const err = await failure(
+      read([
+        partial(0),
+        `event: error\ndata: ${JSON.stringify({
+          type: "error",
+          error: {
+            code: "content_policy_violation",
+            message: "no (sk-secret)",
+            type: "image_generation_user_error",
+          },
+        })}\n\n`,
+      ]),
+    );
+    expect(err?.toTaskError()).toEqual({
+      code: "content_policy_violation",
+      message: "no ([redacted])",
+      type: "image_generation_user_error",
+    });
+  });
+});

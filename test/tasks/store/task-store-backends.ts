@@ -1,0 +1,76 @@
+import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterAll, onTestFinished } from "vitest";
+import { createTaskStore } from "../../../src/tasks/store/create-task-store.js";
+import type { TaskStore } from "../../../src/tasks/store/task-store.js";
+import { newTaskId, type TaskRecord } from "../../../src/tasks/task-record.js";
+import { REDIS_URL, deleteKeys, uniquePrefix } from "../../support/redis.js";
+import { testConfig } from "../../support/start-test-app.js";
+
+// What the store conformance suite (task-store.*.conformance.test.ts, one file per subject)
+// shares: every backend, opened the way the service opens it, and a task record to write.
+
+/** A backend of the conformance suite. */
+export interface StoreBackend {
+  name: string;
+  /** A fresh place for a store: a new SQLite file, or a new prefix on the shared Redis. */
+  url: () => string;
+  persistent: boolean;
+}
+
+/**
+ * Every backend the service can run on. Call at a test file's top level: the SQLite files
+ * live in a directory of the file's own, removed after its tests.
+ */
+export function storeBackends(): StoreBackend[] {
+  let dir: string | undefined;
+  let dbCount = 0;
+  afterAll(() => (dir ? rm(dir, { recursive: true, force: true }) : undefined));
+  const sqliteUrl = () => {
+    dir ??= mkdtempSync(join(tmpdir(), "task-store-"));
+    return `sqlite://${join(dir, `store-${++dbCount}.db`)}`;
+  };
+  return [
+    { name: "memory", url: () => "memory://", persistent: false },
+    { name: "sqlite", url: sqliteUrl, persistent: true },
+    { name: "redis", url: () => `${REDIS_URL}#${uniquePrefix("store")}`, persistent: true },
+  ];
+}
+
+/**
+ * Opens a store at `place` (default a fresh one of the backend), closed (and its Redis keys
+ * deleted) when the test ends. Opening a place again is a restart.
+ */
+export function storeOpener(url: () => string) {
+  return async function open(place = url()): Promise<TaskStore> {
+    const [storeUrl, prefix] = place.split("#") as [string, string | undefined];
+    const config = testConfig("http://127.0.0.1:9/v1", {
+      storeUrl,
+      config: prefix ? { store: { url: storeUrl, prefix } } : {},
+    });
+    const store = await createTaskStore(config, pino({ level: "silent" }));
+    onTestFinished(async () => {
+      await store.close().catch(() => undefined);
+      if (prefix) await deleteKeys(prefix);
+    });
+    return store;
+  };
+}
+
+/** A queued task of `key:owner-a`, new id each call. */
+export function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
+  return {
+    id: newTaskId(),
+    owner: "key:owner-a",
+    status: "queued",
+    model: "gpt-image-1",
+    request: { model: "gpt-image-1", prompt: "a test", n: 1 },
+    responseFormat: "b64_json",
+    created: 1_700_000_000,
+    attempts: 0,
+    ...overrides,
+  };
+}

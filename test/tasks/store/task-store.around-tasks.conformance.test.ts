@@ -1,0 +1,159 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { newTaskId } from "../../../src/tasks/task-record.js";
+import { record, storeBackends, storeOpener } from "./task-store-backends.js";
+
+// The store conformance suite, input and image bytes, the webhook outbox and journal, expiry, meta values: the same assertions on every backend.
+
+describe.each(storeBackends())(
+  "TaskStore on $name: input and image bytes, the webhook outbox and journal, expiry, meta values",
+  ({ url, persistent }) => {
+    const open = storeOpener(url);
+
+    it("keeps an edit's input images until the task finishes", async () => {
+      const store = await open();
+      const task = record({
+        kind: "edit",
+        inputs: [
+          { field: "image[]", mime: "image/png", bytes: 8 },
+          { field: "mask", mime: "image/png", bytes: 3 },
+        ],
+      });
+      const bytes = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]), Buffer.from("msk")];
+      await store.putInput(task.id, 0, bytes[0]!, 60_000);
+      await store.putInput(task.id, 1, bytes[1]!, 60_000);
+      await store.create(task);
+      expect(await store.getInput(task.id, 0)).toEqual(bytes[0]);
+      expect(await store.getInput(task.id, 1)).toEqual(bytes[1]);
+      expect(await store.getInput(task.id, 2)).toBeUndefined();
+      await store.transition(task.id, "queued", { status: "in_progress" });
+      await store.transition(task.id, "in_progress", { status: "queued" });
+      expect(await store.getInput(task.id, 1)).toEqual(bytes[1]);
+      await store.transition(task.id, "queued", { status: "failed" }, { ttlMs: 60_000 });
+      expect(await store.getInput(task.id, 0)).toBeUndefined();
+      expect(await store.getInput(task.id, 1)).toBeUndefined();
+
+      // Written for a task that was never created: deleted by hand, or gone with their TTL.
+      const orphan = newTaskId();
+      await store.putInput(orphan, 0, bytes[0]!, 60_000);
+      await store.deleteInputs(orphan, 1);
+      expect(await store.getInput(orphan, 0)).toBeUndefined();
+    });
+
+    it("puts a task that finishes with a webhook into the outbox, in the same step", async () => {
+      const store = await open();
+      const webhook = { url: "https://hooks.example.com/x", baseUrl: "http://localhost:8080" };
+      const [hooked, plain, later] = [record({ webhook }), record(), record({ webhook })];
+      for (const task of [hooked, plain, later]) await store.create(task);
+      await store.transition(hooked.id, "queued", { status: "in_progress" });
+      expect(await store.webhookOutbox(10)).toEqual([]);
+      const before = Date.now();
+      await store.transition(hooked.id, "in_progress", { status: "completed" }, { ttlMs: 60_000 });
+      await store.transition(plain.id, "queued", { status: "failed" }, { ttlMs: 60_000 });
+      await sleep(5);
+      await store.transition(later.id, "queued", { status: "failed" }, { ttlMs: 60_000 });
+      const outbox = await store.webhookOutbox(10);
+      expect(outbox.map((entry) => entry.id)).toEqual([hooked.id, later.id]);
+      expect(outbox[0]!.sinceMs).toBeGreaterThanOrEqual(before);
+      expect(await store.webhookOutbox(1)).toHaveLength(1);
+      await store.clearWebhookOutbox(hooked.id);
+      await store.clearWebhookOutbox(hooked.id);
+      expect((await store.webhookOutbox(10)).map((entry) => entry.id)).toEqual([later.id]);
+    });
+
+    it("keeps pending webhook deliveries in its journal (embedded stores), across a restart", async () => {
+      const place = url();
+      const store = await open(place);
+      const journal = store.webhookJournal;
+      if (place.startsWith("redis")) {
+        expect(journal).toBeUndefined(); // BullMQ keeps them
+        return;
+      }
+      const taskId = newTaskId();
+      const delivery = (eventId: string) => ({
+        eventId,
+        taskId,
+        url: "https://hooks.example.com/x",
+        payload: `{"id":"${eventId}"}`,
+      });
+      await journal!.save({ delivery: delivery("evt_a"), attempt: 1, dueAt: 10 });
+      await journal!.save({ delivery: delivery("evt_b"), attempt: 1, dueAt: 20 });
+      await journal!.save({ delivery: delivery("evt_a"), attempt: 2, dueAt: 30 });
+      const listed = await journal!.list();
+      expect(listed.map((entry) => [entry.delivery.eventId, entry.attempt, entry.dueAt])).toEqual([
+        ["evt_a", 2, 30],
+        ["evt_b", 1, 20],
+      ]);
+      await journal!.remove("evt_b");
+      await journal!.remove("evt_unknown");
+      expect((await journal!.list()).map((entry) => entry.delivery.eventId)).toEqual(["evt_a"]);
+      if (persistent) {
+        await store.close();
+        const reopened = await open(place);
+        expect(await reopened.webhookJournal!.list()).toEqual([
+          { delivery: delivery("evt_a"), attempt: 2, dueAt: 30 },
+        ]);
+      }
+    });
+
+    it("puts, gets and deletes image bytes", async () => {
+      const store = await open();
+      const id = newTaskId();
+      const bytes = [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 255]), Buffer.alloc(70_000, 7)];
+      await store.putImage(id, 0, bytes[0]!, 60_000);
+      await store.putImage(id, 1, bytes[1]!, 60_000);
+      expect(await store.getImage(id, 0)).toEqual(bytes[0]);
+      expect(await store.getImage(id, 1)).toEqual(bytes[1]);
+      expect(await store.getImage(id, 2)).toBeUndefined();
+      expect(await store.getImage(newTaskId(), 0)).toBeUndefined();
+      await store.deleteImages(id, 2);
+      expect(await store.getImage(id, 0)).toBeUndefined();
+      expect(await store.getImage(id, 1)).toBeUndefined();
+    });
+
+    it("forgets a finished task and images after their TTL, keeps unfinished ones", async () => {
+      const store = await open();
+      const finished = record();
+      const waiting = record();
+      await store.create(finished);
+      await store.create(waiting);
+      await store.transition(finished.id, "queued", { status: "failed" }, { ttlMs: 1000 });
+      await store.putImage(finished.id, 0, Buffer.from("png"), 1000);
+      expect((await store.get(finished.id))?.status).toBe("failed");
+      expect(await store.getImage(finished.id, 0)).toEqual(Buffer.from("png"));
+
+      await sleep(1500);
+      expect(await store.get(finished.id)).toBeUndefined();
+      expect(await store.getImage(finished.id, 0)).toBeUndefined();
+      expect(await store.get(waiting.id)).toEqual(waiting);
+      expect((await store.listUnfinished()).map((task) => task.id)).toEqual([waiting.id]);
+    });
+
+    it("keeps a meta value stable once set", async () => {
+      const storeUrl = url();
+      const store = await open(storeUrl);
+      const values = await Promise.all([
+        store.getOrSetMeta("secret", () => "first"),
+        store.getOrSetMeta("secret", () => "second"),
+      ]);
+      expect(values).toEqual(["first", "first"]);
+      expect(await store.getOrSetMeta("secret", () => "third")).toBe("first");
+      expect(await store.getOrSetMeta("other", () => "x")).toBe("x");
+      // Read without creating, and forgotten on request.
+      expect(await store.getMeta("secret")).toBe("first");
+      expect(await store.getMeta("absent")).toBeUndefined();
+      await store.deleteMeta("other");
+      expect(await store.getMeta("other")).toBeUndefined();
+
+      if (persistent) {
+        const task = record();
+        await store.create(task);
+        await store.close();
+        const reopened = await open(storeUrl);
+        expect(await reopened.getOrSetMeta("secret", () => "after restart")).toBe("first");
+        expect(await reopened.get(task.id)).toEqual(task);
+        expect((await reopened.listUnfinished()).map((t) => t.id)).toEqual([task.id]);
+      }
+    });
+  },
+);
