@@ -72,13 +72,21 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const s: ServerState = { ...opened, imageStore, tasks, stopping: false };
   const server = createServer(createServiceApp(s, routing));
   s.server = server;
-  const { url, port } = await listen(server, config);
-  s.metricsListener = await startMetricsListener({
-    config: config.metrics,
-    defaultHost: config.server.host,
-    metrics,
-    logger,
-  });
+  let url: string, port: number;
+  try {
+    ({ url, port } = await listen(server, config));
+    s.metricsListener = await startMetricsListener({
+      config: config.metrics,
+      defaultHost: config.server.host,
+      metrics,
+      logger,
+    });
+  } catch (err) {
+    // Nothing was served yet: let go of what was opened (the SQLite file's lock too), so the
+    // caller can start again in this process.
+    await closeServer(s, 0);
+    throw err;
+  }
 
   // What a previous process left: queued tasks run, interrupted ones run again.
   await tasks.start();
