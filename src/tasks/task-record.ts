@@ -104,8 +104,33 @@ const LEGAL: Record<TaskStatus, readonly TaskStatus[]> = {
 };
 
 /** Whether `from -> to` is a legal move. */
-export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
+function canTransition(from: TaskStatus, to: TaskStatus): boolean {
   return LEGAL[from].includes(to);
+}
+
+/**
+ * The record a store's `transition` writes: `current` with `patch` laid over
+ * it, or undefined when `current` is gone, not at `expected`, or (given
+ * `attempts`) at another run. Every store merges through this, so a field
+ * patched to undefined is gone in every backend alike. Throws on an illegal
+ * move, which is a bug, not a race.
+ */
+export function transitionRecord<T extends TaskRecord>(
+  current: T | undefined,
+  expected: TaskStatus,
+  patch: Partial<TaskRecord> & { status: TaskStatus },
+  attempts?: number,
+): T | undefined {
+  if (!canTransition(expected, patch.status)) {
+    throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
+  }
+  if (!current || current.status !== expected) return undefined;
+  if (attempts !== undefined && current.attempts !== attempts) return undefined;
+  const next = { ...current, ...patch } as T;
+  for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
+    if (patch[key] === undefined) delete next[key];
+  }
+  return next;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type Keyv from "keyv";
-import { canTransition, isFinished, type TaskRecord, type TaskStatus } from "../task-record.js";
+import { isFinished, transitionRecord, type TaskRecord, type TaskStatus } from "../task-record.js";
 import { expireLater, expireWithTask, sweepBuckets } from "./keyv-expiry-buckets.js";
 import {
   exclusive,
@@ -190,16 +190,8 @@ async function transition(
 ): Promise<TaskRecord | undefined> {
   const { keyv } = s;
   const current = await read<TaskRecord>(keyv, taskKey(id));
-  if (!current || current.status !== expected) return undefined;
-  if (attempts !== undefined && current.attempts !== attempts) return undefined;
-  if (!canTransition(expected, patch.status)) {
-    throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
-  }
-  const next: TaskRecord = { ...current, ...patch };
-  // A field patched to undefined is gone, in every backend alike.
-  for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
-    if (patch[key] === undefined) delete next[key];
-  }
+  const next = transitionRecord(current, expected, patch, attempts);
+  if (!next) return undefined;
   const finished = isFinished(next.status);
   await keyv.set(taskKey(id), next, finished ? ttlMs : undefined);
   if (next.status !== expected) await reindexOwner(keyv, next);

@@ -3,9 +3,9 @@ import type { RedisClient } from "../../redis/open-redis-client.js";
 import { useKeyvCodec, type KeyvCodec } from "./keyv-codec.js";
 import { CREATE, LIST, SWEEP, TRANSITION } from "./redis-task-scripts.js";
 import {
-  canTransition,
   imageKeysOf,
   isFinished,
+  transitionRecord,
   type TaskRecord,
   type TaskStatus,
 } from "../task-record.js";
@@ -234,18 +234,12 @@ async function transition(
   patch: Partial<TaskRecord> & { status: TaskStatus },
   { ttlMs, attempts }: TransitionOptions,
 ): Promise<TaskRecord | undefined> {
-  if (!canTransition(expected, patch.status)) {
-    throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
-  }
   // Read, merge, write if nothing changed in between; else read again.
   for (;;) {
     const current = await readStored(s.keyv, id);
-    if (!current || current.status !== expected) return undefined;
-    if (attempts !== undefined && current.attempts !== attempts) return undefined;
-    const next: StoredRecord = { ...current, ...patch, rev: current.rev + 1 };
-    for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
-      if (patch[key] === undefined) delete next[key];
-    }
+    const next = transitionRecord(current, expected, patch, attempts);
+    if (!current || !next) return undefined;
+    next.rev = current.rev + 1;
     const written = await writeTransition(s, current, next, ttlMs);
     if (written === 1) return strip(next);
     if (written === 0) return undefined;

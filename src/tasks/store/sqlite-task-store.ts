@@ -1,9 +1,9 @@
 import type { Database } from "better-sqlite3";
 import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
 import {
-  canTransition,
   imageKeysOf,
   isFinished,
+  transitionRecord,
   type TaskRecord,
   type TaskStatus,
 } from "../task-record.js";
@@ -182,17 +182,8 @@ function transitionStep(steps: Steps) {
     patch: Partial<TaskRecord> & { status: TaskStatus },
     { ttlMs, attempts }: TransitionOptions,
   ): TaskRecord | undefined => {
-    const current = readRecord(steps, id);
-    if (!current || current.status !== expected) return undefined;
-    if (attempts !== undefined && current.attempts !== attempts) return undefined;
-    if (!canTransition(expected, patch.status)) {
-      throw new Error(`illegal task transition ${expected} -> ${patch.status}`);
-    }
-    const next: TaskRecord = { ...current, ...patch };
-    // A field patched to undefined is gone, in every backend alike.
-    for (const key of Object.keys(patch) as Array<keyof TaskRecord>) {
-      if (patch[key] === undefined) delete next[key];
-    }
+    const next = transitionRecord(readRecord(steps, id), expected, patch, attempts);
+    if (!next) return undefined;
     const finished = isFinished(next.status);
     q.updateTask.run({
       id,
