@@ -2,6 +2,7 @@ import { request } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config-schema.js";
+import { drainedOrClosed } from "../support/drained-or-closed.js";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
 import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
 
@@ -26,10 +27,7 @@ beforeAll(async () => {
       for (let i = 0; i < EVENTS && !res.destroyed; i += 1) {
         if (res.write(EVENT)) continue;
         const held = performance.now();
-        await new Promise((resolve) => {
-          res.once("drain", resolve);
-          res.once("close", resolve);
-        });
+        await drainedOrClosed(res);
         longestHeldMs = Math.max(longestHeldMs, performance.now() - held);
       }
       res.end("data: [DONE]\n\n");

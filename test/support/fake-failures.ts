@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
+import { drainedOrClosed } from "./drained-or-closed.js";
 import { FAKE_SPEECH } from "./fake-answers.js";
 import { errorEnvelope, now, pause, sendJson } from "./fake-http.js";
 import type { Behavior, FakeRoute } from "./fake-upstream-types.js";
@@ -123,14 +124,7 @@ async function answerLarge(res: ServerResponse, bytes: number, stream: boolean):
   if (!stream) res.write('{"id":"large","object":"x","data":"');
   for (let sent = 0; sent < bytes; sent += piece.length) {
     const ok = res.write(stream ? `data: {"piece":"${piece}"}\n\n` : piece);
-    if (
-      !ok &&
-      !(await new Promise<boolean>((resolve) => {
-        res.once("drain", () => resolve(true));
-        res.once("close", () => resolve(false));
-      }))
-    )
-      return;
+    if (!ok && !(await drainedOrClosed(res))) return;
   }
   res.end(stream ? "data: [DONE]\n\n" : '"}');
 }
