@@ -125,6 +125,7 @@ export async function run(ctx, out) {
   }
   const tasks = quick ? 20 : 1000;
   const windowMs = quick ? 1000 : 16_000;
+  const settleMs = quick ? 200 : 3000;
   const delays = quick ? 5 : 40;
   const channel = await startFakeChannel(ctx);
   const loader = await startLoader(ctx);
@@ -154,11 +155,15 @@ export async function run(ctx, out) {
   });
   const ids = submitted.ids ?? [];
   ctx.log(`events: ${ids.length} slow tasks submitted`);
-  // The services' own CPU with the tasks and no stream (BullMQ's checks, lease renewals).
-  const idle = await Promise.all(services.map((service) => service.gc()));
+  // The services' own CPU with the tasks and no stream (BullMQ's checks, lease renewals), once
+  // the submissions' own work has settled. Both windows start and end with a GC, so each
+  // holds the same work besides its streams, and RSS is compared after the same quiet time.
+  const gcAll = () => Promise.all(services.map((service) => service.gc()));
+  await sleep(settleMs);
+  const idleStart = await gcAll();
   await sleep(windowMs);
-  const idleAfter = await Promise.all(services.map((service) => service.stats()));
-  const idleCpu = idleAfter.reduce((sum, s, i) => sum + cpuMicros(idle[i], s), 0);
+  const idle = await gcAll();
+  const idleCpu = idle.reduce((sum, s, i) => sum + cpuMicros(idleStart[i], s), 0);
 
   // Two streams per task: one on each replica (the loader sends path i to origin i mod 2).
   const paths = ids.flatMap((id) => [
@@ -179,10 +184,11 @@ export async function run(ctx, out) {
     open = await watchersOpen(origins);
   }
   ctx.log(`events: ${open} of ${paths.length} streams open`);
-  const held = await Promise.all(services.map((service) => service.gc()));
+  await sleep(settleMs);
+  const held = await gcAll();
   await sleep(windowMs);
-  const after = await Promise.all(services.map((service) => service.stats()));
-  const rssAdded = held.reduce((sum, s, i) => sum + s.memory.rss - idle[i].memory.rss, 0);
+  const after = await gcAll();
+  const rssAdded = after.reduce((sum, s, i) => sum + s.memory.rss - idle[i].memory.rss, 0);
   const cpu = after.reduce((sum, s, i) => sum + cpuMicros(held[i], s), 0);
   out.figures.watchers = {
     opened: paths.length,
@@ -250,7 +256,7 @@ function summarize(out) {
     });
   }
   out.notes = [
-    "Streams on tasks whose channel never answers, two per task (one on each replica). RSS after a GC against the same services before the streams; CPU of both services over a window that takes in one keep-alive round, without the streams and while holding them.",
+    "Streams on tasks whose channel never answers, two per task (one on each replica). RSS after a GC at the end of each window, against the same services before the streams; CPU of both services over a window that takes in one keep-alive round (GC at both ends), without the streams and while holding them, each after 3 s to settle.",
     "Bus delay measured while the streams above are held, one task at a time.",
   ];
 }
