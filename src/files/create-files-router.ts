@@ -2,7 +2,7 @@ import { pipeline } from "node:stream/promises";
 import { Router } from "express";
 import { AppError } from "../http/app-error.js";
 import type { ImageObject } from "../images/image-store.js";
-import { clientGone } from "../tasks/http/client-gone.js";
+import { clientGone } from "../http/client-gone.js";
 import { TASK_ID_PATTERN } from "../tasks/task-record.js";
 import type { ImageUrlSigner } from "./image-url-signer.js";
 

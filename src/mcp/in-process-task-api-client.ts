@@ -3,10 +3,10 @@ import { AppError } from "../http/app-error.js";
 import { parseBody } from "../http/parse-body.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { runEventStream } from "../tasks/events/task-event-stream.js";
-import { presentTask, type PresentDeps } from "../tasks/http/present-task.js";
+import { presentTask, type PresentDeps } from "../tasks/view/present-task.js";
 import { isFinished, type TaskRecord } from "../tasks/task-record.js";
 import { MAX_WAIT_SEC } from "../tasks/http/task-query.js";
-import { submitTaskSchema } from "../tasks/http/task-schemas.js";
+import { submitTaskSchema } from "../tasks/task-schemas.js";
 import {
   apiError,
   type DownloadedImage,

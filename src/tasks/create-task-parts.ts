@@ -9,7 +9,7 @@ import type { ImageTasksDeps } from "./create-image-tasks.js";
 import { createTaskEventStreams, type TaskEventStreams } from "./events/task-event-streams.js";
 import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
 import { announceWebhooksOnFinish } from "./events/webhook-announcer.js";
-import { presentTask } from "./http/present-task.js";
+import { presentTask } from "./view/present-task.js";
 import { createTaskImages, type TaskImages } from "./images/task-images.js";
 import type { TaskBackend } from "./open-task-backend.js";
 import { createTaskRunner, type TaskRunner } from "./run/task-runner.js";

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
-import type { TaskView } from "../http/present-task.js";
-import { openFirstImage, splitView, writeSplitView } from "../http/send-task-view.js";
+import type { TaskView } from "../view/present-task.js";
+import { openFirstImage, splitView, writeSplitView } from "../view/send-task-view.js";
 import type { TaskRecord } from "../task-record.js";
 import type { StageEvent } from "./event-ids.js";
 import type { EventSink } from "./task-event-stream.js";

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Principal } from "../../auth/principal.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
-import type { TaskView } from "../http/present-task.js";
+import type { TaskView } from "../view/present-task.js";
 import type { TaskRecord } from "../task-record.js";
 import { parseEventId } from "./event-ids.js";
 import { EVENT_STREAM_HEADERS, EventStreamResponse } from "./event-stream-response.js";

@@ -12,7 +12,7 @@ import { observeHttpRequest } from "../../metrics/create-metrics-router.js";
 import type { ImageTasks } from "../create-image-tasks.js";
 import { submitAndWatch, wantsEventStream } from "../events/submit-and-watch.js";
 import { createTaskAnswers } from "./task-answers.js";
-import { submitTaskSchema } from "./task-schemas.js";
+import { submitTaskSchema } from "../task-schemas.js";
 
 /** Dependencies of {@link createTaskLane}. */
 export interface TaskLaneDeps {

@@ -13,12 +13,12 @@ import {
   editFromJson,
 } from "./edit-submission.js";
 import { pollHeaders as headersOf } from "./poll-headers.js";
-import { presentTask, type PresentDeps } from "./present-task.js";
+import { presentTask, type PresentDeps } from "../view/present-task.js";
 import { isMultipart, readMultipartForm } from "./read-multipart-form.js";
-import { sendTaskView } from "./send-task-view.js";
+import { sendTaskView } from "../view/send-task-view.js";
 import { createTaskAnswers } from "./task-answers.js";
 import type { TaskRecord } from "../task-record.js";
-import { submitTaskSchema } from "./task-schemas.js";
+import { submitTaskSchema } from "../task-schemas.js";
 import { parseListQuery } from "./task-query.js";
 import type { Submission } from "../service/task-service.js";
 

@@ -3,7 +3,7 @@ import { AppError } from "../../http/app-error.js";
 import { parseBody, requireJsonObject } from "../../http/parse-body.js";
 import type { MultipartForm } from "./read-multipart-form.js";
 import type { TaskInput } from "../task-record.js";
-import { submitEditSchema } from "./task-schemas.js";
+import { submitEditSchema } from "../task-schemas.js";
 import type { EditInput, Submission } from "../service/task-service.js";
 
 /** Images one edit may take (OpenAI's own limit for gpt-image models), besides the mask. */

@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Principal } from "../../auth/principal.js";
 import { AppError } from "../../http/app-error.js";
-import { clientGone } from "./client-gone.js";
+import { clientGone } from "../../http/client-gone.js";
 import type { ImageTasks } from "../create-image-tasks.js";
 import { pollHeaders } from "./poll-headers.js";
-import { presentTask, type PresentDeps, type TaskView } from "./present-task.js";
-import { sendTaskView } from "./send-task-view.js";
+import { presentTask, type PresentDeps, type TaskView } from "../view/present-task.js";
+import { sendTaskView } from "../view/send-task-view.js";
 import { isFinished, type TaskRecord } from "../task-record.js";
 import { parsePreferWait, parseWaitQuery } from "./task-query.js";
 import type { Submission } from "../service/task-service.js";

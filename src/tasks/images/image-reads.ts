@@ -1,6 +1,6 @@
 import type { FileSource } from "../../files/create-files-router.js";
 import { extensionOf } from "../../files/image-type.js";
-import type { PresentDeps } from "../http/present-task.js";
+import type { PresentDeps } from "../view/present-task.js";
 import { available } from "../service/store-available.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { TaskImages } from "./task-images.js";

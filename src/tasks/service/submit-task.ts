@@ -21,7 +21,7 @@ import type {
 import { available } from "./store-available.js";
 import { newTaskId, type TaskRecord } from "../task-record.js";
 import type { TaskImages } from "../images/task-images.js";
-import { toUpstreamBody } from "../http/task-schemas.js";
+import { toUpstreamBody } from "../task-schemas.js";
 import type { TaskFinisher } from "./task-finisher.js";
 import type { EditInput, SubmitOptions, Submission } from "./task-service.js";
 

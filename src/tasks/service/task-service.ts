@@ -14,7 +14,7 @@ import { submitTask, type Submitted } from "./submit-task.js";
 import type { TaskFinisher } from "./task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import { isFinished, type TaskInput, type TaskRecord, type TaskStatus } from "../task-record.js";
-import type { SubmitTaskRequest } from "../http/task-schemas.js";
+import type { SubmitTaskRequest } from "../task-schemas.js";
 import type { TaskWaiters } from "./task-waiters.js";
 
 /** Dependencies of {@link createTaskService}. */

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { createWebhookDelivery } from "../../webhooks/webhook-delivery.js";
 import type { WebhookQueue } from "../../webhooks/webhook-queue.js";
-import { presentTask, type PresentDeps } from "../http/present-task.js";
+import { presentTask, type PresentDeps } from "../view/present-task.js";
 import type { TaskStore } from "../store/task-store.js";
 import { isFinished, type TaskRecord } from "../task-record.js";
 

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { ImageObject } from "../../images/image-store.js";
-import { clientGone } from "./client-gone.js";
+import { clientGone } from "../../http/client-gone.js";
 import { imageGone, PendingImage, type TaskView } from "./present-task.js";
 
 /** Length of the base64 of `size` bytes. */
