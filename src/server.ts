@@ -24,6 +24,7 @@ import { startMetricsListener, type MetricsListener } from "./metrics/start-metr
 import { createModelAccess, type ModelAccess } from "./models/model-access.js";
 import { createResponseOwners } from "./proxy/response-owners.js";
 import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";
+import { openTaskBackend, type TaskBackend } from "./tasks/open-task-backend.js";
 
 /** Responses whose owner one process remembers at most, on the embedded stores (oldest go first). */
 const RESPONSE_OWNERS_IN_MEMORY = 100_000;
@@ -170,9 +171,9 @@ function createRouting(
 }
 
 /**
- * Opens the image store and the task feature (its store, queue and bus), then
- * resolves forward mode's secret from the task store; on failure closes what
- * was opened, the channels too, and rejects.
+ * Opens the image store and the task backend (store, queue and bus), builds
+ * the task feature on them, then resolves forward mode's secret from the task
+ * store; on failure closes what was opened, the channels too, and rejects.
  */
 async function openBackends(
   opened: Pick<ServerState, "config" | "metrics" | "logger" | "demos" | "channelClient">,
@@ -181,9 +182,11 @@ async function openBackends(
   const { config, metrics, logger, demos, channelClient } = opened;
   // Image bytes live apart from the task store; both are opened here and handed on.
   let imageStore: ImageStore | undefined;
+  let backend: TaskBackend | undefined;
   let tasks: ImageTasks;
   try {
     imageStore = await openImageStore({ config, metrics, logger });
+    backend = await openTaskBackend(config, logger.child({ component: "tasks" }));
     tasks = await createImageTasks({
       config,
       access: routing.access,
@@ -191,9 +194,11 @@ async function openBackends(
       metrics,
       logger,
       imageStore,
+      backend,
     });
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
+    await backend?.close();
     await imageStore?.close();
     await channelClient.close();
     throw err;

@@ -12,7 +12,7 @@ import type { TaskEventStreams } from "./events/task-event-streams.js";
 import type { TaskFeed } from "./events/task-feed.js";
 import { createImageReads, type ImageReads } from "./images/image-reads.js";
 import { storageUnavailable } from "./images/storage-available.js";
-import { openTaskBackend, type TaskBackend } from "./open-task-backend.js";
+import type { TaskBackend } from "./open-task-backend.js";
 import { available } from "./service/store-available.js";
 import type { TaskService } from "./service/task-service.js";
 import { startImageTasks, stopImageTasks } from "./task-lifecycle.js";
@@ -27,6 +27,12 @@ export interface ImageTasksDeps {
   logger: Logger;
   /** Where image bytes live (see `openImageStore`); opened and closed by the caller. */
   imageStore: ImageStore;
+  /**
+   * The task store, queue and bus `store.url` names (see `openTaskBackend`):
+   * opened by the caller, which closes it when this rejects; once built,
+   * {@link ImageTasks.stop} closes it, after the last request and task.
+   */
+  backend: TaskBackend;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now?: () => number;
 }
@@ -74,23 +80,16 @@ export interface ImageTasks {
 }
 
 /**
- * Builds the task feature on the store `store.url` names: store, queue, bus,
- * runner, finisher, service, waiting requests, webhook deliveries and
- * maintenance, behind one entry (the parts in `create-task-parts.ts`, start
- * and stop in `task-lifecycle.ts`). Nothing runs until {@link ImageTasks.start}.
+ * Builds the task feature on its opened backend: runner, finisher, service,
+ * waiting requests, event streams, webhook deliveries and maintenance,
+ * behind one entry (the parts in `create-task-parts.ts`, start and stop in
+ * `task-lifecycle.ts`). Nothing runs until {@link ImageTasks.start}.
  */
 export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks> {
-  const backend = await openTaskBackend(deps.config, deps.logger.child({ component: "tasks" }));
-  let signer: ImageUrlSigner;
-  try {
-    signer = createImageUrlSigner(await signingSecret(deps.config, backend));
-  } catch (err) {
-    await backend.close();
-    throw err;
-  }
+  const { backend, imageStore } = deps;
+  const signer = createImageUrlSigner(await signingSecret(deps.config, backend));
   const parts = createTaskParts(deps, backend, signer);
   const { store } = backend;
-  const { imageStore } = deps;
   return {
     service: parts.service,
     signer,
