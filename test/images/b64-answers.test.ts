@@ -111,4 +111,59 @@ describe("sendTaskView", () => {
     // The file store reads 256 KiB at a time: the base64 goes out a third larger, no more.
     expect(largest).toBeLessThan(512 * 1024);
   });
+
+  it("sends a small answer in one write, and answers 404 before writing when an image is gone", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "b64-small-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const store = createFileImageStore({ dir });
+    const bytes = [randomBytes(3000), randomBytes(1001)];
+    const keys = ["2030-01-01/task_m/0.png", "2030-01-01/task_m/1.png"];
+    for (const [index, key] of keys.entries()) await store.put(key, bytes[index]!, "image/png");
+    const view: TaskView = {
+      id: "task_m",
+      object: "image.task",
+      status: "completed",
+      created: 1,
+      model: "gpt-image-1",
+      data: bytes.map((image, index) => ({
+        b64_json: new PendingImage(image.length, () => store.get(keys[index]!)),
+      })),
+    };
+    let writes = 0;
+    const failures: unknown[] = [];
+    const server = createServer((_req, res: ServerResponse) => {
+      for (const method of ["write", "end"] as const) {
+        const original = res[method].bind(res) as (...args: unknown[]) => unknown;
+        res[method] = ((...args: unknown[]) => {
+          if (args[0] !== undefined && typeof args[0] !== "function") writes += 1;
+          return original(...args);
+        }) as never;
+      }
+      sendTaskView(res, 200, view).catch((err: unknown) => {
+        failures.push(err);
+        res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as AddressInfo;
+    const get = () =>
+      new Promise<IncomingMessage>((resolve) =>
+        request(`http://127.0.0.1:${port}/`, resolve).end(),
+      );
+
+    const response = await get();
+    const parsed = JSON.parse((await readAll(response)).toString()) as {
+      data: Array<{ b64_json: string }>;
+    };
+    expect(parsed.data.map((item) => Buffer.from(item.b64_json, "base64"))).toEqual(bytes);
+    expect(writes).toBe(1);
+
+    // The second image goes while the first is still there: nothing was written yet.
+    await store.delete([keys[1]!]);
+    const gone = await get();
+    await readAll(gone);
+    expect(gone.statusCode).toBe(404);
+    expect(failures).toEqual([expect.objectContaining({ code: "task_not_found" })]);
+  });
 });

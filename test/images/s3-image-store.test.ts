@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ImageStore } from "../../src/images/image-store.js";
@@ -105,6 +106,51 @@ describe("S3 image store", () => {
       await new Promise((resolve) => silent.close(resolve));
     }
   }, 15_000);
+
+  it("sends image bodies unsigned (no hash of the bytes), and the server takes them", async () => {
+    // A recording hop in front of the server: what the store sent, as the server saw it.
+    const seen: Array<{ method?: string; sha256?: string | string[] }> = [];
+    const hop = createHttpServer((req, res) => {
+      seen.push({ method: req.method, sha256: req.headers["x-amz-content-sha256"] });
+      const target = new URL(s3.endpoint);
+      const onward = httpRequest(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      req.pipe(onward);
+    });
+    await new Promise<void>((resolve) => hop.listen(0, "127.0.0.1", resolve));
+    const via = await openS3ImageStore({
+      bucket: s3.bucket,
+      prefix,
+      // The Host header goes on as signed, so the hop is invisible to the signature.
+      endpoint: `http://127.0.0.1:${(hop.address() as AddressInfo).port}`,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    try {
+      const bytes = randomBytes(100_000);
+      await via.put("2030-01-01/task_u/0.png", bytes, "image/png");
+      expect(seen.filter((request) => request.method === "PUT")).toEqual([
+        { method: "PUT", sha256: "UNSIGNED-PAYLOAD" },
+      ]);
+      const found = await store.get("2030-01-01/task_u/0.png");
+      expect((await readAll(found!.body)).equals(bytes)).toBe(true);
+    } finally {
+      await via.close();
+      await new Promise((resolve) => hop.close(resolve));
+    }
+  });
 
   it("is not ready with credentials the server does not know", async () => {
     const wrong = await openS3ImageStore({
