@@ -108,13 +108,20 @@ export interface TaskStore {
    * tasks. `undefined` when `after` is not one of the owner's tasks.
    */
   listOwned(owner: string, query: OwnedQuery): Promise<OwnedPage | undefined>;
+  /*
+   * Image bytes inside the task store, as releases before the image store kept
+   * them: read for the records of that time (`getImage`, `getInput`; a record
+   * whose image has no `key`) and freed with them. The service writes no new
+   * ones: the writers remain so that the conformance suite and the legacy
+   * fixtures can make such records on every backend.
+   */
   putImage(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
   getImage(id: string, index: number): Promise<Buffer | undefined>;
   deleteImages(id: string, count: number): Promise<void>;
   /**
-   * The bytes of an edit's input image `index`, written before the task is
-   * created; `ttlMs` only frees those of a task never created (the process
-   * died in between): a finished task's inputs go with its transition.
+   * The bytes of an edit's input image `index`, as written before the task
+   * was created; `ttlMs` only frees those of a task never created (the
+   * process died in between): a finished task's inputs go with its transition.
    */
   putInput(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
   getInput(id: string, index: number): Promise<Buffer | undefined>;
