@@ -69,8 +69,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const channelClient = createChannelClient({ metrics, logger });
   const routing = createRouting(config, channels, channelClient, logger);
   const opened = { config, metrics, logger, demos, channelClient };
-  const { imageStore, tasks } = await openBackends(opened, routing);
-  const s: ServerState = { ...opened, imageStore, tasks, stopping: false };
+  const { imageStore, backend, tasks } = await openBackends(opened, routing);
+  const s: ServerState = { ...opened, imageStore, backend, tasks, stopping: false };
   const server = createServer(createServiceApp(s, routing));
   s.server = server;
   let url: string, port: number;
@@ -105,6 +105,8 @@ interface ServerState {
   demos: DemoChannel[];
   channelClient: ChannelClient;
   imageStore: ImageStore;
+  /** The task store, queue and bus; closed by `tasks.stop`. */
+  backend: TaskBackend;
   tasks: ImageTasks;
   server?: Server;
   metricsListener?: MetricsListener;
@@ -178,7 +180,7 @@ function createRouting(
 async function openBackends(
   opened: Pick<ServerState, "config" | "metrics" | "logger" | "demos" | "channelClient">,
   routing: Routing,
-): Promise<{ imageStore: ImageStore; tasks: ImageTasks }> {
+): Promise<{ imageStore: ImageStore; backend: TaskBackend; tasks: ImageTasks }> {
   const { config, metrics, logger, demos, channelClient } = opened;
   // Image bytes live apart from the task store; both are opened here and handed on.
   let imageStore: ImageStore | undefined;
@@ -207,7 +209,7 @@ async function openBackends(
     const secret = resolveForwardSecret({
       configured: config.auth.forward?.secret,
       storeUrl: config.store.url,
-      meta: tasks,
+      meta: backend.store,
       logger,
     });
     routing.forwardSecret.resolved = secret;
@@ -221,7 +223,7 @@ async function openBackends(
       throw err;
     }
   }
-  return { imageStore, tasks };
+  return { imageStore, backend, tasks };
 }
 
 /** The HTTP app on the opened parts; it refuses new work once `s.stopping` is set. */
@@ -237,7 +239,7 @@ function createServiceApp(s: ServerState, routing: Routing): RequestListener {
     channelClient: s.channelClient,
     tasks,
     responseOwners: createResponseOwners(
-      tasks.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
+      s.backend.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
       config.imageTasks.retentionSec * 1000,
     ),
     isStopping: () => s.stopping,

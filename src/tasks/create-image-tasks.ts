@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import type Keyv from "keyv";
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
@@ -53,20 +52,6 @@ export interface ImageTasks {
    * (503 `storage_unavailable`) cannot be reached (`/readyz`).
    */
   ping(): Promise<void>;
-  /**
-   * A value set once for every process of the deployment, kept in the task
-   * store (the URL signing secret; a generated encryption key, say).
-   */
-  getOrSetMeta(key: string, create: () => string): Promise<string>;
-  /** The value kept under `key`, if any; and forgetting it (a secret moved out of the store). */
-  getMeta(key: string): Promise<string | undefined>;
-  deleteMeta(key: string): Promise<void>;
-  /**
-   * A namespaced Keyv that every replica sees alike, for small entries with a
-   * TTL (Redis: in Redis; embedded stores: this process's memory, at most
-   * `maxLocalEntries`).
-   */
-  keyValue(namespace: string, maxLocalEntries: number): Keyv;
   /** Picks up what earlier processes left, starts running tasks and the periodic maintenance. */
   start(): Promise<void>;
   /**
@@ -102,10 +87,6 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
         throw storageUnavailable(err);
       });
     },
-    getOrSetMeta: (key, create) => store.getOrSetMeta(key, create),
-    getMeta: (key) => store.getMeta(key),
-    deleteMeta: (key) => store.deleteMeta(key),
-    keyValue: backend.keyValue,
     start: () => startImageTasks(parts),
     stop: (graceMs, drained) => stopImageTasks(parts, graceMs, drained),
   };
