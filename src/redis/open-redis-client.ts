@@ -10,7 +10,7 @@ export type RedisClient = RedisClientType;
 export interface OpenRedisOptions {
   url: string;
   logger: Logger;
-  /** How long start-up waits for Redis before giving up. Default 10 s. */
+  /** How long start-up waits for Redis before giving up (`store.connectTimeoutSec`). Default 10 s. */
   connectTimeoutMs?: number;
   /** Deadline of every command (`store.commandTimeoutSec`). Default 5 s. */
   commandTimeoutMs?: number;
@@ -50,7 +50,9 @@ export async function openRedisClient(options: OpenRedisOptions): Promise<RedisC
   try {
     await client.connect();
   } catch (err) {
-    client.destroy();
+    // A connect that gave up has closed the client already, and destroying it again throws
+    // ("The client is closed"), which would hide the reason below.
+    if (client.isOpen) client.destroy();
     throw new Error(
       `store.url: cannot reach Redis at ${redactUrl(options.url)} (${(err as Error).message})`,
       { cause: err },

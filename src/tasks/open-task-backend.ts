@@ -70,6 +70,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
   const client = await openRedisClient({
     url: config.store.url,
     logger,
+    connectTimeoutMs: config.store.connectTimeoutSec * 1000,
     commandTimeoutMs: config.store.commandTimeoutSec * 1000,
   });
   try {

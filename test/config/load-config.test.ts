@@ -345,6 +345,7 @@ describe("store", () => {
     expect(config.store).toEqual({
       url: "redis://127.0.0.1:6379/0",
       prefix: "{prod}:sidecar",
+      connectTimeoutSec: 10,
       commandTimeoutSec: 5,
     });
     expect(loadConfig({ file: yamlFile(MINIMAL), env: {} }).config.store.prefix).toBe(

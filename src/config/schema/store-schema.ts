@@ -28,6 +28,14 @@ export const storeSchema = z
           "events). Replicas of one deployment share it; two deployments on one Redis need two " +
           "prefixes.",
       }),
+    connectTimeoutSec: positiveInt("seconds")
+      .default(10)
+      .meta({
+        description:
+          "Redis only: seconds start-up waits for Redis before it gives up with a line naming " +
+          "the URL (password masked). Once connected, the service reconnects for as long as it " +
+          "takes. Under Kubernetes a replica that gives up is restarted, and tries again.",
+      }),
     commandTimeoutSec: positiveInt("seconds")
       .default(5)
       .meta({

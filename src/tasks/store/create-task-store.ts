@@ -68,6 +68,7 @@ async function openTaskStore(
           (await openRedisClient({
             url,
             logger: logger.child({ component: "store" }),
+            connectTimeoutMs: config.store.connectTimeoutSec * 1000,
             commandTimeoutMs: config.store.commandTimeoutSec * 1000,
           })),
         prefix: config.store.prefix,

@@ -1,0 +1,42 @@
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { startServer } from "../../src/server.js";
+import { testConfig } from "../support/start-test-app.js";
+import { useTempDir } from "../tasks/task-api.js";
+
+/** A port nothing listens on: taken from the system, then let go. */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+describe("start-up on a Redis that cannot be reached", () => {
+  it("gives up after store.connectTimeoutSec, naming the URL without its password", async () => {
+    const port = await closedPort();
+    const config = testConfig("http://127.0.0.1:9/v1", {
+      config: {
+        store: { url: `redis://:hunter2-redis-password@127.0.0.1:${port}`, connectTimeoutSec: 1 },
+        images: { url: `file://${await useTempDir()}` },
+      },
+    });
+    const started = Date.now();
+    const failure = await startServer({ config, logger: pino({ level: "silent" }) }).then(
+      () => undefined,
+      (err: unknown) => err as Error,
+    );
+    const tookMs = Date.now() - started;
+
+    expect(failure?.message).toMatch(
+      new RegExp(`^store\\.url: cannot reach Redis at redis://.*127\\.0\\.0\\.1:${port}`),
+    );
+    expect(failure?.message).not.toContain("hunter2-redis-password");
+    // One second and the last back-off (at most 2 s), far from the 10 s default.
+    expect(tookMs).toBeGreaterThanOrEqual(900);
+    expect(tookMs).toBeLessThan(5_000);
+  });
+});
