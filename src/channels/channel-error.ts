@@ -3,6 +3,8 @@ import { AppError } from "../http/app-error.js";
 /** The codes a failed channel call ends with (see the Errors table). */
 export type ChannelErrorCode = "upstream_unavailable" | "upstream_timeout" | "invalid_response";
 
+const NO_RETRY = { "x-should-retry": "false" } as const;
+
 /**
  * A call to a channel that gave no usable answer. It is an {@link AppError},
  * so the passthrough hands it to the one error writer as it is; the task
@@ -23,7 +25,10 @@ export class ChannelError extends AppError {
     readonly reason: string,
     readonly channel?: string,
   ) {
-    super(code, message);
+    // A 502 or 504 from here means the channel may have run (and billed) the request. The
+    // official SDKs retry both on their own; `x-should-retry: false`, which they honour, keeps
+    // them from sending it again.
+    super(code, message, code === "upstream_unavailable" ? {} : { headers: { ...NO_RETRY } });
     this.name = "ChannelError";
   }
 }

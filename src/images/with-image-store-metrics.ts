@@ -45,14 +45,17 @@ export function withImageStoreMetrics(
       ),
     delete: (keys) => timed("delete", () => store.delete(keys)),
     async *list(prefix) {
-      // One observation per listing, its outcome the whole walk's.
+      // One observation per listing, its outcome the whole walk's; a reader that stops early
+      // (the sweep stops at today's keys) ends the walk through `finally` alone.
       const started = process.hrtime.bigint();
+      let outcome: Outcome = "ok";
       try {
         yield* store.list(prefix);
-        observe("list", started, "ok");
       } catch (err) {
-        observe("list", started, "error");
+        outcome = "error";
         throw err;
+      } finally {
+        observe("list", started, outcome);
       }
     },
     ping: () => timed("ping", () => store.ping()),

@@ -9,7 +9,7 @@ import { parseConfig } from "../../src/config/load-config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
 import { startFakeGateway, type FakeGateway } from "../support/fake-gateway.js";
-import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
+import { REDIS_URL, deleteKeys, imagesDirOf, uniquePrefix } from "../support/redis.js";
 import { spawnServe, writeConfig } from "../support/serve-process.js";
 import { getTask, submitOk, waitForStatus, type Target } from "../tasks/task-api.js";
 
@@ -38,6 +38,8 @@ function forwardConfig(gw: FakeGateway, store: ConfigInput["store"], secret?: st
   return parseConfig({
     server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 1 },
     store,
+    // Replicas on one prefix share an image directory, deleted with the prefix's keys.
+    ...(store?.prefix ? { images: { url: `file://${imagesDirOf(store.prefix)}` } } : {}),
     auth: { forward: { channel: "newapi", ...(secret ? { secret } : {}) } },
     groups: {},
     channels: [{ name: "newapi", baseUrl: gw.baseUrl, models: ["*"] }],

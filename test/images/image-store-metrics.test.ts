@@ -12,7 +12,8 @@ describe("image store metrics", () => {
     (await store.get("2030-01-01/task_m/0.png"))!.body.destroy();
     expect(await store.get("2030-01-01/task_m/9.png")).toBeUndefined();
     await expect(store.get("../escape")).rejects.toThrow();
-    for await (const _ of store.list("")) void _;
+    // A listing the reader stops early (as the expiry sweep does) is counted too.
+    for await (const _ of store.list("")) break;
     await store.delete(["2030-01-01/task_m/0.png"]);
     await store.ping();
 

@@ -1,3 +1,4 @@
+import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config-schema.js";
 import { expectError } from "../http/error-envelope.js";
@@ -117,6 +118,31 @@ describe.each(ALL)("$path, on a broken channel with another behind it", (test) =
     await expectError(await call(pair, test), 502, "invalid_response");
     expect(first.requests).toHaveLength(1);
     expect(second.requests).toHaveLength(0);
+  });
+});
+
+describe("the openai SDK, with its default retries", () => {
+  // The SDK retries a 502 or 504 twice by itself: the service tells it not to
+  // (x-should-retry: false), or the channel would get a billed request three times.
+  it.each(["cut", "garbage", "stall"] as const)(
+    "%s: the channel sees an image generation once",
+    async (kind) => {
+      first.behave("images", { kind });
+      const client = new OpenAI({ apiKey: single.key, baseURL: single.baseURL });
+      await expect(client.images.generate({ model: "gpt-image-1", prompt: "x" })).rejects.toThrow(
+        kind === "stall" ? /504/ : /502/,
+      );
+      expect(first.requests).toHaveLength(1);
+    },
+  );
+
+  it("retries when no channel could be reached: nothing ran", async () => {
+    first.behave("images", { kind: "status", status: 503 });
+    const client = new OpenAI({ apiKey: single.key, baseURL: single.baseURL, maxRetries: 1 });
+    await expect(client.images.generate({ model: "gpt-image-1", prompt: "x" })).rejects.toThrow(
+      /503/,
+    );
+    expect(first.requests).toHaveLength(2);
   });
 });
 

@@ -1,6 +1,7 @@
+import { rm } from "node:fs/promises";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startHangingRedis } from "../support/hanging-redis.js";
-import { deleteKeys, startPrivateRedis, uniquePrefix } from "../support/redis.js";
+import { deleteKeys, imagesDirOf, startPrivateRedis, uniquePrefix } from "../support/redis.js";
 import { startTestApp, type TestApp } from "../support/start-test-app.js";
 import {
   call,
@@ -20,9 +21,15 @@ const ANSWER_WITHIN_MS = TIMEOUT_SEC * 1000 * 3 + 1500;
 async function appOn(url: string, prefix: string): Promise<TestApp> {
   const app = await startTestApp({
     imageTasks: { maxConcurrent: 2, leaseSec: 2 },
-    config: { store: { url, prefix, commandTimeoutSec: TIMEOUT_SEC } },
+    config: {
+      store: { url, prefix, commandTimeoutSec: TIMEOUT_SEC },
+      images: { url: `file://${imagesDirOf(prefix)}` },
+    },
   });
-  onTestFinished(() => app.close());
+  onTestFinished(async () => {
+    await app.close();
+    await rm(imagesDirOf(prefix), { recursive: true, force: true });
+  });
   return app;
 }
 

@@ -9,7 +9,7 @@ import { parseConfig } from "../../src/config/load-config.js";
 import { createLogger } from "../../src/logging/create-logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { startFakeGateway, type FakeGateway } from "../support/fake-gateway.js";
-import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
+import { REDIS_URL, deleteKeys, imagesDirOf, uniquePrefix } from "../support/redis.js";
 import { UPSTREAM_KEY } from "../support/start-test-app.js";
 import {
   expectError,
@@ -55,6 +55,8 @@ async function replica(
   const input: ConfigInput = {
     server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 1 },
     store,
+    // Replicas on one prefix share an image directory, deleted with the prefix's keys.
+    ...(store?.prefix ? { images: { url: `file://${imagesDirOf(store.prefix)}` } } : {}),
     auth: {
       forward: {
         channel: "newapi",

@@ -76,7 +76,12 @@ export class EventStreamResponse implements EventSink {
     const { res, streams } = this;
     const view = await streams.deps.present(record, this.baseUrl);
     if (this.signal.aborted || res.writableEnded) return false;
-    await writeEvent(res, event, view, this.signal);
+    streams.writing.add(res);
+    try {
+      await writeEvent(res, event, view, this.signal);
+    } finally {
+      streams.writing.delete(res);
+    }
     streams.deps.metrics.taskEventsSent.inc({ event: event.stage });
     if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
     return true;

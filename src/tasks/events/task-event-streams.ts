@@ -56,6 +56,11 @@ export interface TaskEventStreams {
  */
 export class OpenStreams {
   readonly open = new Set<ServerResponse>();
+  /**
+   * Streams in the middle of writing an event (its images come in pieces, with
+   * waits): a keep-alive comment written then would land inside its `data:` line.
+   */
+  readonly writing = new WeakSet<ServerResponse>();
   private ticker: NodeJS.Timeout | undefined;
 
   constructor(readonly deps: TaskEventStreamsDeps) {}
@@ -64,7 +69,9 @@ export class OpenStreams {
     this.open.add(res);
     this.deps.metrics.taskEventWatchers.inc();
     this.ticker ??= setInterval(() => {
-      for (const stream of this.open) stream.write(": keep-alive\n\n");
+      for (const stream of this.open) {
+        if (!this.writing.has(stream)) stream.write(": keep-alive\n\n");
+      }
     }, this.deps.keepAliveMs);
     this.ticker.unref();
   }

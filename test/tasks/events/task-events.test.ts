@@ -1,8 +1,9 @@
-import type { ServerResponse } from "node:http";
+import { request, type ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
 import { encodePng } from "../../../src/demo/png-encoder.js";
 import type { FakeUpstream } from "../../support/fake-upstream.js";
 import { TEST_KEYS } from "../../support/start-test-app.js";
+import { imagesAnswer, noisePng } from "../../images/noise-png.js";
 import { openEvents, type SseStream } from "../sse-client.js";
 import { STORES } from "../store-places.js";
 import { cancelTask, expectError, getTask, submitOk, useApp, waitForStatus } from "../task-api.js";
@@ -168,6 +169,43 @@ describe("task event streams", () => {
     }
     expect(stream.comments).toBeGreaterThanOrEqual(3);
   });
+
+  it("never write a comment inside an event a slow reader takes in pieces", async () => {
+    const app = await useApp({ imageTasks: { eventsKeepAliveSec: 0.05 } });
+    const image = noisePng();
+    app.upstream.behave("images", {
+      kind: "custom",
+      respond: (_req, res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(imagesAnswer([image]));
+      },
+    });
+    const id = await submitOk(app, { prompt: "big" });
+    await waitForStatus(app, id, ["completed"], 20_000);
+    // The final event holds 4 MB of base64: a reader that pauses makes it go out in pieces,
+    // with keep-alive rounds in between.
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = request(`${app.url}${eventsPath(id)}`, {
+        headers: { authorization: `Bearer ${app.key}`, accept: "text/event-stream" },
+      });
+      req.on("response", (res) => {
+        res.pause();
+        const chunks: Buffer[] = [];
+        setTimeout(() => {
+          res.on("data", (chunk: Buffer) => chunks.push(chunk));
+          res.on("end", () => resolve(Buffer.concat(chunks).toString()));
+          res.resume();
+        }, 500);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    const blocks = text.split("\n\n").filter((block) => block.startsWith("id: "));
+    expect(blocks.map((block) => block.split("\n", 1)[0])).toEqual(["id: final"]);
+    const data = blocks[0]!.split("\n").find((line) => line.startsWith("data: "))!;
+    const final = JSON.parse(data.slice("data: ".length)) as { data: Array<{ b64_json: string }> };
+    expect(Buffer.from(final.data[0]!.b64_json, "base64").equals(image)).toBe(true);
+  }, 30_000);
 
   it("answer an edit submitted with Accept: text/event-stream, and HEAD without a body", async () => {
     const app = await useApp();
