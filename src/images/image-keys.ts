@@ -1,4 +1,4 @@
-import { extensionOf } from "../files/image-type.js";
+import { extensionOf, imageTypeFromPath } from "../files/image-type.js";
 
 /** One path segment of a key: no `/`, not `.` or `..`, nothing a file system or URL reads specially. */
 const SEGMENT = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/;
@@ -69,16 +69,5 @@ export function inputKey(untilSec: number, taskId: string, index: number, mime: 
 
 /** The content type of a key the service wrote, from its extension. */
 export function contentTypeOfKey(key: string): string {
-  const ext = key.slice(key.lastIndexOf(".") + 1);
-  switch (ext) {
-    case "png":
-      return "image/png";
-    case "jpeg":
-    case "jpg":
-      return "image/jpeg";
-    case "webp":
-      return "image/webp";
-    default:
-      return "application/octet-stream";
-  }
+  return imageTypeFromPath(key)?.mimeType ?? "application/octet-stream";
 }

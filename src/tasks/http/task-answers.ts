@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Principal } from "../../auth/principal.js";
-import { AppError } from "../../http/app-error.js";
 import { clientGone } from "../../http/client-gone.js";
 import type { ImageTasks } from "../create-image-tasks.js";
+import { idempotencyKeyOf } from "../events/submit-and-watch.js";
 import { pollHeaders } from "./poll-headers.js";
 import { presentTask, type PresentDeps, type TaskView } from "../view/present-task.js";
 import { sendTaskView } from "../view/send-task-view.js";
@@ -53,15 +53,7 @@ export class TaskAnswers {
     baseUrlOf: BaseUrlOf,
   ): Promise<void> {
     const { service } = this.deps.tasks;
-    const idempotencyKey = header(req, "idempotency-key");
-    if (
-      idempotencyKey !== undefined &&
-      (idempotencyKey.length === 0 || idempotencyKey.length > 255)
-    ) {
-      throw new AppError("invalid_value", "Idempotency-Key must be 1 to 255 characters.", {
-        param: "Idempotency-Key",
-      });
-    }
+    const idempotencyKey = idempotencyKeyOf(req);
     const baseUrl = baseUrlOf();
     const wait = parsePreferWait(header(req, "prefer"));
     const { record, replayed } = await service.submit(principal, submission, {
@@ -83,7 +75,7 @@ export class TaskAnswers {
     await sendTaskView(
       res,
       finished ? 200 : 202,
-      await this.view(current, baseUrlOf(), finished || replayed ? "full" : "none"),
+      await this.view(current, baseUrl, finished || replayed ? "full" : "none"),
     );
   }
 

@@ -11,6 +11,7 @@ import type { TaskStore } from "../store/task-store.js";
 import { imageKeysOf, type TaskImage, type TaskInput, type TaskRecord } from "../task-record.js";
 import { partialLink, partialsUntil, resultLink } from "./image-links.js";
 import { storage } from "./storage-available.js";
+import { readWhole } from "../../images/read-whole.js";
 
 /** Dependencies of {@link createTaskImages}. */
 export interface TaskImagesDeps {
@@ -225,10 +226,7 @@ async function readInputs(
     (record.inputs ?? []).map(async (input, index) => {
       if (!input.key) return s.taskStore.getInput(record.id, index);
       const found = await s.imageStore.get(input.key);
-      if (!found) return undefined;
-      const chunks: Buffer[] = [];
-      for await (const chunk of found.body) chunks.push(chunk as Buffer);
-      return Buffer.concat(chunks);
+      return found && readWhole(found, input.bytes);
     }),
   );
 }

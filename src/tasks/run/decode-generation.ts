@@ -6,6 +6,7 @@ import { assertUrlAllowed, ForbiddenAddressError } from "../../net/address-polic
 import { createGuardedAgent } from "../../net/create-guarded-agent.js";
 import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
 import { TaskFailure } from "../task-failure.js";
+import { base64Length } from "../../images/base64-length.js";
 
 /** One generated image, decoded. */
 export interface GeneratedImage {
@@ -83,11 +84,6 @@ export async function decodeGeneration(
   }
   const usage = scrubDeep((parsed as { usage?: unknown }).usage, scrubber, 0);
   return { images, ...(usage === undefined ? {} : { usage }) };
-}
-
-/** Base64 length of `bytes` bytes. */
-function base64Length(bytes: number): number {
-  return Math.ceil(bytes / 3) * 4;
 }
 
 /**

@@ -7,6 +7,7 @@ import { extensionOf } from "../../files/image-type.js";
 import { decodeGeneration, type GeneratedImage } from "./decode-generation.js";
 import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";
 import { TaskFailure } from "../task-failure.js";
+import { base64Length } from "../../images/base64-length.js";
 
 export type { GeneratedImage } from "./decode-generation.js";
 
@@ -143,11 +144,6 @@ async function guarded<T>(signal: AbortSignal, step: () => Promise<T>): Promise<
     if (err instanceof ChannelError) throw new TaskFailure(err.code, err.message, "upstream_error");
     throw err;
   }
-}
-
-/** Base64 length of `bytes` bytes. */
-function base64Length(bytes: number): number {
-  return Math.ceil(bytes / 3) * 4;
 }
 
 /** The most a successful answer for this request may hold: `n` images and some room. */

@@ -5,6 +5,7 @@ import type { TaskStore } from "../store/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { TaskImage, TaskRecord } from "../task-record.js";
+import { untilAborted } from "./until-aborted.js";
 
 /** What {@link keepPartials} works with. */
 export interface KeepPartialsDeps {
@@ -13,25 +14,6 @@ export interface KeepPartialsDeps {
   finisher: Pick<TaskFinisher, "announce">;
   metrics: Metrics;
   logger: Logger;
-}
-
-/** `step`, or a rejection as soon as `signal` aborts: a store that hangs does not hold the run. */
-function untilAborted<T>(step: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise((resolve, reject) => {
-    const aborted = () => reject(signal.reason as Error);
-    signal.addEventListener("abort", aborted, { once: true });
-    step.then(
-      (value) => {
-        signal.removeEventListener("abort", aborted);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", aborted);
-        reject(err as Error);
-      },
-    );
-  });
 }
 
 /**

@@ -5,6 +5,7 @@ import { TaskFailure } from "../task-failure.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { TaskRecord } from "../task-record.js";
+import { untilAborted } from "./until-aborted.js";
 
 /** First wait after a failed write, doubled each time up to the last. */
 const FIRST_RETRY_MS = 250;
@@ -34,25 +35,6 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
     }
     if (signal.aborted) aborted();
     else signal.addEventListener("abort", aborted, { once: true });
-  });
-}
-
-/** `step`, or a rejection as soon as `signal` aborts (a write that hangs does not hold the run). */
-function untilAborted<T>(step: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const aborted = () => reject(signal.reason);
-    if (signal.aborted) aborted();
-    else signal.addEventListener("abort", aborted, { once: true });
-    step.then(
-      (value) => {
-        signal.removeEventListener("abort", aborted);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", aborted);
-        reject(err);
-      },
-    );
   });
 }
 

@@ -1,6 +1,7 @@
 import { sniffImageType } from "../../files/image-type.js";
 import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
 import { TaskFailure } from "../task-failure.js";
+import { base64Length } from "../../images/base64-length.js";
 
 /** One image a channel's stream carried, decoded and checked. */
 export interface StreamedImage {
@@ -30,8 +31,6 @@ export interface StreamedResult {
 
 /** Room in one event beside its image: the event's other fields. */
 const EVENT_OVERHEAD = 64 * 1024;
-
-const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
 
 function invalid(what: string): TaskFailure {
   return new TaskFailure(

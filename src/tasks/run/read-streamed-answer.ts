@@ -3,6 +3,7 @@ import { ChannelError } from "../../channels/channel-error.js";
 import type { GeneratedImage } from "./decode-generation.js";
 import { readImageStream, type StreamedImage } from "./read-image-stream.js";
 import { TaskFailure } from "../task-failure.js";
+import { base64Length } from "../../images/base64-length.js";
 
 /** What a streamed run asks of {@link readStreamedAnswer}. */
 export interface StreamedRun {
@@ -17,8 +18,6 @@ export interface StreamedRun {
 
 /** Room in the whole stream beside its images: the events' other fields. */
 const STREAM_OVERHEAD_BYTES = 256 * 1024;
-
-const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
 
 /** Whether a channel answered a stream request with an event stream (else: plain JSON, read as such). */
 export function isEventStream(answer: ChannelAnswer): boolean {

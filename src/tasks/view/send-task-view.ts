@@ -3,9 +3,8 @@ import type { Readable } from "node:stream";
 import type { ImageObject } from "../../images/image-store.js";
 import { clientGone } from "../../http/client-gone.js";
 import { imageGone, PendingImage, type TaskView } from "./present-task.js";
-
-/** Length of the base64 of `size` bytes. */
-const base64Length = (size: number) => 4 * Math.ceil(size / 3);
+import { base64Length } from "../../images/base64-length.js";
+import { readWhole, sizeMismatch } from "../../images/read-whole.js";
 
 /** Every {@link PendingImage} in the view (results and partial images), by marker. */
 function pendingImages(view: TaskView): Map<string, PendingImage> {
@@ -48,7 +47,7 @@ async function writeBase64(res: ServerResponse, body: Readable, size: number): P
   }
   if (seen !== size) {
     body.destroy();
-    throw new Error(`an image read ${seen} bytes where ${size} were stored`);
+    throw sizeMismatch(seen, size);
   }
   if (carry) await write(res, carry.toString("base64"));
 }
@@ -141,31 +140,6 @@ export async function writeSplitView(
  * pieces one by one, and nothing is held that a stream would not hold.
  */
 const ONE_WRITE_BYTES = 64 * 1024;
-
-/** An image's bytes whole, checked against the size its task recorded. */
-async function readWhole(object: ImageObject, size: number): Promise<Buffer> {
-  if (object.bytes) {
-    object.body.destroy();
-    if (object.bytes.byteLength !== size) throw sizeMismatch(object.bytes.byteLength, size);
-    return object.bytes;
-  }
-  const chunks: Buffer[] = [];
-  let seen = 0;
-  try {
-    for await (const chunk of object.body as AsyncIterable<Buffer>) {
-      seen += chunk.byteLength;
-      if (seen > size) break;
-      chunks.push(chunk);
-    }
-  } finally {
-    object.body.destroy();
-  }
-  if (seen !== size) throw sizeMismatch(seen, size);
-  return Buffer.concat(chunks, size);
-}
-
-const sizeMismatch = (seen: number, size: number) =>
-  new Error(`an image read ${seen} bytes where ${size} were stored`);
 
 /**
  * A small split view's whole JSON, every image read before anything is
