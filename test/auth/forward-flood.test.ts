@@ -70,7 +70,8 @@ describe("forward mode under a flood of made-up keys", () => {
     const alice: number[] = [];
     let flooding = true;
     const aliceLoop = (async () => {
-      while (flooding) {
+      // Past the cache's 1 s even when the flood ends sooner, so a re-check is always due.
+      while (flooding || performance.now() - started < 1500) {
         const response = await models(ALICE);
         alice.push(response.status);
         await response.arrayBuffer();
@@ -99,7 +100,7 @@ describe("forward mode under a flood of made-up keys", () => {
     // Alice was never refused, and was checked again while the flood went on.
     expect(alice.length).toBeGreaterThan(3);
     expect(new Set(alice)).toEqual(new Set([200]));
-    if (seconds > 1.5) expect(gw.modelCalls(ALICE)).toBeGreaterThan(1);
+    expect(gw.modelCalls(ALICE)).toBeGreaterThan(1);
 
     // Once the flood is over, a key never seen before gets in.
     await new Promise((resolve) => setTimeout(resolve, 1000));

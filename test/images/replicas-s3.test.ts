@@ -66,6 +66,7 @@ describe("two replicas on Redis, images in S3", () => {
 
     // The links, from the other replica, fetched from the other replica.
     const linked = await getTask(b!, urlTask);
+    expect(linked.body.data).toHaveLength(images.length);
     for (const [index, item] of linked.body.data!.entries()) {
       const res = await fetch(item.url!);
       expect(res.status).toBe(200);
@@ -76,6 +77,7 @@ describe("two replicas on Redis, images in S3", () => {
     // The base64, from the other replica.
     const polled = await getTask(b!, b64Task);
     expect(Number(polled.headers.get("content-length"))).toBe(Buffer.byteLength(polled.text));
+    expect(polled.body.data).toHaveLength(images.length);
     for (const [index, item] of polled.body.data!.entries()) {
       expect(Buffer.from(item.b64_json!, "base64").equals(images[index]!)).toBe(true);
     }
