@@ -1,48 +1,24 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
+import { serve as serveProcess } from "../support/serve-process.js";
 import { TEST_KEYS } from "../support/start-test-app.js";
 
-const ROOT = resolve(import.meta.dirname, "../..");
-const CLI = join(ROOT, "dist/cli.js");
 const dir = mkdtempSync(join(tmpdir(), "sidecar-kill-"));
-const children = new Set<ChildProcess>();
 let upstream: FakeUpstream;
 
 beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error("dist/ is missing: run `npm run build`");
   upstream = await startFakeUpstream();
-});
-afterEach(() => {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
-  children.clear();
 });
 afterAll(async () => {
   await upstream.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The real bin, as an operator runs it; resolves its URL from the banner. */
-async function serve(configFile: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, "serve", "--config", configFile], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "silent" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let stdout = "";
-  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  for (let i = 0; i < 400; i += 1) {
-    const match = /listening on (http:\/\/\S+)/.exec(stdout);
-    if (match) return { child, url: match[1] as string };
-    if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("no banner");
-}
+/** The bin in its own process, as an operator runs it; resolves once it listens. */
+const serve = (configFile: string) => serveProcess(configFile, dir);
 
 const auth = { authorization: `Bearer ${TEST_KEYS.default}` };
 

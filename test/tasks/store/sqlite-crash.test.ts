@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import { serve as serveProcess } from "../../support/serve-process.js";
 import { TEST_KEYS } from "../../support/start-test-app.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../../webhooks/webhook-receiver.js";
 import { upstreamPrompts } from "../task-api.js";
@@ -13,48 +14,26 @@ import { upstreamPrompts } from "../task-api.js";
 // task answered 202 is there; in the end each is finished, none ran again once finished, and
 // each finished task with a webhook had its event delivered.
 
-const ROOT = resolve(import.meta.dirname, "../../..");
-const CLI = join(ROOT, "dist/cli.js");
 const ROUNDS = 12;
 const SUBMITTERS = 4;
 /** Submissions per submitter and round: the queue stays short, so the runs keep up. */
 const PER_SUBMITTER = 10;
 const auth = { authorization: `Bearer ${TEST_KEYS.default}` };
 const dir = mkdtempSync(join(tmpdir(), "sidecar-crash-"));
-const children = new Set<ChildProcess>();
 let upstream: FakeUpstream;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error("dist/ is missing: run `npm run build`");
   upstream = await startFakeUpstream();
   receiver = await startWebhookReceiver();
 });
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
   await Promise.all([upstream.close(), receiver.close()]);
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The bin, as an operator runs it; resolves once it listens. */
-async function serve(configFile: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, "serve", "--config", configFile], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "silent" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let out = "";
-  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
-  for (let i = 0; i < 800; i += 1) {
-    const match = /listening on (http:\/\/\S+)/.exec(out);
-    if (match) return { child, url: match[1] as string };
-    if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${out}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error("no banner");
-}
+/** The bin in its own process, as an operator runs it; resolves once it listens. */
+const serve = (configFile: string) => serveProcess(configFile, dir);
 
 async function kill(child: ChildProcess) {
   if (child.exitCode === null && child.signalCode === null) {
