@@ -1,13 +1,7 @@
 import type { Channel } from "../channels/channel.js";
 import type { ChannelClient } from "../channels/channel-client.js";
-import type { ModelInfo } from "../channels/channel-registry.js";
+import { MAX_MODEL_LIST_BYTES, parseModelList } from "../channels/model-list.js";
 import type { GatewayModels } from "./principal.js";
-
-/** Largest model list read from a gateway; real ones are tens of KiB. */
-const MAX_MODEL_LIST_BYTES = 4 * 1024 * 1024;
-
-/** `created` for a listed model the gateway gave no date for. */
-const LISTED_AT = Math.floor(Date.UTC(2024, 0, 1) / 1000);
 
 /** What the gateway said about a key. */
 export type GatewayVerdict =
@@ -77,36 +71,6 @@ export async function checkGatewayKey(options: CheckGatewayKeyOptions): Promise<
   return models
     ? { kind: "accepted", models }
     : { kind: "unavailable", reason: "answer is not a model list" };
-}
-
-/**
- * An OpenAI model list (`{data: [{id, created?, owned_by?}]}`) as
- * {@link GatewayModels}: sorted by id, first of each id kept, entries without
- * a string id skipped. `undefined` when the body is not such a list.
- */
-export function parseModelList(body: Buffer, channelName: string): GatewayModels | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch {
-    return undefined;
-  }
-  const data = (parsed as { data?: unknown } | null)?.data;
-  if (!Array.isArray(data)) return undefined;
-  const byId = new Map<string, ModelInfo>();
-  for (const item of data as unknown[]) {
-    if (typeof item !== "object" || item === null) continue;
-    const { id, created, owned_by: ownedBy } = item as Record<string, unknown>;
-    if (typeof id !== "string" || id === "" || byId.has(id)) continue;
-    byId.set(id, {
-      id,
-      object: "model",
-      created: typeof created === "number" && Number.isFinite(created) ? created : LISTED_AT,
-      owned_by: typeof ownedBy === "string" ? ownedBy : channelName,
-    });
-  }
-  const list = [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return { ids: new Set(byId.keys()), list };
 }
 
 /** A loggable name for a failed call: the client's reason, an error code or name, never a message. */

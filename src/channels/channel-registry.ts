@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Channel } from "./channel.js";
 import type { ChannelClient } from "./channel-client.js";
 import { orderCandidates } from "./order-candidates.js";
+import { LISTED_AT, MAX_MODEL_LIST_BYTES, parseModelList } from "./model-list.js";
 
 /** One entry of an OpenAI model list. */
 export interface ModelInfo {
@@ -38,10 +39,6 @@ export interface ChannelRegistryDeps {
   now?: () => number;
 }
 
-/** Time-stamp for models a channel lists by exact id (no upstream date known). */
-const LISTED_AT = Math.floor(Date.UTC(2024, 0, 1) / 1000);
-/** Largest model list read from a channel; real ones are tens of KiB. */
-const MAX_MODEL_LIST_BYTES = 4 * 1024 * 1024;
 /** Longest a model list may take: `GET /v1/models` waits for it. */
 const MAX_LIST_WAIT_MS = 10_000;
 
@@ -134,14 +131,10 @@ async function fetchChannelModels(
       answer.discard();
       throw new Error(`status ${answer.status}`);
     }
-    const body = JSON.parse((await answer.read(MAX_MODEL_LIST_BYTES)).toString("utf8")) as {
-      data?: unknown;
-    } | null;
-    if (!Array.isArray(body?.data)) throw new Error("no data array");
-    return body.data
-      .filter((item): item is { id: string } => typeof item?.id === "string")
-      .filter((item) => channel.serves(item.id))
-      .map((item) => toModelInfo(item, channel));
+    const listed = parseModelList(await answer.read(MAX_MODEL_LIST_BYTES), channel.name);
+    // Said in the service's words: a parser's message would quote the channel's body.
+    if (!listed) throw new Error("not a model list");
+    return listed.list.filter((model) => channel.serves(model.id));
   } catch (err) {
     deps.logger.warn(
       { channel: channel.name, err: reasonOf(err) },

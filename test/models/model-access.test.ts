@@ -1,7 +1,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { channelsForOwnKeys } from "../../src/auth/create-forward-mode.js";
-import { parseModelList } from "../../src/auth/check-gateway-key.js";
+import { parseModelList } from "../../src/channels/model-list.js";
 import type { Principal } from "../../src/auth/principal.js";
 import { UpstreamCredential } from "../../src/auth/upstream-credential.js";
 import { createChannel, type Channel } from "../../src/channels/channel.js";
