@@ -35,6 +35,14 @@ export interface TaskInput {
   key?: string;
 }
 
+/**
+ * Edit inputs of a record from before the image store, whose bytes are in the
+ * task store: the only ones a finishing task must free there.
+ */
+export function storedInputCount(record: { inputs?: readonly TaskInput[] }): number {
+  return record.inputs?.some((input) => !input.key) ? record.inputs.length : 0;
+}
+
 /** Where the event of a finished task is delivered. */
 export interface TaskWebhook {
   /** The receiver, as `validateWebhookUrl` normalised it. Never shown by GET or the list. */

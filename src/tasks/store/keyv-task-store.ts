@@ -1,5 +1,11 @@
 import type Keyv from "keyv";
-import { isFinished, transitionRecord, type TaskRecord, type TaskStatus } from "../task-record.js";
+import {
+  isFinished,
+  storedInputCount,
+  transitionRecord,
+  type TaskRecord,
+  type TaskStatus,
+} from "../task-record.js";
 import { expireLater, expireWithTask, sweepBuckets } from "./keyv-expiry-buckets.js";
 import {
   exclusive,
@@ -224,7 +230,8 @@ async function finish(s: KeyvTaskState, next: TaskRecord, ttlMs: number | undefi
     outbox.push([id, now()]);
     await keyv.set(OUTBOX, outbox);
   }
-  await Promise.all((next.inputs ?? []).map((_, index) => keyv.delete(inputKey(id, index))));
+  const stored = storedInputCount(next);
+  await Promise.all(Array.from({ length: stored }, (_, index) => keyv.delete(inputKey(id, index))));
   if (ttlMs !== undefined) await expireWithTask(s, next, ttlMs);
 }
 

@@ -5,6 +5,7 @@ import { CREATE, LIST, SWEEP, TRANSITION } from "./redis-task-scripts.js";
 import {
   imageKeysOf,
   isFinished,
+  storedInputCount,
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
@@ -281,7 +282,7 @@ function writeTransition(
       id,
       finished && next.webhook ? "1" : "0",
       s.now(),
-      next.inputs?.length ?? 0,
+      storedInputCount(next),
       raw(s, `input:${id}:`),
       ...(finished ? imageKeysOf(next) : []),
     ],

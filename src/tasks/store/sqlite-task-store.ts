@@ -3,6 +3,7 @@ import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-que
 import {
   imageKeysOf,
   isFinished,
+  storedInputCount,
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
@@ -194,7 +195,7 @@ function transitionStep(steps: Steps) {
     });
     if (finished) {
       if (next.webhook) q.putOutbox.run(id, now());
-      blobs.dropInputs(id);
+      if (storedInputCount(next) > 0) blobs.dropInputs(id);
     }
     return next;
   };
