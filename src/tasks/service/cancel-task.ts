@@ -3,7 +3,7 @@ import type { TaskQueue } from "../queue/task-queue.js";
 import type { TaskStore } from "../store/task-store.js";
 import { available } from "./store-available.js";
 import type { TaskFinisher } from "./task-finisher.js";
-import type { TaskRecord } from "../task-record.js";
+import { isFinished, type TaskRecord } from "../task-record.js";
 
 const CANCELLED = {
   code: "cancelled",
@@ -27,6 +27,8 @@ export interface CancelDeps {
 export async function cancelTask(deps: CancelDeps, record: TaskRecord): Promise<TaskRecord> {
   const { store, queue, finisher, logger } = deps;
   const { id } = record;
+  // Finished already: nothing to fail, and the record was just read.
+  if (isFinished(record.status)) return record;
   return available(async () => {
     if (record.status === "queued") {
       const failed = await finisher.fail(id, "queued", CANCELLED);
@@ -47,6 +49,7 @@ export async function cancelTask(deps: CancelDeps, record: TaskRecord): Promise<
         return failed;
       }
     }
+    // A race lost: the task finished meanwhile, as it now reads.
     return (await store.get(id)) ?? record;
   });
 }
