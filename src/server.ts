@@ -173,9 +173,9 @@ function createRouting(
 }
 
 /**
- * Opens the image store and the task backend (store, queue and bus), builds
- * the task feature on them, then resolves forward mode's secret from the task
- * store; on failure closes what was opened, the channels too, and rejects.
+ * Opens the image store and the task backend (store, queue and bus), resolves
+ * forward mode's secret from the task store, then builds the task feature on
+ * them; on failure closes what was opened, the channels too, and rejects.
  */
 async function openBackends(
   opened: Pick<ServerState, "config" | "metrics" | "logger" | "demos" | "channelClient">,
@@ -185,11 +185,19 @@ async function openBackends(
   // Image bytes live apart from the task store; both are opened here and handed on.
   let imageStore: ImageStore | undefined;
   let backend: TaskBackend | undefined;
-  let tasks: ImageTasks;
   try {
     imageStore = await openImageStore({ config, metrics, logger });
     backend = await openTaskBackend(config, logger.child({ component: "tasks" }));
-    tasks = await createImageTasks({
+    if (routing.forward) {
+      routing.forwardSecret.resolved = resolveForwardSecret({
+        configured: config.auth.forward?.secret,
+        storeUrl: config.store.url,
+        meta: backend.store,
+        logger,
+      });
+      await routing.forwardSecret.resolved;
+    }
+    const tasks = await createImageTasks({
       config,
       access: routing.access,
       sealer: routing.forward?.sealer,
@@ -198,6 +206,7 @@ async function openBackends(
       imageStore,
       backend,
     });
+    return { imageStore, backend, tasks };
   } catch (err) {
     await Promise.all(demos.map((demo) => demo.close()));
     await backend?.close();
@@ -205,25 +214,6 @@ async function openBackends(
     await channelClient.close();
     throw err;
   }
-  if (routing.forward) {
-    const secret = resolveForwardSecret({
-      configured: config.auth.forward?.secret,
-      storeUrl: config.store.url,
-      meta: backend.store,
-      logger,
-    });
-    routing.forwardSecret.resolved = secret;
-    try {
-      await secret;
-    } catch (err) {
-      await tasks.stop(0);
-      await imageStore.close();
-      await Promise.all(demos.map((demo) => demo.close()));
-      await channelClient.close();
-      throw err;
-    }
-  }
-  return { imageStore, backend, tasks };
 }
 
 /** The HTTP app on the opened parts; it refuses new work once `s.stopping` is set. */
