@@ -41,10 +41,10 @@ export function createChannelPools(): ChannelPools {
       const url = new URL(channel.baseUrl);
       target = {
         prefix: url.pathname.replace(/\/+$/, ""),
+        // Every dispatch sets its own idle timeouts; only connecting is the pool's (the first
+        // channel on this base URL sets it).
         pool: new Pool(url.origin, {
           connect: { timeout: Math.min(CONNECT_TIMEOUT_MS, channel.timeoutMs) },
-          headersTimeout: channel.timeoutMs,
-          bodyTimeout: channel.timeoutMs,
         }),
       };
       targets.set(channel.baseUrl, target);
