@@ -12,7 +12,7 @@ export type TryStage = "connecting" | "sending" | "sent" | "answered" | "streami
  * limited, down or failing (5xx), or not taking the key it was sent
  * (401/403). Any other answer is the channel's own and goes to the caller.
  */
-export function refusedByStatus(status: number): boolean {
+function refusedByStatus(status: number): boolean {
   return status === 429 || status >= 500 || status === 401 || status === 403;
 }
 

@@ -4,8 +4,6 @@ import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { AppError } from "./app-error.js";
 import { watchBody, type BodyTiming } from "./watch-body.js";
 
-export { bodyTimedOut } from "./watch-body.js";
-
 /** Limits of {@link readRequestBody}. */
 export interface ReadBodyOptions extends BodyTiming {
   /** Largest body accepted, after decoding, in bytes. */

@@ -13,10 +13,10 @@ export interface BodyTiming {
 }
 
 /** `server.bodyIdleSec`'s default, as nginx's `client_body_timeout`. */
-export const DEFAULT_BODY_IDLE_MS = 60_000;
+const DEFAULT_BODY_IDLE_MS = 60_000;
 
 /** A 408 for a body that did not arrive in time (the connection is closed after it). */
-export function bodyTimedOut(timeoutMs: number): AppError {
+function bodyTimedOut(timeoutMs: number): AppError {
   return new AppError(
     "request_timeout",
     `The request body did not arrive within ${Math.round(timeoutMs / 1000)} s.`,
@@ -24,7 +24,7 @@ export function bodyTimedOut(timeoutMs: number): AppError {
 }
 
 /** A 408 for a body that stopped arriving. */
-export function bodyWentSilent(idleMs: number): AppError {
+function bodyWentSilent(idleMs: number): AppError {
   return new AppError(
     "request_timeout",
     `The request body sent nothing for ${Math.round(idleMs / 1000)} s.`,

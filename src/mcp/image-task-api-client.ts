@@ -93,7 +93,7 @@ export const MAX_IMAGE_BYTES = 64 * 1024 * 1024;
  * Largest JSON answer read from the service: 64 MiB, ten b64_json images of a few MiB each. A
  * service (or whatever answers at OPENAI_BASE_URL) cannot make the MCP server hold more.
  */
-export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 const DEFAULT_DOWNLOAD_TIMEOUT_MS = 30_000;

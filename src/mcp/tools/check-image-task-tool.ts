@@ -17,7 +17,7 @@ import { failedResult, summarize } from "./task-summary.js";
 import { describeToolFailure, toolError } from "./tool-result.js";
 
 /** The longest wait one call may ask for: safely under the ~60 s MCP clients allow a call. */
-export const MAX_WAIT_SECONDS = 25;
+const MAX_WAIT_SECONDS = 25;
 const DEFAULT_WAIT_SECONDS = 20;
 
 const taskIdSchema = z
