@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Transform } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Channel } from "./channel.js";
 import { answerTooLarge, answerUndecodable } from "./channel-error.js";
 import type { KeyScrubber } from "./key-scrubber.js";
+import { contentDecoder } from "../http/read-body.js";
 
 /** Receives an answer's body as it arrives (see {@link ChannelAnswer.pipe}). */
 export interface AnswerReader {
@@ -116,7 +116,7 @@ export class StreamedAnswer implements ChannelAnswer {
     this.limit = options.maxBytes ?? Infinity;
     const encoding = this.headers["content-encoding"]?.trim().toLowerCase();
     if (encoding && encoding !== "identity") {
-      const decoder = decoderFor(encoding);
+      const decoder = contentDecoder(encoding);
       if (!decoder) return this.refuse(answerUndecodable(this.channel.name));
       this.decode(decoder);
     } else if (Number(this.headers["content-length"]) > this.limit) {
@@ -275,14 +275,6 @@ export class BufferedAnswer implements ChannelAnswer {
   discard(): void {
     this.taken = true;
   }
-}
-
-/** Decoders for what a channel may compress with; `undefined` for anything else. */
-function decoderFor(encoding: string): Transform | undefined {
-  if (encoding === "gzip" || encoding === "x-gzip") return createGunzip();
-  if (encoding === "deflate") return createInflate();
-  if (encoding === "br") return createBrotliDecompress();
-  return undefined;
 }
 
 /** Chunks held for an iterating reader before the connection is paused. */

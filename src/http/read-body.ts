@@ -19,15 +19,25 @@ export function bodyTooLarge(limit: number): AppError {
 }
 
 /**
+ * A decoder for one `Content-Encoding` (gzip, deflate, br; lower case), the
+ * same for requests and channels' answers; `undefined` for any other.
+ */
+export function contentDecoder(encoding: string): Transform | undefined {
+  if (encoding === "gzip" || encoding === "x-gzip") return createGunzip();
+  if (encoding === "deflate") return createInflate();
+  if (encoding === "br") return createBrotliDecompress();
+  return undefined;
+}
+
+/**
  * The decoder for a request's `Content-Encoding`, `undefined` for identity.
  * @throws AppError `invalid_value` for an encoding the service cannot decode
  */
 export function requestDecoder(req: IncomingMessage): Transform | undefined {
   const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
   if (!encoding || encoding === "identity") return undefined;
-  if (encoding === "gzip" || encoding === "x-gzip") return createGunzip();
-  if (encoding === "deflate") return createInflate();
-  if (encoding === "br") return createBrotliDecompress();
+  const decoder = contentDecoder(encoding);
+  if (decoder) return decoder;
   throw new AppError("invalid_value", "The request body has an unsupported content encoding.");
 }
 
