@@ -12,14 +12,11 @@ import {
   wholeNumber,
 } from "./demo-http-helpers.js";
 import type { StoredResponse } from "./demo-response-store.js";
-import type { DemoHandler } from "./demo-route.js";
+import type { DemoContext, DemoHandler } from "./demo-route.js";
 import { ResponseDraft } from "./demo-response-draft.js";
 import { structuredReply } from "./demo-structured-reply.js";
 
 type Json = Record<string, unknown>;
-/** What every demo route is given (the stored responses, the stream pace). */
-type DemoContext = Parameters<DemoHandler>[2];
-
 /** A background response is done after this long at least (more for longer replies). */
 const MIN_BACKGROUND_MS = 50;
 

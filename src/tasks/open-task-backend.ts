@@ -48,7 +48,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
   const kind = storeKind(config.store.url);
   if (kind !== "redis") {
     const store = await createTaskStore(config, logger);
-    const events = createLocalTaskEvents();
+    const events = createLocalTaskEvents(logger);
     return {
       store,
       events,

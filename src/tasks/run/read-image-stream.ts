@@ -13,7 +13,7 @@ export interface StreamedImage {
 export interface ImageStreamOptions {
   /** The images asked for (`n`): more `.completed` events than this are refused. */
   n: number;
-  /** Partial images to keep at most (`partial_images` x `n`); more are read and dropped. */
+  /** Partial images to keep at most (`partial_images`); more are read and dropped. */
   maxPartials: number;
   /** The largest image, decoded. */
   maxImageBytes: number;

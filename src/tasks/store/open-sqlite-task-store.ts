@@ -92,7 +92,7 @@ function upgrade(
     .transaction(() => {
       applySchema(db);
       const blobs = createImageBlobs(db, now);
-      if (hasKeyvTable(db)) {
+      if (legacy) {
         const started = Date.now();
         const report = migrateKeyvTable(db, blobs, now());
         logger.info(
