@@ -4,4 +4,4 @@ export { startServer, type RunningServer, type StartServerOptions } from "./serv
 export { loadConfig, parseConfig } from "./config/load-config.js";
 export { ConfigError } from "./config/config-error.js";
 export type { Config, ConfigInput } from "./config/config-schema.js";
-export { AppError } from "./http/app-error.js";
+export { ServiceError, type ErrorCode } from "./errors/service-error.js";

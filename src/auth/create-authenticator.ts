@@ -1,6 +1,6 @@
 import type { RequestHandler } from "express";
 import type { Config } from "../config/config-schema.js";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import type { ForwardAuthenticate } from "./forward-authenticator.js";
 import { createJwtVerifier, looksLikeJwt } from "./jwt-verifier.js";
 import type { Principal } from "./principal.js";
@@ -8,7 +8,7 @@ import { createStaticKeyLookup } from "./static-keys.js";
 
 /**
  * Resolves a bearer token to a principal, or `undefined` when it is not valid.
- * May throw an `AppError` when validity cannot be decided (forward mode's
+ * May throw an `ServiceError` when validity cannot be decided (forward mode's
  * gateway unreachable), which the caller passes on as it is.
  */
 export type Authenticate = (token: string) => Promise<Principal | undefined>;
@@ -44,7 +44,7 @@ export function createAuthMiddleware(authenticate: Authenticate): RequestHandler
 
 /**
  * `Authorization: Bearer <key or JWT>` to a principal.
- * @throws AppError `missing_api_key` or `invalid_api_key`, or what the
+ * @throws ServiceError `missing_api_key` or `invalid_api_key`, or what the
  *   authenticator threw (`upstream_unavailable` in forward mode)
  */
 export async function authenticateHeader(
@@ -53,14 +53,14 @@ export async function authenticateHeader(
 ): Promise<Principal> {
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   if (!header || (match === null && header.trim() === "")) {
-    throw new AppError(
+    throw new ServiceError(
       "missing_api_key",
       "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
     );
   }
   const principal = match ? await authenticate(match[1] as string) : undefined;
   if (!principal) {
-    throw new AppError("invalid_api_key", "Incorrect API key provided.");
+    throw new ServiceError("invalid_api_key", "Incorrect API key provided.");
   }
   return principal;
 }

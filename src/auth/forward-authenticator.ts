@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { Channel } from "../channels/channel.js";
 import type { ChannelClient } from "../channels/channel-client.js";
 import type { Config } from "../config/config-schema.js";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import { checkGatewayKey, type GatewayVerdict } from "./check-gateway-key.js";
 import { createCheckLimiter, type CheckLimiter } from "./check-limiter.js";
 import { FORWARD_GROUP, type GatewayModels, type Principal } from "./principal.js";
@@ -15,7 +15,7 @@ export type ForwardConfig = NonNullable<Config["auth"]["forward"]>;
 /**
  * Resolves a bearer key to a forward principal, `undefined` when the gateway
  * refuses it.
- * @throws AppError `upstream_unavailable` (502) when the gateway cannot say,
+ * @throws ServiceError `upstream_unavailable` (502) when the gateway cannot say,
  *   (503) when the checks of new keys are at their bounds, `upstream_rate_limited`
  *   (429) when the gateway rate-limits the check
  */
@@ -106,7 +106,7 @@ interface ForwardState {
   lists: ReturnType<typeof createListInterner>;
   known: TtlLruCache<true>;
   limiter: CheckLimiter;
-  shed: () => AppError;
+  shed: () => ServiceError;
 }
 
 /** {@link ForwardAuthenticate}: the caches, else one gateway check (shared, bounded). */
@@ -188,20 +188,20 @@ function gatewayError(
   verdict: Exclude<GatewayVerdict, { kind: "accepted" | "refused" }>,
   logger: Logger,
   channelName: string,
-): AppError {
+): ServiceError {
   if (verdict.kind === "rate_limited") {
     logger.warn({ channel: channelName }, "the gateway rate-limited a forward key check");
-    return new AppError(
+    return new ServiceError(
       "upstream_rate_limited",
       "The gateway is rate-limiting this API key; retry later.",
-      { headers: verdict.retryAfter ? { "Retry-After": verdict.retryAfter } : {} },
+      { retryAfter: verdict.retryAfter },
     );
   }
   logger.warn(
     { channel: channelName, reason: verdict.reason },
     "could not check a forward key with the gateway",
   );
-  return new AppError(
+  return new ServiceError(
     "upstream_unavailable",
     "The gateway that checks this API key could not be reached; retry shortly.",
   );
@@ -216,7 +216,7 @@ function createShedder(
   logger: Logger,
   channelName: string,
   now: () => number,
-): () => AppError {
+): () => ServiceError {
   let loggedAt = -Infinity;
   return () => {
     if (now() - loggedAt >= 60_000) {
@@ -226,10 +226,10 @@ function createShedder(
         "forward key checks are at their bounds; new keys get 503 until they ease",
       );
     }
-    return new AppError(
+    return new ServiceError(
       "upstream_unavailable",
       "Too many new API keys are being checked with the gateway right now; retry shortly.",
-      { shedding: true, headers: { "Retry-After": String(limiter.retryAfterSec()) } },
+      { overloaded: true, retryAfter: limiter.retryAfterSec() },
     );
   };
 }

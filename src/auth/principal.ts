@@ -1,6 +1,6 @@
 import type { Response } from "express";
 import type { ModelInfo } from "../channels/channel-registry.js";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import type { UpstreamCredential } from "./upstream-credential.js";
 
 /**
@@ -47,6 +47,6 @@ export interface GatewayModels {
 /** The principal the auth middleware attached; a route behind it always has one. */
 export function getPrincipal(res: Response): Principal {
   const principal = res.locals.principal as Principal | undefined;
-  if (!principal) throw new AppError("missing_api_key", "You didn't provide an API key.");
+  if (!principal) throw new ServiceError("missing_api_key", "You didn't provide an API key.");
   return principal;
 }

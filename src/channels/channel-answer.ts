@@ -3,7 +3,7 @@ import type { Transform } from "node:stream";
 import type { Channel } from "./channel.js";
 import { answerTooLarge, answerUndecodable } from "./channel-error.js";
 import type { KeyScrubber } from "./key-scrubber.js";
-import { contentDecoder } from "../http/read-body.js";
+import { contentDecoder } from "../net/content-decoder.js";
 
 /** Receives an answer's body as it arrives (see {@link ChannelAnswer.pipe}). */
 export interface AnswerReader {

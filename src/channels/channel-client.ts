@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { Channel } from "./channel.js";
 import { BufferedAnswer, type ChannelAnswer } from "./channel-answer.js";
@@ -165,7 +165,7 @@ async function send(
     if (signal?.aborted) throw signal.reason;
     const { error, stage } = outcome;
     // A form refused half-way is the client's error, not the channel's.
-    if (error instanceof AppError) throw error;
+    if (error instanceof ServiceError) throw error;
     const reason = reasonOf(error);
     logger.warn({ channel: channel.name, stage, reason }, "channel call failed");
     failure = failureAt(stage, error, reason, channel.name);
@@ -268,7 +268,7 @@ function record(
     );
     return;
   }
-  if (request.signal?.aborted || outcome.error instanceof AppError) return;
+  if (request.signal?.aborted || outcome.error instanceof ServiceError) return;
   const kind = isTimeout(outcome.error) ? "timeout" : "error";
   metrics.upstreamRequestSeries.get(channel.name, request.route, kind).inc();
 }

@@ -1,17 +1,15 @@
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 
 /** The codes a failed channel call ends with (see the Errors table). */
 export type ChannelErrorCode = "upstream_unavailable" | "upstream_timeout" | "invalid_response";
 
-const NO_RETRY = { "x-should-retry": "false" } as const;
-
 /**
- * A call to a channel that gave no usable answer. It is an {@link AppError},
+ * A call to a channel that gave no usable answer. It is a {@link ServiceError},
  * so the passthrough hands it to the one error writer as it is; the task
  * runner turns it into a task failure with the same code. Its message is the
  * service's own words, never the channel's text, so it holds no key.
  */
-export class ChannelError extends AppError {
+export class ChannelError extends ServiceError {
   declare readonly code: ChannelErrorCode;
 
   /**
@@ -25,10 +23,9 @@ export class ChannelError extends AppError {
     readonly reason: string,
     readonly channel?: string,
   ) {
-    // A 502 or 504 from here means the channel may have run (and billed) the request. The
-    // official SDKs retry both on their own; `x-should-retry: false`, which they honour, keeps
-    // them from sending it again.
-    super(code, message, code === "upstream_unavailable" ? {} : { headers: { ...NO_RETRY } });
+    // A timeout or a broken answer means the channel may have run (and billed) the request;
+    // "unavailable" means no channel took it.
+    super(code, message, { mayHaveRun: code !== "upstream_unavailable" });
     this.name = "ChannelError";
   }
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import type { Channel } from "./channel.js";
 import { StreamedAnswer, type AnswerSource } from "./channel-answer.js";
 import { answerCut, stoppedSending } from "./channel-error.js";
@@ -139,7 +139,7 @@ export class ChannelTry implements Dispatcher.DispatchHandler, AnswerSource {
   private bodyFailure(err: Error): Error {
     const own = this.abortReason ?? this.bodyError;
     if (own) return own;
-    if (err instanceof AppError) return err;
+    if (err instanceof ServiceError) return err;
     const code = (err as { code?: unknown }).code;
     if (code === "UND_ERR_BODY_TIMEOUT") return stoppedSending(this.channel.name);
     return answerCut(typeof code === "string" ? code : "closed", this.channel.name);

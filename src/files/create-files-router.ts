@@ -1,6 +1,6 @@
 import { pipeline } from "node:stream/promises";
 import { Router } from "express";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import type { ImageObject } from "../images/image-store.js";
 import { clientGone } from "../http/client-gone.js";
 import { TASK_ID_PATTERN } from "../tasks/task-record.js";
@@ -51,7 +51,10 @@ export function createFilesRouter(deps: {
   const now = deps.now ?? Date.now;
   router.get("/v1/images/files/:taskId/:file", async (req, res) => {
     const { taskId, file } = req.params;
-    const notFound = new AppError("not_found", "The image does not exist or its link has expired.");
+    const notFound = new ServiceError(
+      "not_found",
+      "The image does not exist or its link has expired.",
+    );
     const expires = typeof req.query.expires === "string" ? req.query.expires : "";
     const signature = typeof req.query.signature === "string" ? req.query.signature : "";
     const match = /^(partial-)?(\d{1,2})\.([a-z]{3,4})$/.exec(file);

@@ -1,5 +1,5 @@
 import { Router } from "express";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 
 /**
  * `GET /healthz` (the process answers) and `GET /readyz` (the task store and
@@ -9,7 +9,7 @@ import { AppError } from "../http/app-error.js";
 export function createHealthRouter(deps: {
   /**
    * Rejects when the task store or the image store cannot be reached (an
-   * AppError says which; anything else is the task store).
+   * ServiceError says which; anything else is the task store).
    */
   ping: () => Promise<void>;
   isStopping: () => boolean;
@@ -20,12 +20,12 @@ export function createHealthRouter(deps: {
   });
   router.get("/readyz", async (_req, res) => {
     if (deps.isStopping())
-      throw new AppError("service_unavailable", "The service is shutting down.");
+      throw new ServiceError("service_unavailable", "The service is shutting down.");
     try {
       await deps.ping();
     } catch (err) {
-      if (err instanceof AppError) throw err;
-      throw new AppError("store_unavailable", "The task store cannot be reached.");
+      if (err instanceof ServiceError) throw err;
+      throw new ServiceError("store_unavailable", "The task store cannot be reached.");
     }
     res.json({ status: "ready" });
   });

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { AppError } from "./app-error.js";
+import { ServiceError } from "../errors/service-error.js";
+import { errorResponse } from "./send-error.js";
 
 /**
  * Node answers requests it cannot parse (headers too large, broken HTTP)
@@ -16,13 +17,14 @@ export function createClientErrorHandler(): (err: Error, socket: Duplex) => void
     }
     const error =
       code === "HPE_HEADER_OVERFLOW"
-        ? new AppError("request_headers_too_large", "The request headers are too large.")
+        ? new ServiceError("request_headers_too_large", "The request headers are too large.")
         : code === "ERR_HTTP_REQUEST_TIMEOUT"
-          ? new AppError("request_timeout", "The request took too long to arrive.")
-          : new AppError("invalid_value", "The request is not valid HTTP.");
-    const body = JSON.stringify(error.toJSON());
+          ? new ServiceError("request_timeout", "The request took too long to arrive.")
+          : new ServiceError("invalid_value", "The request is not valid HTTP.");
+    const { status, body: envelope } = errorResponse(error);
+    const body = JSON.stringify(envelope);
     socket.end(
-      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ""}\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
         "content-type: application/json; charset=utf-8\r\n" +
         `content-length: ${Buffer.byteLength(body)}\r\n` +
         "connection: close\r\n\r\n" +

@@ -1,4 +1,4 @@
-import { AppError } from "./app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 
 /**
  * Nesting deeper than this is refused before parsing. OpenAI's own bodies
@@ -60,7 +60,7 @@ export function foldsToModel(key: string): boolean {
  * of "model". Otherwise the parsed object's own keys tell everything
  * (JSON.parse merges only exact duplicates, which a single `"model"` token
  * rules out).
- * @throws AppError `invalid_json` (not JSON) or `invalid_value` (too deep)
+ * @throws ServiceError `invalid_json` (not JSON) or `invalid_value` (too deep)
  */
 export function parseJson(buf: Buffer, maxDepth = MAX_JSON_DEPTH): ParsedJson {
   const raw = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? buf.subarray(3) : buf;
@@ -72,7 +72,7 @@ export function parseJson(buf: Buffer, maxDepth = MAX_JSON_DEPTH): ParsedJson {
   try {
     value = JSON.parse(raw.toString("utf8"));
   } catch {
-    throw new AppError("invalid_json", "The request body is not valid JSON.");
+    throw new ServiceError("invalid_json", "The request body is not valid JSON.");
   }
   return { value, modelKeys: walked ?? countModelKeys(value), raw };
 }
@@ -106,7 +106,7 @@ function countModelKeys(value: unknown): number {
  * Walks the structure of (valid or not) JSON bytes: strings are skipped with
  * a native search for their closing quote, so large string values cost
  * little. Counts the top-level object's keys that fold to `model`.
- * @throws AppError `invalid_value` past `maxDepth`
+ * @throws ServiceError `invalid_value` past `maxDepth`
  */
 export function walkJson(buf: Buffer, maxDepth: number): number {
   const n = buf.length;
@@ -131,7 +131,7 @@ export function walkJson(buf: Buffer, maxDepth: number): number {
     if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       depth += 1;
       if (depth > maxDepth) {
-        throw new AppError(
+        throw new ServiceError(
           "invalid_value",
           `The request body nests JSON deeper than ${maxDepth} levels.`,
         );

@@ -12,7 +12,7 @@ export interface JsonBodyOptions extends ReadBodyOptions {
 /**
  * Reads and parses a JSON body, whatever its Content-Type (as OpenAI does).
  * `undefined` for an empty body: there is nothing to parse.
- * @throws AppError `request_too_large`, `request_timeout`, `invalid_json`, `invalid_value`
+ * @throws ServiceError `request_too_large`, `request_timeout`, `invalid_json`, `invalid_value`
  */
 export async function readJsonBody(
   req: IncomingMessage,

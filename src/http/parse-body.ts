@@ -1,6 +1,6 @@
 import type { z } from "zod";
-import { AppError } from "./app-error.js";
-import { shorten } from "./shorten.js";
+import { ServiceError } from "../errors/service-error.js";
+import { shorten } from "../errors/shorten.js";
 
 /**
  * Parses a request body with a zod schema. The first problem becomes the
@@ -17,18 +17,22 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
   const issue = result.error.issues[0] as z.core.$ZodIssue;
   if (issue.code === "unrecognized_keys") {
     const key = shorten(issue.keys[0] ?? "");
-    throw new AppError("invalid_value", `Unrecognized request argument supplied: ${key}`, {
+    throw new ServiceError("invalid_value", `Unrecognized request argument supplied: ${key}`, {
       param: key,
     });
   }
   const joined = issue.path.map(String).join(".");
   const param = joined ? shorten(joined) : null;
   if (issue.code === "invalid_type" && issue.input === undefined) {
-    throw new AppError("missing_required_parameter", `Missing required parameter: '${param}'.`, {
-      param,
-    });
+    throw new ServiceError(
+      "missing_required_parameter",
+      `Missing required parameter: '${param}'.`,
+      {
+        param,
+      },
+    );
   }
-  throw new AppError("invalid_value", `Invalid '${param}': ${issue.message}`, { param });
+  throw new ServiceError("invalid_value", `Invalid '${param}': ${issue.message}`, { param });
 }
 
 /**
@@ -37,10 +41,10 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
  */
 export function requireJsonObject(body: unknown): Record<string, unknown> {
   if (body === undefined) {
-    throw new AppError("invalid_json", "The request body is empty; send a JSON object.");
+    throw new ServiceError("invalid_json", "The request body is empty; send a JSON object.");
   }
   if (!body || typeof body !== "object" || Array.isArray(body)) {
-    throw new AppError("invalid_value", "The request body must be a JSON object.");
+    throw new ServiceError("invalid_value", "The request body must be a JSON object.");
   }
   return body as Record<string, unknown>;
 }

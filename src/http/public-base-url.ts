@@ -1,6 +1,6 @@
 import { isIPv6 } from "node:net";
 import type { Request } from "express";
-import { AppError } from "./app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 
 /** `host[:port]`: a DNS name or IPv4 address, or an IPv6 literal in brackets. */
 const HOST_PORT =
@@ -27,7 +27,7 @@ export function isValidHostHeader(value: string): boolean {
  * refused, as RFC 9112 asks of a server. A request without a Host
  * (HTTP/1.0) gets the address it connected to.
  *
- * @throws AppError `invalid_value` (400) naming the header at fault
+ * @throws ServiceError `invalid_value` (400) naming the header at fault
  */
 export function publicBaseUrl(req: Request, configured: string | undefined): string {
   if (configured) return configured.replace(/\/+$/, "");
@@ -35,20 +35,20 @@ export function publicBaseUrl(req: Request, configured: string | undefined): str
   // Express reads X-Forwarded-Proto and -Host only when `trust proxy` trusts the peer.
   const protocol = req.protocol;
   if (protocol !== "http" && protocol !== "https") {
-    throw new AppError("invalid_value", "X-Forwarded-Proto must be http or https.", {
+    throw new ServiceError("invalid_value", "X-Forwarded-Proto must be http or https.", {
       param: "X-Forwarded-Proto",
     });
   }
   const host = req.host;
   if (countHostLines(req) > 1) {
-    throw new AppError("invalid_value", "The request has more than one Host header.", {
+    throw new ServiceError("invalid_value", "The request has more than one Host header.", {
       param: "Host",
     });
   }
   if (host === undefined) return `${protocol}://${localAddress(req)}`;
   if (!isValidHostHeader(host)) {
     const header = forwarded && req.get("x-forwarded-host") ? "X-Forwarded-Host" : "Host";
-    throw new AppError("invalid_value", `The ${header} header must be a host[:port].`, {
+    throw new ServiceError("invalid_value", `The ${header} header must be a host[:port].`, {
       param: header,
     });
   }

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Readable, Transform } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { AppError } from "./app-error.js";
+import { ServiceError } from "../errors/service-error.js";
+import { contentDecoder } from "../net/content-decoder.js";
 import { watchBody, type BodyTiming } from "./watch-body.js";
 
 /** Limits of {@link readRequestBody}. */
@@ -11,34 +11,23 @@ export interface ReadBodyOptions extends BodyTiming {
 }
 
 /** A 413 naming the limit, so a client knows what to send instead. */
-export function bodyTooLarge(limit: number): AppError {
-  return new AppError(
+export function bodyTooLarge(limit: number): ServiceError {
+  return new ServiceError(
     "request_too_large",
     `The request body is larger than this route accepts (${limit} bytes).`,
   );
 }
 
 /**
- * A decoder for one `Content-Encoding` (gzip, deflate, br; lower case), the
- * same for requests and channels' answers; `undefined` for any other.
- */
-export function contentDecoder(encoding: string): Transform | undefined {
-  if (encoding === "gzip" || encoding === "x-gzip") return createGunzip();
-  if (encoding === "deflate") return createInflate();
-  if (encoding === "br") return createBrotliDecompress();
-  return undefined;
-}
-
-/**
  * The decoder for a request's `Content-Encoding`, `undefined` for identity.
- * @throws AppError `invalid_value` for an encoding the service cannot decode
+ * @throws ServiceError `invalid_value` for an encoding the service cannot decode
  */
 export function requestDecoder(req: IncomingMessage): Transform | undefined {
   const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
   if (!encoding || encoding === "identity") return undefined;
   const decoder = contentDecoder(encoding);
   if (decoder) return decoder;
-  throw new AppError("invalid_value", "The request body has an unsupported content encoding.");
+  throw new ServiceError("invalid_value", "The request body has an unsupported content encoding.");
 }
 
 /**
@@ -48,7 +37,7 @@ export function requestDecoder(req: IncomingMessage): Transform | undefined {
  * from the call, so a body that never ends, or stops arriving, is cut even
  * though the server itself has no request timeout (the synchronous image
  * route needs minutes to answer, not to send).
- * @throws AppError `request_too_large`, `request_timeout`, or `invalid_value`
+ * @throws ServiceError `request_too_large`, `request_timeout`, or `invalid_value`
  *   (undecodable, or the client went away)
  */
 export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions): Promise<Buffer> {
@@ -62,7 +51,7 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
     let size = 0;
     let settled = false;
     const source: Readable = decoder ? req.pipe(decoder) : req;
-    const settle = (err: AppError | undefined, body?: Buffer) => {
+    const settle = (err: ServiceError | undefined, body?: Buffer) => {
       if (settled) return;
       settled = true;
       unwatch();
@@ -90,7 +79,7 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
     source.once("end", onEnd);
     source.once("error", () =>
       settle(
-        new AppError(
+        new ServiceError(
           "invalid_value",
           decoder
             ? "The request body could not be decoded from its content encoding."
@@ -99,7 +88,7 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
       ),
     );
     req.once("close", () => {
-      if (!req.complete) settle(new AppError("invalid_value", "The request was aborted."));
+      if (!req.complete) settle(new ServiceError("invalid_value", "The request was aborted."));
     });
   });
 }

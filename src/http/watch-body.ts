@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { AppError } from "./app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 
 /** How long a request body may take to arrive. */
 export interface BodyTiming {
@@ -16,16 +16,16 @@ export interface BodyTiming {
 const DEFAULT_BODY_IDLE_MS = 60_000;
 
 /** A 408 for a body that did not arrive in time (the connection is closed after it). */
-function bodyTimedOut(timeoutMs: number): AppError {
-  return new AppError(
+function bodyTimedOut(timeoutMs: number): ServiceError {
+  return new ServiceError(
     "request_timeout",
     `The request body did not arrive within ${Math.round(timeoutMs / 1000)} s.`,
   );
 }
 
 /** A 408 for a body that stopped arriving. */
-function bodyWentSilent(idleMs: number): AppError {
-  return new AppError(
+function bodyWentSilent(idleMs: number): ServiceError {
+  return new ServiceError(
     "request_timeout",
     `The request body sent nothing for ${Math.round(idleMs / 1000)} s.`,
   );
@@ -41,7 +41,7 @@ interface Watched {
   bytes: number;
   /** When bytes last arrived (or the service last held some unread). */
   heard: number;
-  expire: (err: AppError) => void;
+  expire: (err: ServiceError) => void;
 }
 
 const watched = new Set<Watched>();
@@ -67,7 +67,7 @@ const SWEEP_MS = 250;
 export function watchBody(
   req: IncomingMessage,
   timing: BodyTiming,
-  expire: (err: AppError) => void,
+  expire: (err: ServiceError) => void,
 ): () => void {
   const now = performance.now();
   const entry: Watched = {

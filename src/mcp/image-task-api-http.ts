@@ -132,7 +132,7 @@ export function httpError(
 
 /**
  * The error a tool shows for an error answer of the API (over HTTP, or the
- * service's own `AppError` in process): status, code, message and what to do.
+ * service's own `ServiceError` in process): status, code, message and what to do.
  */
 export function apiError(
   answer: { status: number; code?: string; message?: string; retryAfter?: string | null },

@@ -1,6 +1,7 @@
 import type { Principal } from "../auth/principal.js";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import { parseBody } from "../http/parse-body.js";
+import { errorResponse } from "../http/send-error.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { runEventStream } from "../tasks/events/task-event-stream.js";
 import { presentTask, type PresentDeps } from "../tasks/view/present-task.js";
@@ -71,13 +72,15 @@ async function call<T>(o: InProcessTaskApiClientOptions, step: () => Promise<T>)
   try {
     return await step();
   } catch (err) {
-    if (!(err instanceof AppError)) throw err;
+    if (!(err instanceof ServiceError)) throw err;
+    // Answered as the HTTP API would answer it: the same status and Retry-After.
+    const answer = errorResponse(err);
     throw apiError(
       {
-        status: err.status,
+        status: answer.status,
         code: err.code,
         message: err.message,
-        retryAfter: err.headers["Retry-After"],
+        retryAfter: answer.headers["Retry-After"],
       },
       o.credentialHint,
     );

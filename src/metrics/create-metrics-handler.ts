@@ -2,8 +2,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
-import { AppError } from "../http/app-error.js";
-import { sendError } from "../http/error-middleware.js";
+import { ServiceError } from "../errors/service-error.js";
+import { sendError } from "../http/send-error.js";
 import type { Metrics } from "./create-metrics.js";
 
 /** Answers one `GET /metrics` on a plain Node request, on whichever listener serves it. */
@@ -21,8 +21,15 @@ export function createMetricsHandler(
 ): MetricsHandler {
   const authorized = createBearerCheck(config.bearerToken);
   return (req, res) => {
-    void (async () => {
+    try {
       authorized(req.headers.authorization);
+    } catch (err) {
+      // A refusal asks for the token this way.
+      res.setHeader("WWW-Authenticate", 'Bearer realm="metrics"');
+      sendError(req, res, err, logger);
+      return;
+    }
+    void (async () => {
       const text = await metrics.registry.metrics();
       res.writeHead(200, {
         "content-type": metrics.registry.contentType,
@@ -38,18 +45,15 @@ export function createMetricsHandler(
 function createBearerCheck(token: string | undefined): (header: string | undefined) => void {
   if (token === undefined) return () => {};
   const expected = digest(token);
-  const challenge = { headers: { "WWW-Authenticate": 'Bearer realm="metrics"' } };
   return (header) => {
     const given = header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
     if (!header) {
-      throw new AppError("missing_api_key", "/metrics needs 'Authorization: Bearer <token>'.", {
-        ...challenge,
-      });
+      throw new ServiceError("missing_api_key", "/metrics needs 'Authorization: Bearer <token>'.");
     }
     // Fail closed: an empty token (an unset ${VAR}) matches nothing. Hashes have one length,
     // so the comparison takes the same time whatever was sent.
     if (token === "" || given === undefined || !timingSafeEqual(digest(given), expected)) {
-      throw new AppError("invalid_api_key", "Incorrect bearer token for /metrics.", challenge);
+      throw new ServiceError("invalid_api_key", "Incorrect bearer token for /metrics.");
     }
   };
 }

@@ -2,9 +2,9 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import { createClientErrorHandler } from "../http/create-client-error-handler.js";
-import { sendError } from "../http/error-middleware.js";
+import { sendError } from "../http/send-error.js";
 import type { Metrics } from "./create-metrics.js";
 import { createMetricsHandler } from "./create-metrics-handler.js";
 
@@ -41,7 +41,7 @@ export async function startMetricsListener(
       handle(req, res);
       return;
     }
-    sendError(req, res, new AppError("not_found", "Only GET /metrics is served here."), logger);
+    sendError(req, res, new ServiceError("not_found", "Only GET /metrics is served here."), logger);
   });
   server.on("clientError", createClientErrorHandler());
   const host = config.host ?? options.defaultHost;

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { authenticateHeader, type Authenticate } from "../auth/create-authenticator.js";
-import { sendError } from "../http/error-middleware.js";
+import { sendError } from "../http/send-error.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { observeHttpRequest } from "../metrics/create-metrics-router.js";
 import type { Passthrough } from "./create-passthrough-handler.js";

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { ChannelAnswer } from "../channels/channel-answer.js";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
 
 /** How {@link passOnChannelError} reports back to the request it serves. */
@@ -57,24 +57,22 @@ export function passOnChannelError(
  * a timeout, a rate limit stays a 429 with the channel's `Retry-After` (the
  * SDKs back off on it), anything else is an unusable channel.
  */
-function envelopeFor(status: number, retryAfter: string | string[] | undefined): AppError {
+function envelopeFor(status: number, retryAfter: string | string[] | undefined): ServiceError {
   if (status === 504 || status === 524 || status === 408) {
-    return new AppError(
+    return new ServiceError(
       "upstream_timeout",
       `The upstream channel did not answer in time (HTTP ${status}).`,
     );
   }
   if (status === 429) {
     const seconds = typeof retryAfter === "string" ? retryAfter : undefined;
-    return new AppError(
+    return new ServiceError(
       "upstream_rate_limited",
       "The upstream channel is rate limiting requests.",
-      {
-        headers: seconds && /^\d{1,6}$/.test(seconds) ? { "Retry-After": seconds } : {},
-      },
+      { retryAfter: seconds && /^\d{1,6}$/.test(seconds) ? seconds : undefined },
     );
   }
-  return new AppError(
+  return new ServiceError(
     "upstream_unavailable",
     `The upstream channel answered HTTP ${status} without an OpenAI error body.`,
   );

@@ -1,10 +1,10 @@
 import type { IncomingMessage } from "node:http";
 import type { Principal } from "../auth/principal.js";
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import { readJsonBody } from "../http/json-body.js";
 import { requireJsonObject } from "../http/parse-body.js";
 import { readRequestBody } from "../http/read-body.js";
-import { shorten } from "../http/shorten.js";
+import { shorten } from "../errors/shorten.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { modelNotFound } from "../models/model-not-found.js";
 import { receiveFormHead } from "./form/form-upload.js";
@@ -51,7 +51,7 @@ export function createRequestPreparer(
     if ((parsed?.modelKeys ?? 0) > 1) {
       // Parsers disagree on such a body (first or last wins, keys matched in any case):
       // the channel could read another model than the one checked here.
-      throw new AppError(
+      throw new ServiceError(
         "invalid_value",
         "The request body names 'model' more than once (keys are matched in any case); send one 'model'.",
         { param: "model" },
@@ -95,7 +95,7 @@ export function createRequestPreparer(
     try {
       owner = await deps.responseOwners.lookup(id);
     } catch (err) {
-      throw new AppError("store_unavailable", "The service's store cannot be reached.", {
+      throw new ServiceError("store_unavailable", "The service's store cannot be reached.", {
         cause: err,
       });
     }
@@ -120,19 +120,19 @@ function isMultipart(req: IncomingMessage): boolean {
 /** The `model` of a body or form, or the 400 naming it. */
 function modelOf(model: unknown): string {
   if (model === undefined || model === null || model === "") {
-    throw new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
+    throw new ServiceError("missing_required_parameter", "Missing required parameter: 'model'.", {
       param: "model",
     });
   }
   if (typeof model !== "string") {
-    throw new AppError("invalid_value", "'model' must be a string.", { param: "model" });
+    throw new ServiceError("invalid_value", "'model' must be a string.", { param: "model" });
   }
   return model;
 }
 
 /** One answer for "unknown" and "another key's", so ids cannot be probed. */
-function responseNotFound(id: string, param: string | null): AppError {
-  return new AppError("response_not_found", `No response found with id '${shorten(id)}'.`, {
+function responseNotFound(id: string, param: string | null): ServiceError {
+  return new ServiceError("response_not_found", `No response found with id '${shorten(id)}'.`, {
     param,
   });
 }

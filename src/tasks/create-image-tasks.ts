@@ -10,9 +10,9 @@ import { createTaskParts } from "./create-task-parts.js";
 import type { TaskEventStreams } from "./events/task-event-streams.js";
 import type { TaskFeed } from "./events/task-feed.js";
 import { createImageReads, type ImageReads } from "./images/image-reads.js";
-import { storageUnavailable } from "./images/storage-available.js";
+import { storageUnavailable } from "../errors/storage-unavailable.js";
 import type { TaskBackend } from "./open-task-backend.js";
-import { available } from "./service/store-available.js";
+import { available } from "../errors/store-unavailable.js";
 import type { TaskService } from "./service/task-service.js";
 import { startImageTasks, stopImageTasks } from "./task-lifecycle.js";
 

@@ -1,4 +1,4 @@
-import { AppError } from "../http/app-error.js";
+import { ServiceError } from "../errors/service-error.js";
 import {
   assertUrlResolvesAllowed,
   ForbiddenAddressError,
@@ -38,7 +38,7 @@ export interface WebhookUrlOptions {
  * The same guard runs again at every connect (see `createWebhookDeliverer`),
  * so a name that resolves elsewhere later (DNS rebinding) gains nothing.
  *
- * @throws AppError invalid_value
+ * @throws ServiceError invalid_value
  */
 export async function validateWebhookUrl(
   value: unknown,
@@ -86,6 +86,6 @@ export async function validateWebhookUrl(
   return url.href;
 }
 
-function invalid(message: string): AppError {
-  return new AppError("invalid_value", message, { param: "webhook_url" });
+function invalid(message: string): ServiceError {
+  return new ServiceError("invalid_value", message, { param: "webhook_url" });
 }

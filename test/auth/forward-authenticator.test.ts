@@ -8,7 +8,8 @@ import {
   type ForwardAuthenticate,
 } from "../../src/auth/forward-authenticator.js";
 import { createKeyHasher } from "../../src/auth/forward-secret.js";
-import { AppError } from "../../src/http/app-error.js";
+import { ServiceError } from "../../src/errors/service-error.js";
+import { errorResponse } from "../../src/http/send-error.js";
 import { createMetrics } from "../../src/metrics/create-metrics.js";
 import { startFakeGateway, type FakeGateway } from "../support/fake-gateway.js";
 
@@ -139,9 +140,9 @@ describe("createForwardAuthenticator", () => {
     gw.upstream.behave("models", { kind: "status", status: 503 });
     const { authenticate } = setup();
     const error = await authenticate("sk-a-0001").catch((err: unknown) => err);
-    expect(error).toBeInstanceOf(AppError);
-    expect((error as AppError).code).toBe("upstream_unavailable");
-    expect((error as AppError).status).toBe(502);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect((error as ServiceError).code).toBe("upstream_unavailable");
+    expect(errorResponse(error).status).toBe(502);
     gw.up();
     expect(await authenticate("sk-a-0001")).toBeDefined();
     expect(gw.modelCalls()).toBe(2);
@@ -215,7 +216,7 @@ describe("createForwardAuthenticator", () => {
     });
     const { authenticate } = setup();
     const error = await authenticate("sk-a-0001").catch((err: unknown) => err);
-    expect((error as AppError).code).toBe("upstream_unavailable");
+    expect((error as ServiceError).code).toBe("upstream_unavailable");
     expect(gw.upstream.requests.map((request) => request.path)).toEqual(["/v1/models"]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../src/http/app-error.js";
+import { ServiceError } from "../../src/errors/service-error.js";
 import { parseJson } from "../../src/http/inspect-json.js";
 
 const parse = (text: string, depth?: number) => parseJson(Buffer.from(text), depth);
@@ -35,7 +35,7 @@ describe("parseJson", () => {
       `${"[".repeat(11)}${"]".repeat(11)}`,
       `${'{"a":'.repeat(11)}1${"}".repeat(11)}`,
     ]) {
-      expect(() => parse(deep, 10)).toThrow(AppError);
+      expect(() => parse(deep, 10)).toThrow(ServiceError);
     }
     // Brackets inside strings are no nesting.
     expect(parse(`{"a":"${"[".repeat(500)}"}`, 10).value).toEqual({ a: "[".repeat(500) });

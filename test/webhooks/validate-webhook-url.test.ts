@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { LookupAddress } from "node:dns";
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../src/http/app-error.js";
+import { ServiceError } from "../../src/errors/service-error.js";
+import { errorResponse } from "../../src/http/send-error.js";
 import type { LookupAll } from "../../src/net/address-policy.js";
 import { validateWebhookUrl } from "../../src/webhooks/validate-webhook-url.js";
 
@@ -33,10 +34,13 @@ async function refusal(
   try {
     await validateWebhookUrl(value, { webhooks, lookup, resolveTimeoutMs: 200 });
   } catch (err) {
-    expect(err).toBeInstanceOf(AppError);
-    const error = err as AppError;
-    expect(error.status).toBe(400);
-    expect(error.toJSON().error).toMatchObject({ code: "invalid_value", param: "webhook_url" });
+    expect(err).toBeInstanceOf(ServiceError);
+    const error = err as ServiceError;
+    expect(errorResponse(error).status).toBe(400);
+    expect(errorResponse(error).body.error).toMatchObject({
+      code: "invalid_value",
+      param: "webhook_url",
+    });
     return error.message;
   }
   throw new Error(`expected ${String(value)} to be refused`);

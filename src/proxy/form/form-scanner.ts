@@ -1,5 +1,5 @@
-import { AppError } from "../../http/app-error.js";
-import { shorten } from "../../http/shorten.js";
+import { ServiceError } from "../../errors/service-error.js";
+import { shorten } from "../../errors/shorten.js";
 import { foldsToModel } from "../../http/inspect-json.js";
 
 const CR = 0x0d;
@@ -16,9 +16,9 @@ const MAX_MODEL_BYTES = 1024;
 const MAX_EPILOGUE_BYTES = 1024;
 
 const malformed = (why: string) =>
-  new AppError("invalid_value", `The multipart form is malformed: ${why}.`);
+  new ServiceError("invalid_value", `The multipart form is malformed: ${why}.`);
 const badModelField = (why: string) =>
-  new AppError("invalid_value", `The form's 'model' field ${why}.`, { param: "model" });
+  new ServiceError("invalid_value", `The form's 'model' field ${why}.`, { param: "model" });
 
 type Phase = "start" | "delimiter" | "headers" | "body" | "epilogue";
 
@@ -26,12 +26,12 @@ type Phase = "start" | "delimiter" | "headers" | "body" | "epilogue";
  * Reads the boundary of a `multipart/form-data` Content-Type, strictly: one
  * `boundary` parameter of 1 to 70 characters, so this service and the
  * channel cannot split the form differently.
- * @throws AppError `invalid_value`
+ * @throws ServiceError `invalid_value`
  */
 export function formBoundary(contentType: string): string {
   const [type, ...params] = contentType.split(";");
   if (type?.trim().toLowerCase() !== "multipart/form-data") {
-    throw new AppError("invalid_value", "The request body must be multipart/form-data.");
+    throw new ServiceError("invalid_value", "The request body must be multipart/form-data.");
   }
   const boundaries = params
     .map((param) => param.trim())
@@ -46,7 +46,7 @@ export function formBoundary(contentType: string): string {
     value.length > 70 ||
     !/^[0-9A-Za-z'()+_,./:=? -]*[0-9A-Za-z'()+_,./:=?-]$/.test(value)
   ) {
-    throw new AppError("invalid_value", "The multipart Content-Type needs one valid boundary.");
+    throw new ServiceError("invalid_value", "The multipart Content-Type needs one valid boundary.");
   }
   return value;
 }
@@ -92,7 +92,7 @@ export class FormScanner {
 
   /**
    * Scans the next chunk.
-   * @throws AppError `invalid_value` for a form this service will not pass on
+   * @throws ServiceError `invalid_value` for a form this service will not pass on
    */
   push(chunk: Buffer): void {
     const bytes = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
@@ -112,7 +112,7 @@ export class FormScanner {
 
   /**
    * The body ended: it must have been a complete form.
-   * @throws AppError `invalid_value`
+   * @throws ServiceError `invalid_value`
    */
   end(): void {
     if (!this.closed) throw malformed("it ends before its closing boundary");

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { ChannelBodySource } from "../../channels/channel-client.js";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import { bodyTooLarge } from "../../http/read-body.js";
 import { watchBody, type BodyTiming } from "../../http/watch-body.js";
 import { FormScanner, formBoundary } from "./form-scanner.js";
@@ -36,7 +36,7 @@ export interface FormUpload extends ChannelBodySource {
    * A stream of the whole form for one channel, as the client sent it:
    * the spool, then the rest as it arrives (scanned on the way: a second
    * `model` field, the size limit or the deadline destroy the stream with an
-   * AppError). Nothing is taken from the spool or the client before the
+   * ServiceError). Nothing is taken from the spool or the client before the
    * channel client reads it, which it does once connected.
    */
   open(): Readable;
@@ -55,7 +55,7 @@ export interface FormUpload extends ChannelBodySource {
  * spooled (in memory up to 256 KiB, then to a temporary file), the rest is
  * left on the wire until a channel is connected. The whole form is never in
  * memory. SDKs send `model` before or after the files; either works.
- * @throws AppError `invalid_value` (malformed, ambiguous), `missing_required_parameter`,
+ * @throws ServiceError `invalid_value` (malformed, ambiguous), `missing_required_parameter`,
  *   `request_too_large`, `request_timeout`
  */
 export async function receiveFormHead(
@@ -66,7 +66,7 @@ export async function receiveFormHead(
   const scanner = new FormScanner(formBoundary(contentType));
   const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
   if (encoding && encoding !== "identity") {
-    throw new AppError("invalid_value", "A multipart body must not have a Content-Encoding.");
+    throw new ServiceError("invalid_value", "A multipart body must not have a Content-Encoding.");
   }
   const declared = req.headers["content-length"];
   const contentLength = declared === undefined ? undefined : Number(declared);
@@ -171,14 +171,18 @@ class SpooledForm implements FormUpload {
         }
         settle(
           scanner.model === undefined
-            ? new AppError("missing_required_parameter", "Missing required parameter: 'model'.", {
-                param: "model",
-              })
+            ? new ServiceError(
+                "missing_required_parameter",
+                "Missing required parameter: 'model'.",
+                {
+                  param: "model",
+                },
+              )
             : undefined,
         );
       };
       const onClose = () => {
-        if (!req.complete) settle(new AppError("invalid_value", "The request was aborted."));
+        if (!req.complete) settle(new ServiceError("invalid_value", "The request was aborted."));
       };
       const unwatch = watchBody(req, options, settle);
       req.on("data", onData);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Principal } from "../../auth/principal.js";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import type { ImageTasks } from "../create-image-tasks.js";
 import type { Submission } from "../service/task-service.js";
 
@@ -24,7 +24,7 @@ export function idempotencyKeyOf(req: IncomingMessage): string | undefined {
   const value = req.headers["idempotency-key"];
   const key = Array.isArray(value) ? value.join(", ") : value;
   if (key !== undefined && (key.length === 0 || key.length > 255)) {
-    throw new AppError("invalid_value", "Idempotency-Key must be 1 to 255 characters.", {
+    throw new ServiceError("invalid_value", "Idempotency-Key must be 1 to 255 characters.", {
       param: "Idempotency-Key",
     });
   }

@@ -1,4 +1,4 @@
-import { available } from "../service/store-available.js";
+import { available } from "../../errors/store-unavailable.js";
 import type { TaskRecord } from "../task-record.js";
 import {
   eventsSoFar,

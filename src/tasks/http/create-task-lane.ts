@@ -3,7 +3,7 @@ import { parse as parseQuery } from "node:querystring";
 import type { Request } from "express";
 import type { Logger } from "pino";
 import { authenticateHeader, type Authenticate } from "../../auth/create-authenticator.js";
-import { sendError } from "../../http/error-middleware.js";
+import { sendError } from "../../http/send-error.js";
 import { readJsonBody, type JsonBodyOptions } from "../../http/json-body.js";
 import { parseBody } from "../../http/parse-body.js";
 import { publicBaseUrl } from "../../http/public-base-url.js";

@@ -1,5 +1,5 @@
 import { sniffImageType } from "../../files/image-type.js";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import { parseBody, requireJsonObject } from "../../http/parse-body.js";
 import type { MultipartForm } from "./read-multipart-form.js";
 import type { TaskInput } from "../task-record.js";
@@ -19,7 +19,7 @@ const NUMBER_FIELDS = new Set(["n", "output_compression", "partial_images"]);
  * as text. A text field sent twice is refused (which one would count?); the
  * images keep the field name they came in, so the channel gets the same form.
  *
- * @throws AppError `invalid_value` / `missing_required_parameter`, naming the field
+ * @throws ServiceError `invalid_value` / `missing_required_parameter`, naming the field
  */
 export function editFromForm(form: MultipartForm): Submission {
   const fields: Record<string, unknown> = {};
@@ -48,12 +48,12 @@ export function editFromForm(form: MultipartForm): Submission {
  * taken: fetching a client's URL would make the service a fetcher for anyone
  * (and `file_id`s belong to OpenAI's Files API, which is not here).
  *
- * @throws AppError `invalid_json`, `invalid_value` / `missing_required_parameter`
+ * @throws ServiceError `invalid_json`, `invalid_value` / `missing_required_parameter`
  */
 export function editFromJson(body: unknown): Submission {
   const { images, mask, ...fields } = requireJsonObject(body);
   if (images === undefined || images === null) {
-    throw new AppError("missing_required_parameter", "Missing required parameter: 'images'.", {
+    throw new ServiceError("missing_required_parameter", "Missing required parameter: 'images'.", {
       param: "images",
     });
   }
@@ -79,7 +79,7 @@ function edit(
 ): Submission {
   const request = parseBody(submitEditSchema, fields);
   if (images.length === 0) {
-    throw new AppError("missing_required_parameter", "Missing required parameter: 'image'.", {
+    throw new ServiceError("missing_required_parameter", "Missing required parameter: 'image'.", {
       param: "image",
     });
   }
@@ -122,6 +122,6 @@ function imageUrlBytes(value: unknown, param: string): Buffer {
   return Buffer.from(data, "base64");
 }
 
-function invalid(param: string, message: string): AppError {
-  return new AppError("invalid_value", message, { param });
+function invalid(param: string, message: string): ServiceError {
+  return new ServiceError("invalid_value", message, { param });
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import busboy from "busboy";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import { watchBody, type BodyTiming } from "../../http/watch-body.js";
 
 /** A `multipart/form-data` body, read whole. */
@@ -37,7 +37,7 @@ export function isMultipart(req: IncomingMessage): boolean {
  * actual), a file of an unexpected field, or too many parts is refused before
  * the rest is read; the connection is then closed rather than drained.
  *
- * @throws AppError `request_too_large`, `request_timeout`, `invalid_value` (the field in `param`)
+ * @throws ServiceError `request_too_large`, `request_timeout`, `invalid_value` (the field in `param`)
  */
 export function readMultipartForm(
   req: IncomingMessage,
@@ -89,18 +89,17 @@ class MultipartRead {
     private readonly limits: MultipartLimits,
     private readonly parser: busboy.Busboy,
     private readonly resolve: (form: MultipartForm) => void,
-    private readonly reject: (err: AppError) => void,
+    private readonly reject: (err: ServiceError) => void,
   ) {}
 
   /** Properties, not methods: they are listeners, taken off again by identity. */
-  private readonly fail = (err: AppError): void => {
+  private readonly fail = (err: ServiceError): void => {
     if (this.settled) return;
     this.settled = true;
     this.unwatch();
     this.req.unpipe(this.parser);
     this.req.off("data", this.count);
-    // Left unread: the error answer closes the connection (Connection: close).
-    err.headers.Connection = "close";
+    // Left unread: the error answer closes the connection (see `sendError`).
     this.reject(err);
   };
 
@@ -167,14 +166,13 @@ class MultipartRead {
   }
 }
 
-function tooLarge(limits: MultipartLimits): AppError {
-  return new AppError(
+function tooLarge(limits: MultipartLimits): ServiceError {
+  return new ServiceError(
     "request_too_large",
     `The request body is larger than ${limits.maxBytes} bytes (server.maxUploadBytes).`,
-    { headers: { Connection: "close" } },
   );
 }
 
-function invalid(param: string | null, message: string): AppError {
-  return new AppError("invalid_value", message, { param });
+function invalid(param: string | null, message: string): ServiceError {
+  return new ServiceError("invalid_value", message, { param });
 }

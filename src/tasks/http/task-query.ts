@@ -1,4 +1,4 @@
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import { TASK_ID_PATTERN, type TaskStatus } from "../task-record.js";
 import type { ListQuery } from "../service/task-service.js";
 
@@ -12,15 +12,15 @@ function single(query: Record<string, unknown>, name: string): string | undefine
   const value = query[name];
   if (value === undefined) return undefined;
   if (typeof value !== "string") {
-    throw new AppError("invalid_value", `Invalid '${name}': give it once, as a plain value.`, {
+    throw new ServiceError("invalid_value", `Invalid '${name}': give it once, as a plain value.`, {
       param: name,
     });
   }
   return value;
 }
 
-function invalid(name: string, message: string): AppError {
-  return new AppError("invalid_value", `Invalid '${name}': ${message}`, { param: name });
+function invalid(name: string, message: string): ServiceError {
+  return new ServiceError("invalid_value", `Invalid '${name}': ${message}`, { param: name });
 }
 
 /**
@@ -28,7 +28,7 @@ function invalid(name: string, message: string): AppError {
  * 20), `after` a task id, `status` one of the four. Other parameters are
  * ignored, as OpenAI's list routes do.
  *
- * @throws AppError `invalid_value` naming the parameter
+ * @throws ServiceError `invalid_value` naming the parameter
  */
 export function parseListQuery(query: Record<string, unknown>): ListQuery {
   const limitText = single(query, "limit");
@@ -55,7 +55,7 @@ export function parseListQuery(query: Record<string, unknown>): ListQuery {
 /**
  * `?wait=N`: seconds from 0 to 60 (fractions allowed), default 0.
  *
- * @throws AppError `invalid_value` with `param: "wait"`
+ * @throws ServiceError `invalid_value` with `param: "wait"`
  */
 export function parseWaitQuery(query: Record<string, unknown>): number {
   const text = single(query, "wait");

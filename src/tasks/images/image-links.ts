@@ -1,7 +1,7 @@
 import type { ImagesConfig } from "../../config/schema/images-schema.js";
 import { extensionOf } from "../../files/image-type.js";
 import type { TaskImage, TaskRecord } from "../task-record.js";
-import { storage } from "./storage-available.js";
+import { storage } from "../../errors/storage-unavailable.js";
 import type { TaskImagesState } from "./task-images.js";
 
 /** SigV4's longest presigned link: 7 days. */

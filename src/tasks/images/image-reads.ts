@@ -1,7 +1,7 @@
 import type { FileSource } from "../../files/create-files-router.js";
 import { extensionOf } from "../../files/image-type.js";
 import type { PresentDeps } from "../view/present-task.js";
-import { available } from "../service/store-available.js";
+import { available } from "../../errors/store-unavailable.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { TaskImages } from "./task-images.js";
 

@@ -6,11 +6,11 @@ import type { ImageUrlSigner } from "../../files/image-url-signer.js";
 import { inputKey, partialKey, resultKey } from "../../images/image-keys.js";
 import type { ImageObject, ImageStore } from "../../images/image-store.js";
 import type { GeneratedImage } from "../run/generate-images.js";
-import { available } from "../service/store-available.js";
+import { available } from "../../errors/store-unavailable.js";
 import type { TaskStore } from "../store/task-store.js";
 import { imageKeysOf, type TaskImage, type TaskInput, type TaskRecord } from "../task-record.js";
 import { partialLink, partialsUntil, resultLink } from "./image-links.js";
-import { storage } from "./storage-available.js";
+import { storage } from "../../errors/storage-unavailable.js";
 import { readWhole } from "../../images/read-whole.js";
 
 /** Dependencies of {@link createTaskImages}. */

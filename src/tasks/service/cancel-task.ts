@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { TaskQueue } from "../queue/task-queue.js";
 import type { TaskStore } from "../store/task-store.js";
-import { available } from "./store-available.js";
+import { available } from "../../errors/store-unavailable.js";
 import type { TaskFinisher } from "./task-finisher.js";
 import { isFinished, type TaskRecord } from "../task-record.js";
 

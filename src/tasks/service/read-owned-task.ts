@@ -1,7 +1,7 @@
 import type { Principal } from "../../auth/principal.js";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import type { TaskStore } from "../store/task-store.js";
-import { available } from "./store-available.js";
+import { available } from "../../errors/store-unavailable.js";
 import { TASK_ID_PATTERN, isFinished, type TaskRecord } from "../task-record.js";
 
 /**
@@ -15,7 +15,7 @@ export async function readOwnedTask(
   nowSec: number,
 ): Promise<TaskRecord> {
   const notFound = () =>
-    new AppError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, {
+    new ServiceError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, {
       param: "task_id",
     });
   if (!TASK_ID_PATTERN.test(id)) throw notFound();

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { CredentialSealer } from "../../auth/credential-sealer.js";
 import type { Principal } from "../../auth/principal.js";
 import type { Config } from "../../config/config-schema.js";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { modelNotFound } from "../../models/model-not-found.js";
@@ -18,7 +18,7 @@ import type {
   IdempotentAnswer,
   TaskStore,
 } from "../store/task-store.js";
-import { available } from "./store-available.js";
+import { available } from "../../errors/store-unavailable.js";
 import { newTaskId, type TaskRecord } from "../task-record.js";
 import type { TaskImages } from "../images/task-images.js";
 import { toUpstreamBody } from "../task-schemas.js";
@@ -75,14 +75,12 @@ export async function submitTask(
       maxQueuedPerOwner: share.maxQueuedPerKey,
     });
     if (!admission.admitted) {
-      throw new AppError(
+      throw new ServiceError(
         "queue_full",
         admission.reason === "owner_queue_full"
           ? `This key already has ${share.maxQueuedPerKey} image tasks waiting, its share of the queue; retry when one has started.`
           : "Too many image tasks are waiting; retry later.",
-        {
-          headers: { "Retry-After": String(Math.max(config.imageTasks.pollIntervalSec, 10)) },
-        },
+        { retryAfter: Math.max(config.imageTasks.pollIntervalSec, 10) },
       );
     }
     const result = await createAdmitted(
@@ -94,10 +92,10 @@ export async function submitTask(
     );
     if (result.kind === "owner_full") {
       const { retentionSec } = config.imageTasks;
-      throw new AppError(
+      throw new ServiceError(
         "too_many_tasks",
         `This key already holds ${share.maxRetainedPerKey} image tasks; finished ones count until they expire (${retentionSec} s after they finished).`,
-        { headers: { "Retry-After": String(Math.min(retentionSec, 3600)) } },
+        { retryAfter: Math.min(retentionSec, 3600) },
       );
     }
     if (result.kind !== "created") return answerIdempotent(result);
@@ -123,7 +121,7 @@ async function newTaskRecord(
 ): Promise<TaskRecord> {
   const { request, inputs } = submission;
   if (!isTaskModel(request.model)) {
-    throw new AppError(
+    throw new ServiceError(
       "unsupported_model",
       `The model '${request.model}' is not supported by the task API; use a gpt-image-* model.`,
       { param: "model" },
@@ -177,7 +175,7 @@ function idempotencyOf(key: string, { request, inputs }: Submission): Idempotenc
 
 function answerIdempotent(answer: IdempotentAnswer): Submitted {
   if (answer.kind === "conflict") {
-    throw new AppError(
+    throw new ServiceError(
       "idempotency_key_conflict",
       "This Idempotency-Key was already used with a different request body.",
       { param: "Idempotency-Key" },

@@ -2,14 +2,14 @@ import type { Logger } from "pino";
 import type { Principal } from "../../auth/principal.js";
 import type { CredentialSealer } from "../../auth/credential-sealer.js";
 import type { Config } from "../../config/config-schema.js";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { cancelTask } from "./cancel-task.js";
 import type { TaskQueue } from "../queue/task-queue.js";
 import { readOwnedTask } from "./read-owned-task.js";
 import type { OwnedPage, TaskStore } from "../store/task-store.js";
-import { available } from "./store-available.js";
+import { available } from "../../errors/store-unavailable.js";
 import { submitTask, type Submitted } from "./submit-task.js";
 import type { TaskFinisher } from "./task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
@@ -114,9 +114,13 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
 
     async submit(principal, submission, options) {
       if (stopping) {
-        throw new AppError("service_unavailable", "The service is shutting down; retry shortly.", {
-          headers: { "Retry-After": "2" },
-        });
+        throw new ServiceError(
+          "service_unavailable",
+          "The service is shutting down; retry shortly.",
+          {
+            retryAfter: 2,
+          },
+        );
       }
       return submitTask(deps, principal, submission, options);
     },
@@ -147,7 +151,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
         store.listOwned(principal.subject, { ...query, nowSec: seconds() }),
       );
       if (!page) {
-        throw new AppError(
+        throw new ServiceError(
           "invalid_value",
           `Invalid 'after': no task '${(query.after ?? "").slice(0, 80)}' among this key's tasks (it may have expired).`,
           { param: "after" },

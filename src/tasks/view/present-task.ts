@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { AppError } from "../../http/app-error.js";
+import { ServiceError } from "../../errors/service-error.js";
 import type { ImageObject } from "../../images/image-store.js";
 import type { TaskError, TaskRecord, TaskStatus } from "../task-record.js";
 
@@ -96,8 +96,8 @@ export interface PresentDeps {
 }
 
 /** A task whose record outlived its bytes by a moment: the same 404 as an expired one. */
-export function imageGone(taskId: string): AppError {
-  return new AppError("task_not_found", `No task found with id '${taskId}'.`, {
+export function imageGone(taskId: string): ServiceError {
+  return new ServiceError("task_not_found", `No task found with id '${taskId}'.`, {
     param: "task_id",
   });
 }
