@@ -191,7 +191,7 @@ async function openBackends(
     if (routing.forward) {
       routing.forwardSecret.resolved = resolveForwardSecret({
         configured: config.auth.forward?.secret,
-        storeUrl: config.store.url,
+        taskStore: config.deployment.taskStore,
         meta: backend.store,
         logger,
       });

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { chmod, open, readFile, stat } from "node:fs/promises";
-import { resolve } from "node:path";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
+import type { TaskStoreDeployment } from "../config/deployment.js";
 import { FORWARD_SECRET_META_KEY } from "./forward-secret.js";
 
 /** What resolving the secret needs of the task store: the place earlier versions kept it. */
@@ -15,8 +15,8 @@ export interface ForwardSecretMeta {
 export interface ResolveForwardSecretOptions {
   /** `auth.forward.secret` (required on Redis: the config refuses Redis without it). */
   configured: string | undefined;
-  /** `store.url`. */
-  storeUrl: string;
+  /** Where the task store is: beside a SQLite file, the secret has a file of its own. */
+  taskStore: TaskStoreDeployment;
   meta: ForwardSecretMeta;
   logger: Logger;
 }
@@ -24,10 +24,9 @@ export interface ResolveForwardSecretOptions {
 /** Shortest secret accepted from a file, as from `auth.forward.secret`. */
 const MIN_SECRET_LENGTH = 32;
 
-/** `sqlite://./data/sidecar.db` -> the secret's file beside it, `…/sidecar.db.forward-secret`. */
-export function forwardSecretFile(storeUrl: string): string | undefined {
-  if (!storeUrl.startsWith("sqlite://")) return undefined;
-  return `${resolve(storeUrl.slice("sqlite://".length))}.forward-secret`;
+/** `…/sidecar.db` -> the secret's file beside it, `…/sidecar.db.forward-secret`. */
+export function forwardSecretFile(taskStore: TaskStoreDeployment): string | undefined {
+  return taskStore.kind === "sqlite" ? `${taskStore.file}.forward-secret` : undefined;
 }
 
 /**
@@ -49,7 +48,7 @@ export function forwardSecretFile(storeUrl: string): string | undefined {
  */
 export async function resolveForwardSecret(options: ResolveForwardSecretOptions): Promise<string> {
   const { configured, meta, logger } = options;
-  const file = forwardSecretFile(options.storeUrl);
+  const file = forwardSecretFile(options.taskStore);
   let secret: string;
   if (configured !== undefined) {
     secret = configured;

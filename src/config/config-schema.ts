@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { describeDeployment } from "./deployment.js";
 import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
@@ -92,6 +93,8 @@ export const configSchema = z
       seen.add(channel.name);
     });
   })
+  // What the URLs mean, worked out once: nothing else reads a scheme.
+  .transform((config) => ({ ...config, deployment: describeDeployment(config) }))
   .meta({
     title: "image-task-sidecar configuration",
     description:

@@ -9,7 +9,7 @@ import type { WebhookQueue } from "../webhooks/webhook-queue.js";
 import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
 import type { TaskQueue } from "./queue/task-queue.js";
-import { createTaskStore, storeKind } from "./store/create-task-store.js";
+import { createTaskStore } from "./store/create-task-store.js";
 import { useKeyvCodec } from "./store/keyv-codec.js";
 import type { TaskStore } from "./store/task-store.js";
 import {
@@ -45,8 +45,8 @@ export interface TaskBackend {
  * BullMQ's workers and pub/sub block on).
  */
 export async function openTaskBackend(config: Config, logger: Logger): Promise<TaskBackend> {
-  const kind = storeKind(config.store.url);
-  if (kind !== "redis") {
+  const deployment = config.deployment.taskStore;
+  if (deployment.kind !== "redis") {
     const store = await createTaskStore(config, logger);
     const events = createLocalTaskEvents(logger);
     return {
@@ -68,7 +68,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
     };
   }
   const client = await openRedisClient({
-    url: config.store.url,
+    url: deployment.url,
     logger,
     connectTimeoutMs: config.store.connectTimeoutSec * 1000,
     commandTimeoutMs: config.store.commandTimeoutSec * 1000,

@@ -1,6 +1,5 @@
 import { sweepExpiredImages } from "../images/sweep-expired-images.js";
 import type { TaskParts } from "./create-task-parts.js";
-import { storeKind } from "./store/create-task-store.js";
 
 /**
  * How often every process makes sure each unfinished task has its place in
@@ -39,7 +38,7 @@ export async function startImageTasks(p: TaskParts): Promise<void> {
     p.deliverer.attempt(delivery, attempt, options),
   );
   // The embedded stores belong to this process: what their outbox holds, a dead one left.
-  await drainOutbox(p, storeKind(deps.config.store.url) === "redis" ? OUTBOX_GRACE_MS : 0);
+  await drainOutbox(p, deps.config.deployment.shared ? OUTBOX_GRACE_MS : 0);
   // The cluster's queue, read at scrape time; while the store is away, the last known one.
   deps.metrics.watchQueue(async () => {
     p.lastCounts = await backend.queue.counts().catch(() => p.lastCounts);

@@ -114,7 +114,7 @@ describe("resolveForwardSecret", () => {
     const meta = metaHolding(SECRET);
     const secret = await resolveForwardSecret({
       configured: SECRET,
-      storeUrl: "redis://127.0.0.1:6379",
+      taskStore: { kind: "redis", url: "redis://127.0.0.1:6379" },
       meta,
       logger,
     });
@@ -125,15 +125,15 @@ describe("resolveForwardSecret", () => {
   it("on SQLite, generates one into a 0600 file beside the database, never into the store, and reads it back", async () => {
     const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const storeUrl = `sqlite://${join(dir, "tasks.db")}`;
+    const taskStore = { kind: "sqlite", file: join(dir, "tasks.db") } as const;
     const meta = metaHolding();
-    const first = await resolveForwardSecret({ configured: undefined, storeUrl, meta, logger });
+    const first = await resolveForwardSecret({ configured: undefined, taskStore, meta, logger });
     expect(first.length).toBeGreaterThanOrEqual(32);
     const file = join(dir, "tasks.db.forward-secret");
-    expect(forwardSecretFile(storeUrl)).toBe(file);
+    expect(forwardSecretFile(taskStore)).toBe(file);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect(meta.values.size).toBe(0);
-    expect(await resolveForwardSecret({ configured: undefined, storeUrl, meta, logger })).toBe(
+    expect(await resolveForwardSecret({ configured: undefined, taskStore, meta, logger })).toBe(
       first,
     );
     // Seals and owner hashes made with it hold across a restart.
@@ -144,9 +144,9 @@ describe("resolveForwardSecret", () => {
   it("on SQLite, moves the secret an earlier version kept in the store to the file", async () => {
     const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const storeUrl = `sqlite://${join(dir, "tasks.db")}`;
+    const taskStore = { kind: "sqlite", file: join(dir, "tasks.db") } as const;
     const meta = metaHolding(SECRET);
-    expect(await resolveForwardSecret({ configured: undefined, storeUrl, meta, logger })).toBe(
+    expect(await resolveForwardSecret({ configured: undefined, taskStore, meta, logger })).toBe(
       SECRET,
     );
     expect((await readFile(join(dir, "tasks.db.forward-secret"), "utf8")).trim()).toBe(SECRET);
@@ -159,7 +159,7 @@ describe("resolveForwardSecret", () => {
     await writeFile(join(dir, "tasks.db.forward-secret"), "short\n", { mode: 0o600 });
     const error = await resolveForwardSecret({
       configured: undefined,
-      storeUrl: `sqlite://${join(dir, "tasks.db")}`,
+      taskStore: { kind: "sqlite", file: join(dir, "tasks.db") },
       meta: metaHolding(),
       logger,
     }).catch((err: unknown) => err);
@@ -171,7 +171,7 @@ describe("resolveForwardSecret", () => {
     const meta = metaHolding();
     const secret = await resolveForwardSecret({
       configured: undefined,
-      storeUrl: "memory://",
+      taskStore: { kind: "memory" },
       meta,
       logger,
     });

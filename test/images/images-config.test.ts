@@ -2,7 +2,7 @@ import { parse as parseYaml } from "yaml";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/config-error.js";
 import { parseConfig } from "../../src/config/load-config.js";
-import { imagesUrlOf, parseS3Url } from "../../src/images/open-image-store.js";
+import { parseS3Url } from "../../src/config/deployment.js";
 
 const BASE = `groups:
   default: { models: ["*"] }
@@ -55,7 +55,8 @@ describe("images config", () => {
   });
 
   it("defaults to memory beside memory://, a directory beside the SQLite file, ./data/images beside Redis", () => {
-    const of = (store: string) => imagesUrlOf(parse(`${BASE}store: { url: "${store}" }\n`));
+    const of = (store: string) =>
+      parse(`${BASE}store: { url: "${store}" }\n`).deployment.images.url;
     expect(of("memory://")).toBe("memory://");
     expect(of("sqlite:///var/lib/sidecar/tasks.db")).toBe("file:///var/lib/sidecar/images");
     expect(of("sqlite://./data/sidecar.db")).toBe(`file://${process.cwd()}/data/images`);

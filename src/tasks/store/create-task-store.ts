@@ -1,4 +1,3 @@
-import { resolve } from "node:path";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
@@ -7,17 +6,6 @@ import { createKeyvTaskStore } from "./keyv-task-store.js";
 import { openSqliteTaskStore } from "./open-sqlite-task-store.js";
 import { createRedisTaskStore } from "./redis-task-store.js";
 import type { TaskStore } from "./task-store.js";
-
-/** What kind of store a `store.url` names. */
-export type StoreKind = "memory" | "sqlite" | "redis";
-
-/** `memory://`, `sqlite://…`, `redis://…` or `rediss://…`. */
-export function storeKind(url: string): StoreKind {
-  if (url.startsWith("memory://")) return "memory";
-  if (url.startsWith("sqlite://")) return "sqlite";
-  if (url.startsWith("redis://") || url.startsWith("rediss://")) return "redis";
-  throw new Error(`store.url: ${url.split(":")[0]}:// is not supported`);
-}
 
 /**
  * Opens the store named by `store.url`: `memory://`, `sqlite://PATH`
@@ -40,10 +28,10 @@ async function openTaskStore(
   logger: Logger,
   client: RedisClient | undefined,
 ): Promise<TaskStore> {
-  const url = config.store.url;
+  const deployment = config.deployment.taskStore;
   // Idempotency keys must outlive the task they point at by the whole run.
   const idempotencyTtlMs = (config.imageTasks.retentionSec + config.imageTasks.timeoutSec) * 1000;
-  switch (storeKind(url)) {
+  switch (deployment.kind) {
     case "memory": {
       const keyv = new Keyv({ namespace: "its" });
       // Kept as they are, never serialized: the Map is this process's memory, so a
@@ -57,7 +45,7 @@ async function openTaskStore(
       });
     }
     case "sqlite":
-      return openSqliteTaskStore(resolve(url.slice("sqlite://".length)), {
+      return openSqliteTaskStore(deployment.file, {
         idempotencyTtlMs,
         logger: logger.child({ component: "store" }),
       });
@@ -66,7 +54,7 @@ async function openTaskStore(
         client:
           client ??
           (await openRedisClient({
-            url,
+            url: deployment.url,
             logger: logger.child({ component: "store" }),
             connectTimeoutMs: config.store.connectTimeoutSec * 1000,
             commandTimeoutMs: config.store.commandTimeoutSec * 1000,
