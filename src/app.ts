@@ -8,7 +8,7 @@ import type { Config } from "./config/config-schema.js";
 import { createFilesRouter } from "./files/create-files-router.js";
 import { createHealthRouter } from "./health/create-health-router.js";
 import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
-import { createJsonBody, type JsonBodyOptions } from "./http/json-body.js";
+import { createJsonBody } from "./http/json-body.js";
 import { createMcpRouter } from "./mcp/create-mcp-router.js";
 import type { Metrics } from "./metrics/create-metrics.js";
 import {
@@ -23,7 +23,7 @@ import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
 import { createTaskLane } from "./tasks/http/create-task-lane.js";
-import { createTasksRouter } from "./tasks/http/create-tasks-router.js";
+import type { TaskBodyLimits } from "./tasks/http/task-answers.js";
 
 /** Everything the HTTP layer needs, built by the caller (see `startServer`). */
 export interface AppDeps {
@@ -57,12 +57,12 @@ export function createApp(deps: AppDeps): RequestListener {
   const taskLane = createTaskLane({
     authenticate: deps.authenticate,
     tasks: deps.tasks,
+    limits,
     pollIntervalSec: config.imageTasks.pollIntervalSec,
-    jsonBody: limits.taskJson,
+    eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+    origin: { configured: config.server.publicBaseUrl, trustProxy: config.server.trustProxy },
     metrics,
     logger,
-    publicBaseUrl: config.server.publicBaseUrl,
-    expressRequest: app.request,
   });
   return (req, res) => {
     if (!lane(req, res) && !taskLane(req, res)) app(req, res);
@@ -70,14 +70,7 @@ export function createApp(deps: AppDeps): RequestListener {
 }
 
 /** The body limits the routes share, from `server`. */
-interface BodyLimits {
-  /** How long a body may take, in all and silent. */
-  timing: { timeoutMs: number; idleMs: number };
-  /** A task submission's JSON: a prompt and a few fields. */
-  taskJson: JsonBodyOptions;
-}
-
-function bodyLimits(server: Config["server"]): BodyLimits {
+function bodyLimits(server: Config["server"]): TaskBodyLimits {
   const timing = {
     timeoutMs: server.bodyTimeoutSec * 1000,
     idleMs: server.bodyIdleSec * 1000,
@@ -85,6 +78,9 @@ function bodyLimits(server: Config["server"]): BodyLimits {
   return {
     timing,
     taskJson: { limit: Math.min(SMALL_BODY_BYTES, server.maxBodyBytes), ...timing },
+    // An edit task's JSON carries its images as data: URLs.
+    uploadJson: { limit: server.maxUploadBytes, ...timing },
+    maxUploadBytes: server.maxUploadBytes,
   };
 }
 
@@ -93,7 +89,7 @@ function bodyLimits(server: Config["server"]): BodyLimits {
  * the files route, then (behind bearer auth) models, the task routes and
  * `/mcp`, the 404 and the one error middleware.
  */
-function createExpressApp(deps: AppDeps, limits: BodyLimits): Express {
+function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
   const { config, metrics, logger } = deps;
   const { server } = config;
   const app = express();
@@ -113,18 +109,6 @@ function createExpressApp(deps: AppDeps, limits: BodyLimits): Express {
   app.use("/v1", auth);
   app.use(createModelsRouter({ access: deps.access }));
   app.use(
-    createTasksRouter({
-      jsonBody: taskJson,
-      // An edit task's JSON carries its images as data: URLs.
-      uploadJsonBody: createJsonBody({ limit: server.maxUploadBytes, ...limits.timing }),
-      maxUploadBytes: server.maxUploadBytes,
-      bodyTiming: limits.timing,
-      tasks: deps.tasks,
-      publicBaseUrl: server.publicBaseUrl,
-      pollIntervalSec: config.imageTasks.pollIntervalSec,
-    }),
-  );
-  app.use(
     "/mcp",
     auth,
     // Read here, under the service's size and time limits: the MCP transport would read the
@@ -133,7 +117,7 @@ function createExpressApp(deps: AppDeps, limits: BodyLimits): Express {
     createMcpRouter({
       tasks: deps.tasks,
       pollIntervalSec: config.imageTasks.pollIntervalSec,
-      publicBaseUrl: server.publicBaseUrl,
+      origin: { configured: server.publicBaseUrl, trustProxy: server.trustProxy },
       logger,
     }),
   );
@@ -144,7 +128,7 @@ function createExpressApp(deps: AppDeps, limits: BodyLimits): Express {
 }
 
 /** The proxy lane with its passthrough: every OpenAI route that names a model. */
-function createPassthroughLane(deps: AppDeps, limits: BodyLimits) {
+function createPassthroughLane(deps: AppDeps, limits: TaskBodyLimits) {
   const { metrics, logger } = deps;
   const { server } = deps.config;
   return createProxyLane({

@@ -2,15 +2,9 @@ import type { Logger } from "pino";
 import type { Channel } from "./channel.js";
 import type { ChannelClient } from "./channel-client.js";
 import { orderCandidates } from "./order-candidates.js";
-import { LISTED_AT, MAX_MODEL_LIST_BYTES, parseModelList } from "./model-list.js";
+import { LISTED_AT, MAX_MODEL_LIST_BYTES, parseModelList, type ModelInfo } from "./model-list.js";
 
-/** One entry of an OpenAI model list. */
-export interface ModelInfo {
-  id: string;
-  object: "model";
-  created: number;
-  owned_by: string;
-}
+export type { ModelInfo } from "./model-list.js";
 
 /** Routes models to channels and lists what the channels serve. */
 export interface ChannelRegistry {

@@ -1,5 +1,5 @@
 import type { ChannelConfig } from "../config/config-schema.js";
-import { compileModelPatterns, hasGlob } from "../models/model-pattern.js";
+import { compileModelPatterns, hasGlob } from "./model-pattern.js";
 
 /** A configured channel, ready to route to. */
 export interface Channel {

@@ -1,9 +1,15 @@
-import type { ModelInfo } from "./channel-registry.js";
-
 /** The `created` of a listed model that gives none (a fixed date: lists stay stable). */
 export const LISTED_AT = Math.floor(Date.UTC(2024, 0, 1) / 1000);
 /** The largest model list read from a channel or gateway. */
 export const MAX_MODEL_LIST_BYTES = 4 * 1024 * 1024;
+
+/** One entry of an OpenAI model list. */
+export interface ModelInfo {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: string;
+}
 
 /** A model list: sorted by id, no duplicates. */
 export interface ModelList {

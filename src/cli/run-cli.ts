@@ -1,11 +1,12 @@
 import { parseArgs } from "node:util";
+import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
+import type { Config } from "../config/config-schema.js";
 import { DEFAULT_CONFIG_FILE, loadConfig } from "../config/load-config.js";
 import { loadMcpConfig } from "../config/mcp-config.js";
 import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
 import { createLogger } from "../logging/create-logger.js";
 import { configSecrets, createSecretScrubber, envSecrets } from "../logging/secret-scrubber.js";
-import { startServer, type RunningServer } from "../server.js";
 import { describeAuth } from "./describe-auth.js";
 import { formatBanner } from "./print-banner.js";
 
@@ -17,12 +18,27 @@ Commands:
   check-config   validate a configuration file and exit (0 valid, 2 invalid)
 `;
 
+/** A started service, as `serve` handles it: its URL for the banner, and its graceful stop. */
+export interface ServingProcess {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** What the CLI runs: the service's `startServer`, passed in by the entry files. */
+export interface CliDeps {
+  startServer(options: { config: Config; logger: Logger }): Promise<ServingProcess>;
+}
+
 /**
  * The CLI behind the package bin and `npm start`. Resolves the exit code for
  * commands that end (2 for a bad configuration); `serve` and `mcp` resolve
  * only when they stop.
  */
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  deps: CliDeps,
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -43,7 +59,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
   try {
     switch (command) {
       case "serve":
-        return await serve(file, env);
+        return await serve(file, env, deps);
       case "check-config": {
         const loaded = loadConfig({ file, env });
         printWarnings(loaded.warnings);
@@ -66,7 +82,11 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
   }
 }
 
-async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<number> {
+async function serve(
+  file: string | undefined,
+  env: NodeJS.ProcessEnv,
+  deps: CliDeps,
+): Promise<number> {
   const { config, file: configFile, warnings } = loadConfig({ file, env });
   printWarnings(warnings);
   // What this process prints is searched for the config's and the environment's credentials,
@@ -79,9 +99,9 @@ async function serve(file: string | undefined, env: NodeJS.ProcessEnv): Promise<
     printError(err);
     process.exit(1);
   });
-  let server: RunningServer;
+  let server: ServingProcess;
   try {
-    server = await startServer({
+    server = await deps.startServer({
       config,
       logger: createLogger(config.logging.level, undefined, secrets),
     });

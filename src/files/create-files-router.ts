@@ -3,7 +3,7 @@ import { Router } from "express";
 import { ServiceError } from "../errors/service-error.js";
 import type { ImageObject } from "../images/image-store.js";
 import { clientGone } from "../http/client-gone.js";
-import { TASK_ID_PATTERN } from "../tasks/task-record.js";
+import { TASK_ID_PATTERN } from "../tasks/core/task-record.js";
 import type { ImageUrlSigner } from "./image-url-signer.js";
 
 /** What the files route reads: a completed task's image by id, as a stream. */

@@ -1,5 +1,5 @@
 import { isIPv6 } from "node:net";
-import type { Request } from "express";
+import type { IncomingMessage } from "node:http";
 import { ServiceError } from "../errors/service-error.js";
 
 /** `host[:port]`: a DNS name or IPv4 address, or an IPv6 literal in brackets. */
@@ -15,39 +15,48 @@ export function isValidHostHeader(value: string): boolean {
   return match[2] === undefined || Number(match[2]) <= 65535;
 }
 
+/** Where the origin of the URLs the service hands out comes from. */
+export interface PublicOrigin {
+  /** `server.publicBaseUrl`: when set, the only origin. */
+  configured?: string | undefined;
+  /** `server.trustProxy`: `X-Forwarded-Proto` and `X-Forwarded-Host` are honoured. */
+  trustProxy: boolean;
+}
+
 /**
  * The origin clients reach the service at, for `Location`, signed image URLs
  * and `/mcp` links: `server.publicBaseUrl` when set (behind a CDN or ingress
  * that rewrites hosts); else the request's own protocol and Host, and with
- * `server.trustProxy` (Express's `trust proxy`) the first `X-Forwarded-Proto`
- * and `X-Forwarded-Host`, never otherwise.
+ * `server.trustProxy` the first `X-Forwarded-Proto` and `X-Forwarded-Host`,
+ * never otherwise (as Express reads them with `trust proxy`).
  *
  * A Host that is not a plain `host[:port]` (`a@evil.example`, a path, a bad
  * port) would put someone else's origin into the URLs handed out, so it is
  * refused, as RFC 9112 asks of a server. A request without a Host
  * (HTTP/1.0) gets the address it connected to.
  *
- * @throws ServiceError `invalid_value` (400) naming the header at fault
+ * @throws ServiceError `invalid_value` naming the header at fault
  */
-export function publicBaseUrl(req: Request, configured: string | undefined): string {
-  if (configured) return configured.replace(/\/+$/, "");
-  const forwarded = trustsProxy(req);
-  // Express reads X-Forwarded-Proto and -Host only when `trust proxy` trusts the peer.
-  const protocol = req.protocol;
+export function publicBaseUrl(req: IncomingMessage, origin: PublicOrigin): string {
+  if (origin.configured) return origin.configured.replace(/\/+$/, "");
+  const forwardedProto = origin.trustProxy ? firstValue(req.headers["x-forwarded-proto"]) : "";
+  const protocol =
+    forwardedProto || ((req.socket as { encrypted?: boolean }).encrypted ? "https" : "http");
   if (protocol !== "http" && protocol !== "https") {
     throw new ServiceError("invalid_value", "X-Forwarded-Proto must be http or https.", {
       param: "X-Forwarded-Proto",
     });
   }
-  const host = req.host;
   if (countHostLines(req) > 1) {
     throw new ServiceError("invalid_value", "The request has more than one Host header.", {
       param: "Host",
     });
   }
-  if (host === undefined) return `${protocol}://${localAddress(req)}`;
+  const forwardedHost = origin.trustProxy ? firstValue(req.headers["x-forwarded-host"]) : "";
+  const host = forwardedHost || req.headers.host;
+  if (host === undefined || host === "") return `${protocol}://${localAddress(req)}`;
   if (!isValidHostHeader(host)) {
-    const header = forwarded && req.get("x-forwarded-host") ? "X-Forwarded-Host" : "Host";
+    const header = forwardedHost ? "X-Forwarded-Host" : "Host";
     throw new ServiceError("invalid_value", `The ${header} header must be a host[:port].`, {
       param: header,
     });
@@ -55,7 +64,15 @@ export function publicBaseUrl(req: Request, configured: string | undefined): str
   return `${protocol}://${host.toLowerCase()}`;
 }
 
-function countHostLines(req: Request): number {
+/** The first of a comma-separated header's values, trimmed; "" when absent. */
+function firstValue(value: string | string[] | undefined): string {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return "";
+  const comma = text.indexOf(",");
+  return (comma === -1 ? text : text.slice(0, comma)).trim();
+}
+
+function countHostLines(req: IncomingMessage): number {
   let count = 0;
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     if (req.rawHeaders[i]?.toLowerCase() === "host") count += 1;
@@ -63,13 +80,7 @@ function countHostLines(req: Request): number {
   return count;
 }
 
-function trustsProxy(req: Request): boolean {
-  const trust = req.app.get("trust proxy fn") as
-    ((address: string | undefined, hop: number) => boolean) | undefined;
-  return trust?.(req.socket.remoteAddress, 0) ?? false;
-}
-
-function localAddress(req: Request): string {
+function localAddress(req: IncomingMessage): string {
   const address = req.socket.localAddress ?? "127.0.0.1";
   const host = address.includes(":") ? `[${address}]` : address;
   return `${host}:${req.socket.localPort ?? 80}`;

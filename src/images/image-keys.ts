@@ -1,4 +1,4 @@
-import { extensionOf, imageTypeFromPath } from "../files/image-type.js";
+import { extensionOf, imageTypeFromPath } from "./image-type.js";
 
 /** One path segment of a key: no `/`, not `.` or `..`, nothing a file system or URL reads specially. */
 const SEGMENT = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}$/;

@@ -2,7 +2,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import express, { type Request, type Response, type Router } from "express";
 import type { Logger } from "pino";
 import { getPrincipal } from "../auth/principal.js";
-import { publicBaseUrl } from "../http/public-base-url.js";
+import { publicBaseUrl, type PublicOrigin } from "../http/public-base-url.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { createMcpServer } from "./create-mcp-server.js";
 import { createInProcessTaskApiClient } from "./in-process-task-api-client.js";
@@ -14,8 +14,8 @@ export interface CreateMcpRouterDeps {
   /** `Retry-After` of unfinished tasks (`imageTasks.pollIntervalSec`). */
   pollIntervalSec: number;
   logger: Logger;
-  /** `server.publicBaseUrl`: the origin of the image links, when set. */
-  publicBaseUrl?: string;
+  /** Where the origin of the image links comes from (`server.publicBaseUrl`, `trustProxy`). */
+  origin: PublicOrigin;
 }
 
 /**
@@ -30,7 +30,7 @@ export function createMcpRouter(deps: CreateMcpRouterDeps): Router {
 
   router.post("/", async (req: Request, res: Response) => {
     // Same origin rule as the service's own URLs; a poisoned Host is refused here (400).
-    const publicOrigin = publicBaseUrl(req, deps.publicBaseUrl);
+    const publicOrigin = publicBaseUrl(req, deps.origin);
     const api = createInProcessTaskApiClient({
       tasks: deps.tasks,
       principal: getPrincipal(res),

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Logger } from "pino";
-import { MAX_IMAGE_BYTES, type ImageTaskApiClient } from "./image-task-api-client.js";
+import { MAX_IMAGE_BYTES, type ImageTaskApiClient } from "./client/image-task-api-client.js";
 import { registerCancelImageTaskTool } from "./tools/cancel-image-task-tool.js";
 import { registerCheckImageTaskTool } from "./tools/check-image-task-tool.js";
 import { registerGenerateImageTool } from "./tools/generate-image-tool.js";

@@ -3,11 +3,11 @@ import { ServiceError } from "../errors/service-error.js";
 import { parseBody } from "../http/parse-body.js";
 import { errorResponse } from "../http/send-error.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
-import { runEventStream } from "../tasks/events/task-event-stream.js";
+import { runEventStream } from "../tasks/http/task-event-stream.js";
 import { presentTask, type PresentDeps } from "../tasks/view/present-task.js";
-import { isFinished, type TaskRecord } from "../tasks/task-record.js";
+import { isFinished, type TaskRecord } from "../tasks/core/task-record.js";
 import { MAX_WAIT_SEC } from "../tasks/http/task-query.js";
-import { submitTaskSchema } from "../tasks/task-schemas.js";
+import { submitTaskSchema } from "../tasks/service/task-schemas.js";
 import {
   apiError,
   type DownloadedImage,
@@ -15,8 +15,8 @@ import {
   type ImageTaskApiClient,
   type ImageTaskSnapshot,
   type WatchTaskOptions,
-} from "./image-task-api-client.js";
-import { ImageTaskApiError } from "./image-task-api-error.js";
+} from "./client/image-task-api-client.js";
+import { ImageTaskApiError } from "./client/image-task-api-error.js";
 
 /** What {@link createInProcessTaskApiClient} needs. */
 export interface InProcessTaskApiClientOptions {

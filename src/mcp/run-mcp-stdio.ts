@@ -3,8 +3,8 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { pino, type Logger } from "pino";
 import type { McpConfig } from "../config/mcp-config.js";
 import { createMcpServer } from "./create-mcp-server.js";
-import { createImageFileSink } from "./image-file-sink.js";
-import { createImageTaskApiClient } from "./image-task-api-client.js";
+import { createImageFileSink } from "./sink/image-file-sink.js";
+import { createImageTaskApiClient } from "./client/image-task-api-client.js";
 
 /** Test seams; the CLI passes none. */
 export interface RunMcpStdioOptions {

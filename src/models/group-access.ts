@@ -1,5 +1,5 @@
 import type { Config } from "../config/config-schema.js";
-import { compileModelPatterns } from "./model-pattern.js";
+import { compileModelPatterns } from "../channels/model-pattern.js";
 
 /** Which models each configured group may see and use (see `ModelAccess` for principals). */
 export interface GroupAccess {

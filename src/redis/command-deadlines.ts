@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { RedisClient } from "./open-redis-client.js";
+import type { RedisClient } from "./redis-client.js";
 
 /**
  * Ends a client's current connection on demand, any number of times. It is

@@ -1,10 +1,11 @@
-import { createClient, type RedisClientType } from "@keyv/redis";
+import { createClient } from "@keyv/redis";
+import type { RedisClient } from "./redis-client.js";
 import type { Logger } from "pino";
 import { redactUrl } from "../logging/redact-url.js";
 import { ConnectionCutter, watchCommandDeadlines } from "./command-deadlines.js";
 
 /** The one Redis client library of the service (node-redis), shared by store, queue and events. */
-export type RedisClient = RedisClientType;
+export type { RedisClient } from "./redis-client.js";
 
 /** Options of {@link openRedisClient}. */
 export interface OpenRedisOptions {

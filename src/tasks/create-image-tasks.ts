@@ -2,21 +2,29 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
+import { storageUnavailable } from "../errors/storage-unavailable.js";
+import { available } from "../errors/store-unavailable.js";
 import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-signer.js";
 import type { ImageStore } from "../images/image-store.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
-import { createTaskParts } from "./create-task-parts.js";
-import type { TaskEventStreams } from "./events/task-event-streams.js";
-import type { TaskFeed } from "./events/task-feed.js";
+import {
+  createWebhookDeliverer,
+  type WebhookDeliverer,
+} from "../webhooks/create-webhook-deliverer.js";
+import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
 import { createImageReads, type ImageReads } from "./images/image-reads.js";
-import { storageUnavailable } from "../errors/storage-unavailable.js";
+import { createTaskImages, type TaskImages } from "./images/task-images.js";
 import type { TaskBackend } from "./open-task-backend.js";
-import { available } from "../errors/store-unavailable.js";
-import type { TaskService } from "./service/task-service.js";
-import { startImageTasks, stopImageTasks } from "./task-lifecycle.js";
+import { createTaskRunner, type TaskRunner } from "./run/task-runner.js";
+import { createTaskFinisher } from "./service/task-finisher.js";
+import { createTaskService, type TaskService } from "./service/task-service.js";
+import { createTaskWaiters, type TaskWaiters } from "./service/task-waiters.js";
+import { TaskMaintenance } from "./task-maintenance.js";
+import { createTaskWebhooks, type TaskWebhooks } from "./webhooks/task-webhooks.js";
+import { announceWebhooksOnFinish } from "./webhooks/webhook-announcer.js";
 
-/** Dependencies of {@link createImageTasks}. */
+/** Dependencies of {@link createImageTasks}: every part it builds on, opened by the caller. */
 export interface ImageTasksDeps {
   config: Config;
   access: ModelAccess;
@@ -27,7 +35,7 @@ export interface ImageTasksDeps {
   /** Where image bytes live (see `openImageStore`); opened and closed by the caller. */
   imageStore: ImageStore;
   /**
-   * The task store, queue and bus `store.url` names (see `openTaskBackend`):
+   * The task store, queue and bus the deployment names (see `openTaskBackend`):
    * opened by the caller, which closes it when this rejects; once built,
    * {@link ImageTasks.stop} closes it, after the last request and task.
    */
@@ -38,18 +46,17 @@ export interface ImageTasksDeps {
 
 /** The async image-task feature, as the rest of the service sees it. */
 export interface ImageTasks {
-  /** Submit, read, cancel. */
+  /** Submit, read, list, wait, cancel. */
   service: TaskService;
   /** Signs and checks the URLs of `url` images (the secret is shared by every replica). */
   signer: ImageUrlSigner;
   /** Every task's events as this process hears them (from any replica), by task id. */
   feed: TaskFeed;
-  /** Task event streams (`GET .../events`, submissions with `Accept: text/event-stream`). */
-  eventStreams: TaskEventStreams;
+  /** Tasks' images as the routes read them: links, bytes, files. */
   images: ImageReads;
   /**
-   * Rejects when the task store (503 `store_unavailable`) or the image store
-   * (503 `storage_unavailable`) cannot be reached (`/readyz`).
+   * Rejects when the task store (`store_unavailable`) or the image store
+   * (`storage_unavailable`) cannot be reached (`/readyz`).
    */
   ping(): Promise<void>;
   /** Picks up what earlier processes left, starts running tasks and the periodic maintenance. */
@@ -58,37 +65,131 @@ export interface ImageTasks {
    * Stops taking submissions and tasks, and answers waiting requests at once;
    * running tasks and webhook attempts get `graceMs`, then are handed back
    * (persistent store: to another replica or the next start) or fail
-   * `interrupted` (memory store). Then closes the store, once `drained` (the
+   * `interrupted` (memory store). Then closes the backend, once `drained` (the
    * HTTP server's last requests) has settled too.
    */
   stop(graceMs: number, drained?: Promise<unknown>): Promise<void>;
 }
 
+/** The parts of the feature, built once; nothing in them is filled in later. */
+interface TaskParts {
+  images: TaskImages;
+  feed: TaskFeed;
+  waiters: TaskWaiters;
+  runner: TaskRunner;
+  service: TaskService;
+  deliverer: WebhookDeliverer;
+  webhooks: TaskWebhooks;
+  maintenance: TaskMaintenance;
+  /** Ends this process's webhook announcements (see `announceWebhooksOnFinish`). */
+  stopAnnouncing: () => void;
+}
+
 /**
- * Builds the task feature on its opened backend: runner, finisher, service,
- * waiting requests, event streams, webhook deliveries and maintenance,
- * behind one entry (the parts in `create-task-parts.ts`, start and stop in
- * `task-lifecycle.ts`). Nothing runs until {@link ImageTasks.start}.
+ * Builds the task feature on its opened backend and image store: task
+ * images, the feed of events and waiting requests, the finisher every end
+ * goes through, the runner, the service, webhook deliveries and the periodic
+ * maintenance. Nothing runs until {@link ImageTasks.start}.
  */
 export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks> {
   const { backend, imageStore } = deps;
   const signer = createImageUrlSigner(await signingSecret(deps.config, backend));
-  const parts = createTaskParts(deps, backend, signer);
-  const { store } = backend;
+  const parts = createParts(deps, signer);
   return {
     service: parts.service,
     signer,
     feed: parts.feed,
-    eventStreams: parts.eventStreams,
-    images: createImageReads(store, parts.images),
+    images: createImageReads(backend.store, parts.images),
     async ping() {
-      await available(() => store.ping());
+      await available(() => backend.store.ping());
       await imageStore.ping().catch((err: unknown) => {
         throw storageUnavailable(err);
       });
     },
-    start: () => startImageTasks(parts),
-    stop: (graceMs, drained) => stopImageTasks(parts, graceMs, drained),
+    start: () => start(backend, parts),
+    stop: (graceMs, drained) => stop(backend, parts, graceMs, drained),
+  };
+}
+
+/** {@link ImageTasks.start}: unfinished tasks adopted, queues started, maintenance begun. */
+async function start(backend: TaskBackend, parts: TaskParts): Promise<void> {
+  await parts.maintenance.adoptUnfinished();
+  await backend.queue.start(parts.runner.run);
+  await backend.webhooks.start((delivery, attempt, options) =>
+    parts.deliverer.attempt(delivery, attempt, options),
+  );
+  await parts.maintenance.start();
+}
+
+/** {@link ImageTasks.stop}. */
+async function stop(
+  backend: TaskBackend,
+  parts: TaskParts,
+  graceMs: number,
+  drained: Promise<unknown> | undefined,
+): Promise<void> {
+  // Waiting requests answer now, with the task as it is: a stop never waits for them.
+  parts.service.stopAccepting();
+  parts.maintenance.stop();
+  await Promise.all([backend.queue.stop(graceMs), backend.webhooks.stop(graceMs)]);
+  await parts.runner.close();
+  await parts.deliverer.close();
+  parts.waiters.close();
+  parts.stopAnnouncing();
+  await drained;
+  parts.feed.close();
+  await backend.close();
+}
+
+/** The parts on the backend, each given what it uses. */
+function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
+  const { config, metrics, backend, access, sealer } = deps;
+  const logger = deps.logger.child({ component: "tasks" });
+  const now = deps.now ?? Date.now;
+  const limits = config.imageTasks;
+  const { store, queue, events } = backend;
+  const images = createTaskImages({
+    imageStore: deps.imageStore,
+    taskStore: store,
+    signer,
+    config: config.images,
+    logger,
+    now,
+    runLimitSec: limits.timeoutSec + limits.retentionSec,
+  });
+  const feed = createTaskFeed(events);
+  const waiters = createTaskWaiters(feed);
+  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, images, now });
+  const runner = createTaskRunner({
+    ...{ store, images, access, sealer, finisher },
+    ...{ metrics, logger, limits, now },
+  });
+  const service = createTaskService({
+    ...{ config, store, images, queue, finisher, access, sealer },
+    ...{ metrics, logger, waiters, now },
+  });
+  const webhooks = createTaskWebhooks({ store, queue: backend.webhooks, images, logger, now });
+  const deliverer = createWebhookDeliverer({
+    config: config.webhooks,
+    metrics,
+    logger: deps.logger.child({ component: "webhooks" }),
+  });
+  const maintenance = new TaskMaintenance({
+    ...{ store, queue, imageStore: deps.imageStore, webhooks, metrics, logger, now },
+    retentionSec: limits.retentionSec,
+    shared: config.deployment.shared,
+  });
+  const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
+  return {
+    images,
+    feed,
+    waiters,
+    runner,
+    service,
+    deliverer,
+    webhooks,
+    maintenance,
+    stopAnnouncing,
   };
 }
 

@@ -8,15 +8,12 @@ import { createInProcessWebhookQueue } from "../webhooks/in-process-webhook-queu
 import type { WebhookQueue } from "../webhooks/webhook-queue.js";
 import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
-import type { TaskQueue } from "./queue/task-queue.js";
+import type { TaskQueue } from "./core/task-queue.js";
 import { createTaskStore } from "./store/create-task-store.js";
 import { useKeyvCodec } from "./store/keyv-codec.js";
-import type { TaskStore } from "./store/task-store.js";
-import {
-  createLocalTaskEvents,
-  createRedisTaskEvents,
-  type TaskEvents,
-} from "./events/task-events.js";
+import type { TaskStore } from "./core/task-store.js";
+import { createLocalTaskEvents, type TaskEvents } from "./core/task-events.js";
+import { createRedisTaskEvents } from "./events/redis-task-events.js";
 
 /** Where tasks live and how they reach a run: one store, its queue, its bus. */
 export interface TaskBackend {

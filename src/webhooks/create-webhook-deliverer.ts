@@ -15,7 +15,7 @@ import {
 } from "./delivery-policy.js";
 import { signWebhook } from "./sign-webhook.js";
 import type { WebhookDelivery } from "./webhook-delivery.js";
-import { webhookSigningKey } from "./webhook-secret.js";
+import { webhookSigningKey } from "../config/schema/webhook-secret.js";
 
 /** Most of a receiver's answer read (then dropped), so its connection can be reused. */
 const MAX_RESPONSE_BYTES = 16 * 1024;

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createFileImageStore } from "../../src/images/file-image-store.js";
 import { PendingImage, type TaskView } from "../../src/tasks/view/present-task.js";
-import { sendTaskView } from "../../src/tasks/view/send-task-view.js";
+import { sendTaskView } from "../../src/tasks/http/send-task-view.js";
 import { STORES } from "../tasks/store-places.js";
 import { call, cancelTask, getTask, submitOk, useApp, waitForStatus } from "../tasks/task-api.js";
 import { imagesAnswer, noisePng } from "./noise-png.js";

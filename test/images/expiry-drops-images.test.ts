@@ -7,8 +7,8 @@ import { pino } from "pino";
 import { createKeyvTaskStore } from "../../src/tasks/store/keyv-task-store.js";
 import { openSqliteTaskStore } from "../../src/tasks/store/open-sqlite-task-store.js";
 import { createRedisTaskStore } from "../../src/tasks/store/redis-task-store.js";
-import type { TaskStore } from "../../src/tasks/store/task-store.js";
-import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
+import type { TaskStore } from "../../src/tasks/core/task-store.js";
+import { newTaskId, type TaskRecord } from "../../src/tasks/core/task-record.js";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
 import {
   getTask,

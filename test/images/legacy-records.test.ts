@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createStaticKeyLookup } from "../../src/auth/static-keys.js";
 import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
-import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
+import { newTaskId, type TaskRecord } from "../../src/tasks/core/task-record.js";
 import { deleteKeys, uniquePrefix } from "../support/redis.js";
 import { TEST_KEYS, testConfig, type TestAppOptions } from "../support/start-test-app.js";
 import { getTask, useApp, useTempDir } from "../tasks/task-api.js";

@@ -7,8 +7,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { createMcpServer } from "../../src/mcp/create-mcp-server.js";
-import { createImageFileSink } from "../../src/mcp/image-file-sink.js";
-import { createImageTaskApiClient } from "../../src/mcp/image-task-api-client.js";
+import { createImageFileSink } from "../../src/mcp/sink/image-file-sink.js";
+import { createImageTaskApiClient } from "../../src/mcp/client/image-task-api-client.js";
 import { connectInMemory } from "./connect-in-memory.js";
 import { TINY_PNG, startFakeImageTaskApi, type FakeImageTaskApi } from "./fake-image-task-api.js";
 

@@ -2,7 +2,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createImageFileSink, type ImageSource } from "../../src/mcp/image-file-sink.js";
+import { createImageFileSink, type ImageSource } from "../../src/mcp/sink/image-file-sink.js";
 import { TINY_PNG } from "./fake-image-task-api.js";
 
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46]);

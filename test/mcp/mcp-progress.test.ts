@@ -6,8 +6,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { createMcpServer } from "../../src/mcp/create-mcp-server.js";
-import { createImageFileSink } from "../../src/mcp/image-file-sink.js";
-import { createImageTaskApiClient } from "../../src/mcp/image-task-api-client.js";
+import { createImageFileSink } from "../../src/mcp/sink/image-file-sink.js";
+import { createImageTaskApiClient } from "../../src/mcp/client/image-task-api-client.js";
 import { startTestApp, type TestApp } from "../support/start-test-app.js";
 import { flatPng, scriptImageStream } from "../tasks/scripted-image-stream.js";
 import { connectInMemory } from "./connect-in-memory.js";

@@ -5,8 +5,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createMcpServer } from "../../src/mcp/create-mcp-server.js";
-import { createImageFileSink } from "../../src/mcp/image-file-sink.js";
-import { createImageTaskApiClient } from "../../src/mcp/image-task-api-client.js";
+import { createImageFileSink } from "../../src/mcp/sink/image-file-sink.js";
+import { createImageTaskApiClient } from "../../src/mcp/client/image-task-api-client.js";
 import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
 import { connectInMemory } from "./connect-in-memory.js";
 

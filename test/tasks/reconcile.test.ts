@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
-import { newTaskId, type TaskRecord } from "../../src/tasks/task-record.js";
+import { newTaskId, type TaskRecord } from "../../src/tasks/core/task-record.js";
 import { TEST_KEYS, startTestApp, testConfig } from "../support/start-test-app.js";
 import { call, useTempDir, waitForStatus } from "./task-api.js";
 

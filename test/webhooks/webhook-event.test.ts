@@ -8,7 +8,7 @@ import {
   EVENT_ID_PATTERN,
   newEventId,
 } from "../../src/webhooks/webhook-event.js";
-import { webhookSigningKey } from "../../src/webhooks/webhook-secret.js";
+import { webhookSigningKey } from "../../src/config/schema/webhook-secret.js";
 
 const completed = {
   id: "task_BBBBBBBBBBBBBBBBBBBBBB",

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { webhookSecretProblem } from "../../webhooks/webhook-secret.js";
+import { webhookSecretProblem } from "./webhook-secret.js";
 import { fromText, positiveInt } from "./field-types.js";
 
 /** Signed webhook deliveries when a task finishes (`webhook_url` on a submission). */

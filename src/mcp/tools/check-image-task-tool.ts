@@ -6,11 +6,11 @@ import type {
   ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { ImageTaskApiError } from "../image-task-api-error.js";
-import type { ImageTask } from "../image-task-api-client.js";
-import { createProgressNotifier, describeTaskEvent } from "../progress-notifier.js";
-import { TASK_ID_PATTERN } from "../task-id.js";
-import { isFinished, waitForTask } from "../wait-for-task.js";
+import { ImageTaskApiError } from "../client/image-task-api-error.js";
+import type { ImageTask } from "../client/image-task-api-client.js";
+import { createProgressNotifier, describeTaskEvent } from "../client/progress-notifier.js";
+import { TASK_ID_PATTERN } from "../client/task-id.js";
+import { isFinished, waitForTask } from "../client/wait-for-task.js";
 import { deliverFiles, deliverLinks, filesResult, linkRebase } from "./deliver-task-images.js";
 import type { ImageToolDeps } from "./image-tool-deps.js";
 import { failedResult, summarize } from "./task-summary.js";

@@ -1,8 +1,8 @@
 import type { CallToolResult, ContentBlock } from "@modelcontextprotocol/sdk/types.js";
-import { imageTypeFromPath } from "../../files/image-type.js";
-import type { ImageFileSink, ImageSource, SavedImage } from "../image-file-sink.js";
-import { ImageTaskApiError } from "../image-task-api-error.js";
-import { formatBytes, type ImageTask } from "../image-task-api-client.js";
+import { imageTypeFromPath } from "../../images/image-type.js";
+import type { ImageFileSink, ImageSource, SavedImage } from "../sink/image-file-sink.js";
+import { ImageTaskApiError } from "../client/image-task-api-error.js";
+import { formatBytes, type ImageTask } from "../client/image-task-api-client.js";
 import type { ImageToolDeps } from "./image-tool-deps.js";
 import type { TaskSummary } from "./task-summary.js";
 import { toolError } from "./tool-result.js";

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { ImageFileSink } from "../image-file-sink.js";
-import type { ImageTaskApiClient } from "../image-task-api-client.js";
+import type { ImageFileSink } from "../sink/image-file-sink.js";
+import type { ImageTaskApiClient } from "../client/image-task-api-client.js";
 
 /**
  * How finished images reach the user: saved into a local directory (stdio, the MCP client runs

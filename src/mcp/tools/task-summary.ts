@@ -1,5 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { ImageTask } from "../image-task-api-client.js";
+import type { ImageTask } from "../client/image-task-api-client.js";
 import { toolError } from "./tool-result.js";
 
 /** What `check_image_task` says of a task besides its images (its structured content). */

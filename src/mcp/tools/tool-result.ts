@@ -1,6 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { ImageTaskApiError } from "../image-task-api-error.js";
-import { ImageFileSinkError } from "../image-file-sink-error.js";
+import { ImageTaskApiError } from "../client/image-task-api-error.js";
+import { ImageFileSinkError } from "../sink/image-file-sink-error.js";
 
 /**
  * A failed tool call as MCP wants it (`isError: true`), so that the model reads the reason and

@@ -1,4 +1,4 @@
-import type { Listening, TaskEvent, TaskEvents } from "./task-events.js";
+import type { Listening, TaskEvent, TaskEvents } from "../core/task-events.js";
 
 /** What a follower of one task hears. */
 export type FeedSignal =

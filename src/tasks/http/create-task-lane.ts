@@ -1,118 +1,126 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
-import type { Request } from "express";
 import type { Logger } from "pino";
 import { authenticateHeader, type Authenticate } from "../../auth/create-authenticator.js";
+import { ServiceError } from "../../errors/service-error.js";
+import { publicBaseUrl, type PublicOrigin } from "../../http/public-base-url.js";
 import { sendError } from "../../http/send-error.js";
-import { readJsonBody, type JsonBodyOptions } from "../../http/json-body.js";
-import { parseBody } from "../../http/parse-body.js";
-import { publicBaseUrl } from "../../http/public-base-url.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { observeHttpRequest } from "../../metrics/create-metrics-router.js";
-import type { ImageTasks } from "../create-image-tasks.js";
-import { submitAndWatch, wantsEventStream } from "../events/submit-and-watch.js";
-import { createTaskAnswers } from "./task-answers.js";
-import { submitTaskSchema } from "../task-schemas.js";
+import type { TaskFeed } from "../events/task-feed.js";
+import type { ImageReads } from "../images/image-reads.js";
+import type { TaskService } from "../service/task-service.js";
+import { presentTask } from "../view/present-task.js";
+import { TaskAnswers, type TaskBodyLimits, type TaskRequest } from "./task-answers.js";
+import { createTaskEventStreams } from "./task-event-streams.js";
+import { matchTaskRoute, type TaskRouteName } from "./task-routes.js";
+
+/** What of the task feature the routes use. */
+export interface TaskApi {
+  service: TaskService;
+  images: ImageReads;
+  /** Every task's events this process hears, for event streams. */
+  feed: TaskFeed;
+}
 
 /** Dependencies of {@link createTaskLane}. */
 export interface TaskLaneDeps {
   authenticate: Authenticate;
-  tasks: ImageTasks;
+  tasks: TaskApi;
+  limits: TaskBodyLimits;
+  /** `imageTasks.pollIntervalSec`. */
   pollIntervalSec: number;
-  /** The limits of a submission's JSON body, as the router's `jsonBody` has them. */
-  jsonBody: JsonBodyOptions;
+  /** A comment line this often keeps idle event streams open (`imageTasks.eventsKeepAliveSec`). */
+  eventsKeepAliveMs: number;
+  /** Where the origin of image URLs and `Location` comes from. */
+  origin: PublicOrigin;
   metrics: Metrics;
   logger: Logger;
-  /** `server.publicBaseUrl`: when set, the origin of image URLs and `Location`. */
-  publicBaseUrl?: string;
-  /**
-   * The prototype Express gives its requests (`app.request`): the origin of
-   * image URLs is then read by the very code the router uses (`trust proxy`,
-   * `X-Forwarded-*`, the Host checks).
-   */
-  expressRequest: object;
 }
 
-/** Route templates as the router reports them, kept alike in metrics. */
-const POLL_TEMPLATE = "/v1/images/tasks/:taskId";
-const SUBMIT_TEMPLATE = "/v1/images/tasks";
-const POLL_PATH = /^\/v1\/images\/tasks\/([A-Za-z0-9_-]+)$/;
-const EVENTS_TEMPLATE = "/v1/images/tasks/:taskId/events";
-const EVENTS_PATH = /^\/v1\/images\/tasks\/([A-Za-z0-9_-]+)\/events$/;
+/** The route names' handlers. */
+const HANDLERS: Record<TaskRouteName, (answers: TaskAnswers, r: TaskRequest) => Promise<void>> = {
+  submit: (answers, r) => answers.submit(r),
+  submit_edit: (answers, r) => answers.submitEdit(r),
+  list: (answers, r) => answers.list(r),
+  get: (answers, r) => answers.get(r),
+  events: (answers, r) => answers.events(r),
+  cancel: (answers, r) => answers.cancel(r),
+};
 
 /**
- * The task API's frequent and long-lived requests beside Express, as the
- * proxy lane serves the passthrough: `GET /v1/images/tasks/{id}` (with
- * `?wait=N`), `GET /v1/images/tasks/{id}/events` and `POST /v1/images/tasks`. Express's per-request work (prototype swaps, the
- * router's walk over every layer) cost a poll more than the rest of it. Same
- * steps as the router's routes (metrics, bearer auth before the body is read,
- * the same body limits and schema) and the same code answering (see
- * `task-answers.ts`); every failure goes through {@link sendError}.
+ * Serves every route of the task API (`TASK_ROUTES`), beside Express as the
+ * proxy lane serves the passthrough: Express's per-request work (prototype
+ * swaps, the router's walk over every layer) cost a poll more than the rest
+ * of it, and event streams would hold Express's objects for minutes. Each
+ * request: metrics by route template, bearer auth before any byte of the body
+ * is read, then the route's answer; every failure goes through
+ * {@link sendError}.
  *
- * Returns false for anything else, which then goes to Express: other routes,
- * `HEAD`, and paths only Express's matching reads alike (escapes, other
- * casing, a trailing `/`), answered there by the same code.
+ * Returns false for anything else (other paths and methods), which Express
+ * then answers (404 `not_found` behind auth).
  */
 export function createTaskLane(
   deps: TaskLaneDeps,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { logger } = deps;
-  const answers = createTaskAnswers({ tasks: deps.tasks, pollIntervalSec: deps.pollIntervalSec });
-  const baseUrlOf = (req: IncomingMessage) => (): string => {
-    if (deps.publicBaseUrl) return publicBaseUrl(req as Request, deps.publicBaseUrl);
-    const view = Object.create(deps.expressRequest, {
-      headers: { value: req.headers },
-      rawHeaders: { value: req.rawHeaders },
-      socket: { value: req.socket },
-    }) as Request;
-    return publicBaseUrl(view, undefined);
-  };
+  const { tasks, logger } = deps;
+  const eventStreams = createTaskEventStreams({
+    feed: tasks.feed,
+    read: tasks.service.get,
+    present: (record, baseUrl) =>
+      presentTask(record, { images: tasks.images, baseUrl, data: "full" }),
+    keepAliveMs: deps.eventsKeepAliveMs,
+    metrics: deps.metrics,
+    logger,
+  });
+  const answers = new TaskAnswers({
+    service: tasks.service,
+    images: tasks.images,
+    eventStreams,
+    limits: deps.limits,
+    pollIntervalSec: deps.pollIntervalSec,
+  });
 
-  async function poll(req: IncomingMessage, res: ServerResponse, id: string, query: string) {
+  async function serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    name: TaskRouteName,
+    rawTaskId: string | undefined,
+    query: string,
+  ): Promise<void> {
     const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
-    // Express's default ("simple") query parser is node:querystring: the same values here.
-    await answers.poll(res, principal, id, query === "" ? {} : parseQuery(query), baseUrlOf(req));
-  }
-
-  /** An event stream lives for minutes: Express's objects would be held with it, per stream. */
-  async function events(req: IncomingMessage, res: ServerResponse, id: string) {
-    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
-    await deps.tasks.eventStreams.watch(req, res, principal, id, baseUrlOf(req)());
-  }
-
-  async function submit(req: IncomingMessage, res: ServerResponse) {
-    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
-    const parsed = await readJsonBody(req, deps.jsonBody);
-    const request = parseBody(submitTaskSchema, parsed?.value);
-    if (wantsEventStream(req)) {
-      await submitAndWatch(deps.tasks, req, res, principal, { request }, baseUrlOf(req)());
-      return;
-    }
-    await answers.submission(req, res, principal, { request }, baseUrlOf(req));
+    await HANDLERS[name](answers, {
+      req,
+      res,
+      principal,
+      taskId: rawTaskId === undefined ? "" : decodeSegment(rawTaskId),
+      // The query as Express's default ("simple") parser reads it: node:querystring.
+      query: query === "" ? {} : parseQuery(query),
+      baseUrlOf: () => publicBaseUrl(req, deps.origin),
+    });
   }
 
   return (req, res) => {
     const { url, method } = req;
-    if (!url?.startsWith("/v1/images/tasks")) return false;
+    // Cheap for every other request: the task routes all start so.
+    if (!url || !method || url.slice(0, 11).toLowerCase() !== "/v1/images/") return false;
     const mark = url.indexOf("?");
-    const path = mark === -1 ? url : url.slice(0, mark);
-    const fail = (err: unknown) => sendError(req, res, err, logger);
-    if (method === "POST" && path === SUBMIT_TEMPLATE) {
-      observeHttpRequest(deps.metrics, req, res, () => SUBMIT_TEMPLATE);
-      submit(req, res).catch(fail);
-      return true;
-    }
-    if (method !== "GET") return false;
-    const stream = EVENTS_PATH.exec(path);
-    if (stream) {
-      observeHttpRequest(deps.metrics, req, res, () => EVENTS_TEMPLATE);
-      events(req, res, stream[1] as string).catch(fail);
-      return true;
-    }
-    const match = POLL_PATH.exec(path);
+    const match = matchTaskRoute(method, mark === -1 ? url : url.slice(0, mark));
     if (!match) return false;
-    observeHttpRequest(deps.metrics, req, res, () => POLL_TEMPLATE);
-    poll(req, res, match[1] as string, mark === -1 ? "" : url.slice(mark + 1)).catch(fail);
+    observeHttpRequest(deps.metrics, req, res, () => match.route.template);
+    const query = mark === -1 ? "" : url.slice(mark + 1);
+    serve(req, res, match.route.name, match.rawTaskId, query).catch((err: unknown) =>
+      sendError(req, res, err, logger),
+    );
     return true;
   };
+}
+
+/** A path segment, percent-decoded; a broken escape is the client's error. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ServiceError("invalid_value", "The request could not be read.");
+  }
 }

@@ -1,9 +1,9 @@
-import { sniffImageType } from "../../files/image-type.js";
+import { sniffImageType } from "../../images/image-type.js";
 import { ServiceError } from "../../errors/service-error.js";
 import { parseBody, requireJsonObject } from "../../http/parse-body.js";
 import type { MultipartForm } from "./read-multipart-form.js";
-import type { TaskInput } from "../task-record.js";
-import { submitEditSchema } from "../task-schemas.js";
+import type { TaskInput } from "../core/task-record.js";
+import { submitEditSchema } from "../service/task-schemas.js";
 import type { EditInput, Submission } from "../service/task-service.js";
 
 /** Images one edit may take (OpenAI's own limit for gpt-image models), besides the mask. */

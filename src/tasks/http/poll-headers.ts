@@ -1,4 +1,4 @@
-import { isFinished, type TaskRecord } from "../task-record.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
 
 /**
  * The headers of every answer that shows a task: never cached, and while it

@@ -1,5 +1,5 @@
 import { ServiceError } from "../../errors/service-error.js";
-import { TASK_ID_PATTERN, type TaskStatus } from "../task-record.js";
+import { TASK_ID_PATTERN, type TaskStatus } from "../core/task-record.js";
 import type { ListQuery } from "../service/task-service.js";
 
 /** The longest wait a request may ask for, in seconds (`?wait=` and `Prefer: wait=`). */

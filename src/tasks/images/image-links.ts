@@ -1,8 +1,8 @@
 import type { ImagesConfig } from "../../config/schema/images-schema.js";
-import { extensionOf } from "../../files/image-type.js";
-import type { TaskImage, TaskRecord } from "../task-record.js";
+import { extensionOf } from "../../images/image-type.js";
+import type { TaskImage, TaskRecord } from "../core/task-record.js";
 import { storage } from "../../errors/storage-unavailable.js";
-import type { TaskImagesState } from "./task-images.js";
+import type { TaskImagesState } from "./task-images-deps.js";
 
 /** SigV4's longest presigned link: 7 days. */
 const PRESIGN_MAX_SEC = 7 * 24 * 3600;

@@ -1,20 +1,19 @@
 import type { FileSource } from "../../files/create-files-router.js";
-import { extensionOf } from "../../files/image-type.js";
-import type { PresentDeps } from "../view/present-task.js";
+import { extensionOf } from "../../images/image-type.js";
 import { available } from "../../errors/store-unavailable.js";
-import type { TaskStore } from "../store/task-store.js";
+import type { TaskStore } from "../core/task-store.js";
 import type { TaskImages } from "./task-images.js";
 
 /** A task's images as the HTTP routes and MCP read them. */
 export interface ImageReads extends FileSource {
   /** The `url` of a result image, in the `images.links` mode (or `service`, the service's own). */
-  link: PresentDeps["images"]["link"];
+  link: TaskImages["link"];
   /** A result image's bytes as a stream (`b64_json`), or undefined once gone. */
-  open: PresentDeps["images"]["open"];
+  open: TaskImages["open"];
   /** The `url` of a running task's partial image. */
-  partialLink: PresentDeps["images"]["partialLink"];
+  partialLink: TaskImages["partialLink"];
   /** A partial image's bytes as a stream, or undefined once gone. */
-  openPartial: PresentDeps["images"]["openPartial"];
+  openPartial: TaskImages["openPartial"];
 }
 
 /** {@link ImageReads} over the task store's records and their images. */

@@ -1,33 +1,22 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import type { Logger } from "pino";
 import type { ImagesConfig } from "../../config/schema/images-schema.js";
-import type { ImageUrlSigner } from "../../files/image-url-signer.js";
 import { inputKey, partialKey, resultKey } from "../../images/image-keys.js";
-import type { ImageObject, ImageStore } from "../../images/image-store.js";
-import type { GeneratedImage } from "../run/generate-images.js";
+import type { ImageObject } from "../../images/image-store.js";
+import type { GeneratedImage } from "../core/generated-image.js";
 import { available } from "../../errors/store-unavailable.js";
-import type { TaskStore } from "../store/task-store.js";
-import { imageKeysOf, type TaskImage, type TaskInput, type TaskRecord } from "../task-record.js";
+import {
+  imageKeysOf,
+  type TaskImage,
+  type TaskInput,
+  type TaskRecord,
+} from "../core/task-record.js";
 import { partialLink, partialsUntil, resultLink } from "./image-links.js";
+import type { TaskImagesDeps, TaskImagesState } from "./task-images-deps.js";
+
+export type { TaskImagesDeps } from "./task-images-deps.js";
 import { storage } from "../../errors/storage-unavailable.js";
 import { readWhole } from "../../images/read-whole.js";
-
-/** Dependencies of {@link createTaskImages}. */
-export interface TaskImagesDeps {
-  imageStore: ImageStore;
-  /** Reads the bytes of records written before the image store (legacy). */
-  taskStore: Pick<TaskStore, "getImage" | "getInput">;
-  signer: ImageUrlSigner;
-  config: Pick<ImagesConfig, "links" | "publicBaseUrl">;
-  logger: Logger;
-  now: () => number;
-  /**
-   * The longest from a task's start to its expiry (`timeoutSec` +
-   * `retentionSec`): how long a running task's partial image links last.
-   */
-  runLimitSec: number;
-}
 
 /** The images of tasks: where they are written, read, linked to and deleted. */
 export interface TaskImages {
@@ -104,9 +93,6 @@ export interface TaskImages {
    */
   deleteInputs(inputs: readonly TaskInput[]): Promise<void>;
 }
-
-/** What every step on a task's images reads: the stores, the signer, the clock. */
-export type TaskImagesState = Omit<TaskImagesDeps, "logger">;
 
 /**
  * A task's images in the image store: results under the day the task

@@ -4,7 +4,7 @@ import type { RedisClient } from "../../redis/open-redis-client.js";
 import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import { redisScript } from "../../redis/redis-script.js";
-import type { TaskEvents } from "../events/task-events.js";
+import type { TaskEvents } from "../core/task-events.js";
 import type {
   Admission,
   AdmissionLimits,
@@ -12,7 +12,7 @@ import type {
   QueueEntry,
   TaskHandler,
   TaskQueue,
-} from "./task-queue.js";
+} from "../core/task-queue.js";
 
 /** The BullMQ queue of image tasks (a deployment's keys start with its prefix). */
 const QUEUE_NAME = "image-tasks";

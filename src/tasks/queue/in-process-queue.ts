@@ -5,7 +5,7 @@ import type {
   QueueEntry,
   TaskHandler,
   TaskQueue,
-} from "./task-queue.js";
+} from "../core/task-queue.js";
 
 /** Options of {@link createInProcessQueue}. */
 export interface InProcessQueueOptions {

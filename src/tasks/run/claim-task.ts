@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
 import type { Metrics } from "../../metrics/create-metrics.js";
-import type { TaskStore } from "../store/task-store.js";
+import type { TaskStore } from "../core/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
-import type { TaskRecord } from "../task-record.js";
+import type { TaskRecord } from "../core/task-record.js";
 import { interrupted } from "./run-failure.js";
 
 /** What {@link claimTask} writes with. */

@@ -1,19 +1,14 @@
 import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
 import type { Channel } from "../../channels/channel.js";
 import type { KeyScrubber } from "../../channels/key-scrubber.js";
-import { sniffImageType } from "../../files/image-type.js";
+import { sniffImageType } from "../../images/image-type.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../../net/address-policy.js";
 import { createGuardedAgent } from "../../net/create-guarded-agent.js";
 import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
-import { TaskFailure } from "../task-failure.js";
+import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
 
-/** One generated image, decoded. */
-export interface GeneratedImage {
-  bytes: Buffer;
-  mime: string;
-  revised_prompt?: string;
-}
+import type { GeneratedImage } from "../core/generated-image.js";
 
 /** Where an answer came from, for {@link decodeGeneration}. */
 export interface GenerationSource {

@@ -3,13 +3,12 @@ import type { ChannelAnswer } from "../../channels/channel-answer.js";
 import type { ChannelClient, ChannelRequest } from "../../channels/channel-client.js";
 import { ChannelError } from "../../channels/channel-error.js";
 import type { KeyScrubber } from "../../channels/key-scrubber.js";
-import { extensionOf } from "../../files/image-type.js";
-import { decodeGeneration, type GeneratedImage } from "./decode-generation.js";
+import { extensionOf } from "../../images/image-type.js";
+import type { GeneratedImage } from "../core/generated-image.js";
+import { decodeGeneration } from "./decode-generation.js";
 import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";
-import { TaskFailure } from "../task-failure.js";
+import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
-
-export type { GeneratedImage } from "./decode-generation.js";
 
 /** An input image of an edit, as it goes to the channel. */
 export interface EditFile {

@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { StreamedImage } from "./read-image-stream.js";
-import type { TaskStore } from "../store/task-store.js";
+import type { TaskStore } from "../core/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
-import type { TaskImage, TaskRecord } from "../task-record.js";
+import type { TaskImage, TaskRecord } from "../core/task-record.js";
 import { untilAborted } from "./until-aborted.js";
 
 /** What {@link keepPartials} works with. */

@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
-import type { GeneratedImage } from "./generate-images.js";
+import type { GeneratedImage } from "../core/generated-image.js";
 import { settleRunFailure, type AbortReason, type RunFailureDeps } from "./run-failure.js";
-import { TaskFailure } from "../task-failure.js";
+import { TaskFailure } from "../core/task-failure.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
-import type { TaskRecord } from "../task-record.js";
+import type { TaskRecord } from "../core/task-record.js";
 import { untilAborted } from "./until-aborted.js";
 
 /** First wait after a failed write, doubled each time up to the last. */

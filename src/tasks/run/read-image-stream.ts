@@ -1,6 +1,6 @@
-import { sniffImageType } from "../../files/image-type.js";
+import { sniffImageType } from "../../images/image-type.js";
 import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
-import { TaskFailure } from "../task-failure.js";
+import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
 
 /** One image a channel's stream carried, decoded and checked. */

@@ -1,8 +1,8 @@
 import type { ChannelAnswer } from "../../channels/channel-answer.js";
 import { ChannelError } from "../../channels/channel-error.js";
-import type { GeneratedImage } from "./decode-generation.js";
+import type { GeneratedImage } from "../core/generated-image.js";
 import { readImageStream, type StreamedImage } from "./read-image-stream.js";
-import { TaskFailure } from "../task-failure.js";
+import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
 
 /** What a streamed run asks of {@link readStreamedAnswer}. */

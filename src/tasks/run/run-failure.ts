@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
-import type { LeaseEnd } from "../queue/task-queue.js";
-import type { TaskStore } from "../store/task-store.js";
-import { TaskFailure } from "../task-failure.js";
+import type { LeaseEnd } from "../core/task-queue.js";
+import type { TaskStore } from "../core/task-store.js";
+import { TaskFailure } from "../core/task-failure.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
-import type { TaskRecord } from "../task-record.js";
+import type { TaskRecord } from "../core/task-record.js";
 
 /** Why a run's upstream call was aborted: its lease ended, or its own timeout. */
 export type AbortReason = LeaseEnd | "timeout";

@@ -1,8 +1,8 @@
 import { CredentialSealError, type CredentialSealer } from "../../auth/credential-sealer.js";
 import type { EditFile } from "./generate-images.js";
 import type { TaskImages } from "../images/task-images.js";
-import { TaskFailure } from "../task-failure.js";
-import type { TaskRecord } from "../task-record.js";
+import { TaskFailure } from "../core/task-failure.js";
+import type { TaskRecord } from "../core/task-record.js";
 
 /**
  * The forward key a task was submitted with, if any. A task whose key cannot

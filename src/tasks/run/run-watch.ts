@@ -1,6 +1,6 @@
-import type { LeaseEnd } from "../queue/task-queue.js";
-import type { TaskStore } from "../store/task-store.js";
-import { isFinished, type TaskRecord } from "../task-record.js";
+import type { LeaseEnd } from "../core/task-queue.js";
+import type { TaskStore } from "../core/task-store.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { AbortReason } from "./run-failure.js";
 
 /** The longest delay a Node timer takes. */

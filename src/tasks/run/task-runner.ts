@@ -7,16 +7,17 @@ import type { ModelAccess } from "../../models/model-access.js";
 import { claimTask } from "./claim-task.js";
 import { keepPartials } from "./keep-partials.js";
 import { keepResult } from "./keep-result.js";
-import { generateImages, type EditFile, type GeneratedImage } from "./generate-images.js";
-import type { TaskLease } from "../queue/task-queue.js";
+import type { GeneratedImage } from "../core/generated-image.js";
+import { generateImages, type EditFile } from "./generate-images.js";
+import type { TaskLease } from "../core/task-queue.js";
 import { settleRunFailure } from "./run-failure.js";
 import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
 import { watchRun } from "./run-watch.js";
-import type { TaskStore } from "../store/task-store.js";
-import { TaskFailure } from "../task-failure.js";
+import type { TaskStore } from "../core/task-store.js";
+import { TaskFailure } from "../core/task-failure.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
-import { isFinished, type TaskRecord } from "../task-record.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
 
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {

@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
-import type { TaskQueue } from "../queue/task-queue.js";
-import type { TaskStore } from "../store/task-store.js";
+import type { TaskQueue } from "../core/task-queue.js";
+import type { TaskStore } from "../core/task-store.js";
 import { available } from "../../errors/store-unavailable.js";
 import type { TaskFinisher } from "./task-finisher.js";
-import { isFinished, type TaskRecord } from "../task-record.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
 
 const CANCELLED = {
   code: "cancelled",

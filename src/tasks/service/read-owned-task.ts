@@ -1,8 +1,8 @@
 import type { Principal } from "../../auth/principal.js";
 import { ServiceError } from "../../errors/service-error.js";
-import type { TaskStore } from "../store/task-store.js";
+import type { TaskStore } from "../core/task-store.js";
 import { available } from "../../errors/store-unavailable.js";
-import { TASK_ID_PATTERN, isFinished, type TaskRecord } from "../task-record.js";
+import { TASK_ID_PATTERN, isFinished, type TaskRecord } from "../core/task-record.js";
 
 /**
  * Reads a task the principal owns. An id of another shape, another key's

@@ -7,23 +7,23 @@ import { ServiceError } from "../../errors/service-error.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { modelNotFound } from "../../models/model-not-found.js";
-import { isTaskModel } from "../../models/model-pattern.js";
+import { isTaskModel } from "../../channels/model-pattern.js";
 import { validateWebhookUrl } from "../../webhooks/validate-webhook-url.js";
 import { keyLimits } from "./key-limits.js";
-import type { QueueEntry, TaskQueue } from "../queue/task-queue.js";
+import type { QueueEntry, TaskQueue } from "../core/task-queue.js";
 import type {
   CreateOptions,
   CreateResult,
   Idempotency,
   IdempotentAnswer,
   TaskStore,
-} from "../store/task-store.js";
+} from "../core/task-store.js";
 import { available } from "../../errors/store-unavailable.js";
-import { newTaskId, type TaskRecord } from "../task-record.js";
+import { newTaskId, type TaskRecord } from "../core/task-record.js";
 import type { TaskImages } from "../images/task-images.js";
-import { toUpstreamBody } from "../task-schemas.js";
+import { toUpstreamBody } from "./task-schemas.js";
 import type { TaskFinisher } from "./task-finisher.js";
-import type { EditInput, SubmitOptions, Submission } from "./task-service.js";
+import type { EditInput, SubmitOptions, Submission } from "./submission.js";
 
 /** What {@link submitTask} works with. */
 export interface SubmitDeps {

@@ -2,10 +2,10 @@ import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { FINISH_REASONS } from "../../metrics/task-metrics.js";
-import type { TaskStore } from "../store/task-store.js";
-import { busRecord, type TaskEvents, type TaskStage } from "../events/task-events.js";
+import type { TaskStore } from "../core/task-store.js";
+import { busRecord, type TaskEvents, type TaskStage } from "../core/task-events.js";
 import type { TaskImages } from "../images/task-images.js";
-import type { TaskError, TaskImage, TaskRecord } from "../task-record.js";
+import type { TaskError, TaskImage, TaskRecord } from "../core/task-record.js";
 
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {

@@ -6,15 +6,17 @@ import { ServiceError } from "../../errors/service-error.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { cancelTask } from "./cancel-task.js";
-import type { TaskQueue } from "../queue/task-queue.js";
+import type { TaskQueue } from "../core/task-queue.js";
 import { readOwnedTask } from "./read-owned-task.js";
-import type { OwnedPage, TaskStore } from "../store/task-store.js";
+import type { OwnedPage, TaskStore } from "../core/task-store.js";
 import { available } from "../../errors/store-unavailable.js";
 import { submitTask, type Submitted } from "./submit-task.js";
 import type { TaskFinisher } from "./task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
-import { isFinished, type TaskInput, type TaskRecord, type TaskStatus } from "../task-record.js";
-import type { SubmitTaskRequest } from "../task-schemas.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
+import type { ListQuery, Submission, SubmitOptions } from "./submission.js";
+
+export type { EditInput, ListQuery, Submission, SubmitOptions } from "./submission.js";
 import type { TaskWaiters } from "./task-waiters.js";
 
 /** Dependencies of {@link createTaskService}. */
@@ -34,35 +36,6 @@ export interface TaskServiceDeps {
   waiters: TaskWaiters;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now: () => number;
-}
-
-/** An edit's input image, checked (PNG, JPEG or WebP), as the route read it. */
-export interface EditInput {
-  field: TaskInput["field"];
-  mime: string;
-  bytes: Buffer;
-}
-
-/** What a submission asks for: a generation, or an edit of `inputs`. */
-export interface Submission {
-  /** The parsed fields (an edit's besides its images). */
-  request: SubmitTaskRequest;
-  /** An edit's images, in the order they go to the channel; absent for a generation. */
-  inputs?: EditInput[];
-}
-
-/** How a submission came. */
-export interface SubmitOptions {
-  idempotencyKey?: string;
-  /** The origin the client reached the service at: the base of image URLs in its webhook event. */
-  baseUrl: string;
-}
-
-/** A page of the task list. */
-export interface ListQuery {
-  limit: number;
-  after?: string;
-  status?: TaskStatus;
 }
 
 /** The task API's operations: submit, read, list, wait, cancel. */

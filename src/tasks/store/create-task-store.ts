@@ -5,7 +5,7 @@ import { openRedisClient, type RedisClient } from "../../redis/open-redis-client
 import { createKeyvTaskStore } from "./keyv-task-store.js";
 import { openSqliteTaskStore } from "./open-sqlite-task-store.js";
 import { createRedisTaskStore } from "./redis-task-store.js";
-import type { TaskStore } from "./task-store.js";
+import type { TaskStore } from "../core/task-store.js";
 
 /**
  * Opens the store named by `store.url`: `memory://`, `sqlite://PATH`

@@ -1,5 +1,5 @@
 import type Keyv from "keyv";
-import { imageKeysOf, type TaskRecord } from "../task-record.js";
+import { imageKeysOf, type TaskRecord } from "../core/task-record.js";
 import {
   imageKey,
   ownerKey,

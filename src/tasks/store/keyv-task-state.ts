@@ -1,5 +1,5 @@
 import type Keyv from "keyv";
-import type { TaskStatus } from "../task-record.js";
+import type { TaskStatus } from "../core/task-record.js";
 
 /**
  * One task in its owner's index, in the order tasks were created, with its

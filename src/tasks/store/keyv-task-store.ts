@@ -5,7 +5,7 @@ import {
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
-} from "../task-record.js";
+} from "../core/task-record.js";
 import { expireLater, expireWithTask, sweepBuckets } from "./keyv-expiry-buckets.js";
 import {
   exclusive,
@@ -31,7 +31,7 @@ import type {
   OwnedQuery,
   TaskStore,
   TransitionOptions,
-} from "./task-store.js";
+} from "../core/task-store.js";
 
 interface IdempotencyEntry {
   taskId: string;

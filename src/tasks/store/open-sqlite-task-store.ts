@@ -8,7 +8,7 @@ import { hasKeyvTable, migrateKeyvTable } from "./sqlite-legacy-migration.js";
 import { lockSqliteStore } from "./sqlite-owner-lock.js";
 import { applySchema, SCHEMA_VERSION } from "./sqlite-schema.js";
 import { createSqliteTaskStore } from "./sqlite-task-store.js";
-import type { TaskStore } from "./task-store.js";
+import type { TaskStore } from "../core/task-store.js";
 
 /** Options of {@link openSqliteTaskStore}. */
 export interface OpenSqliteOptions {

@@ -9,7 +9,7 @@ import {
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
-} from "../task-record.js";
+} from "../core/task-record.js";
 import type {
   CreateOptions,
   CreateResult,
@@ -19,7 +19,7 @@ import type {
   OwnedQuery,
   TaskStore,
   TransitionOptions,
-} from "./task-store.js";
+} from "../core/task-store.js";
 
 /** A record as kept in Redis: `rev` counts its writes, the version `transition` compares. */
 type StoredRecord = TaskRecord & { rev: number };

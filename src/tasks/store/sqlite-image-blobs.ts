@@ -1,5 +1,5 @@
 import type { Database } from "better-sqlite3";
-import type { TaskStore } from "./task-store.js";
+import type { TaskStore } from "../core/task-store.js";
 
 /**
  * Image bytes (results and edit inputs) in the SQLite store, apart from the

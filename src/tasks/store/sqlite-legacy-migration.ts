@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
 import Keyv from "keyv";
-import type { TaskRecord } from "../task-record.js";
+import type { TaskRecord } from "../core/task-record.js";
 import { createKeyvCodec, type KeyvEntry } from "./keyv-codec.js";
 import type { ImageBlobs } from "./sqlite-image-blobs.js";
 

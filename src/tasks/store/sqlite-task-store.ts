@@ -7,7 +7,7 @@ import {
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
-} from "../task-record.js";
+} from "../core/task-record.js";
 import type { ImageBlobs } from "./sqlite-image-blobs.js";
 import { createSqliteKeyValueStore } from "./sqlite-key-value-store.js";
 import { prepareTaskStatements, type TaskRow, type TaskStatements } from "./sqlite-statements.js";
@@ -20,7 +20,7 @@ import type {
   OwnedQuery,
   TaskStore,
   TransitionOptions,
-} from "./task-store.js";
+} from "../core/task-store.js";
 
 /** Options of {@link createSqliteTaskStore}. */
 export interface SqliteTaskStoreOptions {

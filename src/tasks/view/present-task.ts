@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { ServiceError } from "../../errors/service-error.js";
 import type { ImageObject } from "../../images/image-store.js";
-import type { TaskError, TaskRecord, TaskStatus } from "../task-record.js";
+import type { TaskImages } from "../images/task-images.js";
+import type { TaskError, TaskRecord, TaskStatus } from "../core/task-record.js";
 
 /** Per process: no text a channel or client sends can name a marker. */
 const NONCE = randomBytes(12).toString("hex");
@@ -63,26 +64,7 @@ export interface TaskView {
 /** What {@link presentTask} needs besides the record. */
 export interface PresentDeps {
   /** The images of tasks: their links, and their bytes for `b64_json`. */
-  images: {
-    link(
-      record: TaskRecord,
-      index: number,
-      baseUrl: string,
-      mode?: "service" | "presigned" | "public",
-    ): Promise<string>;
-    open(record: TaskRecord, index: number, signal?: AbortSignal): Promise<ImageObject | undefined>;
-    partialLink(
-      record: TaskRecord,
-      index: number,
-      baseUrl: string,
-      mode?: "service" | "presigned" | "public",
-    ): Promise<string>;
-    openPartial(
-      record: TaskRecord,
-      index: number,
-      signal?: AbortSignal,
-    ): Promise<ImageObject | undefined>;
-  };
+  images: Pick<TaskImages, "link" | "open" | "partialLink" | "openPartial">;
   /** Origin the service's own image links start with, e.g. `https://images.example.com`. */
   baseUrl: string;
   /** `service`: the service's own links whatever `images.links` says (`?links=service`). */

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createImageUrlSigner } from "../../../src/files/image-url-signer.js";
 import { createMemoryImageStore } from "../../../src/images/memory-image-store.js";
 import { createTaskImages } from "../../../src/tasks/images/task-images.js";
-import type { TaskRecord } from "../../../src/tasks/task-record.js";
+import type { TaskRecord } from "../../../src/tasks/core/task-record.js";
 import { flatPng } from "../scripted-image-stream.js";
 
 const running: TaskRecord = {

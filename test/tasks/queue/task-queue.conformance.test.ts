@@ -9,8 +9,8 @@ import type {
   QueueEntry,
   TaskLease,
   TaskQueue,
-} from "../../../src/tasks/queue/task-queue.js";
-import { newTaskId } from "../../../src/tasks/task-record.js";
+} from "../../../src/tasks/core/task-queue.js";
+import { newTaskId } from "../../../src/tasks/core/task-record.js";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../../support/redis.js";
 import { testConfig } from "../../support/start-test-app.js";
 import { waitUntil } from "../task-api.js";

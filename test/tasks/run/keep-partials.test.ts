@@ -2,8 +2,8 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { createMetrics } from "../../../src/metrics/create-metrics.js";
 import { keepPartials } from "../../../src/tasks/run/keep-partials.js";
-import type { TaskStage } from "../../../src/tasks/events/task-events.js";
-import type { TaskImage, TaskRecord } from "../../../src/tasks/task-record.js";
+import type { TaskStage } from "../../../src/tasks/core/task-events.js";
+import type { TaskImage, TaskRecord } from "../../../src/tasks/core/task-record.js";
 import { flatPng } from "../scripted-image-stream.js";
 
 const started: TaskRecord = {

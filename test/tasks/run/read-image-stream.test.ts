@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodePng } from "../../../src/demo/png-encoder.js";
 import { readImageStream, type StreamedImage } from "../../../src/tasks/run/read-image-stream.js";
-import { TaskFailure } from "../../../src/tasks/task-failure.js";
+import { TaskFailure } from "../../../src/tasks/core/task-failure.js";
 
 const png = (shade: number) =>
   encodePng({ width: 2, height: 2, channels: 3, pixels: new Uint8Array(12).fill(shade) });

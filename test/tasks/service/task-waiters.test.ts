@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createTaskFeed } from "../../../src/tasks/events/task-feed.js";
-import { createLocalTaskEvents, type TaskEvents } from "../../../src/tasks/events/task-events.js";
-import type { TaskRecord, TaskStatus } from "../../../src/tasks/task-record.js";
+import { createLocalTaskEvents, type TaskEvents } from "../../../src/tasks/core/task-events.js";
+import type { TaskRecord, TaskStatus } from "../../../src/tasks/core/task-record.js";
 import { createTaskWaiters } from "../../../src/tasks/service/task-waiters.js";
 
 /** Announces that `id` finished, as the finisher does. */

@@ -6,8 +6,8 @@ import Keyv from "keyv";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteTaskStore } from "../../../src/tasks/store/open-sqlite-task-store.js";
-import type { TaskStore } from "../../../src/tasks/store/task-store.js";
-import { newTaskId, type TaskRecord } from "../../../src/tasks/task-record.js";
+import type { TaskStore } from "../../../src/tasks/core/task-store.js";
+import { newTaskId, type TaskRecord } from "../../../src/tasks/core/task-record.js";
 
 describe("expired tasks leave the SQLite file", () => {
   let dir: string;

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, onTestFinished } from "vitest";
 import { createTaskStore } from "../../../src/tasks/store/create-task-store.js";
-import type { TaskStore } from "../../../src/tasks/store/task-store.js";
-import { newTaskId, type TaskRecord } from "../../../src/tasks/task-record.js";
+import type { TaskStore } from "../../../src/tasks/core/task-store.js";
+import { newTaskId, type TaskRecord } from "../../../src/tasks/core/task-record.js";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../../support/redis.js";
 import { testConfig } from "../../support/start-test-app.js";
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { newTaskId } from "../../../src/tasks/task-record.js";
+import { newTaskId } from "../../../src/tasks/core/task-record.js";
 import { record, storeBackends, storeOpener } from "./task-store-backends.js";
 
 // The store conformance suite, input and image bytes, the webhook outbox and journal, expiry, meta values: the same assertions on every backend.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newTaskId, type TaskRecord } from "../../../src/tasks/task-record.js";
+import { newTaskId, type TaskRecord } from "../../../src/tasks/core/task-record.js";
 import { record, storeBackends, storeOpener } from "./task-store-backends.js";
 
 // The store conformance suite, the unfinished list and owners' pages: the same assertions on every backend.

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { TaskEvents } from "./task-events.js";
-import type { TaskWebhooks } from "../service/task-webhooks.js";
+import type { TaskEvents } from "../core/task-events.js";
+import type { TaskWebhooks } from "./task-webhooks.js";
 
 /**
  * Queues the webhook event of each task this process finishes, as the bus

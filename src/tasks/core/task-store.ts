@@ -1,6 +1,6 @@
 import type { KeyvStoreAdapter } from "keyv";
 import type { WebhookJournal } from "../../webhooks/webhook-queue.js";
-import type { TaskRecord, TaskStatus } from "../task-record.js";
+import type { TaskRecord, TaskStatus } from "./task-record.js";
 
 /** An idempotency key, scoped to the owner, and a fingerprint of the body. */
 export interface Idempotency {

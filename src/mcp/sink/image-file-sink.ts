@@ -1,6 +1,6 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { sniffImageType } from "../files/image-type.js";
+import { sniffImageType } from "../../images/image-type.js";
 import {
   describe,
   entryPath,
@@ -10,7 +10,7 @@ import {
 } from "./exclusive-files.js";
 import { ImageFileSinkError } from "./image-file-sink-error.js";
 import { checkEntry, readManifest, writeManifest, type ManifestEntry } from "./sink-manifest.js";
-import { isValidTaskId } from "./task-id.js";
+import { isValidTaskId } from "../client/task-id.js";
 
 /** One image saved on disk, as `check_image_task` reports it. */
 export interface SavedImage {

@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { ImageObject } from "../../images/image-store.js";
 import { clientGone } from "../../http/client-gone.js";
-import { imageGone, PendingImage, type TaskView } from "./present-task.js";
+import { imageGone, PendingImage, type TaskView } from "../view/present-task.js";
 import { base64Length } from "../../images/base64-length.js";
 import { readWhole, sizeMismatch } from "../../images/read-whole.js";
 

@@ -1,5 +1,5 @@
-import type { TaskStage } from "./task-events.js";
-import type { TaskRecord } from "../task-record.js";
+import type { TaskStage } from "../core/task-events.js";
+import type { TaskRecord } from "../core/task-record.js";
 
 /**
  * Where an event stands in its task's life: `[run, step]`, compared in that

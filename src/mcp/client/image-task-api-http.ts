@@ -1,4 +1,4 @@
-import { BodyTooLargeError, readCappedBody } from "../net/read-capped-body.js";
+import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
 import { ImageTaskApiError } from "./image-task-api-error.js";
 
 /*

@@ -3,8 +3,8 @@ import type { Logger } from "pino";
 import { createWebhookDelivery } from "../../webhooks/webhook-delivery.js";
 import type { WebhookQueue } from "../../webhooks/webhook-queue.js";
 import { presentTask, type PresentDeps } from "../view/present-task.js";
-import type { TaskStore } from "../store/task-store.js";
-import { isFinished, type TaskRecord } from "../task-record.js";
+import type { TaskStore } from "../core/task-store.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
 
 /** Outbox entries read per pass; the next pass takes the rest. */
 const OUTBOX_BATCH = 500;

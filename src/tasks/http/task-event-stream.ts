@@ -1,5 +1,5 @@
 import { available } from "../../errors/store-unavailable.js";
-import type { TaskRecord } from "../task-record.js";
+import type { TaskRecord } from "../core/task-record.js";
 import {
   eventsSoFar,
   isAfter,
@@ -7,7 +7,7 @@ import {
   type EventPosition,
   type StageEvent,
 } from "./event-ids.js";
-import type { FeedSignal, TaskFeed } from "./task-feed.js";
+import type { FeedSignal, TaskFeed } from "../events/task-feed.js";
 
 /** Where one watcher's events go: an SSE answer, or an MCP tool's progress. */
 export interface EventSink {

@@ -1,4 +1,4 @@
-import { parseEventStream } from "../net/parse-event-stream.js";
+import { parseEventStream } from "../../net/parse-event-stream.js";
 import {
   TASK_EVENT_STAGES,
   imageTaskSchema,

@@ -1,0 +1,24 @@
+import type { Logger } from "pino";
+import type { ImagesConfig } from "../../config/schema/images-schema.js";
+import type { ImageUrlSigner } from "../../files/image-url-signer.js";
+import type { ImageStore } from "../../images/image-store.js";
+import type { TaskStore } from "../core/task-store.js";
+
+/** Dependencies of `createTaskImages`. */
+export interface TaskImagesDeps {
+  imageStore: ImageStore;
+  /** Reads the bytes of records written before the image store (legacy). */
+  taskStore: Pick<TaskStore, "getImage" | "getInput">;
+  signer: ImageUrlSigner;
+  config: Pick<ImagesConfig, "links" | "publicBaseUrl">;
+  logger: Logger;
+  now: () => number;
+  /**
+   * The longest from a task's start to its expiry (`timeoutSec` +
+   * `retentionSec`): how long a running task's partial image links last.
+   */
+  runLimitSec: number;
+}
+
+/** What every step on a task's images reads: the stores, the signer, the clock. */
+export type TaskImagesState = Omit<TaskImagesDeps, "logger">;

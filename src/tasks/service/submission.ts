@@ -1,0 +1,31 @@
+import type { TaskInput, TaskStatus } from "../core/task-record.js";
+import type { SubmitTaskRequest } from "./task-schemas.js";
+
+/** An edit's input image, checked (PNG, JPEG or WebP), as the route read it. */
+export interface EditInput {
+  field: TaskInput["field"];
+  mime: string;
+  bytes: Buffer;
+}
+
+/** What a submission asks for: a generation, or an edit of `inputs`. */
+export interface Submission {
+  /** The parsed fields (an edit's besides its images). */
+  request: SubmitTaskRequest;
+  /** An edit's images, in the order they go to the channel; absent for a generation. */
+  inputs?: EditInput[];
+}
+
+/** How a submission came. */
+export interface SubmitOptions {
+  idempotencyKey?: string;
+  /** The origin the client reached the service at: the base of image URLs in its webhook event. */
+  baseUrl: string;
+}
+
+/** A page of the task list. */
+export interface ListQuery {
+  limit: number;
+  after?: string;
+  status?: TaskStatus;
+}

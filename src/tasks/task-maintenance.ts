@@ -1,0 +1,128 @@
+import type { Logger } from "pino";
+import type { ImageStore } from "../images/image-store.js";
+import { sweepExpiredImages } from "../images/sweep-expired-images.js";
+import type { Metrics } from "../metrics/create-metrics.js";
+import type { QueueCounts, TaskQueue } from "./core/task-queue.js";
+import type { TaskStore } from "./core/task-store.js";
+import type { TaskWebhooks } from "./webhooks/task-webhooks.js";
+
+/**
+ * How often every process makes sure each unfinished task has its place in
+ * the queue, and each finished task's webhook event its place in the webhook
+ * queue.
+ */
+const ADOPT_INTERVAL_MS = 60_000;
+/**
+ * An outbox entry younger than this is left to the process that finished its
+ * task (which queues it within milliseconds); older ones were left by a crash
+ * or an outage.
+ */
+const OUTBOX_GRACE_MS = 30_000;
+/**
+ * How often every process deletes the image store's expiry-day folders that
+ * are over (what outlived its task: a crash between writing images and
+ * recording the task); a day is swept within this of its end.
+ */
+const IMAGE_SWEEP_INTERVAL_MS = 10 * 60_000;
+
+/**
+ * How often every process sweeps expired tasks out of the store and its
+ * indexes: every minute, or every `retentionSec` when tasks are kept less.
+ */
+const sweepIntervalMs = (retentionSec: number) =>
+  Math.min(60_000, Math.max(1_000, retentionSec * 1000));
+
+/** Dependencies of {@link TaskMaintenance}. */
+export interface TaskMaintenanceDeps {
+  store: TaskStore;
+  queue: TaskQueue;
+  imageStore: ImageStore;
+  webhooks: Pick<TaskWebhooks, "drainOutbox">;
+  metrics: Metrics;
+  logger: Logger;
+  /** `imageTasks.retentionSec`: sets how often expired tasks are swept. */
+  retentionSec: number;
+  /** Replicas share the store: a young outbox entry belongs to the replica that finished it. */
+  shared: boolean;
+  now: () => number;
+}
+
+/**
+ * What every process does now and then, whichever replica it is: unfinished
+ * tasks get their place in the queue (what a restart or a lost write left),
+ * the webhook outbox is queued, expired tasks and their images are swept,
+ * and the queue gauges read the cluster's queue. It owns its timers.
+ */
+export class TaskMaintenance {
+  private readonly timers: NodeJS.Timeout[] = [];
+  /** The queue's counts last read, shown while the store is away. */
+  private lastCounts: QueueCounts = { waiting: 0, running: 0 };
+
+  constructor(private readonly deps: TaskMaintenanceDeps) {}
+
+  /** Every unfinished task gets its place in the queue; rejects when the store cannot say. */
+  async adoptUnfinished(): Promise<void> {
+    const unfinished = await this.deps.store.listUnfinished();
+    await this.deps.queue.adopt(unfinished.map(({ id, owner }) => ({ taskId: id, owner })));
+  }
+
+  /**
+   * Queues what the outbox holds (the embedded stores belong to this process:
+   * all of it, a dead one left it), then starts the periodic passes.
+   */
+  async start(): Promise<void> {
+    const { deps } = this;
+    await this.drainOutbox(deps.shared ? OUTBOX_GRACE_MS : 0);
+    // The cluster's queue, read at scrape time; while the store is away, the last known one.
+    deps.metrics.watchQueue(async () => {
+      this.lastCounts = await deps.queue.counts().catch(() => this.lastCounts);
+      return this.lastCounts;
+    });
+    this.timers.push(
+      setInterval(() => this.sweepTasks(), sweepIntervalMs(deps.retentionSec)),
+      setInterval(() => {
+        this.adoptUnfinished().catch((err: unknown) =>
+          deps.logger.warn({ err }, "task adoption failed"),
+        );
+        void this.drainOutbox(OUTBOX_GRACE_MS);
+      }, ADOPT_INTERVAL_MS),
+      setInterval(() => this.sweepImages(), IMAGE_SWEEP_INTERVAL_MS),
+    );
+    this.sweepImages();
+    for (const timer of this.timers) timer.unref();
+  }
+
+  stop(): void {
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
+  }
+
+  /** Queues the webhook events the outbox has held at least `minAgeMs`. */
+  private drainOutbox(minAgeMs: number): Promise<void> {
+    return this.deps.webhooks.drainOutbox(minAgeMs).catch((err: unknown) => {
+      this.deps.logger.warn({ err }, "could not queue the webhook events left in the outbox");
+    });
+  }
+
+  /** Expired tasks leave the store; their images go with them (the day sweep catches the rest). */
+  private sweepTasks(): void {
+    const { store, imageStore, logger } = this.deps;
+    const dropImages = (keys: string[]) =>
+      imageStore.delete(keys).catch((err: unknown) => {
+        logger.warn({ err, count: keys.length }, "could not delete expired tasks' images yet");
+      });
+    store
+      .sweepExpired(dropImages)
+      .catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+  }
+
+  /** Deletes the image store's expiry days that are over; logs, never rejects. */
+  private sweepImages(): void {
+    const { imageStore, logger, now } = this.deps;
+    sweepExpiredImages(imageStore, { nowMs: now() }).then(
+      (deleted) => {
+        if (deleted > 0) logger.info({ deleted }, "deleted images of expiry days that are over");
+      },
+      (err: unknown) => logger.warn({ err }, "image expiry sweep failed"),
+    );
+  }
+}

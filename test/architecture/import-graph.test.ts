@@ -1,0 +1,148 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+/*
+ * The layering the code promises (docs/architecture.md), checked on every
+ * run: no import cycle between files (type imports included), no two folders
+ * importing each other, the lower layers free of HTTP, no file over 400 lines.
+ */
+
+const SRC = resolve(import.meta.dirname, "../../src");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+const IMPORT =
+  /(?:import|export)\s[^;]*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/gs;
+
+/** Each file's relative imports, as paths of files under src/. */
+function importGraph(files: string[]): Map<string, string[]> {
+  const known = new Set(files);
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = new Set<string>();
+    for (const match of readFileSync(file, "utf8").matchAll(IMPORT)) {
+      const target = resolve(dirname(file), (match[1] ?? match[2]) as string).replace(
+        /\.js$/,
+        ".ts",
+      );
+      if (known.has(target)) targets.add(target);
+    }
+    graph.set(file, [...targets]);
+  }
+  return graph;
+}
+
+/** Strongly connected components of more than one file (Tarjan). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, next);
+    low.set(node, next);
+    next += 1;
+    stack.push(node);
+    onStack.add(node);
+    for (const target of graph.get(node) ?? []) {
+      if (!index.has(target)) {
+        visit(target);
+        low.set(node, Math.min(low.get(node)!, low.get(target)!));
+      } else if (onStack.has(target)) {
+        low.set(node, Math.min(low.get(node)!, index.get(target)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1) found.push(component);
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+const folderOf = (file: string) => relative(SRC, dirname(file)) || ".";
+
+/** Folder -> the folders its files import. */
+function folderGraph(graph: Map<string, string[]>): Map<string, Set<string>> {
+  const folders = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    for (const target of targets) {
+      const from = folderOf(file);
+      const to = folderOf(target);
+      if (from === to) continue;
+      if (!folders.has(from)) folders.set(from, new Set());
+      folders.get(from)!.add(to);
+    }
+  }
+  return folders;
+}
+
+const files = sourceFiles(SRC);
+const graph = importGraph(files);
+
+describe("the import graph of src/", () => {
+  it("reads the imports it checks (the check can fail)", () => {
+    expect(files.length).toBeGreaterThan(200);
+    const server = graph.get(join(SRC, "server.ts"))!;
+    expect(server).toContain(join(SRC, "app.ts"));
+    const looped = new Map(graph);
+    looped.set(join(SRC, "app.ts"), [...graph.get(join(SRC, "app.ts"))!, join(SRC, "server.ts")]);
+    expect(cycles(looped).length).toBeGreaterThan(0);
+  });
+
+  it("has no cycle between files, type imports included", () => {
+    expect(cycles(graph).map((cycle) => cycle.map((file) => relative(SRC, file)))).toEqual([]);
+  });
+
+  it("has no two folders importing each other", () => {
+    const folders = folderGraph(graph);
+    const mutual = [...folders].flatMap(([from, targets]) =>
+      [...targets]
+        .filter((to) => from < to && folders.get(to)?.has(from))
+        .map((to) => `${from} <-> ${to}`),
+    );
+    expect(mutual).toEqual([]);
+  });
+
+  it("keeps HTTP out of the lower layers: channels, images, redis, the task core, store and queue", () => {
+    const lower = [
+      "channels",
+      "images",
+      "redis",
+      "errors",
+      "tasks/core",
+      "tasks/store",
+      "tasks/queue",
+    ];
+    const folders = folderGraph(graph);
+    const offending = lower.flatMap((folder) =>
+      [...(folders.get(folder) ?? [])].filter((to) => to === "http").map(() => folder),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it("has no source file over 400 lines", () => {
+    const long = files
+      .map((file) => ({
+        file: relative(SRC, file),
+        lines: readFileSync(file, "utf8").split("\n").length,
+      }))
+      .filter(({ lines }) => lines > 400);
+    expect(long).toEqual([]);
+  });
+});
