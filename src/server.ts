@@ -13,17 +13,18 @@ import { createChannel, type Channel } from "./channels/channel.js";
 import { createChannelClient, type ChannelClient } from "./channels/channel-client.js";
 import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
-import { startDemoChannel, type DemoChannel } from "./demo/start-demo-channel.js";
+import { startDemoChannel } from "./demo/start-demo-channel.js";
 import { createClientErrorHandler } from "./http/create-client-error-handler.js";
 import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
 import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics, type Metrics } from "./metrics/create-metrics.js";
-import { startMetricsListener, type MetricsListener } from "./metrics/start-metrics-listener.js";
+import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess, type ModelAccess } from "./models/model-access.js";
 import { createResponseOwners } from "./proxy/response-owners.js";
 import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";
+import { upgradeLegacyData } from "./tasks/legacy/upgrade-legacy-data.js";
 import { openTaskBackend, type TaskBackend } from "./tasks/open-task-backend.js";
 
 /** Responses whose owner one process remembers at most, on the embedded stores (oldest go first). */
@@ -54,62 +55,137 @@ export interface RunningServer {
 }
 
 /**
- * Assembles and starts the whole service: channels (demo ones started here),
- * who may use which, the backends (image store, task feature), the HTTP app
- * and its listener. Tasks a previous process left are picked up once the port
- * is open.
+ * Closers of what start-up opened so far, run in reverse order when a later
+ * step fails: a start-up that fails leaves no port, store or file lock open,
+ * so the caller can start again in this process.
+ */
+class OpenedParts {
+  private readonly closers: Array<() => Promise<void>> = [];
+
+  /** Remembers `closer` for a failure, and hands `part` back. */
+  keep<T>(part: T, closer: (part: T) => Promise<void>): T {
+    this.closers.push(() => closer(part));
+    return part;
+  }
+
+  async closeAll(): Promise<void> {
+    for (const closer of this.closers.splice(0).reverse()) await closer().catch(() => undefined);
+  }
+}
+
+/** What {@link buildService} made: everything the running service holds. */
+interface ServiceParts {
+  config: Config;
+  metrics: Metrics;
+  logger: Logger;
+  channelClient: ChannelClient;
+  imageStore: ImageStore;
+  backend: TaskBackend;
+  tasks: ImageTasks;
+  routing: Routing;
+  /** Demo channels and other parts closed last. */
+  closeChannels: () => Promise<void>;
+}
+
+/**
+ * Assembles and starts the whole service, each step on what the ones before
+ * made: channels (demo ones started here), the image store, the task backend
+ * (store, queue, bus) with the upgrade of what earlier releases left in it,
+ * forward mode on its resolved secret, who may use which model, the task
+ * feature, the HTTP app and its listener; then tasks a previous process left
+ * are picked up. A step that fails closes what the steps before it opened.
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
   const logger =
     options.logger ?? createLogger(config.logging.level, undefined, configSecrets(config));
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
-  const { demos, channels } = await startChannels(config);
-  // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
-  const channelClient = createChannelClient({ metrics, logger });
-  const routing = createRouting(config, channels, channelClient, logger);
-  const opened = { config, metrics, logger, demos, channelClient };
-  const { imageStore, backend, tasks } = await openBackends(opened, routing);
-  const s: ServerState = { ...opened, imageStore, backend, tasks, stopping: false };
-  const server = createServer(createServiceApp(s, routing));
-  s.server = server;
-  let url: string, port: number;
+  const opened = new OpenedParts();
   try {
-    ({ url, port } = await listen(server, config));
-    s.metricsListener = await startMetricsListener({
-      config: config.metrics,
-      defaultHost: config.server.host,
-      metrics,
-      logger,
-    });
+    const parts = await buildService(opened, config, metrics, logger);
+    const state: ServerState = { parts, stopping: false };
+    const server = opened.keep(createServer(createServiceApp(state)), closeListener);
+    state.server = server;
+    const { url, port } = await listen(server, config);
+    state.metricsListener = opened.keep(
+      await startMetricsListener({
+        config: config.metrics,
+        defaultHost: config.server.host,
+        metrics,
+        logger,
+      }),
+      (listener) => listener?.close() ?? Promise.resolve(),
+    );
+    // What a previous process left: queued tasks run, interrupted ones run again.
+    await parts.tasks.start();
+    const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
+      (state.closing ??= closeServer(state, graceMs));
+    return { url, port, server, metricsUrl: state.metricsListener?.url, close };
   } catch (err) {
-    // Nothing was served yet: let go of what was opened (the SQLite file's lock too), so the
-    // caller can start again in this process.
-    await closeServer(s, 0);
+    await opened.closeAll();
     throw err;
   }
+}
 
-  // What a previous process left: queued tasks run, interrupted ones run again.
-  await tasks.start();
-
-  const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
-    (s.closing ??= closeServer(s, graceMs));
-  return { url, port, server, metricsUrl: s.metricsListener?.url, close };
+/** The service's parts, each opened step remembered in `opened` for a failure. */
+async function buildService(
+  opened: OpenedParts,
+  config: Config,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<ServiceParts> {
+  const { channels, closeChannels } = await startChannels(opened, config);
+  // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
+  const channelClient = opened.keep(createChannelClient({ metrics, logger }), (client) =>
+    client.close(),
+  );
+  const imageStore = opened.keep(await openImageStore({ config, metrics, logger }), (store) =>
+    store.close(),
+  );
+  // The task feature closes the backend once it is built (its stop drains the queues first).
+  let backendOwned = false;
+  const backend = opened.keep(
+    await openTaskBackend(config, logger.child({ component: "tasks" })),
+    (open) => (backendOwned ? Promise.resolve() : open.close()),
+  );
+  await upgradeLegacyData({ legacy: backend.legacy, imageStore, config, logger });
+  const forwardSecret = config.auth.forward
+    ? await resolveForwardSecret({
+        configured: config.auth.forward.secret,
+        taskStore: config.deployment.taskStore,
+        logger,
+      })
+    : undefined;
+  const routing = createRouting(config, channels, channelClient, logger, forwardSecret);
+  const tasks = await createImageTasks({
+    config,
+    access: routing.access,
+    sealer: routing.forward?.sealer,
+    metrics,
+    logger,
+    imageStore,
+    backend,
+  });
+  backendOwned = true;
+  opened.keep(tasks, (built) => built.stop(0));
+  return {
+    config,
+    metrics,
+    logger,
+    channelClient,
+    imageStore,
+    backend,
+    tasks,
+    routing,
+    closeChannels,
+  };
 }
 
 /** What the running service holds, and what closing it goes through. */
 interface ServerState {
-  config: Config;
-  metrics: Metrics;
-  logger: Logger;
-  demos: DemoChannel[];
-  channelClient: ChannelClient;
-  imageStore: ImageStore;
-  /** The task store, queue and bus; closed by `tasks.stop`. */
-  backend: TaskBackend;
-  tasks: ImageTasks;
+  parts: ServiceParts;
   server?: Server;
-  metricsListener?: MetricsListener;
+  metricsListener?: Awaited<ReturnType<typeof startMetricsListener>>;
   /** Set when closing begins: new passthrough calls and submissions are refused. */
   stopping: boolean;
   closing?: Promise<void>;
@@ -117,10 +193,15 @@ interface ServerState {
 
 /** The configured channels; each demo channel is started here, on a port of its own. */
 async function startChannels(
+  opened: OpenedParts,
   config: Config,
-): Promise<{ demos: DemoChannel[]; channels: Channel[] }> {
-  const demos: DemoChannel[] = [];
+): Promise<{ channels: Channel[]; closeChannels: () => Promise<void> }> {
   const channels: Channel[] = [];
+  const demos: Array<{ close(): Promise<void> }> = [];
+  const closeChannels = async () => {
+    await Promise.all(demos.splice(0).map((demo) => demo.close()));
+  };
+  opened.keep(undefined, closeChannels);
   for (const channel of config.channels) {
     if (channel.type === "demo") {
       const demo = await startDemoChannel({ imageDelayMs: channel.imageDelayMs });
@@ -130,7 +211,7 @@ async function startChannels(
       channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
     }
   }
-  return { demos, channels };
+  return { channels, closeChannels };
 }
 
 /** Who may use which model on which channel: forward mode (if on), the registry, the access rules. */
@@ -138,8 +219,6 @@ interface Routing {
   forward: ForwardMode | undefined;
   registry: ChannelRegistry;
   access: ModelAccess;
-  /** Forward mode's root secret, resolved once the task store is open. */
-  forwardSecret: { resolved?: Promise<string> };
 }
 
 function createRouting(
@@ -147,18 +226,12 @@ function createRouting(
   channels: Channel[],
   client: ChannelClient,
   logger: Logger,
+  forwardSecret: string | undefined,
 ): Routing {
-  // The forward secret is resolved once the task store is open (an earlier version may have
-  // left it there, to be moved out): forward mode asks for it only on first use.
-  const forwardSecret: Routing["forwardSecret"] = {};
-  const forward = createForwardMode({
-    config,
-    channels,
-    secret: () =>
-      forwardSecret.resolved ?? Promise.reject(new Error("the forward secret is not resolved")),
-    logger,
-    client,
-  });
+  const forward =
+    forwardSecret === undefined
+      ? undefined
+      : createForwardMode({ config, channels, secret: forwardSecret, logger, client });
   const registry = createChannelRegistry({
     channels: channelsForOwnKeys(channels, forward?.channel),
     logger,
@@ -169,70 +242,26 @@ function createRouting(
     registry,
     forwardChannel: forward?.channel,
   });
-  return { forward, registry, access, forwardSecret };
+  return { forward, registry, access };
 }
 
-/**
- * Opens the image store and the task backend (store, queue and bus), resolves
- * forward mode's secret from the task store, then builds the task feature on
- * them; on failure closes what was opened, the channels too, and rejects.
- */
-async function openBackends(
-  opened: Pick<ServerState, "config" | "metrics" | "logger" | "demos" | "channelClient">,
-  routing: Routing,
-): Promise<{ imageStore: ImageStore; backend: TaskBackend; tasks: ImageTasks }> {
-  const { config, metrics, logger, demos, channelClient } = opened;
-  // Image bytes live apart from the task store; both are opened here and handed on.
-  let imageStore: ImageStore | undefined;
-  let backend: TaskBackend | undefined;
-  try {
-    imageStore = await openImageStore({ config, metrics, logger });
-    backend = await openTaskBackend(config, logger.child({ component: "tasks" }));
-    if (routing.forward) {
-      routing.forwardSecret.resolved = resolveForwardSecret({
-        configured: config.auth.forward?.secret,
-        taskStore: config.deployment.taskStore,
-        meta: backend.store,
-        logger,
-      });
-      await routing.forwardSecret.resolved;
-    }
-    const tasks = await createImageTasks({
-      config,
-      access: routing.access,
-      sealer: routing.forward?.sealer,
-      metrics,
-      logger,
-      imageStore,
-      backend,
-    });
-    return { imageStore, backend, tasks };
-  } catch (err) {
-    await Promise.all(demos.map((demo) => demo.close()));
-    await backend?.close();
-    await imageStore?.close();
-    await channelClient.close();
-    throw err;
-  }
-}
-
-/** The HTTP app on the opened parts; it refuses new work once `s.stopping` is set. */
-function createServiceApp(s: ServerState, routing: Routing): RequestListener {
-  const { config, tasks } = s;
+/** The HTTP app on the opened parts; it refuses new work once `state.stopping` is set. */
+function createServiceApp(state: ServerState): RequestListener {
+  const { config, routing, tasks, backend } = state.parts;
   return createApp({
     config,
-    metrics: s.metrics,
-    logger: s.logger,
+    metrics: state.parts.metrics,
+    logger: state.parts.logger,
     authenticate: createAuthenticate(config, routing.forward?.authenticate),
     registry: routing.registry,
     access: routing.access,
-    channelClient: s.channelClient,
+    channelClient: state.parts.channelClient,
     tasks,
     responseOwners: createResponseOwners(
-      s.backend.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
+      backend.keyValue("responses", RESPONSE_OWNERS_IN_MEMORY),
       config.imageTasks.retentionSec * 1000,
     ),
-    isStopping: () => s.stopping,
+    isStopping: () => state.stopping,
   });
 }
 
@@ -258,20 +287,29 @@ async function listen(server: Server, config: Config): Promise<{ url: string; po
   return { url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, port };
 }
 
+/** Closes a listener that may not be listening (a start-up that failed at listen). */
+function closeListener(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
 /** {@link RunningServer.close}: requests and tasks share the grace, then everything closes. */
-async function closeServer(s: ServerState, graceMs: number): Promise<void> {
-  const server = s.server!;
-  s.stopping = true;
+async function closeServer(state: ServerState, graceMs: number): Promise<void> {
+  const server = state.server!;
+  const { parts } = state;
+  state.stopping = true;
   const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
   // Requests and tasks in flight share one grace period, counted from the signal;
   // a keep-alive connection is closed as soon as its request is answered.
   const cut = setTimeout(() => server.closeAllConnections(), graceMs);
   const idle = setInterval(() => server.closeIdleConnections(), 100);
-  await s.tasks.stop(graceMs, serverClosed);
-  await s.imageStore.close();
+  await parts.tasks.stop(graceMs, serverClosed);
+  await parts.imageStore.close();
   clearTimeout(cut);
   clearInterval(idle);
-  await s.channelClient.close();
-  await Promise.all(s.demos.map((demo) => demo.close()));
-  await s.metricsListener?.close();
+  await parts.channelClient.close();
+  await parts.closeChannels();
+  await state.metricsListener?.close();
 }

@@ -23,28 +23,22 @@ export interface ForwardModeDeps {
   config: Config;
   /** Every configured channel, built (the forward one is picked by name). */
   channels: readonly Channel[];
-  /**
-   * The root secret (`resolveForwardSecret`), asked for on first use: it is
-   * resolved once the task store is open.
-   */
-  secret: () => Promise<string>;
+  /** The root secret (`resolveForwardSecret`), resolved at start-up. */
+  secret: string;
   logger: Logger;
   /** Makes the key checks' calls to the gateway. */
   client: ChannelClient;
   now?: () => number;
 }
 
-/**
- * Builds forward mode when `auth.forward` is set, else `undefined`. Nothing is
- * fetched here, and the secret is asked for only on first use.
- */
+/** Builds forward mode when `auth.forward` is set, else `undefined`. Nothing is fetched here. */
 export function createForwardMode(deps: ForwardModeDeps): ForwardMode | undefined {
   const forward = deps.config.auth.forward;
   if (!forward) return undefined;
   const channel = deps.channels.find((candidate) => candidate.name === forward.channel);
   // The config schema already refused an unknown channel; this guards a caller that built its own.
   if (!channel) throw new Error(`auth.forward.channel: unknown channel "${forward.channel}"`);
-  const { secret } = deps;
+  const secret = () => Promise.resolve(deps.secret);
   const hashKey = createKeyHasher(secret);
   return {
     channel,

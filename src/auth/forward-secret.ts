@@ -1,8 +1,5 @@
 import { createHmac, hkdfSync } from "node:crypto";
 
-/** The task store's meta key under which earlier versions kept a generated forward secret. */
-export const FORWARD_SECRET_META_KEY = "forward-secret";
-
 /** What each derived key is for; one root secret, never used directly. */
 export type ForwardKeyPurpose = "key-hash" | "credential-seal";
 

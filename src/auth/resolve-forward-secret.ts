@@ -3,13 +3,6 @@ import { chmod, open, readFile, stat } from "node:fs/promises";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
 import type { TaskStoreDeployment } from "../config/deployment.js";
-import { FORWARD_SECRET_META_KEY } from "./forward-secret.js";
-
-/** What resolving the secret needs of the task store: the place earlier versions kept it. */
-export interface ForwardSecretMeta {
-  getMeta(key: string): Promise<string | undefined>;
-  deleteMeta(key: string): Promise<void>;
-}
 
 /** Options of {@link resolveForwardSecret}. */
 export interface ResolveForwardSecretOptions {
@@ -17,7 +10,6 @@ export interface ResolveForwardSecretOptions {
   configured: string | undefined;
   /** Where the task store is: beside a SQLite file, the secret has a file of its own. */
   taskStore: TaskStoreDeployment;
-  meta: ForwardSecretMeta;
   logger: Logger;
 }
 
@@ -38,41 +30,24 @@ export function forwardSecretFile(taskStore: TaskStoreDeployment): string | unde
  *   mode 0600), generated on first start;
  * - on `memory://`, a random one in memory (nothing outlives the process).
  *
- * Earlier versions generated the secret and kept it in the task store. Such a
- * secret is moved to the SQLite store's file (written and synced before it
- * leaves the store), so the sealed keys of tasks in flight still open and
- * owners stay the same. Beside a configured secret it is deleted; if it was
- * another one, the tasks it sealed cannot be opened any more, which is said
- * once in the log.
  * @throws ConfigError for a secret file that cannot be read or is too short
  */
 export async function resolveForwardSecret(options: ResolveForwardSecretOptions): Promise<string> {
-  const { configured, meta, logger } = options;
+  const { configured, logger } = options;
+  if (configured !== undefined) return configured;
   const file = forwardSecretFile(options.taskStore);
-  let secret: string;
-  if (configured !== undefined) {
-    secret = configured;
-  } else if (file) {
-    secret = (await readSecretFile(file, logger)) ?? (await createSecretFile(file, meta));
-  } else {
-    return randomBytes(48).toString("base64url");
-  }
-  const kept = await meta.getMeta(FORWARD_SECRET_META_KEY);
-  if (kept !== undefined) {
-    await meta.deleteMeta(FORWARD_SECRET_META_KEY);
-    if (kept !== secret) {
-      logger.warn(
-        "deleted a forward secret an earlier version kept in the task store: unfinished forward " +
-          "tasks sealed with it fail credential_unavailable, and tasks from before belong to " +
-          "other owners (see docs/forward-mode.md, the forward secret)",
-      );
-    }
-  }
-  return secret;
+  if (!file) return randomBytes(48).toString("base64url");
+  return (
+    (await readForwardSecretFile(file, logger)) ??
+    (await writeForwardSecretFile(file, randomBytes(48).toString("base64url")))
+  );
 }
 
 /** The secret in `file`, `undefined` when there is no such file. */
-async function readSecretFile(file: string, logger: Logger): Promise<string | undefined> {
+export async function readForwardSecretFile(
+  file: string,
+  logger: Logger,
+): Promise<string | undefined> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
@@ -95,13 +70,10 @@ async function readSecretFile(file: string, logger: Logger): Promise<string | un
 }
 
 /**
- * Writes the secret the store kept (an earlier version's) or a new one to
- * `file`, readable by this user only, synced to disk before anything else
- * relies on it.
+ * Writes `secret` to a new `file`, readable by this user only, synced to
+ * disk before anything else relies on it; resolves the secret.
  */
-async function createSecretFile(file: string, meta: ForwardSecretMeta): Promise<string> {
-  const secret =
-    (await meta.getMeta(FORWARD_SECRET_META_KEY)) ?? randomBytes(48).toString("base64url");
+export async function writeForwardSecretFile(file: string, secret: string): Promise<string> {
   const handle = await open(file, "wx", 0o600);
   try {
     await handle.writeFile(`${secret}\n`);

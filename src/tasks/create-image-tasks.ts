@@ -150,7 +150,6 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   const { store, queue, events } = backend;
   const images = createTaskImages({
     imageStore: deps.imageStore,
-    taskStore: store,
     signer,
     config: config.images,
     logger,

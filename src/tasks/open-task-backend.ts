@@ -10,6 +10,10 @@ import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
 import type { TaskQueue } from "./core/task-queue.js";
 import { createTaskStore } from "./store/create-task-store.js";
+import type { LegacyTaskData } from "./legacy/legacy-task-data.js";
+import { createRedisLegacyData } from "./legacy/redis-legacy-data.js";
+import { createSqliteLegacyData } from "./legacy/sqlite-legacy-data.js";
+import { LEGACY_SQLITE_MIGRATIONS } from "./legacy/sqlite-migrations.js";
 import { useKeyvCodec } from "./store/keyv-codec.js";
 import type { TaskStore } from "./core/task-store.js";
 import { createLocalTaskEvents, type TaskEvents } from "./core/task-events.js";
@@ -30,6 +34,11 @@ export interface TaskBackend {
   keyValue(namespace: string, maxLocalEntries: number): Keyv;
   /** Webhook deliveries, apart from the task queue. */
   webhooks: WebhookQueue;
+  /**
+   * What earlier releases left in the store, for the upgrade step at start-up
+   * (`upgradeLegacyData`); undefined on the memory store, which holds none.
+   */
+  legacy: LegacyTaskData | undefined;
   /** Closes the bus and the store (the queues are stopped by their owner first). */
   close(): Promise<void>;
 }
@@ -44,7 +53,9 @@ export interface TaskBackend {
 export async function openTaskBackend(config: Config, logger: Logger): Promise<TaskBackend> {
   const deployment = config.deployment.taskStore;
   if (deployment.kind !== "redis") {
-    const store = await createTaskStore(config, logger);
+    const { store, sqlite } = await createTaskStore(config, logger, {
+      sqliteMigrations: LEGACY_SQLITE_MIGRATIONS,
+    });
     const events = createLocalTaskEvents(logger);
     return {
       store,
@@ -58,6 +69,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
         journal: store.webhookJournal!,
         logger: logger.child({ component: "webhooks" }),
       }),
+      legacy: sqlite && createSqliteLegacyData(sqlite, Date.now),
       async close() {
         await events.close();
         await store.close();
@@ -71,7 +83,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
     commandTimeoutMs: config.store.commandTimeoutSec * 1000,
   });
   try {
-    const store = await createTaskStore(config, logger, { client });
+    const { store } = await createTaskStore(config, logger, { client });
     const events = await createRedisTaskEvents({ client, prefix: config.store.prefix, logger });
     const queue = createBullmqQueue({
       client,
@@ -102,6 +114,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
         return keyv;
       },
       webhooks,
+      legacy: createRedisLegacyData({ client, prefix: config.store.prefix, now: Date.now }),
       async close() {
         await events.close();
         await store.close();

@@ -146,3 +146,14 @@ describe("the import graph of src/", () => {
     expect(long).toEqual([]);
   });
 });
+
+describe("the task store's interface", () => {
+  it("stays small: at most 16 members, none of them for image bytes", () => {
+    const text = readFileSync(join(SRC, "tasks/core/task-store.ts"), "utf8");
+    const body = /export interface TaskStore \{([\s\S]*?)\n\}/.exec(text)?.[1] ?? "";
+    const members = [...body.matchAll(/^ {2}(?:readonly )?(\w+)\??[(:<]/gm)].map((m) => m[1]);
+    expect(members.length).toBeGreaterThan(5);
+    expect(members.length).toBeLessThanOrEqual(16);
+    expect(members.filter((name) => /Image|Input/.test(name ?? ""))).toEqual([]);
+  });
+});

@@ -4,9 +4,16 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createCredentialSealer, CredentialSealError } from "../../src/auth/credential-sealer.js";
-import { FORWARD_SECRET_META_KEY } from "../../src/auth/forward-secret.js";
-import { forwardSecretFile, resolveForwardSecret } from "../../src/auth/resolve-forward-secret.js";
+import {
+  forwardSecretFile,
+  resolveForwardSecret as resolveSecret,
+  type ResolveForwardSecretOptions,
+} from "../../src/auth/resolve-forward-secret.js";
 import { ConfigError } from "../../src/config/config-error.js";
+import {
+  FORWARD_SECRET_META_KEY,
+  moveLegacyForwardSecret,
+} from "../../src/tasks/legacy/legacy-forward-secret.js";
 
 const SECRET = "sealer-test-secret-0123456789abcdef-0001";
 const KEY = "sk-newapi-user-key-0123456789abcdef";
@@ -96,6 +103,22 @@ describe("createCredentialSealer", () => {
     }
   });
 });
+
+/**
+ * Start-up's two steps on forward mode's secret: the upgrade step moves what an earlier
+ * version kept in the task store (`meta`), then the secret is resolved.
+ */
+async function resolveForwardSecret(
+  options: ResolveForwardSecretOptions & {
+    meta: {
+      getMeta(key: string): Promise<string | undefined>;
+      deleteMeta(key: string): Promise<void>;
+    };
+  },
+): Promise<string> {
+  await moveLegacyForwardSecret({ ...options, legacy: options.meta });
+  return resolveSecret(options);
+}
 
 describe("resolveForwardSecret", () => {
   /** A task store's meta, in memory, holding what an earlier version left in it. */

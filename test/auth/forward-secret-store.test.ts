@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { FORWARD_SECRET_META_KEY } from "../../src/auth/forward-secret.js";
 import type { ConfigInput } from "../../src/config/config-schema.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
-import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
+import { FORWARD_SECRET_META_KEY } from "../../src/tasks/legacy/legacy-forward-secret.js";
+import { openTaskBackend } from "../../src/tasks/open-task-backend.js";
 import { startFakeGateway, type FakeGateway } from "../support/fake-gateway.js";
 import { REDIS_URL, deleteKeys, imagesDirOf, uniquePrefix } from "../support/redis.js";
 import { spawnServe, writeConfig } from "../support/serve-process.js";
@@ -62,20 +62,29 @@ async function serveForward(
   return Object.assign(server, { key: ALICE });
 }
 
-/** Opens the task store as the service would, for what a test must set or read in it. */
+/**
+ * Opens the task store as the service would, for what a test must set or read in it: the
+ * store, and its meta as an earlier version kept it (the upgrade step's view).
+ */
 async function withStore<T>(
   gw: FakeGateway,
   store: ConfigInput["store"],
-  use: (meta: Awaited<ReturnType<typeof createTaskStore>>) => Promise<T>,
+  use: (opened: {
+    getOrSetMeta(key: string, create: () => string): Promise<string>;
+    getMeta(key: string): Promise<string | undefined>;
+  }) => Promise<T>,
 ): Promise<T> {
-  const opened = await createTaskStore(
+  const backend = await openTaskBackend(
     forwardConfig(gw, store, "x".repeat(32)),
     pino({ level: "silent" }),
   );
   try {
-    return await use(opened);
+    return await use({
+      getOrSetMeta: (key, create) => backend.store.getOrSetMeta(key, create),
+      getMeta: (key) => backend.legacy!.getMeta(key),
+    });
   } finally {
-    await opened.close();
+    await backend.close();
   }
 }
 

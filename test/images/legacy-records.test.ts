@@ -4,7 +4,8 @@ import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createStaticKeyLookup } from "../../src/auth/static-keys.js";
 import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
-import { newTaskId, type TaskRecord } from "../../src/tasks/core/task-record.js";
+import { newTaskId, type TaskImage, type TaskRecord } from "../../src/tasks/core/task-record.js";
+import { writeLegacyBytes } from "../support/legacy-writers.js";
 import { deleteKeys, uniquePrefix } from "../support/redis.js";
 import { TEST_KEYS, testConfig, type TestAppOptions } from "../support/start-test-app.js";
 import { getTask, useApp, useTempDir } from "../tasks/task-api.js";
@@ -36,7 +37,8 @@ async function writeOldTask(
   bytes: Buffer,
 ): Promise<string> {
   const config = testConfig("http://127.0.0.1:9/v1", options);
-  const store = await createTaskStore(config, pino({ level: "silent" }));
+  const opened = await createTaskStore(config, pino({ level: "silent" }));
+  const { store } = opened;
   try {
     const owner = createStaticKeyLookup(config.auth.keys)(TEST_KEYS.default)!.subject;
     const nowSec = Math.floor(Date.now() / 1000);
@@ -56,7 +58,13 @@ async function writeOldTask(
       started_at: nowSec,
       attempts: 1,
     });
-    await store.putImage(record.id, 0, bytes, 3600_000);
+    await writeLegacyBytes(
+      config,
+      opened,
+      { kind: "image", id: record.id, index: 0 },
+      bytes,
+      3600_000,
+    );
     await store.transition(
       record.id,
       "in_progress",
@@ -64,7 +72,8 @@ async function writeOldTask(
         status: "completed",
         completed_at: nowSec,
         expires_at: nowSec + 3600,
-        images: [{ mime: "image/png", bytes: bytes.length }],
+        // From before the image store: no key, the bytes are in the task store.
+        images: [{ mime: "image/png", bytes: bytes.length } as TaskImage],
       },
       { ttlMs: 3600_000 },
     );

@@ -26,10 +26,12 @@ describe("adopting what the store holds unfinished", () => {
     });
     const lostInQueue = record("never enqueued");
     const orphaned = record("left in progress");
-    const store = await createTaskStore(
-      testConfig("http://127.0.0.1:9/v1", { storeUrl }),
-      pino({ level: "silent" }),
-    );
+    const store = (
+      await createTaskStore(
+        testConfig("http://127.0.0.1:9/v1", { storeUrl }),
+        pino({ level: "silent" }),
+      )
+    ).store;
     await store.create(lostInQueue);
     await store.create(orphaned);
     await store.transition(orphaned.id, "queued", { status: "in_progress", attempts: 1 });
@@ -56,10 +58,12 @@ async function ownerOf(key: string): Promise<string> {
     json: { model: "gpt-image-1", prompt: "probe" },
   });
   await app.close();
-  const store = await createTaskStore(
-    testConfig("http://127.0.0.1:9/v1", { storeUrl }),
-    pino({ level: "silent" }),
-  );
+  const store = (
+    await createTaskStore(
+      testConfig("http://127.0.0.1:9/v1", { storeUrl }),
+      pino({ level: "silent" }),
+    )
+  ).store;
   const owner = (await store.get(submitted.body.id))!.owner;
   await store.close();
   return owner;

@@ -15,32 +15,21 @@ export interface TaskImage {
   mime: string;
   bytes: number;
   revised_prompt?: string;
-  /**
-   * Its key in the image store. Absent on records written before the image
-   * store: their bytes are in the task store (`getImage`).
-   */
-  key?: string;
+  /** Its key in the image store. */
+  key: string;
 }
 
 /**
- * An input image of an edit task, as kept with the record; its bytes are
- * stored apart (`putInput`) until the task finishes.
+ * An input image of an edit task, as kept with the record; its bytes are in
+ * the image store until the task finishes.
  */
 export interface TaskInput {
   /** The form field it is sent to the channel in: `image`, `image[]` or `mask`. */
   field: "image" | "image[]" | "mask";
   mime: string;
   bytes: number;
-  /** Its key in the image store; absent: in the task store (`getInput`), as before the image store. */
-  key?: string;
-}
-
-/**
- * Edit inputs of a record from before the image store, whose bytes are in the
- * task store: the only ones a finishing task must free there.
- */
-export function storedInputCount(record: { inputs?: readonly TaskInput[] }): number {
-  return record.inputs?.some((input) => !input.key) ? record.inputs.length : 0;
+  /** Its key in the image store. */
+  key: string;
 }
 
 /** Where the event of a finished task is delivered. */
@@ -62,10 +51,10 @@ export interface TaskRecord {
   status: TaskStatus;
   model: string;
   /**
-   * `edit`: the channel's `/images/edits` with {@link inputs}; absent: a
-   * generation (`/images/generations`), as every record written before edits.
+   * `edit`: the channel's `/images/edits` with {@link inputs}; `generation`
+   * (or absent, as in records written before edits): `/images/generations`.
    */
-  kind?: "edit";
+  kind?: "generation" | "edit";
   /** The body sent to the channel (an edit's form fields besides its files). */
   request: Record<string, unknown>;
   /** An edit's input images, in the order they are sent. */
@@ -141,17 +130,14 @@ export function transitionRecord<T extends TaskRecord>(
   return next;
 }
 
-/**
- * The image store keys a record holds: its results', its partial images' and
- * an edit's inputs' (legacy ones have none).
- */
+/** The image store keys a record holds: its results', its partial images' and an edit's inputs'. */
 export function imageKeysOf(record: {
   images?: readonly TaskImage[];
   partials?: readonly TaskImage[];
   inputs?: readonly TaskInput[];
 }): string[] {
-  return [...(record.images ?? []), ...(record.partials ?? []), ...(record.inputs ?? [])].flatMap(
-    (item) => (item.key ? [item.key] : []),
+  return [...(record.images ?? []), ...(record.partials ?? []), ...(record.inputs ?? [])].map(
+    (item) => item.key,
   );
 }
 

@@ -71,7 +71,7 @@ export interface OutboxEntry {
 }
 
 /**
- * Where tasks and their image bytes live. Small on purpose: every backend
+ * Where tasks live (their images live in the image store). Small on purpose: every backend
  * (memory, SQLite, Redis) passes one conformance suite. Admission (how many
  * tasks may wait) is the queue's business; the store only keeps each owner
  * within its share of the store.
@@ -92,7 +92,7 @@ export interface TaskStore {
    * run by another lease: the race was lost and the caller backs off.
    *
    * In the same atomic step, a task that finishes enters the webhook outbox
-   * (when it has a `webhook`) and its input images are deleted.
+   * (when it has a `webhook`).
    */
   transition(
     id: string,
@@ -108,24 +108,6 @@ export interface TaskStore {
    * tasks. `undefined` when `after` is not one of the owner's tasks.
    */
   listOwned(owner: string, query: OwnedQuery): Promise<OwnedPage | undefined>;
-  /*
-   * Image bytes inside the task store, as releases before the image store kept
-   * them: read for the records of that time (`getImage`, `getInput`; a record
-   * whose image has no `key`) and freed with them. The service writes no new
-   * ones: the writers remain so that the conformance suite and the legacy
-   * fixtures can make such records on every backend.
-   */
-  putImage(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
-  getImage(id: string, index: number): Promise<Buffer | undefined>;
-  deleteImages(id: string, count: number): Promise<void>;
-  /**
-   * The bytes of an edit's input image `index`, as written before the task
-   * was created; `ttlMs` only frees those of a task never created (the
-   * process died in between): a finished task's inputs go with its transition.
-   */
-  putInput(id: string, index: number, bytes: Buffer, ttlMs: number): Promise<void>;
-  getInput(id: string, index: number): Promise<Buffer | undefined>;
-  deleteInputs(id: string, count: number): Promise<void>;
   /**
    * Finished tasks whose webhook event has not been handed to the delivery
    * queue yet, at most `limit`, those that finished first first.
@@ -147,10 +129,6 @@ export interface TaskStore {
   readonly keyValueStore?: KeyvStoreAdapter;
   /** A value set once for all processes sharing the store (the URL signing secret). */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
-  /** The value kept under `key` by {@link getOrSetMeta}, if any (nothing is created). */
-  getMeta(key: string): Promise<string | undefined>;
-  /** Forgets the value kept under `key` (a secret moved out of the store). */
-  deleteMeta(key: string): Promise<void>;
   /**
    * Deletes what has expired (finished tasks, their images, idempotency keys,
    * their entries in the indexes); resolves the number of tasks and keys

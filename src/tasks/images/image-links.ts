@@ -14,7 +14,7 @@ const nowSec = (s: TaskImagesState) => Math.floor(s.now() / 1000);
  * route), valid until `expiresAt`, as `mode` asks: public, presigned
  * (signed as of `signedFrom`, so every poll and replica gives the same
  * link; past SigV4's 7 days, a link signed this hour, for as long as
- * allowed), or the service's own signed URL (the only one a legacy image has).
+ * allowed), or the service's own signed URL.
  */
 async function linkTo(
   s: TaskImagesState,
@@ -27,10 +27,10 @@ async function linkTo(
 ): Promise<string> {
   const { imageStore, config } = s;
   const { expiresAt, signedFrom } = times;
-  if (image?.key && mode === "public" && config.publicBaseUrl) {
+  if (image && mode === "public" && config.publicBaseUrl) {
     return `${config.publicBaseUrl}/${imageStore.objectKey(image.key)}`;
   }
-  if (image?.key && mode === "presigned" && imageStore.presign) {
+  if (image && mode === "presigned" && imageStore.presign) {
     const signedAt =
       expiresAt - signedFrom <= PRESIGN_MAX_SEC
         ? signedFrom
@@ -47,8 +47,7 @@ async function linkTo(
 }
 
 /**
- * The `url` of result image `index`, as `mode` asks (see `TaskImages.link`);
- * a legacy image has only the service's own.
+ * The `url` of result image `index`, as `mode` asks (see `TaskImages.link`).
  */
 export async function resultLink(
   s: TaskImagesState,

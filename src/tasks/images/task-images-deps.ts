@@ -2,13 +2,10 @@ import type { Logger } from "pino";
 import type { ImagesConfig } from "../../config/schema/images-schema.js";
 import type { ImageUrlSigner } from "../../files/image-url-signer.js";
 import type { ImageStore } from "../../images/image-store.js";
-import type { TaskStore } from "../core/task-store.js";
 
 /** Dependencies of `createTaskImages`. */
 export interface TaskImagesDeps {
   imageStore: ImageStore;
-  /** Reads the bytes of records written before the image store (legacy). */
-  taskStore: Pick<TaskStore, "getImage" | "getInput">;
   signer: ImageUrlSigner;
   config: Pick<ImagesConfig, "links" | "publicBaseUrl">;
   logger: Logger;

@@ -1,10 +1,7 @@
-import { createHash } from "node:crypto";
-import { Readable } from "node:stream";
 import type { ImagesConfig } from "../../config/schema/images-schema.js";
 import { inputKey, partialKey, resultKey } from "../../images/image-keys.js";
 import type { ImageObject } from "../../images/image-store.js";
 import type { GeneratedImage } from "../core/generated-image.js";
-import { available } from "../../errors/store-unavailable.js";
 import {
   imageKeysOf,
   type TaskImage,
@@ -23,7 +20,7 @@ export interface TaskImages {
   /**
    * The `url` of a result image, as `images.links` asks, or as `mode` asks
    * (the MCP server asks for the service's own links, the one origin it
-   * downloads from). A legacy image has only the service's own.
+   * downloads from).
    */
   link(
     record: TaskRecord,
@@ -86,20 +83,14 @@ export interface TaskImages {
   ): Promise<TaskInput[]>;
   /** An edit's input images, in order; an image no longer stored is undefined. */
   readInputs(record: TaskRecord): Promise<Array<Buffer | undefined>>;
-  /**
-   * Deletes an edit's input images (its task finished, or was never
-   * created); those of a task from before the image store go with the
-   * task store's own finishing step.
-   */
+  /** Deletes an edit's input images (its task finished, or was never created). */
   deleteInputs(inputs: readonly TaskInput[]): Promise<void>;
 }
 
 /**
  * A task's images in the image store: results under the day the task
  * expires, an edit's inputs under the last day they may be needed. Records
- * carry each image's key; a record without keys was written before the image
- * store, and its bytes are read from the task store as they always were.
- * Links are made in `image-links.ts`.
+ * carry each image's key. Links are made in `image-links.ts`.
  */
 export function createTaskImages(deps: TaskImagesDeps): TaskImages {
   const s: TaskImagesState = deps;
@@ -128,7 +119,7 @@ export function createTaskImages(deps: TaskImagesDeps): TaskImages {
     planResults,
     async putResults(planned, images) {
       await Promise.all(
-        planned.map((image, index) => imageStore.put(image.key!, images[index]!.bytes, image.mime)),
+        planned.map((image, index) => imageStore.put(image.key, images[index]!.bytes, image.mime)),
       );
     },
     async deleteResults(images) {
@@ -142,32 +133,15 @@ export function createTaskImages(deps: TaskImagesDeps): TaskImages {
   };
 }
 
-/** {@link TaskImages.open}: from the image store, or a legacy record's from the task store. */
+/** {@link TaskImages.open}. */
 async function openResult(
   s: TaskImagesState,
   record: TaskRecord,
   index: number,
   signal?: AbortSignal,
 ): Promise<ImageObject | undefined> {
-  const image = record.images?.[index];
-  if (!image) return undefined;
-  if (image.key) {
-    const key = image.key;
-    return storage(() => s.imageStore.get(key, signal));
-  }
-  // Bytes from before the image store: the task store's failure is its own 503.
-  const bytes = await available(() => s.taskStore.getImage(record.id, index));
-  return bytes && legacyObject(bytes, image.mime);
-}
-
-/** Bytes kept in the task store (records from before the image store), as an object to stream. */
-function legacyObject(bytes: Buffer, mime: string): ImageObject {
-  return {
-    body: Readable.from([bytes]),
-    size: bytes.byteLength,
-    contentType: mime,
-    etag: `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 27)}"`,
-  };
+  const key = record.images?.[index]?.key;
+  return key === undefined ? undefined : storage(() => s.imageStore.get(key, signal));
 }
 
 /** {@link TaskImages.planResults}. */
@@ -203,14 +177,13 @@ async function putInputs(
   );
 }
 
-/** {@link TaskImages.readInputs}: a legacy record's from the task store. */
+/** {@link TaskImages.readInputs}. */
 async function readInputs(
   s: TaskImagesState,
   record: TaskRecord,
 ): Promise<Array<Buffer | undefined>> {
   return Promise.all(
-    (record.inputs ?? []).map(async (input, index) => {
-      if (!input.key) return s.taskStore.getInput(record.id, index);
+    (record.inputs ?? []).map(async (input) => {
       const found = await s.imageStore.get(input.key);
       return found && readWhole(found, input.bytes);
     }),

@@ -140,14 +140,12 @@ async function newTaskRecord(
     model: request.model,
     request: toUpstreamBody(request),
     responseFormat: request.response_format,
+    // An edit's inputs join the record once the image store has them (see createAdmitted).
+    kind: inputs ? "edit" : "generation",
     created: Math.floor(deps.now() / 1000),
     attempts: 0,
   };
   if (request.partial_images) record.partialImages = request.partial_images;
-  if (inputs) {
-    record.kind = "edit";
-    record.inputs = inputs.map(({ field, mime, bytes }) => ({ field, mime, bytes: bytes.length }));
-  }
   if (webhookUrl) record.webhook = { url: webhookUrl, baseUrl: options.baseUrl };
   const { upstream } = principal;
   if (upstream) {
@@ -212,7 +210,7 @@ async function createAdmitted(
       await queue.release(entry).catch((err: unknown) => {
         logger.warn({ err }, "could not give back a queue place; it lapses on its own");
       });
-      if (record.inputs?.some((input) => input.key)) {
+      if (record.inputs) {
         await images.deleteInputs(record.inputs).catch((err: unknown) => {
           logger.warn({ err }, "could not delete an edit's images; their day's sweep will");
         });

@@ -119,7 +119,7 @@ function finished(s: FinisherState, record: TaskRecord | undefined): TaskRecord 
     metrics.taskRunDuration.observe({ status: record.status }, s.now() / 1000 - record.started_at);
   }
   announce(s, record.status, record);
-  if (record.inputs?.some((input) => input.key)) {
+  if (record.inputs) {
     // Best effort: the image store's sweep deletes them with their day otherwise.
     s.images.deleteInputs(record.inputs).catch((err: unknown) => {
       s.logger.warn({ err, taskId: record.id }, "could not delete an edit's input images yet");

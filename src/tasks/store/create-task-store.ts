@@ -1,33 +1,48 @@
+import type { Database } from "better-sqlite3";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
 import { openRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
-import { createKeyvTaskStore } from "./keyv-task-store.js";
-import { openSqliteTaskStore } from "./open-sqlite-task-store.js";
-import { createRedisTaskStore } from "./redis-task-store.js";
 import type { TaskStore } from "../core/task-store.js";
+import { createKeyvTaskStore } from "./keyv-task-store.js";
+import { openSqliteTaskStore, type SqliteMigration } from "./open-sqlite-task-store.js";
+import { createRedisTaskStore } from "./redis-task-store.js";
+
+/** Options of {@link createTaskStore}. */
+export interface CreateTaskStoreOptions {
+  /** Redis: the client to share (else the store opens one of its own). */
+  client?: RedisClient;
+  /** SQLite: steps for files earlier releases wrote (see `tasks/legacy/`). */
+  sqliteMigrations?: readonly SqliteMigration[];
+}
+
+/** An open task store, and SQLite's connection for the steps that read what earlier releases left. */
+export interface OpenedTaskStore {
+  store: TaskStore;
+  sqlite?: Database;
+}
 
 /**
- * Opens the store named by `store.url`: `memory://`, `sqlite://PATH`
- * (relative to the working directory; its folder is created; locked to this
- * process) or Redis (on `client` when given, else on a client of its own).
+ * Opens the store the deployment names: memory, a SQLite file (its folder is
+ * created; locked to this process) or Redis (on `client` when given, else on
+ * a client of its own).
  */
 export async function createTaskStore(
   config: Config,
   logger: Logger,
-  options: { client?: RedisClient } = {},
-): Promise<TaskStore> {
-  const store = await openTaskStore(config, logger, options.client);
+  options: CreateTaskStoreOptions = {},
+): Promise<OpenedTaskStore> {
+  const opened = await openTaskStore(config, logger, options);
   // The first sweep of a new store marks where expiry buckets start.
-  await store.sweepExpired();
-  return store;
+  await opened.store.sweepExpired();
+  return opened;
 }
 
 async function openTaskStore(
   config: Config,
   logger: Logger,
-  client: RedisClient | undefined,
-): Promise<TaskStore> {
+  options: CreateTaskStoreOptions,
+): Promise<OpenedTaskStore> {
   const deployment = config.deployment.taskStore;
   // Idempotency keys must outlive the task they point at by the whole run.
   const idempotencyTtlMs = (config.imageTasks.retentionSec + config.imageTasks.timeoutSec) * 1000;
@@ -35,22 +50,24 @@ async function openTaskStore(
     case "memory": {
       const keyv = new Keyv({ namespace: "its" });
       // Kept as they are, never serialized: the Map is this process's memory, so a
-      // record costs its object and an image its bytes, not JSON and base64 text.
+      // record costs its object, not JSON text.
       keyv.serialize = undefined;
       keyv.deserialize = undefined;
-      return createKeyvTaskStore(watch(keyv, logger), {
-        persistent: false,
-        idempotencyTtlMs,
-        binaryImages: true,
-      });
+      return {
+        store: createKeyvTaskStore(watch(keyv, logger), { persistent: false, idempotencyTtlMs }),
+      };
     }
-    case "sqlite":
-      return openSqliteTaskStore(deployment.file, {
+    case "sqlite": {
+      const { store, db } = await openSqliteTaskStore(deployment.file, {
         idempotencyTtlMs,
         logger: logger.child({ component: "store" }),
+        migrations: options.sqliteMigrations ?? [],
       });
-    case "redis":
-      return createRedisTaskStore({
+      return { store, sqlite: db };
+    }
+    case "redis": {
+      const { client } = options;
+      const store = createRedisTaskStore({
         client:
           client ??
           (await openRedisClient({
@@ -63,6 +80,8 @@ async function openTaskStore(
         idempotencyTtlMs,
         ownsClient: client === undefined,
       });
+      return { store };
+    }
   }
 }
 

@@ -1,13 +1,6 @@
 import type Keyv from "keyv";
 import { imageKeysOf, type TaskRecord } from "../core/task-record.js";
-import {
-  imageKey,
-  ownerKey,
-  read,
-  readOwner,
-  taskKey,
-  type KeyvTaskState,
-} from "./keyv-task-state.js";
+import { ownerKey, read, readOwner, taskKey, type KeyvTaskState } from "./keyv-task-state.js";
 
 /*
  * Keyv drops an expired entry only when it is read, so finished tasks, their
@@ -39,7 +32,7 @@ export async function expireLater(
 }
 
 /**
- * Lists a finished task, its images, its owner entry and its image store keys
+ * Lists a finished task, its owner entry and its image store keys
  * for the sweep, `ttlMs` from now. Call inside `exclusive`.
  */
 export async function expireWithTask(
@@ -48,15 +41,10 @@ export async function expireWithTask(
   ttlMs: number,
 ): Promise<void> {
   const { id } = record;
-  const images = Array.from({ length: record.images?.length ?? 0 }, (_, index) =>
-    imageKey(id, index),
-  );
-  // Image TTLs may run a little longer than the task's: the sweep waits for them too.
   await expireLater(
     state,
     [
       taskKey(id),
-      ...images,
       `${OWNER_ENTRY}${id}:${record.owner}`,
       ...imageKeysOf(record).map((key) => `${IMAGE_ENTRY}${key}`),
     ],

@@ -13,8 +13,6 @@ export interface KeyvTaskState {
   keyv: Keyv;
   now: () => number;
   idempotencyTtlMs: number;
-  /** See `KeyvTaskStoreOptions.binaryImages`. */
-  binaryImages: boolean | undefined;
   /** The last step queued by {@link exclusive}, settled either way. */
   chain: Promise<unknown>;
 }
@@ -30,8 +28,6 @@ export function exclusive<T>(state: KeyvTaskState, step: () => Promise<T>): Prom
 }
 
 export const taskKey = (id: string) => `task:${id}`;
-export const imageKey = (id: string, index: number) => `image:${id}:${index}`;
-export const inputKey = (id: string, index: number) => `input:${id}:${index}`;
 export const idemKey = (owner: string, key: string) => `idem:${owner}:${key}`;
 /** Each owner's tasks, oldest first: its share of the store, and (later) its task list. */
 export const ownerKey = (owner: string) => `owner:${owner}`;

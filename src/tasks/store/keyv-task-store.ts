@@ -1,7 +1,6 @@
 import type Keyv from "keyv";
 import {
   isFinished,
-  storedInputCount,
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
@@ -10,8 +9,6 @@ import { expireLater, expireWithTask, sweepBuckets } from "./keyv-expiry-buckets
 import {
   exclusive,
   idemKey,
-  imageKey,
-  inputKey,
   OUTBOX,
   ownerKey,
   read,
@@ -42,12 +39,6 @@ interface IdempotencyEntry {
 export interface KeyvTaskStoreOptions {
   persistent: boolean;
   idempotencyTtlMs: number;
-  /**
-   * Images and edit inputs are kept as Buffers, not base64 text: for a Keyv
-   * that keeps values as they are (the memory store, no serializer), where
-   * text would cost a third more, on the JavaScript heap.
-   */
-  binaryImages?: boolean;
   now?: () => number;
 }
 
@@ -65,7 +56,6 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
     keyv,
     now: options.now ?? Date.now,
     idempotencyTtlMs: options.idempotencyTtlMs,
-    binaryImages: options.binaryImages,
     chain: Promise.resolve(),
   };
   return {
@@ -78,19 +68,6 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
     listUnfinished: () => listUnfinished(keyv),
     listOwned: (owner, query) => exclusive(s, () => listOwned(keyv, owner, query)),
 
-    async putImage(id, index, bytes, ttlMs) {
-      await keyv.set(imageKey(id, index), toStored(s, bytes), ttlMs);
-    },
-    async getImage(id, index) {
-      return fromStored(await read<string | Buffer>(keyv, imageKey(id, index)));
-    },
-    deleteImages: (id, count) => deleteAll(keyv, imageKey, id, count),
-    putInput: (id, index, bytes, ttlMs) => exclusive(s, () => putInput(s, id, index, bytes, ttlMs)),
-    async getInput(id, index) {
-      return fromStored(await read<string | Buffer>(keyv, inputKey(id, index)));
-    },
-    deleteInputs: (id, count) => deleteAll(keyv, inputKey, id, count),
-
     async webhookOutbox(limit): Promise<OutboxEntry[]> {
       return (await readOutbox(keyv)).slice(0, limit).map(([id, sinceMs]) => ({ id, sinceMs }));
     },
@@ -98,8 +75,6 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
     webhookJournal: createKeyvWebhookJournal(keyv, (step) => exclusive(s, step)),
 
     getOrSetMeta: (key, createValue) => exclusive(s, () => getOrSetMeta(keyv, key, createValue)),
-    getMeta: (key) => exclusive(s, () => read<string>(keyv, `meta:${key}`)),
-    deleteMeta: (key) => exclusive(s, () => deleteMeta(keyv, key)),
     sweepExpired: (dropImages) => exclusive(s, () => sweepBuckets(s, dropImages)),
 
     async ping() {
@@ -117,29 +92,6 @@ const readOutbox = async (keyv: Keyv) => (await read<Array<[string, number]>>(ke
 
 async function readMany<T>(keyv: Keyv, keys: string[]): Promise<Array<T | undefined>> {
   return keys.length === 0 ? [] : ((await keyv.get(keys)) as Array<T | undefined>);
-}
-
-/** Bytes as they are stored: base64 text for a serializing Keyv, an exact-size Buffer otherwise. */
-function toStored({ binaryImages }: KeyvTaskState, bytes: Buffer): string | Buffer {
-  if (!binaryImages) return bytes.toString("base64");
-  // A small Buffer may be a slice of a shared 8 KiB pool, which it would keep alive.
-  if (bytes.byteLength === bytes.buffer.byteLength) return bytes;
-  const copy = Buffer.allocUnsafeSlow(bytes.byteLength);
-  bytes.copy(copy);
-  return copy;
-}
-
-function fromStored(stored: string | Buffer | undefined): Buffer | undefined {
-  return typeof stored === "string" ? Buffer.from(stored, "base64") : stored;
-}
-
-async function deleteAll(
-  keyv: Keyv,
-  keyOf: (id: string, index: number) => string,
-  id: string,
-  count: number,
-): Promise<void> {
-  await Promise.all(Array.from({ length: count }, (_, index) => keyv.delete(keyOf(id, index))));
 }
 
 async function findIdempotent(
@@ -215,7 +167,7 @@ async function reindexOwner(keyv: Keyv, next: TaskRecord): Promise<void> {
   }
 }
 
-/** A finished task leaves the unfinished list, enters the outbox, frees its inputs, expires. */
+/** A finished task leaves the unfinished list, enters the outbox, expires. */
 async function finish(s: KeyvTaskState, next: TaskRecord, ttlMs: number | undefined) {
   const { keyv, now } = s;
   const { id } = next;
@@ -230,8 +182,6 @@ async function finish(s: KeyvTaskState, next: TaskRecord, ttlMs: number | undefi
     outbox.push([id, now()]);
     await keyv.set(OUTBOX, outbox);
   }
-  const stored = storedInputCount(next);
-  await Promise.all(Array.from({ length: stored }, (_, index) => keyv.delete(inputKey(id, index))));
   if (ttlMs !== undefined) await expireWithTask(s, next, ttlMs);
 }
 
@@ -273,17 +223,6 @@ async function listOwned(
   return { records: records.slice(0, limit), hasMore: records.length > limit };
 }
 
-async function putInput(
-  s: KeyvTaskState,
-  id: string,
-  index: number,
-  bytes: Buffer,
-  ttlMs: number,
-): Promise<void> {
-  await s.keyv.set(inputKey(id, index), toStored(s, bytes), ttlMs);
-  await expireLater(s, [inputKey(id, index)], ttlMs);
-}
-
 async function clearWebhookOutbox(keyv: Keyv, id: string): Promise<void> {
   const outbox = await readOutbox(keyv);
   const kept = outbox.filter(([other]) => other !== id);
@@ -298,8 +237,4 @@ async function getOrSetMeta(keyv: Keyv, key: string, createValue: () => string):
   const value = createValue();
   await keyv.set(metaKey, value);
   return value;
-}
-
-async function deleteMeta(keyv: Keyv, key: string): Promise<void> {
-  await keyv.delete(`meta:${key}`);
 }

@@ -3,25 +3,43 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { ConfigError } from "../../config/config-error.js";
-import { createImageBlobs, type ImageBlobs } from "./sqlite-image-blobs.js";
-import { hasKeyvTable, migrateKeyvTable } from "./sqlite-legacy-migration.js";
 import { lockSqliteStore } from "./sqlite-owner-lock.js";
 import { applySchema, SCHEMA_VERSION } from "./sqlite-schema.js";
 import { createSqliteTaskStore } from "./sqlite-task-store.js";
 import type { TaskStore } from "../core/task-store.js";
 
+/**
+ * A step that brings a file an earlier release wrote up to date (see
+ * `tasks/legacy/`): run inside the transaction that creates the tables, so a
+ * start-up that dies halfway leaves the file as it was.
+ */
+export interface SqliteMigration {
+  /** Whether the file holds what this step moves. */
+  needed(db: Database.Database): boolean;
+  /** Moves it; throws to roll the whole upgrade back. */
+  run(db: Database.Database, nowMs: number, logger: Logger): void;
+}
+
 /** Options of {@link openSqliteTaskStore}. */
 export interface OpenSqliteOptions {
   idempotencyTtlMs: number;
   logger: Logger;
+  /** Steps for files earlier releases wrote, in order. Default: none. */
+  migrations?: readonly SqliteMigration[];
   now?: () => number;
+}
+
+/** An open SQLite store, and its connection for the steps that read what earlier releases left. */
+export interface OpenedSqliteStore {
+  store: TaskStore;
+  db: Database.Database;
 }
 
 /**
  * Opens the SQLite store in `file` (its folder created) for this process
  * alone: takes the file's lock (a second process is refused, naming the
  * holder), switches to WAL, creates or upgrades the tables in one
- * transaction (moving what the Keyv-table release wrote), and builds the store.
+ * transaction (with `migrations`), and builds the store.
  *
  * `synchronous = NORMAL` in WAL mode: a commit is in the WAL before the call
  * returns, so a killed process loses nothing it committed; only a power cut
@@ -30,7 +48,7 @@ export interface OpenSqliteOptions {
 export async function openSqliteTaskStore(
   file: string,
   options: OpenSqliteOptions,
-): Promise<TaskStore> {
+): Promise<OpenedSqliteStore> {
   const now = options.now ?? Date.now;
   mkdirSync(dirname(file), { recursive: true });
   // Short: the lock is held for the process's life, so only a second process ever waits.
@@ -51,18 +69,17 @@ export async function openSqliteTaskStore(
     // The WAL is cut back to 64 MiB after a checkpoint, not kept at its peak (a migration
     // writes every image of the old table through it).
     db.pragma("journal_size_limit = 67108864");
-    const blobs = upgrade(db, file, now, options.logger);
-    const store = createSqliteTaskStore(db, {
-      idempotencyTtlMs: options.idempotencyTtlMs,
-      blobs,
-      now,
-    });
+    upgrade(db, file, now(), options);
+    const store = createSqliteTaskStore(db, { idempotencyTtlMs: options.idempotencyTtlMs, now });
     return {
-      ...store,
-      async close() {
-        await store.close();
-        await unlock();
+      store: {
+        ...store,
+        async close() {
+          await store.close();
+          await unlock();
+        },
       },
+      db,
     };
   } catch (err) {
     db.close();
@@ -75,35 +92,26 @@ export async function openSqliteTaskStore(
 function upgrade(
   db: Database.Database,
   file: string,
-  now: () => number,
-  logger: Logger,
-): ImageBlobs {
+  nowMs: number,
+  options: Pick<OpenSqliteOptions, "migrations" | "logger">,
+): void {
   const version = db.pragma("user_version", { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
     throw new ConfigError([
       `store.url: sqlite://${file} was written by a newer release (schema ${version}; this one knows up to ${SCHEMA_VERSION})`,
     ]);
   }
-  // The Keyv table held sealed keys and, in older releases, forward mode's secret: its
-  // pages are zeroed as it is dropped, not left in the file's free list.
-  const legacy = hasKeyvTable(db);
-  if (legacy) db.pragma("secure_delete = ON");
-  const blobs = db
-    .transaction(() => {
+  const due = (options.migrations ?? []).filter((migration) => migration.needed(db));
+  // What earlier releases kept may hold sealed keys or secrets: pages a migration frees are
+  // zeroed, not left in the file's free list.
+  if (due.length > 0) db.pragma("secure_delete = ON");
+  try {
+    db.transaction(() => {
       applySchema(db);
-      const blobs = createImageBlobs(db, now);
-      if (legacy) {
-        const started = Date.now();
-        const report = migrateKeyvTable(db, blobs, now());
-        logger.info(
-          { ...report, ms: Date.now() - started },
-          "moved the task store from its Keyv table into SQL tables",
-        );
-      }
+      for (const migration of due) migration.run(db, nowMs, options.logger);
       db.pragma(`user_version = ${SCHEMA_VERSION}`);
-      return blobs;
-    })
-    .immediate();
-  if (legacy) db.pragma("secure_delete = OFF");
-  return blobs;
+    }).immediate();
+  } finally {
+    if (due.length > 0) db.pragma("secure_delete = OFF");
+  }
 }

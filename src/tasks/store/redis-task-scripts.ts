@@ -2,7 +2,7 @@ import { redisScript } from "../../redis/redis-script.js";
 
 /*
  * Atomic steps, each one script, so that any number of replicas can share the
- * store. Records, images, idempotency keys and meta values are Keyv entries
+ * store. Records, idempotency keys and meta values are Keyv entries
  * (`<prefix>::task:<id>` holding `{"value": ..., "expires": ...}`); the
  * scripts read and write those same entries. The indexes are sorted sets:
  * `owner:<owner>` (an owner's tasks by creation), `owned:<status>:<owner>`
@@ -43,8 +43,7 @@ return {'created'}
  * KEYS: task, unfinished index, expiring index, owner index, the owner's index of the old
  * status, of the new one, webhook outbox, expiring image keys.
  * ARGV: rev read, record, TTL or "", finished, expiring member, expiry time, id, into the
- * outbox, now, input images, input key prefix, then the image store keys the finished
- * record holds (they expire with it).
+ * outbox, now, then the image store keys the finished record holds (they expire with it).
  * 1 written, 0 gone, -1 changed since read.
  */
 export const TRANSITION = redisScript(`
@@ -65,18 +64,12 @@ if ARGV[4] == '1' then
   redis.call('ZREM', KEYS[2], ARGV[7])
   if ARGV[3] ~= '' then
     redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])
-    for i = 12, #ARGV do redis.call('ZADD', KEYS[8], ARGV[6], ARGV[i]) end
+    for i = 10, #ARGV do redis.call('ZADD', KEYS[8], ARGV[6], ARGV[i]) end
   end
   if ARGV[8] == '1' then redis.call('ZADD', KEYS[7], ARGV[9], ARGV[7]) end
-  for i = 0, tonumber(ARGV[10]) - 1 do redis.call('DEL', ARGV[11] .. i) end
 end
 return 1
 `);
-
-/** Image keys per task the sweep deletes: `n` is at most 10. */
-const MAX_IMAGES_PER_TASK = 10;
-/** Input keys per task the sweep deletes: an edit takes at most 16 images and a mask. */
-const MAX_INPUTS_PER_TASK = 17;
 
 /**
  * KEYS: expiring index, webhook outbox, expiring image keys. Takes due tasks out of every
@@ -96,12 +89,6 @@ for _, member in ipairs(due) do
   end
   redis.call('ZREM', KEYS[2], id)
   deleted = deleted + redis.call('DEL', ARGV[3] .. 'task:' .. id)
-  for i = 0, ${MAX_IMAGES_PER_TASK - 1} do
-    deleted = deleted + redis.call('DEL', ARGV[3] .. 'image:' .. id .. ':' .. i)
-  end
-  for i = 0, ${MAX_INPUTS_PER_TASK - 1} do
-    deleted = deleted + redis.call('DEL', ARGV[3] .. 'input:' .. id .. ':' .. i)
-  end
   redis.call('ZREM', KEYS[1], member)
 end
 local images = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))

@@ -5,7 +5,6 @@ import { CREATE, LIST, SWEEP, TRANSITION } from "./redis-task-scripts.js";
 import {
   imageKeysOf,
   isFinished,
-  storedInputCount,
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
@@ -87,17 +86,6 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     listUnfinished: () => listUnfinished(s),
     listOwned: (owner, query) => listOwned(s, owner, query),
 
-    async putImage(id, index, bytes, ttlMs) {
-      await keyv.set(imageKey(id, index), bytes.toString("base64"), ttlMs);
-    },
-    getImage: (id, index) => readBytes(keyv, imageKey(id, index)),
-    deleteImages: (id, count) => deleteKeys(s, imageKey, id, count),
-    async putInput(id, index, bytes, ttlMs) {
-      await keyv.set(inputKey(id, index), bytes.toString("base64"), ttlMs);
-    },
-    getInput: (id, index) => readBytes(keyv, inputKey(id, index)),
-    deleteInputs: (id, count) => deleteKeys(s, inputKey, id, count),
-
     async webhookOutbox(limit) {
       const entries = await client.zRangeWithScores(s.outbox, 0, limit - 1);
       return entries.map(({ value, score }) => ({ id: value, sinceMs: score }));
@@ -107,8 +95,6 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     },
 
     getOrSetMeta: (key, createValue) => getOrSetMeta(s, key, createValue),
-    getMeta: async (key) => (await keyv.get(`meta:${key}`)) as string | undefined,
-    deleteMeta: async (key) => void (await client.del(raw(s, `meta:${key}`))),
     sweepExpired: (dropImages) => sweepExpired(s, dropImages),
 
     async ping() {
@@ -134,8 +120,6 @@ function openKeyv(client: RedisClient, prefix: string): Keyv {
 
 const raw = (s: RedisTaskState, key: string) => `${s.base}${key}`;
 const taskKey = (id: string) => `task:${id}`;
-const imageKey = (id: string, index: number) => `image:${id}:${index}`;
-const inputKey = (id: string, index: number) => `input:${id}:${index}`;
 const idemKey = (owner: string, key: string) => `idem:${owner}:${key}`;
 const ownerIndex = (s: RedisTaskState, owner: string) => raw(s, `owner:${owner}`);
 const statusIndex = (s: RedisTaskState, status: TaskStatus, owner: string) =>
@@ -151,21 +135,6 @@ function strip(record: StoredRecord | undefined): TaskRecord | undefined {
   if (!record) return undefined;
   const { rev: _rev, ...rest } = record;
   return rest;
-}
-
-async function readBytes(keyv: Keyv, key: string): Promise<Buffer | undefined> {
-  const stored = (await keyv.get(key)) as string | undefined;
-  return stored === undefined ? undefined : Buffer.from(stored, "base64");
-}
-
-async function deleteKeys(
-  s: RedisTaskState,
-  keyOf: (id: string, index: number) => string,
-  id: string,
-  count: number,
-): Promise<void> {
-  if (count === 0) return;
-  await s.client.del(Array.from({ length: count }, (_, index) => raw(s, keyOf(id, index))));
 }
 
 async function findIdempotent(
@@ -282,8 +251,6 @@ function writeTransition(
       id,
       finished && next.webhook ? "1" : "0",
       s.now(),
-      storedInputCount(next),
-      raw(s, `input:${id}:`),
       ...(finished ? imageKeysOf(next) : []),
     ],
   ) as Promise<number>;

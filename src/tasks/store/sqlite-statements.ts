@@ -87,7 +87,6 @@ export function prepareTaskStatements(db: Database): TaskStatements {
 
     getMeta: value("SELECT value FROM meta WHERE key = ?"),
     putMeta: statement("INSERT INTO meta (key, value) VALUES (?, ?)"),
-    deleteMeta: statement("DELETE FROM meta WHERE key = ?"),
 
     deleteExpiredValues: statement(
       `DELETE FROM key_values WHERE key IN
@@ -124,6 +123,5 @@ type StatementName =
   | "removeJournal"
   | "getMeta"
   | "putMeta"
-  | "deleteMeta"
   | "deleteExpiredValues"
   | "ping";

@@ -3,12 +3,10 @@ import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-que
 import {
   imageKeysOf,
   isFinished,
-  storedInputCount,
   transitionRecord,
   type TaskRecord,
   type TaskStatus,
 } from "../core/task-record.js";
-import type { ImageBlobs } from "./sqlite-image-blobs.js";
 import { createSqliteKeyValueStore } from "./sqlite-key-value-store.js";
 import { prepareTaskStatements, type TaskRow, type TaskStatements } from "./sqlite-statements.js";
 import type {
@@ -25,8 +23,6 @@ import type {
 /** Options of {@link createSqliteTaskStore}. */
 export interface SqliteTaskStoreOptions {
   idempotencyTtlMs: number;
-  /** The image bytes' table (see `sqlite-image-blobs.ts`). */
-  blobs: ImageBlobs;
   now?: () => number;
 }
 
@@ -37,15 +33,14 @@ const SWEEP_BATCH = 500;
  * The {@link TaskStore} on SQLite tables (`sqlite-schema.ts`), for the one
  * process that holds the file. The driver is synchronous, so every step
  * (create with its owner count and idempotency key; a transition with its
- * outbox entry and the inputs it frees; each batch of the sweep) runs as one
+ * outbox entry; each batch of the sweep) runs as one
  * transaction that nothing else interleaves with: atomic on disk, and a
  * process killed at any instant leaves the step whole or not at all.
  */
 export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOptions): TaskStore {
   const now = options.now ?? Date.now;
-  const { blobs } = options;
   const q = prepareTaskStatements(db);
-  const steps: Steps = { q, blobs, now, idempotencyTtlMs: options.idempotencyTtlMs };
+  const steps: Steps = { q, now, idempotencyTtlMs: options.idempotencyTtlMs };
   const create = db.transaction(createStep(steps));
   const transition = db.transaction(transitionStep(steps));
   const getOrSetMeta = db.transaction(metaStep(q));
@@ -64,13 +59,6 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
 
     listOwned: async (owner, query) => listOwned(q, owner, query, now()),
 
-    putImage: blobs.putImage,
-    getImage: blobs.getImage,
-    deleteImages: blobs.deleteImages,
-    putInput: blobs.putInput,
-    getInput: blobs.getInput,
-    deleteInputs: blobs.deleteInputs,
-
     async webhookOutbox(limit) {
       return (q.outbox.all(limit) as Array<{ id: string; sinceMs: number }>).map(
         ({ id, sinceMs }) => ({ id, sinceMs }),
@@ -86,18 +74,8 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
     keyValueStore: createSqliteKeyValueStore(db, now),
 
     getOrSetMeta: async (key, createValue) => getOrSetMeta.immediate(key, createValue),
-    getMeta: async (key) => q.getMeta.get(key) as string | undefined,
-    async deleteMeta(key) {
-      // A meta value may be a secret moving out of the file: its bytes are overwritten, not freed.
-      db.pragma("secure_delete = ON");
-      try {
-        q.deleteMeta.run(key);
-      } finally {
-        db.pragma("secure_delete = OFF");
-      }
-    },
 
-    sweepExpired: async (dropImages) => sweep(db, q, blobs, now(), dropImages),
+    sweepExpired: async (dropImages) => sweep(db, q, now(), dropImages),
 
     async ping() {
       q.ping.get();
@@ -112,7 +90,6 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
 /** What the store's steps share. */
 interface Steps {
   q: TaskStatements;
-  blobs: ImageBlobs;
   now: () => number;
   idempotencyTtlMs: number;
 }
@@ -172,11 +149,10 @@ function createStep(steps: Steps) {
 
 /**
  * `transition`'s body: the compare-and-set, the record with its indexed
- * columns, and for a task that finishes its outbox entry and its freed inputs
- * (one transaction).
+ * columns, and for a task that finishes its outbox entry (one transaction).
  */
 function transitionStep(steps: Steps) {
-  const { q, now, blobs } = steps;
+  const { q, now } = steps;
   return (
     id: string,
     expected: TaskStatus,
@@ -193,10 +169,7 @@ function transitionStep(steps: Steps) {
       expires_ms: finished && ttlMs !== undefined ? now() + ttlMs : null,
       record: JSON.stringify(next),
     });
-    if (finished) {
-      if (next.webhook) q.putOutbox.run(id, now());
-      if (storedInputCount(next) > 0) blobs.dropInputs(id);
-    }
+    if (finished && next.webhook) q.putOutbox.run(id, now());
     return next;
   };
 }
@@ -251,13 +224,12 @@ function createJournal(q: TaskStatements): WebhookJournal {
 /**
  * Deletes what has expired, in batches of {@link SWEEP_BATCH}, each one
  * transaction (tasks with their owners' counts; idempotency keys; Keyv
- * entries; image bytes), yielding to the event loop between batches; the
+ * entries), yielding to the event loop between batches; the
  * image store keys of the deleted records go to `dropImages` after each.
  */
 async function sweep(
   db: Database,
   q: TaskStatements,
-  blobs: ImageBlobs,
   nowMs: number,
   dropImages?: (keys: string[]) => Promise<void>,
 ): Promise<number> {
@@ -280,9 +252,8 @@ async function sweep(
     }
     const keys = q.deleteExpiredIdempotency.run(nowMs, SWEEP_BATCH).changes;
     const values = q.deleteExpiredValues.run(nowMs, SWEEP_BATCH).changes;
-    const bytes = blobs.sweep(nowMs, SWEEP_BATCH);
     return {
-      deleted: expired.length + keys + values + bytes,
+      deleted: expired.length + keys + values,
       more: expired.length === SWEEP_BATCH,
       images,
     };

@@ -22,7 +22,6 @@ function taskImages(links: "service" | "public") {
   const signer = createImageUrlSigner("a secret of the test");
   const images = createTaskImages({
     imageStore: createMemoryImageStore(),
-    taskStore: { getImage: async () => undefined, getInput: async () => undefined },
     signer,
     config: { links, publicBaseUrl: "https://cdn.example.com/images" },
     logger: pino({ level: "silent" }),

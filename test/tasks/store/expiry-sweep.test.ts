@@ -15,12 +15,17 @@ describe("expired tasks leave the SQLite file", () => {
   let clock: number;
   let store: TaskStore;
 
-  const open = () =>
-    openSqliteTaskStore(file, {
-      idempotencyTtlMs: 5 * 60_000,
-      logger: pino({ level: "silent" }),
-      now: () => clock,
-    });
+  const open = async () =>
+    (
+      await openSqliteTaskStore(file, {
+        idempotencyTtlMs: 5 * 60_000,
+        logger: pino({ level: "silent" }),
+        now: () => clock,
+      })
+    ).store;
+  /** The image store keys the sweeps handed over, to be deleted with their tasks. */
+  let dropped: string[];
+  const drop = async (keys: string[]) => void dropped.push(...keys);
 
   /**
    * Rows on disk, read with a connection of its own. The store holds the file's lock, so it
@@ -41,6 +46,7 @@ describe("expired tasks leave the SQLite file", () => {
     dir = await mkdtemp(join(tmpdir(), "sweep-"));
     file = join(dir, "sweep.db");
     clock = Date.UTC(2026, 0, 1);
+    dropped = [];
     store = await open();
   });
 
@@ -66,11 +72,9 @@ describe("expired tasks leave the SQLite file", () => {
       idempotency: idempotencyKey ? { key: idempotencyKey, fingerprint: "f" } : undefined,
     });
     await store.transition(queued.id, "queued", { status: "in_progress" });
-    await store.putImage(queued.id, 0, Buffer.from("image bytes"), ttlMs);
-    await store.putImage(queued.id, 1, Buffer.from("image bytes"), ttlMs);
     const images = [
-      { mime: "image/png", bytes: 11 },
-      { mime: "image/png", bytes: 11 },
+      { mime: "image/png", bytes: 11, key: `2026-01-01/${queued.id}/0.png` },
+      { mime: "image/png", bytes: 11, key: `2026-01-01/${queued.id}/1.png` },
     ];
     await store.transition(queued.id, "in_progress", { status: "completed", images }, { ttlMs });
     return queued.id;
@@ -79,17 +83,18 @@ describe("expired tasks leave the SQLite file", () => {
   it("deletes a finished task, its images and its idempotency key once they expired", async () => {
     const id = await finishedTask(60_000, "idem-1");
     expect(await rows("tasks", `id = '${id}'`)).toBe(1);
-    expect(await rows("image_blobs", `task_id = '${id}'`)).toBe(2);
     expect(await rows("idempotency")).toBe(1);
 
     clock += 30_000; // not expired yet
-    expect(await store.sweepExpired()).toBe(0);
+    expect(await store.sweepExpired(drop)).toBe(0);
     expect(await rows("tasks", `id = '${id}'`)).toBe(1);
+    expect(dropped).toEqual([]);
 
     clock += 10 * 60_000; // task, images and idempotency key all expired
-    expect(await store.sweepExpired()).toBe(4);
+    expect(await store.sweepExpired(drop)).toBe(2);
     expect(await rows("tasks")).toBe(0);
-    expect(await rows("image_blobs")).toBe(0);
+    // Its images go to the image store to be deleted with it.
+    expect(dropped.sort()).toEqual([`2026-01-01/${id}/0.png`, `2026-01-01/${id}/1.png`]);
     expect(await rows("idempotency")).toBe(0);
     // The owner's share of the store is free again.
     expect(await rows("owners")).toBe(0);
@@ -100,11 +105,11 @@ describe("expired tasks leave the SQLite file", () => {
     const short = await finishedTask(60_000);
     const long = await finishedTask(60 * 60_000);
     clock += 5 * 60_000;
-    await store.sweepExpired();
+    await store.sweepExpired(drop);
     expect(await rows("tasks", `id = '${short}'`)).toBe(0);
-    expect(await rows("image_blobs", `task_id = '${short}'`)).toBe(0);
+    expect(dropped.filter((key) => key.includes(short))).toHaveLength(2);
     expect(await rows("tasks", `id = '${long}'`)).toBe(1);
-    expect(await rows("image_blobs", `task_id = '${long}'`)).toBe(2);
+    expect(dropped.filter((key) => key.includes(long))).toHaveLength(0);
     expect((await store.get(long))?.status).toBe("completed");
     clock += 60 * 60_000;
     await store.sweepExpired();

@@ -51,7 +51,7 @@ export function storeOpener(url: () => string) {
       storeUrl,
       config: prefix ? { store: { url: storeUrl, prefix } } : {},
     });
-    const store = await createTaskStore(config, pino({ level: "silent" }));
+    const store = (await createTaskStore(config, pino({ level: "silent" }))).store;
     onTestFinished(async () => {
       await store.close().catch(() => undefined);
       if (prefix) await deleteKeys(prefix);

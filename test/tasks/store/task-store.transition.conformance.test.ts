@@ -36,7 +36,7 @@ describe.each(storeBackends())("TaskStore on $name: transitions", ({ url }) => {
     const completed = await store.transition(task.id, "in_progress", {
       status: "completed",
       completed_at: 1_700_000_002,
-      images: [{ mime: "image/png", bytes: 10 }],
+      images: [{ mime: "image/png", bytes: 10, key: "2023-11-15/t/0.png" }],
     });
     expect(completed?.status).toBe("completed");
     expect(await store.get(task.id)).toEqual(completed);

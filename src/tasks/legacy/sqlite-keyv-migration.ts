@@ -1,8 +1,8 @@
 import type { Database } from "better-sqlite3";
 import Keyv from "keyv";
 import type { TaskRecord } from "../core/task-record.js";
-import { createKeyvCodec, type KeyvEntry } from "./keyv-codec.js";
-import type { ImageBlobs } from "./sqlite-image-blobs.js";
+import { createKeyvCodec, type KeyvEntry } from "../store/keyv-codec.js";
+import { createImageBlobWriter } from "./sqlite-image-blobs.js";
 
 /** What {@link migrateKeyvTable} moved, for the start-up log. */
 export interface MigrationReport {
@@ -34,7 +34,7 @@ export function hasKeyvTable(db: Database): boolean {
  * unfinished list, expiry buckets, owner lists, the sweep's mark) are not
  * copied: the tables and their indexes hold the same facts.
  */
-export function migrateKeyvTable(db: Database, blobs: ImageBlobs, nowMs: number): MigrationReport {
+export function migrateKeyvTable(db: Database, nowMs: number): MigrationReport {
   const codec = createKeyvCodec(new Keyv());
   const report: MigrationReport = { tasks: 0, images: 0, entries: 0, unreadable: 0 };
   const decode = (text: string): KeyvEntry | undefined => {
@@ -64,7 +64,7 @@ export function migrateKeyvTable(db: Database, blobs: ImageBlobs, nowMs: number)
     if (!key.startsWith("meta:") || key === "meta:swept-until") continue;
     if (typeof entry.value === "string") putMeta.run(key.slice("meta:".length), entry.value);
   }
-  report.images = moveImages(db, blobs, decode);
+  report.images = moveImages(db, decode);
   db.exec("DROP TABLE keyv");
   return report;
 }
@@ -162,12 +162,12 @@ function moveWebhooks(db: Database, entries: Map<string, KeyvEntry>, report: Mig
   report.entries += outbox.length + listed.length;
 }
 
-/** Result and input images, base64 text in the old table, into the blob table. */
-function moveImages(
-  db: Database,
-  blobs: ImageBlobs,
-  decode: (text: string) => KeyvEntry | undefined,
-): number {
+/**
+ * Result and input images, base64 text in the old table, into the blob table
+ * (from which the upgrade step moves them into the image store).
+ */
+function moveImages(db: Database, decode: (text: string) => KeyvEntry | undefined): number {
+  const put = createImageBlobWriter(db);
   const chunk = db.prepare(
     `SELECT rowid AS at, key, value FROM keyv WHERE rowid > ?
      AND (key LIKE 'its:image:%' OR key LIKE 'its:input:%') ORDER BY rowid LIMIT ?`,
@@ -186,7 +186,7 @@ function moveImages(
       if (!match || !entry || (typeof stored !== "string" && !Buffer.isBuffer(stored))) continue;
       const bytes = typeof stored === "string" ? Buffer.from(stored, "base64") : stored;
       const expires = entry.expires ?? Number.MAX_SAFE_INTEGER;
-      blobs.put(match[1] as "image" | "input", match[2]!, Number(match[3]), bytes, expires);
+      put(match[1] as "image" | "input", match[2]!, Number(match[3]), bytes, expires);
       moved += 1;
     }
   }
