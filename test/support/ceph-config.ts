@@ -59,7 +59,9 @@ export function cephConf({ fsid, dir, monPort, rgwPort }: CephConfOptions): stri
     global: {
       fsid,
       "mon host": `v2:127.0.0.1:${monPort}`,
+      // Both, or the OSD's cluster and back heartbeat ports listen on every interface.
       "public addr": "127.0.0.1",
+      "cluster addr": "127.0.0.1",
       "ms bind msgr1": false,
       "ms bind ipv6": false,
       "auth cluster required": "cephx",
