@@ -2,7 +2,8 @@
 # Runs before `npm test`, so that `npm ci && npm test` works on a fresh machine:
 # - the metrics tests scrape the service with a real Prometheus and lint with promtool;
 # - the Redis store, queue and replica tests need a Redis on 127.0.0.1:6379;
-# - the README's tour runs its curl commands (test/docs/readme-snippets.test.ts).
+# - the README's tour runs its curl commands (test/docs/readme-snippets.test.ts);
+# - the S3 tests that need a signature-checking S3 start a one-node Ceph (scripts/ensure-ceph.sh).
 # On a fresh Debian machine (as root) what is missing is installed or started here.
 set -euo pipefail
 
@@ -52,3 +53,5 @@ if ! redis_up; then
   for _ in $(seq 1 50); do redis_up && break; sleep 0.1; done
   redis_up || { echo "redis-server did not start on 127.0.0.1:6379" >&2; exit 1; }
 fi
+
+bash "$(dirname "$0")/ensure-ceph.sh"
