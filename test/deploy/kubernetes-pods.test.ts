@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Container, PodSpec, Volume } from "kubernetes-models/v1";
+import type { IContainer, IPodSpec, IVolume } from "kubernetes-models/v1";
 import { parse as parseYaml } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/config-schema.js";
@@ -33,7 +33,7 @@ interface Workload {
   spec: {
     replicas?: number;
     strategy?: { type: string };
-    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+    template: { metadata: { labels: Record<string, string> }; spec: IPodSpec };
   };
 }
 
@@ -53,7 +53,7 @@ function servicePod(objects: K8sObject[]) {
 }
 
 /** The volume mounted at `path` in the container. */
-function volumeAt(pod: PodSpec, container: Container, path: string): Volume | undefined {
+function volumeAt(pod: IPodSpec, container: IContainer, path: string): IVolume | undefined {
   const mount = container.volumeMounts?.find((m) => m.mountPath === path);
   return pod.volumes?.find((volume) => volume.name === mount?.name);
 }
