@@ -1,9 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { blocksOf } from "../docs/markdown.js";
 import { schemaProblem } from "./k8s-models.js";
 import {
   COMPONENTS,
+  KUSTOMIZE_ROOT,
   OVERLAYS,
+  ROOT,
   componentsFor,
+  kustomize,
   kustomizeMissing,
   ofKind,
   render,
@@ -232,4 +239,41 @@ describe.skipIf(missing)("deploy/kubernetes rendered with kubectl kustomize", ()
       }
     },
   );
+
+  it("renders the kustomization docs/kubernetes.md shows, beside a checkout", () => {
+    const [block] = blocksOf(ROOT, "docs/kubernetes.md").filter(
+      (b) => b.lang === "yaml" && b.code.includes("kind: Kustomization"),
+    );
+    expect(block).toBeDefined();
+    const dir = mkdtempSync(join(tmpdir(), "kustomize-docs-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    // The page's layout: the checkout beside the operator's own directory.
+    const checkout = `${relative(dir, ROOT)}/`;
+    writeFileSync(
+      join(dir, "kustomization.yaml"),
+      block!.code.replaceAll("../image-task-sidecar/", checkout),
+    );
+    copyFileSync(join(KUSTOMIZE_ROOT, "overlays/replicas/config.yaml"), join(dir, "config.yaml"));
+    const { ok, stderr, objects } = kustomize(dir);
+    expect(ok, stderr).toBe(true);
+    expect(objects.map(schemaProblem).filter(Boolean)).toEqual([]);
+    for (const object of objects)
+      expect(object.metadata, object.kind).toMatchObject({ namespace: "images" });
+    type Pods = { spec: { template: { spec: { containers: Array<{ image: string }> } } } };
+    const [deployment] = ofKind<Pods>(objects, "Deployment", "image-task-sidecar");
+    expect(deployment!.spec.template.spec.containers[0]!.image).toBe(
+      "registry.example.com/image-task-sidecar:0.1.0",
+    );
+    type Ing = { spec: { rules: Array<{ host: string }>; tls: Array<{ hosts: string[] }> } };
+    const [ingress] = ofKind<Ing>(objects, "Ingress");
+    expect(ingress!.spec.rules[0]!.host).toBe("images.mycompany.com");
+    expect(ingress!.spec.tls[0]!.hosts).toEqual(["images.mycompany.com"]);
+    for (const kind of ["ServiceMonitor", "PrometheusRule"]) {
+      expect(ofKind(objects, kind)[0]!.metadata.labels).toMatchObject({
+        release: "kube-prometheus-stack",
+      });
+    }
+    expect(ofKind(objects, "HorizontalPodAutoscaler")).toEqual([]);
+    expect(ofKind(objects, "ScaledObject")).toHaveLength(1);
+  });
 });

@@ -77,12 +77,17 @@ export function render(overlay: Overlay, components: readonly string[] = []): Re
       "",
     ].join("\n");
     writeFileSync(join(dir, "kustomization.yaml"), kustomization);
-    const run = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
-    if (run.status !== 0) return { ok: false, objects: [], stderr: run.stderr };
-    return { ok: true, objects: parseYamlStream(run.stdout), stderr: run.stderr };
+    return kustomize(dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** `kubectl kustomize DIR`. */
+export function kustomize(dir: string): Rendered {
+  const run = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
+  if (run.status !== 0) return { ok: false, objects: [], stderr: run.stderr };
+  return { ok: true, objects: parseYamlStream(run.stdout), stderr: run.stderr };
 }
 
 /** Every document of a YAML stream, as objects; throws on a syntax error. */
