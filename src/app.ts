@@ -101,7 +101,13 @@ function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
   const taskJson = createJsonBody(limits.taskJson);
 
   app.use(createHttpMetricsMiddleware(metrics));
-  app.use(createHealthRouter({ ping: deps.tasks.ping, isStopping: deps.isStopping }));
+  app.use(
+    createHealthRouter({
+      ping: deps.tasks.ping,
+      isStopping: deps.isStopping,
+      storeUp: metrics.storeUp,
+    }),
+  );
   app.use(createMetricsRouter(metrics, config.metrics, logger));
   // Signed image URLs work without a bearer header: the signature is the credential.
   app.use(createFilesRouter({ images: deps.tasks.images, signer: deps.tasks.signer }));

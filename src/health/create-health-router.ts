@@ -1,5 +1,6 @@
 import { Router } from "express";
 import { ServiceError } from "../errors/service-error.js";
+import type { Metrics } from "../metrics/create-metrics.js";
 
 /**
  * `GET /healthz` (the process answers) and `GET /readyz` (the task store and
@@ -13,6 +14,8 @@ export function createHealthRouter(deps: {
    */
   ping: () => Promise<void>;
   isStopping: () => boolean;
+  /** Set from each check: the kubelet's probes keep it fresh for alerts. */
+  storeUp?: Metrics["storeUp"];
 }): Router {
   const router = Router();
   router.get("/healthz", (_req, res) => {
@@ -24,10 +27,31 @@ export function createHealthRouter(deps: {
     try {
       await deps.ping();
     } catch (err) {
-      if (err instanceof ServiceError) throw err;
-      throw new ServiceError("store_unavailable", "The task store cannot be reached.");
+      const error =
+        err instanceof ServiceError
+          ? err
+          : new ServiceError("store_unavailable", "The task store cannot be reached.");
+      recordStores(deps.storeUp, error.code);
+      throw error;
     }
+    recordStores(deps.storeUp, undefined);
     res.json({ status: "ready" });
   });
   return router;
+}
+
+/**
+ * The ping checks the task store first, then the image store: when the task
+ * store fails the image store was not checked, and keeps its last value.
+ */
+function recordStores(storeUp: Metrics["storeUp"] | undefined, code: string | undefined): void {
+  if (code === undefined) {
+    storeUp?.set({ store: "tasks" }, 1);
+    storeUp?.set({ store: "images" }, 1);
+  } else if (code === "store_unavailable") {
+    storeUp?.set({ store: "tasks" }, 0);
+  } else if (code === "storage_unavailable") {
+    storeUp?.set({ store: "tasks" }, 1);
+    storeUp?.set({ store: "images" }, 0);
+  }
 }

@@ -2,6 +2,7 @@ import { Registry, collectDefaultMetrics } from "prom-client";
 import { createHttpMetrics } from "./http-metrics.js";
 import { createImageStoreMetrics } from "./image-store-metrics.js";
 import { METRIC_PREFIX } from "./metric-conventions.js";
+import { createStoreMetrics } from "./store-metrics.js";
 import { createTaskEventMetrics } from "./task-event-metrics.js";
 import { createTaskMetrics } from "./task-metrics.js";
 import { createUpstreamMetrics } from "./upstream-metrics.js";
@@ -37,6 +38,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     ...createTaskEventMetrics(registry),
     ...createWebhookMetrics(registry),
     ...createImageStoreMetrics(registry),
+    ...createStoreMetrics(registry),
   };
 }
 

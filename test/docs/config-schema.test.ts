@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Ajv } from "ajv";
-import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { parse as parseYaml } from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
 import { configJsonSchema, type JsonSchema } from "../../src/config/config-json-schema.js";
 import { loadConfig, parseConfig } from "../../src/config/load-config.js";
@@ -117,21 +117,18 @@ describe("example configs", () => {
   });
 
   it.each(["single", "replicas"])(
-    "deploy/kubernetes/%s's ConfigMap passes the JSON Schema",
+    "deploy/kubernetes/overlays/%s/config.yaml (its ConfigMap) passes the JSON Schema",
     (dir) => {
-      const manifest = readFileSync(join(ROOT, "deploy/kubernetes", dir, "configmap.yaml"), "utf8");
-      const configMap = parseAllDocuments(manifest)[0]!.toJS() as { data: Record<string, string> };
-      const text = configMap.data["config.yaml"]!;
+      const overlay = join(ROOT, "deploy/kubernetes/overlays", dir);
+      const text = readFileSync(join(overlay, "config.yaml"), "utf8");
       expect(validate(parseYaml(text)), errorsOf(validate).join("\n")).toBe(true);
       // The variables as the Secret example gives them (URLs where URLs go).
-      const secret = readFileSync(
-        join(ROOT, "deploy/kubernetes", dir, "secret.example.yaml"),
-        "utf8",
-      );
-      const { stringData } = parseAllDocuments(secret)[0]!.toJS() as {
-        stringData: Record<string, string>;
-      };
-      expect(() => parseConfig(parseYaml(text), { ...envFor(text), ...stringData })).not.toThrow();
+      const secret = readFileSync(join(overlay, "secret.example.env"), "utf8")
+        .split("\n")
+        .filter((line) => line.includes("=") && !line.startsWith("#"))
+        .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]);
+      const env = { ...envFor(text), ...Object.fromEntries(secret) };
+      expect(() => parseConfig(parseYaml(text), env)).not.toThrow();
     },
   );
 

@@ -1,0 +1,63 @@
+import { describe, expect, it, onTestFinished } from "vitest";
+import { deleteKeys, startPrivateRedis, uniquePrefix } from "../support/redis.js";
+import { startS3Server } from "../support/s3-server.js";
+import { startTestApp, type TestApp } from "../support/start-test-app.js";
+import { waitUntil } from "../tasks/task-api.js";
+
+/*
+ * `image_task_sidecar_store_up{store}` follows what `/readyz` found: the task
+ * store (a Redis of the test's own) and the image store (s3rver) go away and
+ * come back, and the gauge says which one is missing.
+ */
+
+/** The gauge's values as a scrape shows them, by store. */
+async function storeUp(app: TestApp): Promise<Record<string, number>> {
+  const text = await (await fetch(`${app.url}/metrics`)).text();
+  const values: Record<string, number> = {};
+  for (const match of text.matchAll(/^image_task_sidecar_store_up\{store="(\w+)"\} (\S+)$/gm)) {
+    values[match[1]!] = Number(match[2]);
+  }
+  return values;
+}
+
+const readyz = async (app: TestApp) => (await fetch(`${app.url}/readyz`)).status;
+
+describe("image_task_sidecar_store_up", () => {
+  it("is 1 per store while /readyz passes, 0 for the store it found missing", async () => {
+    const redis = await startPrivateRedis();
+    onTestFinished(() => redis.close());
+    const s3 = await startS3Server();
+    onTestFinished(() => s3.close());
+    const prefix = uniquePrefix("store-up");
+    const app = await startTestApp({
+      config: {
+        store: { url: redis.url, prefix, commandTimeoutSec: 1 },
+        images: s3.imagesConfig(prefix),
+      },
+    });
+    onTestFinished(async () => {
+      await app.close();
+      await deleteKeys(prefix, redis.url).catch(() => undefined);
+    });
+
+    // Before any readiness check nothing is known, so nothing is claimed.
+    expect(await storeUp(app)).toEqual({});
+    expect(await readyz(app)).toBe(200);
+    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
+
+    await s3.stop();
+    expect(await readyz(app)).toBe(503);
+    expect(await storeUp(app)).toEqual({ tasks: 1, images: 0 });
+    await s3.start();
+    expect(await readyz(app)).toBe(200);
+    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
+
+    await redis.stop();
+    expect(await readyz(app)).toBe(503);
+    // The image store is checked after the task store: it keeps its last value.
+    expect(await storeUp(app)).toEqual({ tasks: 0, images: 1 });
+    await redis.start();
+    await waitUntil(async () => (await readyz(app)) === 200, "/readyz to pass again", 20_000);
+    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
+  }, 60_000);
+});
