@@ -5,7 +5,10 @@ WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY scripts/build-console.mjs ./scripts/
 COPY src ./src
+# The web console: compiled and copied into dist/console-ui by the same build.
+COPY console ./console
 RUN npm ci && npm prune --omit=dev
 
 # Run: only the compiled service, its production dependencies and the configs.

@@ -2,7 +2,8 @@
 # Runs before `npm test`, so that `npm ci && npm test` works on a fresh machine:
 # - the metrics tests scrape the service with a real Prometheus and lint with promtool;
 # - the Redis store, queue and replica tests need a Redis on 127.0.0.1:6379;
-# - the README's tour runs its curl commands (test/docs/readme-snippets.test.ts).
+# - the README's tour runs its curl commands (test/docs/readme-snippets.test.ts);
+# - the web console's tests drive Debian's Chromium (/usr/bin/chromium) with playwright-core.
 # On a fresh Debian machine (as root) what is missing is installed or started here.
 set -euo pipefail
 
@@ -32,6 +33,16 @@ if ! command -v curl >/dev/null 2>&1; then
     apt_install curl
   else
     echo "The README test runs curl (Debian: apt-get install curl)." >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  if can_install; then
+    echo "installing chromium for the web console's browser tests..." >&2
+    apt_install chromium
+  else
+    echo "The web console's tests need Chromium at /usr/bin/chromium (Debian: apt-get install chromium)." >&2
     exit 1
   fi
 fi

@@ -21,14 +21,13 @@ interface View {
   dispose(): void;
 }
 
-/** The signed-in console: its views and the route shown. */
+/** The signed-in console: the key's API and models, and its views. */
 interface Session {
   api: Api;
   models: string[];
   create?: ReturnType<typeof createCreateView>;
   gallery?: ReturnType<typeof createGalleryView>;
   task?: View;
-  signOut: HTMLButtonElement;
 }
 
 let session: Session | undefined;
@@ -69,7 +68,7 @@ async function start(key: string, signedIn = false): Promise<void> {
     h("a", { href: routeHash({ name: "create" }), "data-route": "create" }, "New image"),
     h("a", { href: routeHash({ name: "gallery" }), "data-route": "gallery" }, "Gallery"),
   );
-  session = { api, models, signOut };
+  session = { api, models };
   show(parseRoute(location.hash), !signedIn);
 }
 

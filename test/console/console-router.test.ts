@@ -78,7 +78,13 @@ describe("the web console's files", () => {
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/i);
     expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
     const references = [...html.matchAll(/\s(?:src|href)="([^#"][^"]*)"/g)].map((m) => m[1]!);
-    expect(references.sort()).toEqual(["console.css", "icon.svg", "icon.svg", "js/main.js"]);
+    expect(references.sort()).toEqual([
+      "base.css",
+      "icon.svg",
+      "icon.svg",
+      "js/main.js",
+      "views.css",
+    ]);
     for (const reference of references) {
       const asset = await fetch(new URL(reference, `${server.url}/console/`));
       expect(asset.status, reference).toBe(200);
@@ -86,7 +92,7 @@ describe("the web console's files", () => {
       expect(asset.headers.get("x-content-type-options")).toBe("nosniff");
     }
     const types = await Promise.all(
-      ["js/main.js", "console.css", "icon.svg"].map(async (name) =>
+      ["js/main.js", "views.css", "icon.svg"].map(async (name) =>
         (await fetch(`${server.url}/console/${name}`)).headers.get("content-type"),
       ),
     );

@@ -145,12 +145,15 @@ describe("the web console in Chromium, on the demo channel", () => {
   it("generates with partial images, showing a partial image before the final one", async () => {
     const { page, problems } = await openPage(browser);
     await signIn(page, service.url);
-    await screenshot(page, "new-image");
     await recordImageOrder(page);
     await generate(page, "a lighthouse at dawn, seen from the sea", "2");
 
-    const partial = live(page).locator("img[data-kind=partial]");
-    await partial.waitFor({ timeout: 15_000 });
+    // Recorded as it happens, so a slow machine cannot miss a partial image shown for a moment.
+    await page.waitForFunction(
+      () => (globalThis as unknown as { __shown: string[] }).__shown.length > 0,
+      undefined,
+      { timeout: 15_000 },
+    );
     await screenshot(page, "live");
     const result = live(page).locator("img[data-kind=result]");
     await result.waitFor({ timeout: 15_000 });
