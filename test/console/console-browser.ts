@@ -91,7 +91,9 @@ export async function signIn(page: Page, url: string, key = DEMO_KEY): Promise<v
   await page.goto(`${url}/console/`);
   await page.getByLabel("API key").fill(key);
   await page.getByLabel("API key").press("Enter");
-  await expect.poll(() => page.getByRole("button", { name: "Sign out" }).count()).toBe(1);
+  await expect
+    .poll(() => page.getByRole("button", { name: "Sign out" }).count(), { timeout: 30_000 })
+    .toBe(1);
 }
 
 /** Interactive roles: each must have an accessible name. */
