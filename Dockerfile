@@ -5,7 +5,10 @@ WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY scripts/build-console.mjs ./scripts/
 COPY src ./src
+# The web console: compiled and copied into dist/console-ui by the same build.
+COPY console ./console
 # `npm ci` runs the `prepare` script (tsc) with the dev dependencies; then only production ones stay.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
 

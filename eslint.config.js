@@ -22,4 +22,9 @@ export default tseslint.config(
     files: ["test/**", "bench/**", "src/cli.ts", "src/main.ts"],
     rules: { "no-console": "off" },
   },
+  {
+    // The web console runs in the browser: its globals, not Node's.
+    files: ["console/**"],
+    languageOptions: { globals: { ...globals.browser } },
+  },
 );

@@ -5,7 +5,8 @@
 # - the README's tour runs its curl commands (test/docs/readme-snippets.test.ts);
 # - the S3 tests that need a signature-checking S3 start a one-node Ceph (scripts/ensure-ceph.sh);
 # - the Kubernetes tests render deploy/kubernetes with `kubectl kustomize` (kubectl 1.21+, whose
-#   Kustomize knows components); without it only those rendering tests are skipped.
+#   Kustomize knows components); without it only those rendering tests are skipped;
+# - the web console's tests drive Debian's Chromium (/usr/bin/chromium) with playwright-core.
 # On a fresh Debian machine (as root) what is missing is installed or started here.
 set -euo pipefail
 
@@ -90,6 +91,16 @@ if ! kubectl_ok; then
   fi
   if ! kubectl_ok; then
     echo "kubectl 1.21+ not found: the Kubernetes rendering tests (test/deploy) will be skipped." >&2
+  fi
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  if can_install; then
+    echo "installing chromium for the web console's browser tests..." >&2
+    apt_install chromium
+  else
+    echo "The web console's tests need Chromium at /usr/bin/chromium (Debian: apt-get install chromium)." >&2
+    exit 1
   fi
 fi
 

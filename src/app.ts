@@ -5,6 +5,7 @@ import { createAuthMiddleware, type Authenticate } from "./auth/create-authentic
 import type { ChannelClient } from "./channels/channel-client.js";
 import type { ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
+import { createConsoleRouter } from "./console/create-console-router.js";
 import { createFilesRouter } from "./files/create-files-router.js";
 import { createHealthRouter } from "./health/create-health-router.js";
 import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
@@ -86,7 +87,7 @@ function bodyLimits(server: Config["server"]): TaskBodyLimits {
 
 /**
  * Express with everything the lanes leave to it: metrics, health, `/metrics`,
- * the files route, then (behind bearer auth) models, the task routes and
+ * the files route, the web console, then (behind bearer auth) models, the task routes and
  * `/mcp`, the 404 and the one error middleware.
  */
 function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
@@ -111,6 +112,8 @@ function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
   app.use(createMetricsRouter(metrics, config.metrics, logger));
   // Signed image URLs work without a bearer header: the signature is the credential.
   app.use(createFilesRouter({ images: deps.tasks.images, signer: deps.tasks.signer }));
+  // Static pages without a bearer header; the page itself sends the user's key to /v1.
+  app.use(createConsoleRouter({ config, logger }));
 
   app.use("/v1", auth);
   app.use(createModelsRouter({ access: deps.access }));

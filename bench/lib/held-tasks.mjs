@@ -28,7 +28,9 @@ export async function fillStore({ dist, config, count }) {
     pathToFileURL(join(dist, "tasks/store/create-task-store.js")).href
   );
   const { pino } = await import("pino");
-  const store = await createTaskStore(parseConfig(config), pino({ level: "silent" }));
+  const opened = await createTaskStore(parseConfig(config), pino({ level: "silent" }));
+  // Builds before the legacy step answered the store itself; later ones `{ store }`.
+  const store = opened.store ?? opened;
   const retentionMs = config.imageTasks.retentionSec * 1000;
   const ids = [];
   let probed;

@@ -23,6 +23,7 @@ export function formatBanner(options: {
       ? `  binds ${host || "0.0.0.0"}: every interface of this machine`
       : `  binds ${host} only; set server.host (HOST for the demo defaults) to 0.0.0.0 for every interface`,
     `  OpenAI base URL: ${url}/v1`,
+    ...(config.console.enabled ? [`  Web console: ${url}/console/`] : []),
     `  config: ${options.configFile}   store: ${redactUrl(config.store.url)}`,
     `  ${describeAuth(config.auth)}`,
   ];

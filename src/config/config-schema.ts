@@ -2,6 +2,7 @@ import { z } from "zod";
 import { describeDeployment } from "./deployment.js";
 import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
+import { consoleSchema } from "./schema/console-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
 import { imageTasksSchema } from "./schema/image-tasks-schema.js";
 import { imagesSchema } from "./schema/images-schema.js";
@@ -37,6 +38,7 @@ export const configSchema = z
     webhooks: webhooksSchema,
     metrics: metricsSchema,
     logging: loggingSchema,
+    console: consoleSchema,
   })
   .strict()
   .superRefine((config, ctx) => {

@@ -205,6 +205,12 @@ describe("image-task-sidecar serve", () => {
     const banner = started.stdout();
     expect(banner).toContain("sk-demo-image-task-sidecar");
     expect(banner).toContain(`curl -s ${url}/v1/models`);
+    // The web console, served from the built package, is one click away.
+    expect(banner).toContain(`Web console: ${url}/console/`);
+    const page = await fetch(`${url}/console/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(await page.text()).toContain("<title>");
     // The demo key reaches every model: the demo binds this machine only, and says so.
     expect(new URL(url).hostname).toBe("127.0.0.1");
     expect(banner).toContain("binds 127.0.0.1 only");

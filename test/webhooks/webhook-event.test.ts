@@ -16,6 +16,9 @@ const completed = {
   status: "completed",
   created: 1_700_000_000,
   model: "gpt-image-1",
+  kind: "generation",
+  prompt: "a red fox",
+  parameters: { size: "1024x1024", n: 2, response_format: "b64_json" },
   started_at: 1_700_000_001,
   completed_at: 1_700_000_020,
   expires_at: 1_700_086_420,
@@ -55,11 +58,12 @@ describe("createWebhookEvent", () => {
     const record = {
       ...completed,
       owner: "key:3f9a…",
-      request: { prompt: "secret plans" },
+      request: { prompt: "secret plans", user: "end-user-7" },
       webhook_url: "https://hooks.example/in?token=t",
       attempts: 1,
     };
     const event = createWebhookEvent(record);
+    expect(JSON.stringify(event)).not.toContain("end-user-7");
     expect(Object.keys(event.data).sort()).toEqual(
       [
         "id",
@@ -67,6 +71,9 @@ describe("createWebhookEvent", () => {
         "status",
         "created",
         "model",
+        "kind",
+        "prompt",
+        "parameters",
         "started_at",
         "completed_at",
         "expires_at",

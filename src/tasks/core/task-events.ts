@@ -52,13 +52,27 @@ export interface TaskEvents {
   close(): Promise<void>;
 }
 
+/** The fields of the upstream body a task's view shows (`presentTask`): the prompt and parameters. */
+const SHOWN_REQUEST_FIELDS = [
+  "prompt",
+  "size",
+  "quality",
+  "n",
+  "background",
+  "output_format",
+  "output_compression",
+  "moderation",
+  "input_fidelity",
+];
+
 /**
- * A record as the bus carries it: without the upstream body (a prompt may be
- * 32,000 characters, and showing a task never needs it) and the sealed key.
+ * A record as the bus carries it: of the upstream body only what showing the
+ * task needs (not `user`), and without the sealed key.
  */
 export function busRecord(record: TaskRecord): TaskRecord {
-  const { sealedCredential: _sealed, request: _request, ...rest } = record;
-  return { ...rest, request: {} };
+  const { sealedCredential: _sealed, request, ...rest } = record;
+  const shown = SHOWN_REQUEST_FIELDS.filter((name) => Object.hasOwn(request, name));
+  return { ...rest, request: Object.fromEntries(shown.map((name) => [name, request[name]])) };
 }
 
 /** Listeners called one by one: one that throws stops neither the others nor the publisher. */

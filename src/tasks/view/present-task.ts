@@ -44,6 +44,40 @@ export interface TaskViewPartial {
   b64_json?: PendingImage;
 }
 
+/**
+ * What a task was submitted with, as its owner sees it: the values the
+ * channel was sent (`quality` as mapped for gpt-image models), the partial
+ * images asked for and the `response_format`. Never `user` or `webhook_url`.
+ */
+export interface TaskParameters {
+  size?: string;
+  quality?: string;
+  n?: number;
+  background?: string;
+  output_format?: string;
+  output_compression?: number;
+  moderation?: string;
+  /** Edits only. */
+  input_fidelity?: string;
+  /** Partial images asked for (1 to 3); absent: none. */
+  partial_images?: number;
+  response_format: "url" | "b64_json";
+}
+
+/**
+ * The fields of the channel's body shown in {@link TaskParameters}, by type.
+ * The events' bus carries the same ones (`busRecord`), and no other.
+ */
+const SHOWN_TEXT = [
+  "size",
+  "quality",
+  "background",
+  "output_format",
+  "moderation",
+  "input_fidelity",
+];
+const SHOWN_NUMBERS = ["n", "output_compression"];
+
 /** A task as clients see it. */
 export interface TaskView {
   id: string;
@@ -51,6 +85,12 @@ export interface TaskView {
   status: TaskStatus;
   created: number;
   model: string;
+  /** `edit`: made by `POST /v1/images/edits/tasks`. Not in a submission's answer. */
+  kind?: "generation" | "edit";
+  /** As submitted; not in a submission's answer. */
+  prompt?: string;
+  /** As submitted; not in a submission's answer. */
+  parameters?: TaskParameters;
   started_at?: number;
   completed_at?: number;
   expires_at?: number;
@@ -72,7 +112,8 @@ export interface PresentDeps {
   /**
    * `data` as GET shows it (`full`), without `b64_json` payloads (`listed`:
    * the task list and webhook events; `url` items stay), or not at all
-   * (`none`: the submit answer does not need the images).
+   * (`none`: the submit answer, which needs neither the images nor the
+   * submission echoed back).
    */
   data: "full" | "listed" | "none";
 }
@@ -85,9 +126,10 @@ export function imageGone(taskId: string): ServiceError {
 }
 
 /**
- * The client's view of a task: images as links or base64, as the task
- * asked, and nothing internal (owner, upstream body, attempts). Base64
- * payloads are {@link PendingImage}s, read when the answer is sent.
+ * The client's view of a task: its prompt and parameters, images as links or
+ * base64, as the task asked, and nothing internal (owner, `user`, webhook,
+ * attempts). Base64 payloads are {@link PendingImage}s, read when the answer
+ * is sent.
  */
 export async function presentTask(record: TaskRecord, deps: PresentDeps): Promise<TaskView> {
   const view: TaskView = {
@@ -97,6 +139,11 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
     created: record.created,
     model: record.model,
   };
+  if (deps.data !== "none") {
+    view.kind = record.kind === "edit" ? "edit" : "generation";
+    if (typeof record.request.prompt === "string") view.prompt = record.request.prompt;
+    view.parameters = presentParameters(record);
+  }
   if (record.started_at !== undefined) view.started_at = record.started_at;
   if (record.completed_at !== undefined) view.completed_at = record.completed_at;
   if (record.expires_at !== undefined) view.expires_at = record.expires_at;
@@ -126,6 +173,20 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
   }
   if (record.usage !== undefined) view.usage = record.usage;
   return view;
+}
+
+/** The submitted parameters the record keeps, each only when it was given. */
+function presentParameters(record: TaskRecord): TaskParameters {
+  const { request } = record;
+  const shown: Record<string, unknown> = {};
+  for (const name of SHOWN_TEXT) {
+    if (typeof request[name] === "string") shown[name] = request[name];
+  }
+  for (const name of SHOWN_NUMBERS) {
+    if (typeof request[name] === "number") shown[name] = request[name];
+  }
+  if (record.partialImages) shown.partial_images = record.partialImages;
+  return { ...shown, response_format: record.responseFormat } as TaskParameters;
 }
 
 /** A running task's partial images: links, or base64 read when sent (not in a list). */

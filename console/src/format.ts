@@ -1,0 +1,118 @@
+import type { Task, TaskImage, TaskStatus } from "./task-types.js";
+
+const STATUS_LABELS: Record<TaskStatus, string> = {
+  queued: "Queued",
+  in_progress: "In progress",
+  completed: "Completed",
+  failed: "Failed",
+};
+
+/** A status as people read it; a cancelled task is `failed` with code `cancelled`. */
+export function statusLabel(task: Pick<Task, "status" | "error">): string {
+  if (task.status === "failed" && task.error?.code === "cancelled") return "Cancelled";
+  return STATUS_LABELS[task.status] ?? task.status;
+}
+
+/** The tone of a task's badge: a cancelled task is not an error. */
+export function statusTone(task: Pick<Task, "status" | "error">): string {
+  return task.status === "failed" && task.error?.code === "cancelled" ? "cancelled" : task.status;
+}
+
+/** `42 s`, `3 min 5 s`, `1 h 2 min`. */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ""}`;
+  const minutes = Math.floor((s % 3600) / 60);
+  return `${Math.floor(s / 3600)} h${minutes ? ` ${minutes} min` : ""}`;
+}
+
+/** Unix seconds as a local date and time, e.g. `12 May 2026, 14:03:27`. */
+export function formatTime(unixSec: number, locale?: string, timeZone?: string): string {
+  return new Intl.DateTimeFormat(locale, {
+    dateStyle: "medium",
+    timeStyle: "medium",
+    ...(timeZone ? { timeZone } : {}),
+  }).format(new Date(unixSec * 1000));
+}
+
+/** Names of the parameters, in the order the form shows them. */
+const PARAMETER_LABELS: Array<[keyof NonNullable<Task["parameters"]>, string]> = [
+  ["size", "Size"],
+  ["quality", "Quality"],
+  ["n", "Images"],
+  ["background", "Background"],
+  ["output_format", "Output format"],
+  ["output_compression", "Compression"],
+  ["moderation", "Moderation"],
+  ["input_fidelity", "Input fidelity"],
+  ["partial_images", "Partial images"],
+  ["response_format", "Response format"],
+];
+
+/** The rows of a task's details: what made it, with which parameters, and when. */
+export function detailRows(
+  task: Task,
+  locale?: string,
+  timeZone?: string,
+): Array<[string, string]> {
+  const rows: Array<[string, string]> = [
+    ["Kind", task.kind === "edit" ? "Edit" : "Generation"],
+    ["Model", task.model],
+  ];
+  for (const [name, label] of PARAMETER_LABELS) {
+    const value = task.parameters?.[name];
+    if (value !== undefined) rows.push([label, String(value)]);
+  }
+  const time = (unix: number) => formatTime(unix, locale, timeZone);
+  rows.push(["Created", time(task.created)]);
+  if (task.started_at !== undefined) {
+    rows.push([
+      "Started",
+      `${time(task.started_at)} (waited ${formatDuration(task.started_at - task.created)})`,
+    ]);
+  }
+  if (task.completed_at !== undefined) {
+    const from = task.started_at ?? task.created;
+    rows.push([
+      "Finished",
+      `${time(task.completed_at)} (took ${formatDuration(task.completed_at - from)})`,
+    ]);
+  }
+  if (task.expires_at !== undefined) rows.push(["Kept until", time(task.expires_at)]);
+  return rows;
+}
+
+/** The image types the service stores, by the first bytes of their base64. */
+const B64_SIGNATURES: Array<[string, string]> = [
+  ["iVBORw0KGgo", "image/png"],
+  ["/9j/", "image/jpeg"],
+  ["UklGR", "image/webp"],
+];
+
+/**
+ * What an `<img src>` takes for an image: its link, or its base64 as a
+ * `data:` URL of the type its bytes start with. Undefined when the item has
+ * neither (a `b64_json` task in a list).
+ */
+export function imageSource(image: TaskImage): string | undefined {
+  if (image.url) return image.url;
+  if (!image.b64_json) return undefined;
+  const type = B64_SIGNATURES.find(([start]) => image.b64_json!.startsWith(start))?.[1];
+  return `data:${type ?? "image/png"};base64,${image.b64_json}`;
+}
+
+/** A file name for downloading image `index` of a task: `task_…-1.png`. */
+export function downloadName(
+  task: Pick<Task, "id" | "parameters">,
+  index: number,
+  source: string,
+): string {
+  const fromData = /^data:image\/(png|jpeg|webp);/.exec(source)?.[1];
+  const fromUrl = /\.(png|jpe?g|webp)(?:[?#]|$)/.exec(source)?.[1];
+  const ext = (fromData ?? fromUrl ?? task.parameters?.output_format ?? "png").replace(
+    "jpeg",
+    "jpg",
+  );
+  return `${task.id}-${index + 1}.${ext}`;
+}

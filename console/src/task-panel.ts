@@ -1,0 +1,195 @@
+import { ApiError, isAbort, type Api } from "./api.js";
+import { h, replaceChildren } from "./dom.js";
+import {
+  detailRows,
+  downloadName,
+  formatDuration,
+  imageSource,
+  statusLabel,
+  statusTone,
+} from "./format.js";
+import { isFinished, type Task } from "./task-types.js";
+import { watchTask, type WatchState } from "./watch-task.js";
+
+export interface TaskPanelOptions {
+  api: Api;
+  task: Task;
+  /** The key was refused (401): the console signs out. */
+  onUnauthorized(error: ApiError): void;
+}
+
+/** A task on screen, following it live until it finishes. */
+export interface TaskPanel {
+  element: HTMLElement;
+  /** Stops following the task (the page goes away). */
+  dispose(): void;
+}
+
+/**
+ * A task as the console shows it: status, prompt, the latest partial image
+ * while it runs and then its images to download, or its error; its
+ * parameters and timings; and a Cancel button while it can be cancelled.
+ * An unfinished task is followed over its event stream. The parts are made
+ * once and updated in place, so the image shown does not flicker and the
+ * keyboard focus stays where it was.
+ */
+export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
+  const { api } = options;
+  const controller = new AbortController();
+  const badge = h("span", { class: "badge" });
+  const idLine = h("code", { class: "task-id" }, options.task.id);
+  const prompt = h("p", { class: "prompt" });
+  const status = h("p", { class: "status-line", role: "status" });
+  const preview = h("div", { class: "preview" });
+  const problem = h("div", { class: "error-box", hidden: true });
+  const details = h("dl", { class: "details" });
+  const cancel = h("button", { type: "button", class: "secondary" }, "Cancel task");
+  const element = h(
+    "article",
+    { class: "task-panel", "aria-label": "Task" },
+    h("div", { class: "task-head" }, badge, idLine),
+    prompt,
+    status,
+    preview,
+    problem,
+    h("div", { class: "actions" }, cancel),
+    details,
+  );
+
+  let state: WatchState = { task: options.task };
+  let shownPreview = "";
+  const render = () => {
+    const { task } = state;
+    badge.className = `badge badge-${statusTone(task)}`;
+    badge.textContent = statusLabel(task);
+    prompt.textContent = task.prompt ?? "";
+    prompt.hidden = task.prompt === undefined;
+    status.textContent = statusText(state);
+    const key = previewKey(state);
+    if (key !== shownPreview) {
+      shownPreview = key;
+      replaceChildren(preview, ...previewNodes(state));
+    }
+    problem.hidden = !task.error;
+    if (task.error) {
+      replaceChildren(
+        problem,
+        h("strong", {}, task.error.code),
+        " ",
+        h("span", {}, task.error.message),
+      );
+    }
+    cancel.hidden = isFinished(task.status);
+    replaceChildren(
+      details,
+      ...detailRows(task).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+    );
+  };
+  const update = (next: WatchState) => {
+    state = next;
+    render();
+  };
+  const fail = (err: unknown) => {
+    if (isAbort(err) || controller.signal.aborted) return;
+    if (err instanceof ApiError && err.status === 401) return options.onUnauthorized(err);
+    status.textContent = err instanceof Error ? err.message : "Something went wrong.";
+  };
+
+  cancel.addEventListener("click", () => {
+    cancel.disabled = true;
+    api
+      .cancel(state.task.id)
+      .then((task) => update({ task }))
+      .catch(fail)
+      .finally(() => (cancel.disabled = false));
+  });
+
+  render();
+  if (!isFinished(state.task.status)) {
+    watchTask({ api, task: state.task, onChange: update, signal: controller.signal })
+      .then(update)
+      .catch(fail);
+  }
+  return { element, dispose: () => controller.abort() };
+}
+
+/** One line on where the task stands, read out by screen readers as it changes. */
+function statusText({ task, partial }: WatchState): string {
+  const asked = task.parameters?.partial_images;
+  switch (task.status) {
+    case "queued":
+      return "Waiting for a free slot…";
+    case "in_progress":
+      if (partial) return `Partial image ${partial.index + 1}${asked ? ` of ${asked}` : ""}…`;
+      return "Making the image…";
+    case "completed": {
+      const count = task.data?.length ?? 0;
+      const took =
+        task.completed_at !== undefined && task.started_at !== undefined
+          ? ` in ${formatDuration(task.completed_at - task.started_at)}`
+          : "";
+      return `Done${took}: ${count} image${count === 1 ? "" : "s"}.`;
+    }
+    default:
+      return task.error?.code === "cancelled" ? "Cancelled." : "Failed.";
+  }
+}
+
+function previewKey({ task, partial }: WatchState): string {
+  if (task.status === "completed") return `done:${(task.data ?? []).map(imageSource).join(" ")}`;
+  if (partial) return `partial:${partial.index}:${imageSource(partial)}`;
+  return isFinished(task.status) ? "none" : "waiting";
+}
+
+/** The latest partial image while it runs, the results when done. */
+function previewNodes({ task, partial }: WatchState): Node[] {
+  const about = task.prompt ? `: ${task.prompt.slice(0, 120)}` : "";
+  if (task.status === "completed") {
+    const images = task.data ?? [];
+    return [
+      h(
+        "ul",
+        { class: "results" },
+        ...images.map((image, index) => {
+          const source = imageSource(image);
+          const label = `Image ${index + 1} of ${images.length}`;
+          if (!source) {
+            return h("li", {}, h("p", { class: "hint" }, `${label}: open the task to see it.`));
+          }
+          return h(
+            "li",
+            {},
+            h(
+              "figure",
+              {},
+              h("img", { src: source, alt: `${label}${about}`, "data-kind": "result" }),
+              h(
+                "figcaption",
+                {},
+                h(
+                  "a",
+                  { href: source, download: downloadName(task, index, source), class: "button" },
+                  `Download image ${index + 1}`,
+                ),
+              ),
+            ),
+          );
+        }),
+      ),
+    ];
+  }
+  const source = partial ? imageSource(partial) : undefined;
+  if (partial && source) {
+    const label = `Partial image ${partial.index + 1}`;
+    return [
+      h(
+        "figure",
+        { class: "partial" },
+        h("img", { src: source, alt: `${label}${about}`, "data-kind": "partial" }),
+        h("figcaption", {}, label),
+      ),
+    ];
+  }
+  if (isFinished(task.status)) return [];
+  return [h("div", { class: "placeholder", "aria-hidden": "true" })];
+}
