@@ -2,6 +2,7 @@ import { z } from "zod";
 import { describeDeployment } from "./deployment.js";
 import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
+import { checkListenersAndKeys } from "./schema/config-rules.js";
 import { consoleSchema } from "./schema/console-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
 import { imageTasksSchema } from "./schema/image-tasks-schema.js";
@@ -94,6 +95,7 @@ export const configSchema = z
       }
       seen.add(channel.name);
     });
+    checkListenersAndKeys(config, ctx);
   })
   // What the URLs mean, worked out once: nothing else reads a scheme.
   .transform((config) => ({ ...config, deployment: describeDeployment(config) }))
