@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import S3rver from "s3rver";
 
-/** s3rver's fixed credentials: it checks every request's SigV4 signature against them. */
+/** s3rver's fixed credentials: it checks that a request names this access key, but not its signature (Ceph's gateway, `ceph-rgw.ts`, checks both). */
 export const S3_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
 
 /** A real S3-protocol server on a free port, with one bucket, its objects in a temp dir. */
