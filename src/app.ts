@@ -42,6 +42,8 @@ export interface AppDeps {
   responseOwners: ResponseOwners;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
   isStopping: () => boolean;
+  /** Each channel's last model-list check, for `/readyz` (see `channels/channel-checks.ts`). */
+  channelStatuses?: () => Record<string, string>;
 }
 
 /**
@@ -104,9 +106,10 @@ function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
   app.use(createHttpMetricsMiddleware(metrics));
   app.use(
     createHealthRouter({
-      ping: deps.tasks.ping,
+      store: deps.tasks.health.store,
+      images: deps.tasks.health.images,
+      channels: deps.channelStatuses ?? (() => ({})),
       isStopping: deps.isStopping,
-      storeUp: metrics.storeUp,
     }),
   );
   app.use(createMetricsRouter(metrics, config.metrics, logger));

@@ -10,6 +10,7 @@ import {
 } from "./auth/create-forward-mode.js";
 import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
 import { createChannel, type Channel } from "./channels/channel.js";
+import { createChannelChecks, type ChannelChecks } from "./channels/channel-checks.js";
 import { createChannelClient, type ChannelClient } from "./channels/channel-client.js";
 import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
@@ -83,6 +84,8 @@ interface ServiceParts {
   backend: TaskBackend;
   tasks: ImageTasks;
   routing: Routing;
+  /** Every channel's model list, fetched at start-up and every minute. */
+  channelChecks: ChannelChecks;
   /** Demo channels and other parts closed last. */
   closeChannels: () => Promise<void>;
 }
@@ -118,6 +121,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     );
     // What a previous process left: queued tasks run, interrupted ones run again.
     await parts.tasks.start();
+    opened.keep(parts.channelChecks, async (checks) => checks.stop()).start();
     const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
       (state.closing ??= closeServer(state, graceMs));
     return { url, port, server, metricsUrl: state.metricsListener?.url, close };
@@ -168,6 +172,7 @@ async function buildService(
   });
   backendOwned = true;
   opened.keep(tasks, (built) => built.stop(0));
+  const channelChecks = createChannelChecks({ channels, client: channelClient, logger, metrics });
   return {
     config,
     metrics,
@@ -177,6 +182,7 @@ async function buildService(
     backend,
     tasks,
     routing,
+    channelChecks,
     closeChannels,
   };
 }
@@ -262,6 +268,7 @@ function createServiceApp(state: ServerState): RequestListener {
       config.imageTasks.retentionSec * 1000,
     ),
     isStopping: () => state.stopping,
+    channelStatuses: () => state.parts.channelChecks.statuses(),
   });
 }
 
@@ -300,6 +307,7 @@ async function closeServer(state: ServerState, graceMs: number): Promise<void> {
   const server = state.server!;
   const { parts } = state;
   state.stopping = true;
+  parts.channelChecks.stop();
   const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
   // Requests and tasks in flight share one grace period, counted from the signal;
   // a keep-alive connection is closed as soon as its request is answered.

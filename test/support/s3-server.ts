@@ -22,7 +22,10 @@ export interface TestS3Server {
       secretAccessKey: string;
     };
   };
-  /** Stops answering (connections refused) without losing the objects; `start` brings it back. */
+  /**
+   * Stops answering (connections refused, open ones cut) without losing the objects; `start`
+   * brings it back.
+   */
   stop(): Promise<void>;
   /** Answers again on the same port, with the same objects. */
   start(): Promise<void>;
@@ -54,7 +57,10 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
   const stop = async () => {
     const running = server;
     server = undefined;
-    await running?.close();
+    // Gone at once, as a store that went away is: keep-alive connections too, idle or not.
+    const closed = running?.close();
+    running?.httpServer?.closeAllConnections();
+    await closed;
   };
   return {
     endpoint,

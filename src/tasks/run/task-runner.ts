@@ -18,6 +18,11 @@ import { TaskFailure } from "../core/task-failure.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
+import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
+import { awaitImageStore } from "./await-image-store.js";
+
+/** How much longer than the task's timeout the channel's silence timer runs. */
+const IDLE_MARGIN_MS = 5_000;
 
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {
@@ -33,6 +38,10 @@ export interface TaskRunnerDeps {
   logger: Logger;
   limits: Config["imageTasks"];
   now: () => number;
+  /** Whether the image store works: a run waits for it before it calls a channel. */
+  stores?: StoreAvailability;
+  /** `images.writeRetrySec` in milliseconds: how long a run waits for the image store. Default 60 s. */
+  writeRetryMs?: number;
   /**
    * How often a run re-reads its task: a task that another process finished
    * (a cancel whose message was lost) or gave to another run stops here too.
@@ -82,7 +91,9 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       body: started.request,
       ...(files ? { files } : {}),
       signal,
-      idleMs: limits.timeoutSec * 1000,
+      // The task's own deadline ends the call; the channel's silence timer only backs it up,
+      // so it must never fire first (undici's timers are coarse): a timeout is always `timeout`.
+      idleMs: limits.timeoutSec * 1000 + IDLE_MARGIN_MS,
       client,
       ...(partialImages
         ? { stream: { partialImages, onPartial: keepPartials(partialDeps, started, signal) } }
@@ -90,8 +101,13 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
     });
   }
 
-  const keepDeps = { images: deps.images, finisher, logger, now: deps.now, failure: failureDeps };
-  const partialDeps = { store, images: deps.images, finisher, metrics, logger };
+  const stores = deps.stores ?? ALWAYS_AVAILABLE;
+  const writeRetryMs = deps.writeRetryMs ?? 60_000;
+  const keepDeps = {
+    ...{ images: deps.images, finisher, logger, now: deps.now },
+    ...{ failure: failureDeps, stores, writeRetryMs },
+  };
+  const partialDeps = { store, images: deps.images, finisher, metrics, logger, stores };
 
   return {
     async run(lease) {
@@ -110,9 +126,11 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       try {
         let result: { images: GeneratedImage[]; usage?: unknown };
         try {
+          // A task whose images could not be kept is never sent to a channel.
+          await awaitImageStore(stores, watch.signal, writeRetryMs);
           result = await generate(started, files, watch.signal);
         } catch (err) {
-          await settleRunFailure(failureDeps, started, watch.signal, err);
+          await settleRunFailure(failureDeps, started, watch.signal, err, watch.pastDeadline());
           return;
         }
         await keepResult(keepDeps, started, result, watch.signal);
