@@ -100,7 +100,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     service: parts.service,
     signer,
     feed: parts.feed,
-    images: createImageReads(backend.store, parts.images),
+    images: createImageReads(backend.store, parts.images, deps.now),
     health: parts.health,
     start: () => start(backend, parts),
     stop: (graceMs, drained) => stop(backend, parts, graceMs, drained),
@@ -175,7 +175,6 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   });
   const maintenance = new TaskMaintenance({
     ...{ store, queue, imageStore: deps.imageStore, webhooks, metrics, logger, now },
-    retentionSec: limits.retentionSec,
     shared: config.deployment.shared,
   });
   const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
