@@ -12,10 +12,9 @@ import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.
 import { createJsonBody } from "./http/json-body.js";
 import { createMcpRouter } from "./mcp/create-mcp-router.js";
 import type { Metrics } from "./metrics/create-metrics.js";
-import {
-  createHttpMetricsMiddleware,
-  createMetricsRouter,
-} from "./metrics/create-metrics-router.js";
+import { createMetricsRouter } from "./metrics/create-metrics-router.js";
+import { createRequestObserver } from "./observability/observe-requests.js";
+import { NOOP_TRACER, type Tracer } from "./tracing/tracer.js";
 import { createModelsRouter } from "./models/create-models-router.js";
 import type { ModelAccess } from "./models/model-access.js";
 import { createPassthrough } from "./proxy/create-passthrough-handler.js";
@@ -42,6 +41,8 @@ export interface AppDeps {
   responseOwners: ResponseOwners;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
   isStopping: () => boolean;
+  /** Spans of requests, channel tries and tasks. Default: tracing off. */
+  tracer?: Tracer;
 }
 
 /**
@@ -65,8 +66,16 @@ export function createApp(deps: AppDeps): RequestListener {
     metrics,
     logger,
   });
+  // Every request: its id, its access line, its metrics and its server span (see RequestContext).
+  const observe = createRequestObserver({
+    metrics,
+    logger,
+    tracer: deps.tracer ?? NOOP_TRACER,
+    accessLog: config.logging.access,
+  });
   return (req, res) => {
-    if (!lane(req, res) && !taskLane(req, res)) app(req, res);
+    const context = observe(req, res);
+    if (!lane(req, res, context) && !taskLane(req, res, context)) app(req, res);
   };
 }
 
@@ -101,7 +110,6 @@ function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
   const auth = createAuthMiddleware(deps.authenticate);
   const taskJson = createJsonBody(limits.taskJson);
 
-  app.use(createHttpMetricsMiddleware(metrics));
   app.use(
     createHealthRouter({
       ping: deps.tasks.ping,
@@ -142,7 +150,6 @@ function createPassthroughLane(deps: AppDeps, limits: TaskBodyLimits) {
   const { server } = deps.config;
   return createProxyLane({
     authenticate: deps.authenticate,
-    metrics,
     logger,
     passthrough: createPassthrough({
       client: deps.channelClient,

@@ -1,4 +1,5 @@
 import { createServer, type RequestListener, type Server } from "node:http";
+import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
@@ -26,6 +27,9 @@ import { createResponseOwners } from "./proxy/response-owners.js";
 import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";
 import { upgradeLegacyData } from "./tasks/legacy/upgrade-legacy-data.js";
 import { openTaskBackend, type TaskBackend } from "./tasks/open-task-backend.js";
+import { startTracer } from "./tracing/start-tracer.js";
+import type { Tracer } from "./tracing/tracer.js";
+import type { TracingOptions } from "./tracing/tracing-options.js";
 
 /** Responses whose owner one process remembers at most, on the embedded stores (oldest go first). */
 const RESPONSE_OWNERS_IN_MEMORY = 100_000;
@@ -37,6 +41,8 @@ export interface StartServerOptions {
   logger?: Logger;
   /** Default metrics include process metrics; tests may turn them off. */
   defaultMetrics?: boolean;
+  /** Trace export (the standard `OTEL_*` variables, see `loadConfig`); default off. */
+  tracing?: TracingOptions;
 }
 
 /** A listening service. */
@@ -78,6 +84,7 @@ interface ServiceParts {
   config: Config;
   metrics: Metrics;
   logger: Logger;
+  tracer: Tracer;
   channelClient: ChannelClient;
   imageStore: ImageStore;
   backend: TaskBackend;
@@ -97,12 +104,18 @@ interface ServiceParts {
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
-  const logger =
+  const base =
     options.logger ?? createLogger(config.logging.level, undefined, configSecrets(config));
+  // Which replica wrote a line (task lines above all): set, or this host and process.
+  const replica = config.server.replicaName ?? `${hostname()}:${process.pid}`;
+  const logger = base.child({ replica });
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const opened = new OpenedParts();
   try {
-    const parts = await buildService(opened, config, metrics, logger);
+    const tracer = opened.keep(await startTracer(options.tracing, replica), (started) =>
+      started.shutdown(),
+    );
+    const parts = await buildService(opened, { config, metrics, logger, tracer });
     const state: ServerState = { parts, stopping: false };
     const server = opened.keep(createServer(createServiceApp(state)), closeListener);
     state.server = server;
@@ -127,13 +140,17 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   }
 }
 
+/** What every part is built with. */
+interface Basics {
+  config: Config;
+  metrics: Metrics;
+  logger: Logger;
+  tracer: Tracer;
+}
+
 /** The service's parts, each opened step remembered in `opened` for a failure. */
-async function buildService(
-  opened: OpenedParts,
-  config: Config,
-  metrics: Metrics,
-  logger: Logger,
-): Promise<ServiceParts> {
+async function buildService(opened: OpenedParts, basics: Basics): Promise<ServiceParts> {
+  const { config, metrics, logger, tracer } = basics;
   const { channels, closeChannels } = await startChannels(opened, config);
   // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
   const channelClient = opened.keep(createChannelClient({ metrics, logger }), (client) =>
@@ -165,6 +182,7 @@ async function buildService(
     logger,
     imageStore,
     backend,
+    tracer,
   });
   backendOwned = true;
   opened.keep(tasks, (built) => built.stop(0));
@@ -172,6 +190,7 @@ async function buildService(
     config,
     metrics,
     logger,
+    tracer,
     channelClient,
     imageStore,
     backend,
@@ -262,6 +281,7 @@ function createServiceApp(state: ServerState): RequestListener {
       config.imageTasks.retentionSec * 1000,
     ),
     isStopping: () => state.stopping,
+    tracer: state.parts.tracer,
   });
 }
 
@@ -312,4 +332,6 @@ async function closeServer(state: ServerState, graceMs: number): Promise<void> {
   await parts.channelClient.close();
   await parts.closeChannels();
   await state.metricsListener?.close();
+  // What is buffered goes out last, the shutdown's own spans included.
+  await parts.tracer.shutdown();
 }

@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
+import { noteCaller } from "../observability/request-context.js";
 import type { ForwardAuthenticate } from "./forward-authenticator.js";
 import { createJwtVerifier, looksLikeJwt } from "./jwt-verifier.js";
 import type { Principal } from "./principal.js";
@@ -37,7 +38,9 @@ export function createAuthenticate(config: Config, forward?: ForwardAuthenticate
  */
 export function createAuthMiddleware(authenticate: Authenticate): RequestHandler {
   return async (req, res, next) => {
-    res.locals.principal = await authenticateHeader(authenticate, req.headers.authorization);
+    const principal = await authenticateHeader(authenticate, req.headers.authorization);
+    res.locals.principal = principal;
+    noteCaller(res, principal);
     next();
   };
 }

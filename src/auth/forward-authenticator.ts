@@ -3,6 +3,7 @@ import type { Channel } from "../channels/channel.js";
 import type { ChannelClient } from "../channels/channel-client.js";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
+import { hashSecret, keyFingerprint } from "./static-keys.js";
 import { checkGatewayKey, type GatewayVerdict } from "./check-gateway-key.js";
 import { createCheckLimiter, type CheckLimiter } from "./check-limiter.js";
 import { FORWARD_GROUP, type GatewayModels, type Principal } from "./principal.js";
@@ -137,7 +138,7 @@ async function authenticate(s: ForwardState, key: string): Promise<Principal | u
   return {
     subject,
     group: FORWARD_GROUP,
-    label: subject.slice(0, 16),
+    keyName: keyFingerprint(hashSecret(key)),
     upstream: {
       channel: deps.channel.name,
       credential: new UpstreamCredential(key),

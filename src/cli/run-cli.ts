@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
 import type { Config } from "../config/config-schema.js";
+import type { TracingOptions } from "../tracing/tracing-options.js";
 import { DEFAULT_CONFIG_FILE, loadConfig } from "../config/load-config.js";
 import { loadMcpConfig } from "../config/mcp-config.js";
 import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
@@ -26,7 +27,11 @@ export interface ServingProcess {
 
 /** What the CLI runs: the service's `startServer`, passed in by the entry files. */
 export interface CliDeps {
-  startServer(options: { config: Config; logger: Logger }): Promise<ServingProcess>;
+  startServer(options: {
+    config: Config;
+    logger: Logger;
+    tracing: TracingOptions | undefined;
+  }): Promise<ServingProcess>;
 }
 
 /**
@@ -87,7 +92,7 @@ async function serve(
   env: NodeJS.ProcessEnv,
   deps: CliDeps,
 ): Promise<number> {
-  const { config, file: configFile, warnings } = loadConfig({ file, env });
+  const { config, file: configFile, warnings, tracing } = loadConfig({ file, env });
   printWarnings(warnings);
   // What this process prints is searched for the config's and the environment's credentials,
   // whichever message (a library's error, a crash) would carry one.
@@ -104,6 +109,7 @@ async function serve(
     server = await deps.startServer({
       config,
       logger: createLogger(config.logging.level, undefined, secrets),
+      tracing,
     });
   } catch (err) {
     if (err instanceof ConfigError) {

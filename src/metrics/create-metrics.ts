@@ -1,4 +1,5 @@
 import { Registry, collectDefaultMetrics } from "prom-client";
+import { createGenAiMetrics } from "./gen-ai-metrics.js";
 import { createHttpMetrics } from "./http-metrics.js";
 import { createImageStoreMetrics } from "./image-store-metrics.js";
 import { METRIC_PREFIX } from "./metric-conventions.js";
@@ -34,6 +35,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     registry,
     ...createHttpMetrics(registry),
     ...createUpstreamMetrics(registry),
+    ...createGenAiMetrics(registry),
     ...createTaskMetrics(registry),
     ...createTaskEventMetrics(registry),
     ...createWebhookMetrics(registry),

@@ -31,6 +31,15 @@ export const serverSchema = z
           "Honour `X-Forwarded-Proto` and `X-Forwarded-Host` from an ingress or CDN when " +
           "building URLs; ignored otherwise.",
       }),
+    replicaName: z
+      .string({ error: "must be a string" })
+      .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1-128 letters, digits or . _ : -")
+      .optional()
+      .meta({
+        description:
+          "This process's name in task lines and traces (`replica`), to tell which replica ran a " +
+          "task. Default: the host name and process id (`host:pid`); under Kubernetes, the pod name.",
+      }),
     maxBodyBytes: positiveInt("bytes")
       .default(20 * 1024 * 1024)
       .meta({

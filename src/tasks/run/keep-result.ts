@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { GeneratedImage } from "../core/generated-image.js";
 import { settleRunFailure, type AbortReason, type RunFailureDeps } from "./run-failure.js";
 import { TaskFailure } from "../core/task-failure.js";
-import type { TaskFinisher } from "../service/task-finisher.js";
+import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { untilAborted } from "./until-aborted.js";
@@ -53,6 +53,7 @@ export async function keepResult(
   started: TaskRecord,
   result: { images: GeneratedImage[]; usage?: unknown },
   signal: AbortSignal,
+  end: RunEnd = {},
 ): Promise<void> {
   const { images, finisher, logger } = deps;
   const { id, attempts } = started;
@@ -74,7 +75,7 @@ export async function keepResult(
       }
       await images.deleteResults(planned).catch(() => undefined);
       if ((signal.reason as AbortReason) !== "timeout") {
-        await settleRunFailure(deps.failure, started, signal, err);
+        await settleRunFailure(deps.failure, started, signal, err, end);
         return;
       }
       await finisher.fail(
@@ -85,7 +86,7 @@ export async function keepResult(
           "The image store could not be written within the task's timeout.",
           "server_error",
         ).toTaskError(),
-        { attempts },
+        { attempts, end },
       );
       return;
     }
@@ -94,7 +95,7 @@ export async function keepResult(
     id,
     attempts,
     { images: planned, usage: result.usage },
-    atMs,
+    { atMs, end },
   );
   // Cancelled, or given to another run, meanwhile: its images go.
   if (!completed) await images.deleteResults(planned).catch(() => undefined);

@@ -1,21 +1,23 @@
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../../auth/credential-sealer.js";
-import { createChannelClient } from "../../channels/channel-client.js";
+import { createChannelClient, type ChannelClient } from "../../channels/channel-client.js";
 import type { Config } from "../../config/config-schema.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
-import { claimTask } from "./claim-task.js";
-import { keepPartials } from "./keep-partials.js";
-import { keepResult } from "./keep-result.js";
+import { claimTask, type ClaimDeps } from "./claim-task.js";
+import { keepPartials, type KeepPartialsDeps } from "./keep-partials.js";
+import { keepResult, type KeepResultDeps } from "./keep-result.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import { generateImages, type EditFile } from "./generate-images.js";
 import type { TaskLease } from "../core/task-queue.js";
-import { settleRunFailure } from "./run-failure.js";
+import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
 import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
 import { watchRun } from "./run-watch.js";
 import type { TaskStore } from "../core/task-store.js";
 import { TaskFailure } from "../core/task-failure.js";
-import type { TaskFinisher } from "../service/task-finisher.js";
+import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
+import { createCallObserver, type CallReport } from "../../observability/create-call-observer.js";
+import { NOOP_SPAN, NOOP_TRACER, type Span, type Tracer } from "../../tracing/tracer.js";
 import type { TaskImages } from "../images/task-images.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 
@@ -33,6 +35,8 @@ export interface TaskRunnerDeps {
   logger: Logger;
   limits: Config["imageTasks"];
   now: () => number;
+  /** Each run's span, in its task's trace. Default: tracing off. */
+  tracer?: Tracer;
   /**
    * How often a run re-reads its task: a task that another process finished
    * (a cancel whose message was lost) or gave to another run stops here too.
@@ -57,70 +61,147 @@ export interface TaskRunner {
  */
 export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;
-  // The runs' own pools: a generation holds its connection for minutes.
-  const client = createChannelClient({ metrics, logger });
-  const checkEveryMs = deps.checkEveryMs ?? 5_000;
-  const failureDeps = { store, finisher, logger, timeoutSec: limits.timeoutSec };
-  const claimDeps = {
-    store,
-    finisher,
-    metrics,
-    logger,
-    maxAttempts: limits.maxAttempts,
-    now: deps.now,
+  const failure = { store, finisher, logger, timeoutSec: limits.timeoutSec };
+  const s: RunnerState = {
+    deps,
+    // The runs' own pools: a generation holds its connection for minutes.
+    client: createChannelClient({ metrics, logger }),
+    checkEveryMs: deps.checkEveryMs ?? 5_000,
+    tracer: deps.tracer ?? NOOP_TRACER,
+    failure,
+    claim: { store, finisher, metrics, logger, maxAttempts: limits.maxAttempts, now: deps.now },
+    keep: { images: deps.images, finisher, logger, now: deps.now, failure },
+    partials: { store, images: deps.images, finisher, metrics, logger },
   };
-
-  async function generate(started: TaskRecord, files: EditFile[] | undefined, signal: AbortSignal) {
-    const candidates = deps.access.route(started.model, await openCredential(deps.sealer, started));
-    if (candidates.length === 0) {
-      throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
-    }
-    assertEditFilesKept(files);
-    const { partialImages } = started;
-    return generateImages({
-      candidates,
-      body: started.request,
-      ...(files ? { files } : {}),
-      signal,
-      idleMs: limits.timeoutSec * 1000,
-      client,
-      ...(partialImages
-        ? { stream: { partialImages, onPartial: keepPartials(partialDeps, started, signal) } }
-        : {}),
-    });
-  }
-
-  const keepDeps = { images: deps.images, finisher, logger, now: deps.now, failure: failureDeps };
-  const partialDeps = { store, images: deps.images, finisher, metrics, logger };
-
   return {
     async run(lease) {
       const record = await store.get(lease.taskId);
       if (!record || isFinished(record.status) || lease.signal.aborted) return;
-      const started = await claimTask(claimDeps, record);
+      const started = await claimTask(s.claim, record);
       if (!started) return;
-      const files = await readEditFiles(deps.images, started);
-      const watch = watchRun({
-        store,
-        started,
-        leaseSignal: lease.signal,
-        timeoutMs: limits.timeoutSec * 1000,
-        checkEveryMs,
-      });
+      const run = startRunTelemetry(s.tracer, started);
       try {
-        let result: { images: GeneratedImage[]; usage?: unknown };
-        try {
-          result = await generate(started, files, watch.signal);
-        } catch (err) {
-          await settleRunFailure(failureDeps, started, watch.signal, err);
-          return;
-        }
-        await keepResult(keepDeps, started, result, watch.signal);
+        await runClaimed(s, started, lease, run);
       } finally {
-        watch.dispose();
+        run.span.end();
       }
     },
 
-    close: () => client.close(),
+    close: () => s.client.close(),
   };
+}
+
+/** What the runner's steps share. */
+interface RunnerState {
+  deps: TaskRunnerDeps;
+  client: ChannelClient;
+  checkEveryMs: number;
+  tracer: Tracer;
+  failure: RunFailureDeps;
+  claim: ClaimDeps;
+  keep: KeepResultDeps;
+  partials: KeepPartialsDeps;
+}
+
+/** A claimed run: the channel call, then its result kept or its failure written. */
+async function runClaimed(
+  s: RunnerState,
+  started: TaskRecord,
+  lease: TaskLease,
+  run: RunTelemetry,
+): Promise<void> {
+  const { deps } = s;
+  // What the run learned of its channel goes with the end it writes (the task line).
+  const startedMs = deps.now();
+  const end = (): RunEnd => ({ ...run.report, startedMs, span: run.span });
+  const files = await readEditFiles(deps.images, started);
+  const watch = watchRun({
+    store: deps.store,
+    started,
+    leaseSignal: lease.signal,
+    timeoutMs: deps.limits.timeoutSec * 1000,
+    checkEveryMs: s.checkEveryMs,
+  });
+  try {
+    let result: { images: GeneratedImage[]; usage?: unknown };
+    try {
+      result = await generate(s, started, files, watch.signal, run);
+    } catch (err) {
+      await settleRunFailure(s.failure, started, watch.signal, err, end());
+      return;
+    }
+    await keepResult(s.keep, started, result, watch.signal, end());
+  } finally {
+    watch.dispose();
+  }
+}
+
+/** The channel call of a run: its candidates, its body and files, its partial images kept. */
+async function generate(
+  s: RunnerState,
+  started: TaskRecord,
+  files: EditFile[] | undefined,
+  signal: AbortSignal,
+  run: RunTelemetry,
+): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
+  const { deps } = s;
+  const candidates = deps.access.route(started.model, await openCredential(deps.sealer, started));
+  if (candidates.length === 0) {
+    throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
+  }
+  assertEditFilesKept(files);
+  const { partialImages } = started;
+  return generateImages({
+    candidates,
+    body: started.request,
+    ...(files ? { files } : {}),
+    signal,
+    idleMs: deps.limits.timeoutSec * 1000,
+    client: s.client,
+    observer: createCallObserver({
+      report: run.report,
+      operation: "image_generation",
+      model: started.model,
+      // The model passed the task's checks: one a channel serves, a bounded label.
+      modelLabel: started.model,
+      parent: run.span,
+      tracer: s.tracer,
+      metrics: deps.metrics,
+    }),
+    ...(partialImages
+      ? {
+          stream: {
+            partialImages,
+            onPartial: keepPartials(s.partials, started, signal, run.span),
+          },
+        }
+      : {}),
+  });
+}
+
+/** What a run reports: its channel tries (for the task line) and its span. */
+interface RunTelemetry {
+  report: CallReport;
+  span: Span;
+}
+
+/**
+ * The `image_task.run` span of a claimed run, in the trace its submission
+ * started (wherever that was), with its first event.
+ */
+function startRunTelemetry(tracer: Tracer, started: TaskRecord): RunTelemetry {
+  const report: CallReport = { channel: undefined, upstreamStatus: undefined, tries: 0 };
+  if (!tracer.enabled) return { report, span: NOOP_SPAN };
+  const span = tracer.startSpan("image_task.run", {
+    kind: "consumer",
+    parent: started.trace,
+    attributes: {
+      "image_task.id": started.id,
+      "image_task.attempt": started.attempts,
+      "gen_ai.operation.name": "image_generation",
+      "gen_ai.request.model": started.model,
+    },
+  });
+  span.addEvent("image.task.in_progress");
+  return { report, span };
 }
