@@ -1,4 +1,5 @@
 import { Registry, collectDefaultMetrics } from "prom-client";
+import { createConnectionMetrics } from "./connection-metrics.js";
 import { createHttpMetrics } from "./http-metrics.js";
 import { createImageStoreMetrics } from "./image-store-metrics.js";
 import { METRIC_PREFIX } from "./metric-conventions.js";
@@ -33,6 +34,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   return {
     registry,
     ...createHttpMetrics(registry),
+    ...createConnectionMetrics(registry),
     ...createUpstreamMetrics(registry),
     ...createTaskMetrics(registry),
     ...createTaskEventMetrics(registry),
