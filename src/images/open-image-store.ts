@@ -61,5 +61,12 @@ export async function openImageStore(deps: OpenImageStoreDeps): Promise<ImageSto
         : {}),
     });
   }
+  if (config.images.links === "public") {
+    // The config refuses it beside memory://, where nothing else could serve the links.
+    logger.warn(
+      { publicBaseUrl: config.images.publicBaseUrl },
+      "images.links is public: image links (publicBaseUrl + the object key) never expire and need no key; whatever serves publicBaseUrl alone decides who may read them",
+    );
+  }
   return withImageStoreMetrics(store, metrics);
 }
