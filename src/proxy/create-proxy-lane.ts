@@ -38,7 +38,7 @@ export function createProxyLane(
     observeHttpRequest(deps.metrics, req, res, () => match.route.template);
     const fail = (err: unknown) => sendError(req, res, err, deps.logger);
     void (async () => {
-      const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
+      const principal = await authenticateHeader(deps.authenticate, req.headers.authorization, req);
       await deps.passthrough(match, req, res, principal, fail);
     })().catch(fail);
     return true;

@@ -93,7 +93,7 @@ export function createTaskLane(
     rawTaskId: string | undefined,
     query: string,
   ): Promise<void> {
-    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
+    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization, req);
     await HANDLERS[name](answers, {
       req,
       res,
