@@ -29,7 +29,9 @@ export const serverSchema = z
       .meta({
         description:
           "Honour `X-Forwarded-Proto` and `X-Forwarded-Host` from an ingress or CDN when " +
-          "building URLs; ignored otherwise.",
+          "building URLs, and take a client's address from the last `X-Forwarded-For` entry " +
+          "(what the nearest proxy appended) for `maxConnectionsPerIp` and forward mode's " +
+          "per-address bound; ignored otherwise.",
       }),
     maxBodyBytes: positiveInt("bytes")
       .default(20 * 1024 * 1024)
