@@ -100,7 +100,8 @@ export const serverSchema = z
           "/64), so one client cannot take every connection; past it its new connection is " +
           "closed at once. With `trustProxy` the connections all come from the proxy, so the " +
           "cap counts instead the requests in flight per address the proxy names (the last " +
-          "`X-Forwarded-For` entry), answering 429 `too_many_connections` beyond it.",
+          "`X-Forwarded-For` entry), answering 429 `too_many_connections` beyond it. Behind a " +
+          "proxy, set `trustProxy`: otherwise every connection counts for the proxy's address.",
       }),
     headersTimeoutSec: positiveInt("seconds")
       .default(30)
