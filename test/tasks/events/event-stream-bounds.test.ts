@@ -152,7 +152,11 @@ describe("a watcher that never reads", () => {
       "the watcher is cut",
     );
     await until(() => filesOpenUnder(imagesDir) === 0, 10_000, "the image file is closed");
-    expect(await sample(app.url, "image_task_sidecar_task_event_watchers")).toBe(0);
+    await until(
+      async () => (await sample(app.url, "image_task_sidecar_task_event_watchers")) === 0,
+      10_000,
+      "no watcher is left",
+    );
   }, 120_000);
 });
 
