@@ -62,6 +62,7 @@ export function createApp(deps: AppDeps): RequestListener {
     limits,
     pollIntervalSec: config.imageTasks.pollIntervalSec,
     eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+    events: config.events,
     origin: { configured: config.server.publicBaseUrl, trustProxy: config.server.trustProxy },
     metrics,
     logger,

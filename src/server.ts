@@ -1,4 +1,4 @@
-import { createServer, type RequestListener, type Server } from "node:http";
+import type { RequestListener, Server } from "node:http";
 import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
@@ -15,7 +15,7 @@ import { createChannelClient, type ChannelClient } from "./channels/channel-clie
 import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel } from "./demo/start-demo-channel.js";
-import { createClientErrorHandler } from "./http/create-client-error-handler.js";
+import { createGuardedServer, type ConnectionLimits } from "./http/connection-guard.js";
 import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
@@ -117,13 +117,22 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     );
     const parts = await buildService(opened, { config, metrics, logger, tracer });
     const state: ServerState = { parts, stopping: false };
-    const server = opened.keep(createServer(createServiceApp(state)), closeListener);
+    const limits = connectionLimits(config.server);
+    const server = opened.keep(
+      createGuardedServer(createServiceApp(state), {
+        limits,
+        onRefused: (reason) => metrics.connectionsRefused.inc({ reason }),
+        logger,
+      }),
+      closeListener,
+    );
     state.server = server;
     const { url, port } = await listen(server, config);
     state.metricsListener = opened.keep(
       await startMetricsListener({
         config: config.metrics,
         defaultHost: config.server.host,
+        limits,
         metrics,
         logger,
       }),
@@ -285,14 +294,20 @@ function createServiceApp(state: ServerState): RequestListener {
   });
 }
 
-/** Listens on `server.host:port` with the service's connection limits; resolves its URL. */
+/** What bounds every client connection, from `server` (see `createGuardedServer`). */
+function connectionLimits(server: Config["server"]): ConnectionLimits {
+  return {
+    maxConnections: server.maxConnections,
+    maxConnectionsPerIp: server.maxConnectionsPerIp,
+    trustProxy: server.trustProxy,
+    headersTimeoutMs: server.headersTimeoutSec * 1000,
+    keepAliveTimeoutMs: server.keepAliveTimeoutSec * 1000,
+    body: { timeoutMs: server.bodyTimeoutSec * 1000, idleMs: server.bodyIdleSec * 1000 },
+  };
+}
+
+/** Listens on `server.host:port`; resolves its URL. */
 async function listen(server: Server, config: Config): Promise<{ url: string; port: number }> {
-  server.on("clientError", createClientErrorHandler());
-  // Long generations on the sync route must not be cut by Node's own request timeout.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  // Beyond it Node closes a new connection at once: idle or slow clients cannot exhaust the process.
-  server.maxConnections = config.server.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.server.port, config.server.host, () => {

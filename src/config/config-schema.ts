@@ -3,6 +3,7 @@ import { describeDeployment } from "./deployment.js";
 import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
 import { consoleSchema } from "./schema/console-schema.js";
+import { eventsSchema } from "./schema/events-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
 import { imageTasksSchema } from "./schema/image-tasks-schema.js";
 import { imagesSchema } from "./schema/images-schema.js";
@@ -35,6 +36,7 @@ export const configSchema = z
       }),
     imageTasks: imageTasksSchema,
     images: imagesSchema,
+    events: eventsSchema,
     webhooks: webhooksSchema,
     metrics: metricsSchema,
     logging: loggingSchema,
@@ -82,6 +84,16 @@ export const configSchema = z
             "`openssl rand -base64 48` and set it here (e.g. secret: ${FORWARD_SECRET})",
         });
       }
+    }
+    // Public links are served by whatever serves the bucket or directory; memory has nothing.
+    if (config.images.links === "public" && describeDeployment(config).images.kind === "memory") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["images", "links"],
+        message:
+          "public links need an image store something else can serve (a file:// directory or " +
+          "s3://); memory:// images can only be reached through the service (links: service)",
+      });
     }
     const seen = new Set<string>();
     config.channels.forEach((channel, index) => {

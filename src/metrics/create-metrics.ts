@@ -1,5 +1,6 @@
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { createGenAiMetrics } from "./gen-ai-metrics.js";
+import { createConnectionMetrics } from "./connection-metrics.js";
 import { createHttpMetrics } from "./http-metrics.js";
 import { createImageStoreMetrics } from "./image-store-metrics.js";
 import { METRIC_PREFIX } from "./metric-conventions.js";
@@ -34,6 +35,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   return {
     registry,
     ...createHttpMetrics(registry),
+    ...createConnectionMetrics(registry),
     ...createUpstreamMetrics(registry),
     ...createGenAiMetrics(registry),
     ...createTaskMetrics(registry),

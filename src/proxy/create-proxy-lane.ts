@@ -36,7 +36,7 @@ export function createProxyLane(
     context.route = match.route.template;
     const fail = (err: unknown) => sendError(req, res, err, deps.logger);
     void (async () => {
-      const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
+      const principal = await authenticateHeader(deps.authenticate, req.headers.authorization, req);
       noteCaller(res, principal);
       await deps.passthrough(match, req, res, principal, fail, context);
     })().catch(fail);

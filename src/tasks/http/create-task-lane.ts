@@ -12,6 +12,7 @@ import type { ImageReads } from "../images/image-reads.js";
 import type { TaskService } from "../service/task-service.js";
 import { presentTask } from "../view/present-task.js";
 import { TaskAnswers, type TaskBodyLimits, type TaskRequest } from "./task-answers.js";
+import type { StreamLimits } from "./stream-slots.js";
 import { createTaskEventStreams } from "./task-event-streams.js";
 import { matchTaskRoute, type TaskRouteName } from "./task-routes.js";
 
@@ -32,6 +33,8 @@ export interface TaskLaneDeps {
   pollIntervalSec: number;
   /** A comment line this often keeps idle event streams open (`imageTasks.eventsKeepAliveSec`). */
   eventsKeepAliveMs: number;
+  /** The `events` section: streams open at once, and how long one waits on a client that does not read. */
+  events: StreamLimits & { slowReaderSec: number };
   /** Where the origin of image URLs and `Location` comes from. */
   origin: PublicOrigin;
   metrics: Metrics;
@@ -70,6 +73,8 @@ export function createTaskLane(
     present: (record, baseUrl) =>
       presentTask(record, { images: tasks.images, baseUrl, data: "full" }),
     keepAliveMs: deps.eventsKeepAliveMs,
+    limits: deps.events,
+    slowReaderMs: deps.events.slowReaderSec * 1000,
     metrics: deps.metrics,
     logger,
   });
@@ -89,7 +94,7 @@ export function createTaskLane(
     query: string,
     context: RequestContext,
   ): Promise<void> {
-    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
+    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization, req);
     noteCaller(res, principal);
     await HANDLERS[name](answers, {
       req,

@@ -170,6 +170,19 @@ export class TaskAnswers {
    * N seconds, 200 with the result if it finished by then; else 202.
    */
   private async answerSubmission(r: TaskRequest, submission: Submission): Promise<void> {
+    // A stream's place is taken before the task exists: a refusal leaves no task behind.
+    const release = wantsEventStream(r.req)
+      ? this.deps.eventStreams.reserve(r.principal)
+      : undefined;
+    try {
+      await this.createAndAnswer(r, submission);
+    } finally {
+      release?.();
+    }
+  }
+
+  /** {@link answerSubmission} once a stream, if asked for, has its place. */
+  private async createAndAnswer(r: TaskRequest, submission: Submission): Promise<void> {
     const { service } = this.deps;
     const { req, res, principal, context } = r;
     context.model = submission.request.model;
