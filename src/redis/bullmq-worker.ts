@@ -3,19 +3,18 @@ import type { Logger } from "pino";
 import { watchRedisClient, type RedisClient } from "./open-redis-client.js";
 
 /**
- * A connection of its own for a BullMQ worker, whose commands wait out an
- * outage instead of failing at once (as BullMQ wants of a worker's
- * connection): failing at once, the worker's fetch loop would spin without
- * yielding and starve the process, reconnects included.
+ * A connection of its own for a BullMQ worker (a duplicate of the service's
+ * client: same deployment, same deadlines), so that its long commands never
+ * queue behind a request's. BullMQ makes its blocking connection from it.
  */
 export async function openWorkerConnection(
   client: RedisClient,
   logger: Logger,
   name: string,
 ): Promise<RedisClient> {
-  const connection = client.duplicate({ disableOfflineQueue: false }) as RedisClient;
+  const connection = client.duplicate() as RedisClient;
   watchRedisClient(connection, logger, name);
-  await connection.connect();
+  await connection.connect().catch(() => undefined);
   return connection;
 }
 
