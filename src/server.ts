@@ -20,6 +20,7 @@ import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
 import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics, type Metrics } from "./metrics/create-metrics.js";
+import { followRedisPrimary } from "./metrics/redis-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess, type ModelAccess } from "./models/model-access.js";
 import { createResponseOwners } from "./proxy/response-owners.js";
@@ -148,6 +149,7 @@ async function buildService(
     await openTaskBackend(config, logger.child({ component: "tasks" })),
     (open) => (backendOwned ? Promise.resolve() : open.close()),
   );
+  if (backend.redis) followRedisPrimary(metrics, backend.redis);
   await upgradeLegacyData({ legacy: backend.legacy, imageStore, config, logger });
   const forwardSecret = config.auth.forward
     ? await resolveForwardSecret({
@@ -262,6 +264,7 @@ function createServiceApp(state: ServerState): RequestListener {
       config.imageTasks.retentionSec * 1000,
     ),
     isStopping: () => state.stopping,
+    redisStatus: backend.redis?.status,
   });
 }
 

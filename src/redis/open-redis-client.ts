@@ -35,10 +35,9 @@ export interface OpenedRedis {
  * `connectTimeoutMs` with a message naming the URL (without its password).
  * Once connected the client reconnects for ever: to the master the sentinels
  * name at that moment, or to the nodes that serve each slot of a cluster.
- * Commands sent while it is away wait for it, each at most its deadline
- * ({@link watchCommandDeadlines}: 503 `store_unavailable` on task routes, never
- * a hang), so a short failover is ridden out; a Redis that accepts and never
- * answers is cut and reconnected, not waited on.
+ * Commands fail at once while it is away (503 `store_unavailable` on task
+ * routes), and each has a deadline ({@link watchCommandDeadlines}): a Redis
+ * that accepts and never answers is cut and reconnected, not waited on.
  */
 export async function openRedisClient(options: OpenRedisOptions): Promise<OpenedRedis> {
   const { logger } = options;
@@ -68,8 +67,9 @@ function connectionOptions(): RedisOptions {
   return {
     lazyConnect: true,
     connectTimeout: 5_000,
-    // Commands wait for a reconnect (a failover), each bounded by its deadline instead.
-    enableOfflineQueue: true,
+    // While Redis is away (down, or mid-failover) commands fail at once: a request answers 503
+    // `store_unavailable` rather than wait. Worker connections wait instead (see bullmq-worker).
+    enableOfflineQueue: false,
     maxRetriesPerRequest: null,
     // A command that was on a lost connection may have run: it fails, and is never sent again.
     autoResendUnfulfilledCommands: false,
@@ -80,10 +80,7 @@ function connectionOptions(): RedisOptions {
 }
 
 /** An ioredis client for `topology`, not connected yet. */
-export function createRedisClient(
-  topology: RedisTopology,
-  sentinelPassword?: string,
-): RedisClient {
+export function createRedisClient(topology: RedisTopology, sentinelPassword?: string): RedisClient {
   const common = connectionOptions();
   switch (topology.mode) {
     case "standalone":
@@ -105,7 +102,7 @@ export function createRedisClient(
     case "cluster": {
       const clusterOptions: ClusterOptions = {
         lazyConnect: true,
-        enableOfflineQueue: true,
+        enableOfflineQueue: false,
         clusterRetryStrategy: backoff,
         // Managed clusters (ElastiCache, Memorystore) answer with names their certificates hold.
         dnsLookup: (address, callback) => callback(null, address),

@@ -62,8 +62,9 @@ export function watchRedisPrimary(
     client.on("-node", read);
   } else {
     client.on("ready", () => {
-      const stream = (client as Redis & { stream?: { remoteAddress?: string; remotePort?: number } })
-        .stream;
+      const stream = (
+        client as Redis & { stream?: { remoteAddress?: string; remotePort?: number } }
+      ).stream;
       if (stream?.remoteAddress) update([`${stream.remoteAddress}:${stream.remotePort}`]);
     });
   }

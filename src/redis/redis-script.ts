@@ -30,9 +30,7 @@ export function redisScript(lua: string): RedisScript {
  * Runs a MULTI or pipeline and throws its first failed command's error
  * (ioredis answers each command's error in the result, not as a rejection).
  */
-export async function execAll(
-  batch: ReturnType<RedisClient["multi"]>,
-): Promise<Array<unknown>> {
+export async function execAll(batch: ReturnType<RedisClient["multi"]>): Promise<Array<unknown>> {
   const results = (await batch.exec()) ?? [];
   for (const [err] of results) if (err) throw err;
   return results.map(([, value]) => value);

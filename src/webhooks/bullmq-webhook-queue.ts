@@ -1,10 +1,4 @@
-import {
-  Queue,
-  UnrecoverableError,
-  WaitingError,
-  Worker,
-  type Job,
-} from "bullmq";
+import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { WebhooksConfig } from "../config/config-schema.js";
 import { logQueueOutages } from "../redis/log-queue-outages.js";

@@ -118,7 +118,13 @@ async function* scanTaskIds(client: Redis, base: string): AsyncGenerator<string>
   for (const kind of ["image", "input"]) {
     let cursor = "0";
     do {
-      const [next, keys] = await client.scan(cursor, "MATCH", `${base}${kind}:*`, "COUNT", SCAN_COUNT);
+      const [next, keys] = await client.scan(
+        cursor,
+        "MATCH",
+        `${base}${kind}:*`,
+        "COUNT",
+        SCAN_COUNT,
+      );
       cursor = next;
       for (const key of keys) {
         const id = name.exec(key.slice(base.length))?.[1];

@@ -55,7 +55,8 @@ async function waitOn(task: CreatedTask, replicas: number, waitMs: number): Prom
   const { client } = task;
   if (!isCluster(client)) return Number(await client.call("WAIT", replicas, waitMs));
   // A pipeline goes to the node of its keyed command's slot: WAIT rides along on that connection.
-  const results = (await client.pipeline().exists(task.key).call("WAIT", replicas, waitMs).exec()) ?? [];
+  const results =
+    (await client.pipeline().exists(task.key).call("WAIT", replicas, waitMs).exec()) ?? [];
   const [err, answer] = results[1] ?? [new Error("no answer to WAIT"), 0];
   if (err) throw err;
   return Number(answer);

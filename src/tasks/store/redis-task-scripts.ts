@@ -14,15 +14,16 @@ import { redisScript } from "../../redis/redis-script.js";
  */
 
 /**
- * KEYS: task, owner index, unfinished index, idempotency key or "", sequence, owner's queued index.
- * ARGV: record, id, max per owner (0: none), idempotency entry, its TTL, the task the key
+ * KEYS: task, owner index, unfinished index, idempotency key (with none, any key of the
+ * deployment, untouched), sequence, owner's queued index.
+ * ARGV: record, id, max per owner (0: none), idempotency entry ("" for none), its TTL, the task the key
  * made that the caller found expired ("" for none: it may be replaced).
  * Answers `seen` with the task the key made (the caller reads it; when it is gone, it calls
  * again naming it). Indexes are ordered by a sequence every replica shares, so tasks
  * created in one millisecond keep their order.
  */
 export const CREATE = redisScript(`
-if KEYS[4] ~= '' then
+if ARGV[4] ~= '' then
   local seen = redis.call('GET', KEYS[4])
   if seen then
     local entry = cjson.decode(seen).value
@@ -36,7 +37,7 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], seq, ARGV[2])
 redis.call('ZADD', KEYS[6], seq, ARGV[2])
 redis.call('ZADD', KEYS[3], seq, ARGV[2])
-if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5]) end
+if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5]) end
 return {'created'}
 `);
 

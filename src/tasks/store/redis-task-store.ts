@@ -138,7 +138,10 @@ async function readStored(s: RedisTaskState, id: string): Promise<StoredRecord |
   return valueOf(s, await s.client.get(raw(s, taskKey(id)))) as StoredRecord | undefined;
 }
 
-async function readMany(s: RedisTaskState, ids: string[]): Promise<Array<StoredRecord | undefined>> {
+async function readMany(
+  s: RedisTaskState,
+  ids: string[],
+): Promise<Array<StoredRecord | undefined>> {
   const texts = await s.client.mget(ids.map((id) => raw(s, taskKey(id))));
   return texts.map((text) => valueOf(s, text) as StoredRecord | undefined);
 }
@@ -178,7 +181,8 @@ async function create(
       raw(s, taskKey(record.id)),
       ownerIndex(s, record.owner),
       s.unfinished,
-      idempotency ? raw(s, idemKey(record.owner, idempotency.key)) : "",
+      // With no key, a stand-in in the deployment's slot (a cluster refuses a key elsewhere).
+      raw(s, idempotency ? idemKey(record.owner, idempotency.key) : "idem:none"),
       raw(s, "sequence"),
       statusIndex(s, record.status, record.owner),
     ],
