@@ -95,8 +95,9 @@ export function createRedisClient(topology: RedisTopology, sentinelPassword?: st
         password: topology.password,
         sentinelPassword,
         sentinelRetryStrategy: backoff,
-        // Told by the sentinels of a switch, not only when the old master stops answering.
-        failoverDetector: true,
+        // Not ioredis's failoverDetector: its reconnect on the sentinels' +switch-master message
+        // could hang, right after the client had found the new master. A demoted master that
+        // stays up answers writes READONLY, which reconnects (reconnectOnError).
         ...(topology.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
       });
     case "cluster": {
