@@ -1,7 +1,7 @@
 import { dirname, resolve } from "node:path";
-import { parseRedisTopology, type RedisTopology } from "./redis-topology.js";
+import { parseRedisTopology, type RedisTopology } from "./schema/redis-topology.js";
 
-export type { RedisNode, RedisTopology } from "./redis-topology.js";
+export type { RedisNode, RedisTopology } from "./schema/redis-topology.js";
 
 /** Where task records live, as `store.url` says. */
 export type TaskStoreDeployment =

@@ -1,4 +1,4 @@
-import type { RedisTopology } from "../config/redis-topology.js";
+import type { RedisTopology } from "../config/schema/redis-topology.js";
 
 /**
  * The start of every key a deployment writes: `store.prefix` as it is on one

@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import type { RedisTopology } from "../config/redis-topology.js";
+import type { RedisTopology } from "../config/schema/redis-topology.js";
 import { redactUrl } from "../logging/redact-url.js";
 import { isCluster, watchCommandDeadlines } from "./command-deadlines.js";
 import type { RedisClient } from "./redis-client.js";

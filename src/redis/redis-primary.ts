@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { RedisTopology } from "../config/redis-topology.js";
+import type { RedisTopology } from "../config/schema/redis-topology.js";
 import { isCluster } from "./command-deadlines.js";
 import type { RedisClient } from "./redis-client.js";
 

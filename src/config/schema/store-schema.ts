@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseRedisTopology } from "../redis-topology.js";
+import { parseRedisTopology } from "./redis-topology.js";
 import { positiveInt } from "./field-types.js";
 
 /** Where task records live (image bytes live in the image store, `images`). */

@@ -1,7 +1,8 @@
 import Keyv from "keyv";
 import type { RedisClient } from "../../redis/open-redis-client.js";
 import { createKeyvCodec, type KeyvCodec, type KeyvEntry } from "./keyv-codec.js";
-import { CREATE, DROP_EXPIRED, LIST, TRANSITION } from "./redis-task-scripts.js";
+import { CREATE, LIST, TRANSITION } from "./redis-task-scripts.js";
+import { sweepExpired } from "./redis-task-sweep.js";
 import { confirmOnReplicas, type ReplicaConfirmation } from "./redis-replica-wait.js";
 import {
   imageKeysOf,
@@ -106,7 +107,22 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     },
 
     getOrSetMeta: (key, createValue) => getOrSetMeta(s, key, createValue),
-    sweepExpired: (dropImages) => sweepExpired(s, dropImages),
+    sweepExpired: (dropImages) =>
+      sweepExpired(
+        {
+          client,
+          now: s.now,
+          expiring: s.expiring,
+          expiringImages: s.expiringImages,
+          outbox: s.outbox,
+          keysOfTask: (id, owner) => [
+            raw(s, taskKey(id)),
+            ownerIndex(s, owner),
+            ...STATUSES.map((status) => statusIndex(s, status, owner)),
+          ],
+        },
+        dropImages,
+      ),
 
     async ping() {
       await client.ping();
@@ -360,54 +376,5 @@ async function getOrSetMeta(
   return valueOf(s, await s.client.get(raw(s, metaKey))) as string;
 }
 
-async function sweepExpired(
-  s: RedisTaskState,
-  dropImages: ((keys: string[]) => Promise<void>) | undefined,
-): Promise<number> {
-  let deleted = 0;
-  // Bounded per call and per script run, so one call never holds Redis for long.
-  for (let round = 0; round < 20; round += 1) {
-    const now = s.now();
-    const due = await s.client.zrangebyscore(s.expiring, "-inf", now, "LIMIT", 0, SWEEP_BATCH);
-    if (due.length > 0) deleted += await dropExpired(s, due);
-    const images = await s.client.zrangebyscore(
-      s.expiringImages,
-      "-inf",
-      now,
-      "LIMIT",
-      0,
-      SWEEP_BATCH,
-    );
-    if (images.length > 0) {
-      // Handed on before they leave the index: a failed delete is tried again next sweep.
-      await dropImages?.(images);
-      await s.client.zrem(s.expiringImages, ...images);
-    }
-    if (due.length < SWEEP_BATCH && images.length < SWEEP_BATCH) break;
-  }
-  return deleted;
-}
-
-/** Tasks (and image keys) one sweep step takes. */
-const SWEEP_BATCH = 200;
-
-/**
- * Takes due tasks out of every index and deletes what is left of them, in
- * one script that names each key it touches; answers how many records went.
- */
-async function dropExpired(s: RedisTaskState, members: string[]): Promise<number> {
-  const keys = [s.expiring, s.outbox];
-  for (const member of members) {
-    const bar = member.indexOf("|");
-    const id = member.slice(0, bar);
-    const owner = member.slice(bar + 1);
-    keys.push(
-      raw(s, taskKey(id)),
-      ownerIndex(s, owner),
-      ...STATUSES.map((status) => statusIndex(s, status, owner)),
-    );
-  }
-  return (await DROP_EXPIRED.run(s.client, keys, members)) as number;
-}
-
+/** Every status an owner has an index of. */
 const STATUSES: readonly TaskStatus[] = ["queued", "in_progress", "completed", "failed"];
