@@ -7,7 +7,7 @@ import type { ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { createConsoleRouter } from "./console/create-console-router.js";
 import { createFilesRouter } from "./files/create-files-router.js";
-import { createHealthRouter } from "./health/create-health-router.js";
+import { createHealthRouter, type RedisReadiness } from "./health/create-health-router.js";
 import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
 import { createJsonBody } from "./http/json-body.js";
 import { createMcpRouter } from "./mcp/create-mcp-router.js";
@@ -43,6 +43,8 @@ export interface AppDeps {
   isStopping: () => boolean;
   /** Spans of requests, channel tries and tasks. Default: tracing off. */
   tracer?: Tracer;
+  /** On Redis: the primary and its last switch, for `/readyz`. */
+  redisStatus?: (() => RedisReadiness) | undefined;
 }
 
 /**
@@ -116,6 +118,7 @@ function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
       ping: deps.tasks.ping,
       isStopping: deps.isStopping,
       storeUp: metrics.storeUp,
+      redis: deps.redisStatus,
     }),
   );
   app.use(createMetricsRouter(metrics, config.metrics, logger));

@@ -21,6 +21,7 @@ import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
 import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics, type Metrics } from "./metrics/create-metrics.js";
+import { followRedisPrimary } from "./metrics/redis-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess, type ModelAccess } from "./models/model-access.js";
 import { createResponseOwners } from "./proxy/response-owners.js";
@@ -174,6 +175,7 @@ async function buildService(opened: OpenedParts, basics: Basics): Promise<Servic
     await openTaskBackend(config, logger.child({ component: "tasks" })),
     (open) => (backendOwned ? Promise.resolve() : open.close()),
   );
+  if (backend.redis) followRedisPrimary(metrics, backend.redis);
   await upgradeLegacyData({ legacy: backend.legacy, imageStore, config, logger });
   const forwardSecret = config.auth.forward
     ? await resolveForwardSecret({
@@ -291,6 +293,7 @@ function createServiceApp(state: ServerState): RequestListener {
     ),
     isStopping: () => state.stopping,
     tracer: state.parts.tracer,
+    redisStatus: backend.redis?.status,
   });
 }
 

@@ -74,7 +74,10 @@ export const configSchema = z
         });
       }
       // On a shared store the sealed keys live in Redis: their key must not live there too.
-      if (forward.secret === undefined && /^rediss?:\/\//.test(config.store.url)) {
+      if (
+        forward.secret === undefined &&
+        /^rediss?(\+sentinel|\+cluster)?:\/\//.test(config.store.url)
+      ) {
         ctx.addIssue({
           code: "custom",
           path: ["auth", "forward", "secret"],

@@ -16,6 +16,8 @@ export function createHealthRouter(deps: {
   isStopping: () => boolean;
   /** Set from each check: the kubelet's probes keep it fresh for alerts. */
   storeUp?: Metrics["storeUp"];
+  /** On Redis: which node is the primary and the last switch, shown in the ready answer. */
+  redis?: () => RedisReadiness;
 }): Router {
   const router = Router();
   router.get("/healthz", (_req, res) => {
@@ -35,9 +37,28 @@ export function createHealthRouter(deps: {
       throw error;
     }
     recordStores(deps.storeUp, undefined);
-    res.json({ status: "ready" });
+    res.json(
+      deps.redis ? { status: "ready", redis: redisField(deps.redis()) } : { status: "ready" },
+    );
   });
   return router;
+}
+
+/** What `/readyz` shows of Redis (see `redis/redis-primary.ts`). */
+export interface RedisReadiness {
+  mode: string;
+  primary: string[];
+  switches: number;
+  switchedAt: Date | undefined;
+}
+
+function redisField(status: RedisReadiness) {
+  return {
+    mode: status.mode,
+    primary: status.primary,
+    switches: status.switches,
+    lastSwitchAt: status.switchedAt?.toISOString() ?? null,
+  };
 }
 
 /**
