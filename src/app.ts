@@ -7,15 +7,14 @@ import type { ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { createConsoleRouter } from "./console/create-console-router.js";
 import { createFilesRouter } from "./files/create-files-router.js";
-import { createHealthRouter } from "./health/create-health-router.js";
+import { createHealthRouter, type RedisReadiness } from "./health/create-health-router.js";
 import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
 import { createJsonBody } from "./http/json-body.js";
 import { createMcpRouter } from "./mcp/create-mcp-router.js";
 import type { Metrics } from "./metrics/create-metrics.js";
-import {
-  createHttpMetricsMiddleware,
-  createMetricsRouter,
-} from "./metrics/create-metrics-router.js";
+import { createMetricsRouter } from "./metrics/create-metrics-router.js";
+import { createRequestObserver } from "./observability/observe-requests.js";
+import { NOOP_TRACER, type Tracer } from "./tracing/tracer.js";
 import { createModelsRouter } from "./models/create-models-router.js";
 import type { ModelAccess } from "./models/model-access.js";
 import { createPassthrough } from "./proxy/create-passthrough-handler.js";
@@ -44,6 +43,10 @@ export interface AppDeps {
   isStopping: () => boolean;
   /** Each channel's last model-list check, for `/readyz` (see `channels/channel-checks.ts`). */
   channelStatuses?: () => Record<string, string>;
+  /** Spans of requests, channel tries and tasks. Default: tracing off. */
+  tracer?: Tracer;
+  /** On Redis: the primary and its last switch, for `/readyz`. */
+  redisStatus?: (() => RedisReadiness) | undefined;
 }
 
 /**
@@ -63,12 +66,21 @@ export function createApp(deps: AppDeps): RequestListener {
     limits,
     pollIntervalSec: config.imageTasks.pollIntervalSec,
     eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+    events: config.events,
     origin: { configured: config.server.publicBaseUrl, trustProxy: config.server.trustProxy },
     metrics,
     logger,
   });
+  // Every request: its id, its access line, its metrics and its server span (see RequestContext).
+  const observe = createRequestObserver({
+    metrics,
+    logger,
+    tracer: deps.tracer ?? NOOP_TRACER,
+    accessLog: config.logging.access,
+  });
   return (req, res) => {
-    if (!lane(req, res) && !taskLane(req, res)) app(req, res);
+    const context = observe(req, res);
+    if (!lane(req, res, context) && !taskLane(req, res, context)) app(req, res);
   };
 }
 
@@ -103,13 +115,13 @@ function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
   const auth = createAuthMiddleware(deps.authenticate);
   const taskJson = createJsonBody(limits.taskJson);
 
-  app.use(createHttpMetricsMiddleware(metrics));
   app.use(
     createHealthRouter({
       store: deps.tasks.health.store,
       images: deps.tasks.health.images,
       channels: deps.channelStatuses ?? (() => ({})),
       isStopping: deps.isStopping,
+      redis: deps.redisStatus,
     }),
   );
   app.use(createMetricsRouter(metrics, config.metrics, logger));
@@ -145,7 +157,6 @@ function createPassthroughLane(deps: AppDeps, limits: TaskBodyLimits) {
   const { server } = deps.config;
   return createProxyLane({
     authenticate: deps.authenticate,
-    metrics,
     logger,
     passthrough: createPassthrough({
       client: deps.channelClient,

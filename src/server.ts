@@ -1,4 +1,5 @@
-import { createServer, type RequestListener, type Server } from "node:http";
+import type { RequestListener, Server } from "node:http";
+import { hostname } from "node:os";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
@@ -15,18 +16,22 @@ import { createChannelClient, type ChannelClient } from "./channels/channel-clie
 import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { startDemoChannel } from "./demo/start-demo-channel.js";
-import { createClientErrorHandler } from "./http/create-client-error-handler.js";
+import { createGuardedServer, type ConnectionLimits } from "./http/connection-guard.js";
 import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
 import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics, type Metrics } from "./metrics/create-metrics.js";
+import { followRedisPrimary } from "./metrics/redis-metrics.js";
 import { startMetricsListener } from "./metrics/start-metrics-listener.js";
 import { createModelAccess, type ModelAccess } from "./models/model-access.js";
 import { createResponseOwners } from "./proxy/response-owners.js";
 import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";
 import { upgradeLegacyData } from "./tasks/legacy/upgrade-legacy-data.js";
 import { openTaskBackend, type TaskBackend } from "./tasks/open-task-backend.js";
+import { startTracer } from "./tracing/start-tracer.js";
+import type { Tracer } from "./tracing/tracer.js";
+import type { TracingOptions } from "./tracing/tracing-options.js";
 
 /** Responses whose owner one process remembers at most, on the embedded stores (oldest go first). */
 const RESPONSE_OWNERS_IN_MEMORY = 100_000;
@@ -38,6 +43,8 @@ export interface StartServerOptions {
   logger?: Logger;
   /** Default metrics include process metrics; tests may turn them off. */
   defaultMetrics?: boolean;
+  /** Trace export (the standard `OTEL_*` variables, see `loadConfig`); default off. */
+  tracing?: TracingOptions;
 }
 
 /** A listening service. */
@@ -79,6 +86,7 @@ interface ServiceParts {
   config: Config;
   metrics: Metrics;
   logger: Logger;
+  tracer: Tracer;
   channelClient: ChannelClient;
   imageStore: ImageStore;
   backend: TaskBackend;
@@ -100,20 +108,35 @@ interface ServiceParts {
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
-  const logger =
+  const base =
     options.logger ?? createLogger(config.logging.level, undefined, configSecrets(config));
+  // Which replica wrote a line (task lines above all): set, or this host and process.
+  const replica = config.server.replicaName ?? `${hostname()}:${process.pid}`;
+  const logger = base.child({ replica });
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const opened = new OpenedParts();
   try {
-    const parts = await buildService(opened, config, metrics, logger);
+    const tracer = opened.keep(await startTracer(options.tracing, replica), (started) =>
+      started.shutdown(),
+    );
+    const parts = await buildService(opened, { config, metrics, logger, tracer });
     const state: ServerState = { parts, stopping: false };
-    const server = opened.keep(createServer(createServiceApp(state)), closeListener);
+    const limits = connectionLimits(config.server);
+    const server = opened.keep(
+      createGuardedServer(createServiceApp(state), {
+        limits,
+        onRefused: (reason) => metrics.connectionsRefused.inc({ reason }),
+        logger,
+      }),
+      closeListener,
+    );
     state.server = server;
     const { url, port } = await listen(server, config);
     state.metricsListener = opened.keep(
       await startMetricsListener({
         config: config.metrics,
         defaultHost: config.server.host,
+        limits,
         metrics,
         logger,
       }),
@@ -131,13 +154,17 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   }
 }
 
+/** What every part is built with. */
+interface Basics {
+  config: Config;
+  metrics: Metrics;
+  logger: Logger;
+  tracer: Tracer;
+}
+
 /** The service's parts, each opened step remembered in `opened` for a failure. */
-async function buildService(
-  opened: OpenedParts,
-  config: Config,
-  metrics: Metrics,
-  logger: Logger,
-): Promise<ServiceParts> {
+async function buildService(opened: OpenedParts, basics: Basics): Promise<ServiceParts> {
+  const { config, metrics, logger, tracer } = basics;
   const { channels, closeChannels } = await startChannels(opened, config);
   // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
   const channelClient = opened.keep(createChannelClient({ metrics, logger }), (client) =>
@@ -152,6 +179,7 @@ async function buildService(
     await openTaskBackend(config, logger.child({ component: "tasks" })),
     (open) => (backendOwned ? Promise.resolve() : open.close()),
   );
+  if (backend.redis) followRedisPrimary(metrics, backend.redis);
   await upgradeLegacyData({ legacy: backend.legacy, imageStore, config, logger });
   const forwardSecret = config.auth.forward
     ? await resolveForwardSecret({
@@ -169,6 +197,7 @@ async function buildService(
     logger,
     imageStore,
     backend,
+    tracer,
   });
   backendOwned = true;
   opened.keep(tasks, (built) => built.stop(0));
@@ -177,6 +206,7 @@ async function buildService(
     config,
     metrics,
     logger,
+    tracer,
     channelClient,
     imageStore,
     backend,
@@ -269,17 +299,25 @@ function createServiceApp(state: ServerState): RequestListener {
     ),
     isStopping: () => state.stopping,
     channelStatuses: () => state.parts.channelChecks.statuses(),
+    tracer: state.parts.tracer,
+    redisStatus: backend.redis?.status,
   });
 }
 
-/** Listens on `server.host:port` with the service's connection limits; resolves its URL. */
+/** What bounds every client connection, from `server` (see `createGuardedServer`). */
+function connectionLimits(server: Config["server"]): ConnectionLimits {
+  return {
+    maxConnections: server.maxConnections,
+    maxConnectionsPerIp: server.maxConnectionsPerIp,
+    trustProxy: server.trustProxy,
+    headersTimeoutMs: server.headersTimeoutSec * 1000,
+    keepAliveTimeoutMs: server.keepAliveTimeoutSec * 1000,
+    body: { timeoutMs: server.bodyTimeoutSec * 1000, idleMs: server.bodyIdleSec * 1000 },
+  };
+}
+
+/** Listens on `server.host:port`; resolves its URL. */
 async function listen(server: Server, config: Config): Promise<{ url: string; port: number }> {
-  server.on("clientError", createClientErrorHandler());
-  // Long generations on the sync route must not be cut by Node's own request timeout.
-  server.requestTimeout = 0;
-  server.headersTimeout = 60_000;
-  // Beyond it Node closes a new connection at once: idle or slow clients cannot exhaust the process.
-  server.maxConnections = config.server.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.server.port, config.server.host, () => {
@@ -320,4 +358,6 @@ async function closeServer(state: ServerState, graceMs: number): Promise<void> {
   await parts.channelClient.close();
   await parts.closeChannels();
   await state.metricsListener?.close();
+  // What is buffered goes out last, the shutdown's own spans included.
+  await parts.tracer.shutdown();
 }

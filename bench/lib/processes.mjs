@@ -78,7 +78,13 @@ export async function startLoader(ctx) {
 let configs = 0;
 
 /** The service's configuration: one fake channel, one static key, limits raised for the bench. */
-export function serviceConfig({ channelUrl, storeUrl = "memory://", prefix, imageTasks = {} }) {
+export function serviceConfig({
+  channelUrl,
+  storeUrl = "memory://",
+  prefix,
+  imageTasks = {},
+  logging = { level: "silent" },
+}) {
   return {
     server: { port: 0, host: "127.0.0.1" },
     store: { url: storeUrl, ...(prefix ? { prefix } : {}) },
@@ -100,20 +106,23 @@ export function serviceConfig({ channelUrl, storeUrl = "memory://", prefix, imag
       retentionSec: 3600,
       ...imageTasks,
     },
-    logging: { level: "silent" },
+    logging,
   };
 }
 
 /**
  * Starts the service from `dist` (default the run's, or `ctx.options.baseline` for role
- * "baseline") with `config` written as a file in the run's temp dir.
+ * "baseline") with `config` written as a file in the run's temp dir; its log lines go to a file
+ * there (as stdout would take them), and `env` is the environment the config is loaded with
+ * (the OTEL_* variables of a traced variant).
  */
-export async function startService(ctx, config, { role = "service", dist } = {}) {
+export async function startService(ctx, config, { role = "service", dist, env = {} } = {}) {
   configs += 1;
   const file = join(ctx.tempDir, `service-${configs}.yaml`);
   await writeFile(file, JSON.stringify(config, null, 2)); // JSON is YAML
   const from = dist ?? (role === "baseline" ? ctx.options.baseline : ctx.options.dist);
-  const started = await startChild("service-process.mjs", [from, file], {
+  const options = JSON.stringify({ logFile: join(ctx.tempDir, `service-${configs}.log`), env });
+  const started = await startChild("service-process.mjs", [from, file, options], {
     group: ctx.group,
     execArgv: ["--expose-gc", ...profileArgs(role, ctx.options)],
     timeoutMs: 30_000,

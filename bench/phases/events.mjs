@@ -132,11 +132,17 @@ export async function run(ctx, out) {
   const delays = quick ? 5 : 40;
   const channel = await startFakeChannel(ctx);
   const loader = await startLoader(ctx);
-  const config = serviceConfig({
+  const base = serviceConfig({
     channelUrl: channel.url,
     storeUrl: REDIS_URL,
     prefix: ctx.redisPrefix("events"),
   });
+  // Every stream comes from one address with one key: the per-client bounds would cap them.
+  const config = {
+    ...base,
+    server: { ...base.server, maxConnectionsPerIp: 1_000_000 },
+    events: { maxStreamsPerKey: 1_000_000, maxStreams: 1_000_000 },
+  };
   const services = [await startService(ctx, config), await startService(ctx, config)];
   const origins = services.map((service) => service.url);
 

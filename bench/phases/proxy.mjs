@@ -15,6 +15,7 @@ import {
   serviceConfig,
 } from "../lib/processes.mjs";
 import { cpuMicros, fmt, fmtRatio, median, min, ratio } from "../lib/stats.mjs";
+import { startTraceSink } from "../lib/trace-sink.mjs";
 
 export const name = "proxy";
 export const deadlineSec = ({ quick }) => (quick ? 25 : 150);
@@ -24,6 +25,8 @@ const TARGET_LABELS = {
   pipe: "bare node:http pipe",
   "undici-pipe": "bare undici pipe",
   service: "service",
+  "access-off": "service, logging.access: false",
+  traced: "service, tracing on",
   baseline: "service (BASELINE)",
 };
 
@@ -40,7 +43,7 @@ function loads(quick) {
         headers: JSON_HEADERS,
         body: CHAT_BODY,
       },
-      targets: ["direct", "pipe", "undici-pipe", "service", "baseline"],
+      targets: ["direct", "pipe", "undici-pipe", "service", "access-off", "traced", "baseline"],
     },
     {
       key: "chat-c64",
@@ -52,7 +55,7 @@ function loads(quick) {
         headers: JSON_HEADERS,
         body: CHAT_BODY,
       },
-      targets: ["direct", "pipe", "undici-pipe", "service", "baseline"],
+      targets: ["direct", "pipe", "undici-pipe", "service", "access-off", "traced", "baseline"],
     },
     {
       key: "responses-c16",
@@ -86,10 +89,16 @@ export async function run(ctx, out) {
   const rounds = quick ? 1 : 3;
   const durationMs = quick ? 100 : 1200;
   const channel = await startFakeChannel(ctx);
-  const [pipe, undiciPipe, service, baseline, loader] = await Promise.all([
+  const traces = await startTraceSink(ctx);
+  // As shipped: access lines at info. Beside it, the same without them, and with tracing on.
+  const logged = (access) =>
+    serviceConfig({ channelUrl: channel.url, logging: { level: "info", access } });
+  const [pipe, undiciPipe, service, accessOff, traced, baseline, loader] = await Promise.all([
     startPipe(ctx, channel.url),
     startUndiciPipe(ctx, channel.url),
-    startService(ctx, serviceConfig({ channelUrl: channel.url })),
+    startService(ctx, logged(true)),
+    startService(ctx, logged(false)),
+    startService(ctx, logged(true), { env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url } }),
     ctx.options.baseline
       ? startService(ctx, serviceConfig({ channelUrl: channel.url }), { role: "baseline" })
       : undefined,
@@ -100,6 +109,8 @@ export async function run(ctx, out) {
     pipe,
     "undici-pipe": undiciPipe,
     service,
+    "access-off": accessOff,
+    traced,
     ...(baseline ? { baseline } : {}),
   };
   // BENCH_LOADS=edits-c4,chat-c64 measures only those loads (to profile one of them).
@@ -222,7 +233,14 @@ export function targets(figures) {
   const cpu = c64?.service?.cpuVsPipe;
   const rps = c64?.service?.rpsVsPipe;
   const p50 = c1?.service?.p50OverPipeMs;
+  const access = ratio(c64?.service?.cpuUsPerRequest, c64?.["access-off"]?.cpuUsPerRequest);
   return [
+    {
+      target:
+        "access lines cost at most 1.1x the CPU of logging.access: false (chat, concurrency 64)",
+      measured: access == null ? "-" : fmtRatio(access),
+      met: access == null ? null : access <= 1.1,
+    },
     {
       target: "CPU per request within 2x of the bare pipe's (chat, concurrency 64)",
       measured: cpu == null ? "-" : fmtRatio(cpu),

@@ -53,3 +53,44 @@ export function createCheckLimiter(limits: CheckLimits): CheckLimiter {
     },
   };
 }
+
+/** Bounds of {@link createClientCheckLimiter}: a {@link CheckLimits} per client address. */
+export interface ClientCheckLimits extends CheckLimits {
+  /** Client addresses remembered at once; past it the longest unused are forgotten. */
+  maxClients: number;
+}
+
+/** A {@link CheckLimiter} per client address (its key, see `clientKeyOf`). */
+export interface ClientCheckLimiter {
+  tryAcquire(client: string): (() => void) | undefined;
+  retryAfterSec(client: string): number;
+}
+
+/**
+ * The checks of new keys one client address may start, so that one address
+ * sending made-up keys uses up its own share, not the checks every new user
+ * needs. Bounded memory: past `maxClients` addresses the least recently used
+ * are forgotten (one that comes back starts with a full share, and the
+ * bounds in all still hold).
+ */
+export function createClientCheckLimiter(limits: ClientCheckLimits): ClientCheckLimiter {
+  const clients = new Map<string, CheckLimiter>();
+  const limiterOf = (client: string): CheckLimiter => {
+    let limiter = clients.get(client);
+    if (limiter) {
+      // Most recently used last: a Map iterates in insertion order.
+      clients.delete(client);
+    } else {
+      limiter = createCheckLimiter(limits);
+    }
+    clients.set(client, limiter);
+    while (clients.size > limits.maxClients) {
+      clients.delete(clients.keys().next().value as string);
+    }
+    return limiter;
+  };
+  return {
+    tryAcquire: (client) => limiterOf(client).tryAcquire(),
+    retryAfterSec: (client) => limiterOf(client).retryAfterSec(),
+  };
+}

@@ -1,6 +1,9 @@
+import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "express";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
+import { noteCaller } from "../observability/request-context.js";
+import { clientAddressOf } from "../net/client-address.js";
 import type { ForwardAuthenticate } from "./forward-authenticator.js";
 import { createJwtVerifier, looksLikeJwt } from "./jwt-verifier.js";
 import type { Principal } from "./principal.js";
@@ -9,9 +12,11 @@ import { createStaticKeyLookup } from "./static-keys.js";
 /**
  * Resolves a bearer token to a principal, or `undefined` when it is not valid.
  * May throw an `ServiceError` when validity cannot be decided (forward mode's
- * gateway unreachable), which the caller passes on as it is.
+ * gateway unreachable), which the caller passes on as it is. `req` is the
+ * request the token came with: forward mode bounds its checks of new keys
+ * per client address.
  */
-export type Authenticate = (token: string) => Promise<Principal | undefined>;
+export type Authenticate = (token: string, req?: IncomingMessage) => Promise<Principal | undefined>;
 
 /**
  * Configured keys first, then (for JWT-shaped tokens, when JWT is configured)
@@ -22,11 +27,12 @@ export type Authenticate = (token: string) => Promise<Principal | undefined>;
 export function createAuthenticate(config: Config, forward?: ForwardAuthenticate): Authenticate {
   const lookup = createStaticKeyLookup(config.auth.keys);
   const verifyJwt = config.auth.jwt ? createJwtVerifier(config.auth.jwt, config.groups) : undefined;
-  return async (token) => {
+  const { trustProxy } = config.server;
+  return async (token, req) => {
     const principal = lookup(token);
     if (principal) return principal;
     if (verifyJwt && looksLikeJwt(token)) return verifyJwt(token);
-    if (forward) return forward(token);
+    if (forward) return forward(token, req ? clientAddressOf(req, trustProxy) : undefined);
     return undefined;
   };
 }
@@ -37,7 +43,9 @@ export function createAuthenticate(config: Config, forward?: ForwardAuthenticate
  */
 export function createAuthMiddleware(authenticate: Authenticate): RequestHandler {
   return async (req, res, next) => {
-    res.locals.principal = await authenticateHeader(authenticate, req.headers.authorization);
+    const principal = await authenticateHeader(authenticate, req.headers.authorization, req);
+    res.locals.principal = principal;
+    noteCaller(res, principal);
     next();
   };
 }
@@ -50,6 +58,7 @@ export function createAuthMiddleware(authenticate: Authenticate): RequestHandler
 export async function authenticateHeader(
   authenticate: Authenticate,
   header: string | undefined,
+  req?: IncomingMessage,
 ): Promise<Principal> {
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   if (!header || (match === null && header.trim() === "")) {
@@ -58,7 +67,7 @@ export async function authenticateHeader(
       "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
     );
   }
-  const principal = match ? await authenticate(match[1] as string) : undefined;
+  const principal = match ? await authenticate(match[1] as string, req) : undefined;
   if (!principal) {
     throw new ServiceError("invalid_api_key", "Incorrect API key provided.");
   }

@@ -3,8 +3,15 @@ import type { Channel } from "../channels/channel.js";
 import type { ChannelClient } from "../channels/channel-client.js";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
+import { hashSecret, keyFingerprint } from "./static-keys.js";
 import { checkGatewayKey, type GatewayVerdict } from "./check-gateway-key.js";
-import { createCheckLimiter, type CheckLimiter } from "./check-limiter.js";
+import { clientKeyOf } from "../net/client-address.js";
+import {
+  createCheckLimiter,
+  createClientCheckLimiter,
+  type CheckLimiter,
+  type ClientCheckLimiter,
+} from "./check-limiter.js";
 import { FORWARD_GROUP, type GatewayModels, type Principal } from "./principal.js";
 import { TtlLruCache } from "./ttl-lru-cache.js";
 import { UpstreamCredential } from "./upstream-credential.js";
@@ -14,12 +21,13 @@ export type ForwardConfig = NonNullable<Config["auth"]["forward"]>;
 
 /**
  * Resolves a bearer key to a forward principal, `undefined` when the gateway
- * refuses it.
+ * refuses it. `client` is the address the request came from (see
+ * `clientAddressOf`): new keys are checked within a share per address.
  * @throws ServiceError `upstream_unavailable` (502) when the gateway cannot say,
  *   (503) when the checks of new keys are at their bounds, `upstream_rate_limited`
  *   (429) when the gateway rate-limits the check
  */
-export type ForwardAuthenticate = (key: string) => Promise<Principal | undefined>;
+export type ForwardAuthenticate = (key: string, client?: string) => Promise<Principal | undefined>;
 
 /** Dependencies of {@link createForwardAuthenticator}. */
 export interface ForwardAuthenticatorDeps {
@@ -33,6 +41,8 @@ export interface ForwardAuthenticatorDeps {
     | "maxCachedKeys"
     | "maxChecksInFlight"
     | "maxChecksPerSec"
+    | "maxChecksInFlightPerClient"
+    | "maxChecksPerClientPerSec"
   >;
   /** Keyed hash of a key, hex (`createKeyHasher`): cache key and owner id. */
   hashKey: (key: string) => Promise<string>;
@@ -62,9 +72,12 @@ type CachedVerdict = { kind: "accepted"; models: GatewayModels } | { kind: "refu
  *   at `maxCachedKeys` and keyed by the key's HMAC, never the key;
  * - concurrent checks of one key share one gateway call;
  * - keys never accepted before are checked at most `maxChecksInFlight` at
- *   once and `maxChecksPerSec` a second; beyond that they get 503
- *   `upstream_unavailable` with `Retry-After` at once, so made-up keys sent
- *   as fast as an attacker likes never become a flood at the gateway. A key
+ *   once and `maxChecksPerSec` a second, and from one client address at most
+ *   `maxChecksInFlightPerClient` at once and `maxChecksPerClientPerSec` a
+ *   second; beyond that they get 503 `upstream_unavailable` with
+ *   `Retry-After` at once, so made-up keys sent as fast as an attacker likes
+ *   never become a flood at the gateway, and one address sending them leaves
+ *   the rest of the checks to everyone else. A key
  *   the gateway accepted in the last day is re-checked outside these bounds:
  *   real users keep working during such a flood;
  * - a gateway that cannot say (down, timeout, 5xx, garbage) is 502
@@ -91,9 +104,15 @@ export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): Forw
     // Only keys the gateway accepted get in here, so made-up keys cannot fill it.
     known: new TtlLruCache<true>(options.maxCachedKeys, now),
     limiter,
-    shed: createShedder(limiter, logger, channel.name, now),
+    clients: createClientCheckLimiter({
+      maxConcurrent: options.maxChecksInFlightPerClient,
+      perSecond: options.maxChecksPerClientPerSec,
+      maxClients: options.maxCachedKeys,
+      now,
+    }),
+    shed: createShedder(logger, channel.name, now),
   };
-  return (key) => authenticate(s, key);
+  return (key, client) => authenticate(s, key, clientKeyOf(client ?? ""));
 }
 
 /** What the authenticator keeps between requests. */
@@ -106,11 +125,17 @@ interface ForwardState {
   lists: ReturnType<typeof createListInterner>;
   known: TtlLruCache<true>;
   limiter: CheckLimiter;
-  shed: () => ServiceError;
+  /** The same bounds, per client address. */
+  clients: ClientCheckLimiter;
+  shed: (retryAfter: number, which: "all" | "client") => ServiceError;
 }
 
 /** {@link ForwardAuthenticate}: the caches, else one gateway check (shared, bounded). */
-async function authenticate(s: ForwardState, key: string): Promise<Principal | undefined> {
+async function authenticate(
+  s: ForwardState,
+  key: string,
+  client: string,
+): Promise<Principal | undefined> {
   const { deps, inFlight } = s;
   // What a gateway could take as a bearer at all; anything else is not worth a call.
   if (!/^[\x21-\x7e]{1,1024}$/.test(key)) return undefined;
@@ -122,8 +147,7 @@ async function authenticate(s: ForwardState, key: string): Promise<Principal | u
   else {
     let pending = inFlight.get(hash);
     if (!pending) {
-      const release = s.known.get(hash) ? () => {} : s.limiter.tryAcquire();
-      if (!release) throw s.shed();
+      const release = s.known.get(hash) ? () => {} : acquireCheck(s, client);
       pending = ask(s, key, hash).finally(() => {
         inFlight.delete(hash);
         release();
@@ -137,12 +161,31 @@ async function authenticate(s: ForwardState, key: string): Promise<Principal | u
   return {
     subject,
     group: FORWARD_GROUP,
-    label: subject.slice(0, 16),
+    keyName: keyFingerprint(hashSecret(key)),
     upstream: {
       channel: deps.channel.name,
       credential: new UpstreamCredential(key),
       models: verdict.models,
     },
+  };
+}
+
+/**
+ * A place for one check of a new key, within the client's share and the
+ * bounds in all; its release.
+ * @throws ServiceError `upstream_unavailable` (503) when either is full
+ */
+function acquireCheck(s: ForwardState, client: string): () => void {
+  const own = s.clients.tryAcquire(client);
+  if (!own) throw s.shed(s.clients.retryAfterSec(client), "client");
+  const shared = s.limiter.tryAcquire();
+  if (!shared) {
+    own();
+    throw s.shed(s.limiter.retryAfterSec(), "all");
+  }
+  return () => {
+    own();
+    shared();
   };
 }
 
@@ -222,28 +265,32 @@ function gatewayError(
 }
 
 /**
- * The 503 for a new key while the checks are at their bounds, with the time
- * until one could start; logged at most once a minute, as one line per flood.
+ * The 503 for a new key while the checks are at their bounds (in all, or the
+ * client's share), with the time until one could start; each kind logged at
+ * most once a minute, as one line per flood.
  */
 function createShedder(
-  limiter: CheckLimiter,
   logger: Logger,
   channelName: string,
   now: () => number,
-): () => ServiceError {
-  let loggedAt = -Infinity;
-  return () => {
-    if (now() - loggedAt >= 60_000) {
-      loggedAt = now();
+): (retryAfter: number, which: "all" | "client") => ServiceError {
+  const loggedAt = { all: -Infinity, client: -Infinity };
+  return (retryAfter, which) => {
+    if (now() - loggedAt[which] >= 60_000) {
+      loggedAt[which] = now();
       logger.warn(
         { channel: channelName },
-        "forward key checks are at their bounds; new keys get 503 until they ease",
+        which === "all"
+          ? "forward key checks are at their bounds; new keys get 503 until they ease"
+          : "a client address is at its share of forward key checks; its new keys get 503 until it eases",
       );
     }
     return new ServiceError(
       "upstream_unavailable",
-      "Too many new API keys are being checked with the gateway right now; retry shortly.",
-      { overloaded: true, retryAfter: limiter.retryAfterSec() },
+      which === "all"
+        ? "Too many new API keys are being checked with the gateway right now; retry shortly."
+        : "Too many new API keys from this address are being checked with the gateway right now; retry shortly.",
+      { overloaded: true, retryAfter },
     );
   };
 }

@@ -59,7 +59,7 @@ export function createJwtVerifier(
       // Own keys only: a group named "__proto__" or "constructor" must not find Object's.
       if (!group || !Object.hasOwn(groups, group)) return undefined;
       if (typeof payload.sub !== "string" || !payload.sub) return undefined;
-      return { subject: `jwt:${payload.iss ?? ""}:${payload.sub}`, group, label: payload.sub };
+      return { subject: `jwt:${payload.iss ?? ""}:${payload.sub}`, group, keyName: payload.sub };
     } catch {
       return undefined;
     }

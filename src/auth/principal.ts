@@ -19,8 +19,12 @@ export interface Principal {
    * for forward keys. A bounded value: safe as a metric label.
    */
   group: string;
-  /** A human label for logs (the key's `name`, the JWT `sub`, a hash prefix). */
-  label: string;
+  /**
+   * Who it is in logs and traces (`key_name`), never a key: a configured key's
+   * `name`, else `key_` and the first 12 hex characters of the key's SHA-256;
+   * a JWT's `sub`; a forward key's fingerprint, as a configured key's.
+   */
+  keyName: string;
   /** Forward keys only: the gateway they are bound to and the key to send it. */
   upstream?: ForwardUpstream;
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { chmod, open, readFile, stat } from "node:fs/promises";
+import { chmod, open, readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
 import type { TaskStoreDeployment } from "../config/deployment.js";
+import { OWNER_FILE_MODE, reportTightened, tightenPaths } from "../fs/owner-only.js";
 
 /** Options of {@link resolveForwardSecret}. */
 export interface ResolveForwardSecretOptions {
@@ -63,9 +64,7 @@ export async function readForwardSecretFile(
       `auth.forward.secret: ${file} must hold a secret of at least ${MIN_SECRET_LENGTH} characters`,
     ]);
   }
-  if (((await stat(file)).mode & 0o077) !== 0) {
-    logger.warn({ file }, "the forward secret's file is readable by others; chmod 600 it");
-  }
+  reportTightened(logger, `auth.forward.secret: ${file}`, await tightenPaths([file]));
   return secret;
 }
 
@@ -74,13 +73,13 @@ export async function readForwardSecretFile(
  * disk before anything else relies on it; resolves the secret.
  */
 export async function writeForwardSecretFile(file: string, secret: string): Promise<string> {
-  const handle = await open(file, "wx", 0o600);
+  const handle = await open(file, "wx", OWNER_FILE_MODE);
   try {
     await handle.writeFile(`${secret}\n`);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  await chmod(file, 0o600);
+  await chmod(file, OWNER_FILE_MODE);
   return secret;
 }

@@ -12,6 +12,11 @@ const sha256Hex: (secret: string) => string =
     ? (secret) => crypto.hash("sha256", secret, "hex")
     : (secret) => crypto.createHash("sha256").update(secret).digest("hex");
 
+/** A key as logs name it when it has no `name`: `key_` and 12 hex characters of its SHA-256. */
+export function keyFingerprint(sha256: string): string {
+  return `key_${sha256.slice(0, 12)}`;
+}
+
 /** sha256 hex of a secret: the only form in which keys are kept or compared. */
 export function hashSecret(secret: string): string {
   return sha256Hex(secret);
@@ -28,7 +33,7 @@ export function createStaticKeyLookup(
   for (const entry of keys) {
     const hash = hashSecret(entry.key);
     const subject = `key:${hash.slice(0, 32)}`;
-    table.set(hash, { subject, group: entry.group, label: entry.name ?? subject.slice(0, 16) });
+    table.set(hash, { subject, group: entry.group, keyName: entry.name ?? keyFingerprint(hash) });
   }
   return (key) => table.get(hashSecret(key));
 }

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Transform } from "node:stream";
 import type { Channel } from "./channel.js";
 import { answerTooLarge, answerUndecodable } from "./channel-error.js";
+import type { TryObserver } from "./call-observer.js";
 import type { KeyScrubber } from "./key-scrubber.js";
 import { contentDecoder } from "../net/content-decoder.js";
 
@@ -47,6 +48,8 @@ export interface ChannelAnswer {
   readonly headers: IncomingHttpHeaders;
   /** Finds the credential this call sent, in any spelling, in what the answer holds. */
   readonly scrubber: KeyScrubber;
+  /** Hears the try this answer ends (token usage, when a reader finds it); see `CallObserver`. */
+  observer?: TryObserver | undefined;
   /** The whole body, decoded, at most `maxBytes`; rejects as {@link AnswerReader.error} says. */
   read(maxBytes: number): Promise<Buffer>;
   /** The body chunk by chunk, with backpressure: nothing is buffered here. */
@@ -71,6 +74,7 @@ const NO_FLOW: AnswerFlow = { resume: () => undefined };
 
 /** An answer whose body is still on the connection, fed by the call's handler. */
 export class StreamedAnswer implements ChannelAnswer {
+  observer: TryObserver | undefined;
   private reader: AnswerReader | undefined;
   private limit = Infinity;
   private received = 0;
@@ -239,6 +243,7 @@ export class StreamedAnswer implements ChannelAnswer {
 
 /** An answer read whole already: a refusal kept while the next channel is tried. */
 export class BufferedAnswer implements ChannelAnswer {
+  observer: TryObserver | undefined;
   private taken = false;
 
   constructor(

@@ -12,6 +12,7 @@ import {
   redirected,
   unreachable,
 } from "./channel-error.js";
+import type { CallObserver } from "./call-observer.js";
 import { createChannelPools, type ChannelPools } from "./channel-pools.js";
 import { ChannelTry, type TryOutcome } from "./channel-try.js";
 import { mayTryNext, type TryStage } from "./failover-policy.js";
@@ -64,6 +65,8 @@ export interface ChannelRequest {
   timeout?: "chat" | "image" | { idleMs: number };
   /** Aborts the call: the client went away, the task was cancelled or timed out. */
   signal?: CallSignal;
+  /** Hears each try (access lines, task lines, client spans); see {@link CallObserver}. */
+  observer?: CallObserver;
 }
 
 /**
@@ -193,6 +196,8 @@ function attempt(s: ClientState, channel: Channel, request: ChannelRequest): Pro
   const headers = headersFor(channel, request);
   const idleMs = idleMsOf(request.timeout, channel);
   const started = performance.now();
+  const observed = request.observer?.tryStarted(channel);
+  if (observed?.headers) headers.push(...observed.headers);
 
   return new Promise<TryOutcome>((resolve) => {
     const onAbort = () => handler.abort(signal?.reason as Error);
@@ -201,9 +206,13 @@ function attempt(s: ClientState, channel: Channel, request: ChannelRequest): Pro
       outcome(outcome) {
         if (outcome.kind === "failure") detach();
         record(s.metrics, channel, request, outcome, started);
+        if (observed) observe(observed, outcome);
         resolve(outcome);
       },
-      settled: detach,
+      settled() {
+        detach();
+        observed?.ended();
+      },
     });
     signal?.addEventListener("abort", onAbort);
     let dispatched: Dispatcher.DispatchOptions["body"] = body as Buffer | undefined;
@@ -234,6 +243,20 @@ function attempt(s: ClientState, channel: Channel, request: ChannelRequest): Pro
       handler.onResponseError(undefined as never, err as Error);
     }
   });
+}
+
+/** Tells a try's observer how it went; a failed try is over at once. */
+function observe(
+  observed: NonNullable<ReturnType<CallObserver["tryStarted"]>>,
+  outcome: TryOutcome,
+) {
+  if (outcome.kind === "answer") {
+    observed.answered(outcome.answer.status);
+    outcome.answer.observer = observed;
+    return;
+  }
+  observed.failed(isTimeout(outcome.error) ? "timeout" : reasonOf(outcome.error));
+  observed.ended();
 }
 
 /** The request's headers as undici takes them (a flat list), with the channel's credential. */

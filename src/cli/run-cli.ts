@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
 import type { Config } from "../config/config-schema.js";
+import type { TracingOptions } from "../tracing/tracing-options.js";
 import { DEFAULT_CONFIG_FILE, loadConfig } from "../config/load-config.js";
 import { loadMcpConfig } from "../config/mcp-config.js";
 import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
@@ -34,7 +35,11 @@ export interface ProbeLine {
 
 /** What the CLI runs: the service's `startServer` and its probes, passed in by the entry files. */
 export interface CliDeps {
-  startServer(options: { config: Config; logger: Logger }): Promise<ServingProcess>;
+  startServer(options: {
+    config: Config;
+    logger: Logger;
+    tracing: TracingOptions | undefined;
+  }): Promise<ServingProcess>;
   /** `check-config --probe`: start-up's checks without starting (see `probe/probe-config.ts`). */
   probeConfig?(config: Config, logger: Logger): Promise<ProbeLine[]>;
 }
@@ -101,7 +106,7 @@ async function serve(
   env: NodeJS.ProcessEnv,
   deps: CliDeps,
 ): Promise<number> {
-  const { config, file: configFile, warnings } = loadConfig({ file, env });
+  const { config, file: configFile, warnings, tracing } = loadConfig({ file, env });
   printWarnings(warnings);
   // What this process prints is searched for the config's and the environment's credentials,
   // whichever message (a library's error, a crash) would carry one.
@@ -118,6 +123,7 @@ async function serve(
     server = await deps.startServer({
       config,
       logger: createLogger(config.logging.level, undefined, secrets),
+      tracing,
     });
   } catch (err) {
     if (err instanceof ConfigError) {

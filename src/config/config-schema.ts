@@ -4,6 +4,7 @@ import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
 import { checkListenersAndKeys } from "./schema/config-rules.js";
 import { consoleSchema } from "./schema/console-schema.js";
+import { eventsSchema } from "./schema/events-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
 import { imageTasksSchema } from "./schema/image-tasks-schema.js";
 import { imagesSchema } from "./schema/images-schema.js";
@@ -36,6 +37,7 @@ export const configSchema = z
       }),
     imageTasks: imageTasksSchema,
     images: imagesSchema,
+    events: eventsSchema,
     webhooks: webhooksSchema,
     metrics: metricsSchema,
     logging: loggingSchema,
@@ -73,7 +75,10 @@ export const configSchema = z
         });
       }
       // On a shared store the sealed keys live in Redis: their key must not live there too.
-      if (forward.secret === undefined && /^rediss?:\/\//.test(config.store.url)) {
+      if (
+        forward.secret === undefined &&
+        /^rediss?(\+sentinel|\+cluster)?:\/\//.test(config.store.url)
+      ) {
         ctx.addIssue({
           code: "custom",
           path: ["auth", "forward", "secret"],
@@ -83,6 +88,16 @@ export const configSchema = z
             "`openssl rand -base64 48` and set it here (e.g. secret: ${FORWARD_SECRET})",
         });
       }
+    }
+    // Public links are served by whatever serves the bucket or directory; memory has nothing.
+    if (config.images.links === "public" && describeDeployment(config).images.kind === "memory") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["images", "links"],
+        message:
+          "public links need an image store something else can serve (a file:// directory or " +
+          "s3://); memory:// images can only be reached through the service (links: service)",
+      });
     }
     const seen = new Set<string>();
     config.channels.forEach((channel, index) => {

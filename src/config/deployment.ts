@@ -1,4 +1,7 @@
 import { dirname, resolve } from "node:path";
+import { parseRedisTopology, type RedisTopology } from "./schema/redis-topology.js";
+
+export type { RedisNode, RedisTopology } from "./schema/redis-topology.js";
 
 /** Where task records live, as `store.url` says. */
 export type TaskStoreDeployment =
@@ -6,8 +9,11 @@ export type TaskStoreDeployment =
   | { kind: "memory" }
   /** `sqlite://PATH`: this process only, kept across restarts. */
   | { kind: "sqlite"; /** Absolute path of the database file. */ file: string }
-  /** `redis://` or `rediss://`: shared by every replica. */
-  | { kind: "redis"; url: string };
+  /**
+   * `redis://`, `redis+sentinel://`, `redis+cluster://` (and their `rediss`
+   * forms): shared by every replica; `topology` says which deployment.
+   */
+  | { kind: "redis"; url: string; topology: RedisTopology };
 
 /** Where image bytes live, as `images.url` (or its default for the task store) says. */
 export type ImageStoreDeployment =
@@ -60,8 +66,10 @@ export function describeDeployment(config: {
 function taskStoreOf(url: string): TaskStoreDeployment {
   if (url.startsWith("memory://")) return { kind: "memory" };
   if (url.startsWith("sqlite://")) return { kind: "sqlite", file: resolve(url.slice(9)) };
-  // The schema admits nothing else.
-  return { kind: "redis", url };
+  // The schema admits nothing else, and checked the URL's form.
+  const topology = parseRedisTopology(url);
+  if (typeof topology === "string") throw new Error(`store.url: ${topology}`);
+  return { kind: "redis", url, topology };
 }
 
 /**

@@ -3,6 +3,8 @@ import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { ConfigError } from "./config-error.js";
 import { configSchema, type Config } from "./config-schema.js";
+import { tracingFromEnv } from "./tracing-env.js";
+import type { TracingOptions } from "../tracing/tracing-options.js";
 
 /** The embedded defaults: demo channel, SQLite store, demo key. */
 export const DEFAULT_CONFIG_FILE = fileURLToPath(
@@ -23,6 +25,8 @@ export interface LoadedConfig {
   file: string;
   /** One line per questionable but accepted value (an unset `${VAR}`), naming the field. */
   warnings: string[];
+  /** Trace export, from the standard `OTEL_*` variables; undefined: tracing off. */
+  tracing: TracingOptions | undefined;
 }
 
 /**
@@ -46,7 +50,17 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
     throw new ConfigError([`${file}: not valid YAML (${(err as Error).message.split("\n")[0]})`]);
   }
   const warnings: string[] = [];
-  return { config: parseConfig(raw ?? {}, env, warnings), file, warnings };
+  const problems: string[] = [];
+  const tracing = tracingFromEnv(env, problems);
+  let config: Config;
+  try {
+    config = parseConfig(raw ?? {}, env, warnings);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError([...err.problems, ...problems]);
+    throw err;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { config, file, warnings, tracing };
 }
 
 /**

@@ -14,6 +14,8 @@ export type ErrorCode =
   | "unsupported_model"
   | "queue_full"
   | "too_many_tasks"
+  | "too_many_event_streams"
+  | "too_many_connections"
   | "task_not_found"
   | "response_not_found"
   | "idempotency_key_conflict"

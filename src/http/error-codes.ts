@@ -25,6 +25,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorAnswer>> = {
   unsupported_model: { status: 400, type: "invalid_request_error" },
   queue_full: { status: 429, type: "rate_limit_error" },
   too_many_tasks: { status: 429, type: "rate_limit_error" },
+  too_many_event_streams: { status: 429, type: "rate_limit_error" },
+  too_many_connections: { status: 429, type: "rate_limit_error" },
   task_not_found: { status: 404, type: "invalid_request_error" },
   response_not_found: { status: 404, type: "invalid_request_error" },
   idempotency_key_conflict: { status: 409, type: "invalid_request_error" },

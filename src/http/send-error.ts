@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { ServiceError } from "../errors/service-error.js";
+import { contextOf } from "../observability/request-context.js";
 import { ERROR_CODES } from "./error-codes.js";
 
 /** body-parser errors carry a `type`; these are the ones a client can cause. */
@@ -78,6 +79,8 @@ export function sendError(
   logger: Logger,
 ): void {
   const answer = errorResponse(err);
+  const context = contextOf(res);
+  if (context) context.errorCode = answer.body.error.code ?? undefined;
   if (answer.status === 500) {
     logger.error({ err, method: req.method, path: req.url?.split("?")[0] }, "unhandled error");
   }

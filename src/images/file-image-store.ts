@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import fs, { constants } from "node:fs";
-import { access, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { access, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
+import { makeOwnerDir, OWNER_FILE_MODE } from "../fs/owner-only.js";
 import { checkKey, contentTypeOfKey, dayOf } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 import { fileStoreFailure } from "./image-store-error.js";
@@ -17,7 +18,8 @@ export interface FileImageStoreOptions {
 const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === "ENOENT";
 
 /**
- * Images as files under one directory (`file://`): keys are paths below it.
+ * Images as files under one directory (`file://`): keys are paths below it,
+ * every file and folder the store creates owner-only (0600, 0700).
  * A write goes to a temporary file beside its target and is renamed over it,
  * so a reader (another replica on a shared mount too) never sees half an
  * image. The ETag is made of inode, size and modification time, as web
@@ -35,7 +37,7 @@ export function createFileImageStore(options: FileImageStoreOptions): ImageStore
     ping: () =>
       failing("access", async () => {
         // The root must exist and be writable: a read-only mount fails here (EROFS).
-        await mkdir(root, { recursive: true });
+        await makeOwnerDir(root);
         await access(root, constants.W_OK);
       }),
     check: () => failing("write", () => check(root)),
@@ -68,12 +70,12 @@ async function check(root: string): Promise<void> {
 
 async function put(root: string, key: string, bytes: Buffer): Promise<void> {
   const path = pathOf(root, key);
-  await mkdir(dirname(path), { recursive: true });
+  await makeOwnerDir(dirname(path));
   // Hidden beside its target (same file system, so the rename is atomic); a crash leaves it
   // in the task's expiry-day folder, which the sweep deletes whole.
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   try {
-    await writeFile(temp, bytes);
+    await writeFile(temp, bytes, { mode: OWNER_FILE_MODE });
     await rename(temp, path);
   } catch (err) {
     await unlink(temp).catch(() => undefined);

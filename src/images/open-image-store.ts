@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
+import { reportTightened, tightenTree } from "../fs/owner-only.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { createFileImageStore } from "./file-image-store.js";
 import type { ImageStore } from "./image-store.js";
@@ -69,6 +70,8 @@ async function openBackend(deps: OpenImageStoreDeps): Promise<ImageStore> {
         `images.url is a directory (${images.url}) with a Redis task store: every replica must mount the same directory, or use s3://`,
       );
     }
+    // Images an earlier release wrote under a permissive umask.
+    reportTightened(logger, `images.url: ${images.url}`, await tightenTree(dir));
     store = createFileImageStore({ dir });
   } else {
     const { s3 } = config.images;
@@ -88,6 +91,13 @@ async function openBackend(deps: OpenImageStoreDeps): Promise<ImageStore> {
           }
         : {}),
     });
+  }
+  if (config.images.links === "public") {
+    // The config refuses it beside memory://, where nothing else could serve the links.
+    logger.warn(
+      { publicBaseUrl: config.images.publicBaseUrl },
+      "images.links is public: image links (publicBaseUrl + the object key) never expire and need no key; whatever serves publicBaseUrl alone decides who may read them",
+    );
   }
   return store;
 }

@@ -2,6 +2,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import express, { type Request, type Response, type Router } from "express";
 import type { Logger } from "pino";
 import { getPrincipal } from "../auth/principal.js";
+import { contextOf } from "../observability/request-context.js";
 import { publicBaseUrl, type PublicOrigin } from "../http/public-base-url.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { createMcpServer } from "./create-mcp-server.js";
@@ -37,6 +38,7 @@ export function createMcpRouter(deps: CreateMcpRouterDeps): Router {
       publicOrigin,
       pollIntervalSec: deps.pollIntervalSec,
       credentialHint: "Check the bearer key your MCP client sends to /mcp.",
+      span: contextOf(res)?.span,
     });
     const server = createMcpServer({
       api,

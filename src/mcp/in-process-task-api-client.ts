@@ -1,4 +1,5 @@
 import type { Principal } from "../auth/principal.js";
+import type { Span } from "../tracing/tracer.js";
 import { ServiceError } from "../errors/service-error.js";
 import { parseBody } from "../http/parse-body.js";
 import { errorResponse } from "../http/send-error.js";
@@ -29,6 +30,8 @@ export interface InProcessTaskApiClientOptions {
   pollIntervalSec: number;
   /** Appended to 401 messages. */
   credentialHint: string;
+  /** The `/mcp` request's span: a task submitted through it starts its trace there. */
+  span?: Span;
 }
 
 /**
@@ -93,7 +96,7 @@ async function submitTask(o: InProcessTaskApiClientOptions, body: unknown): Prom
   const { record } = await o.tasks.service.submit(
     o.principal,
     { request },
-    { baseUrl: o.publicOrigin },
+    { baseUrl: o.publicOrigin, ...(o.span ? { span: o.span } : {}) },
   );
   return view(o, record, "none");
 }

@@ -1,8 +1,11 @@
 import { Registry, collectDefaultMetrics } from "prom-client";
+import { createGenAiMetrics } from "./gen-ai-metrics.js";
+import { createConnectionMetrics } from "./connection-metrics.js";
 import { createHttpMetrics } from "./http-metrics.js";
 import { createImageStoreMetrics } from "./image-store-metrics.js";
 import { METRIC_PREFIX } from "./metric-conventions.js";
 import { createReadinessMetrics } from "./readiness-metrics.js";
+import { createRedisMetrics } from "./redis-metrics.js";
 import { createStoreMetrics } from "./store-metrics.js";
 import { createTaskEventMetrics } from "./task-event-metrics.js";
 import { createTaskMetrics } from "./task-metrics.js";
@@ -34,13 +37,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   return {
     registry,
     ...createHttpMetrics(registry),
+    ...createConnectionMetrics(registry),
     ...createUpstreamMetrics(registry),
+    ...createGenAiMetrics(registry),
     ...createTaskMetrics(registry),
     ...createTaskEventMetrics(registry),
     ...createWebhookMetrics(registry),
     ...createImageStoreMetrics(registry),
     ...createStoreMetrics(registry),
     ...createReadinessMetrics(registry),
+    ...createRedisMetrics(registry),
   };
 }
 

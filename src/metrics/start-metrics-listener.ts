@@ -1,12 +1,15 @@
-import { createServer } from "node:http";
+import type { RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
-import { createClientErrorHandler } from "../http/create-client-error-handler.js";
+import { createGuardedServer, type ConnectionLimits } from "../http/connection-guard.js";
 import { sendError } from "../http/send-error.js";
 import type { Metrics } from "./create-metrics.js";
 import { createMetricsHandler } from "./create-metrics-handler.js";
+
+/** Connections the metrics listener takes at once, whatever the main listener's caps. */
+export const METRICS_MAX_CONNECTIONS = 32;
 
 /** The separate `/metrics` listener, when `metrics.port` is set. */
 export interface MetricsListener {
@@ -20,6 +23,8 @@ export interface StartMetricsListenerOptions {
   config: Config["metrics"];
   /** `server.host`: the interface when `metrics.host` is unset. */
   defaultHost: string;
+  /** The main listener's bounds; this one keeps its own small cap instead of theirs. */
+  limits: ConnectionLimits;
   metrics: Metrics;
   logger: Logger;
 }
@@ -35,15 +40,24 @@ export async function startMetricsListener(
   const { config, metrics, logger } = options;
   if (config.port === undefined) return undefined;
   const handle = createMetricsHandler(metrics, config, logger);
-  const server = createServer((req, res) => {
+  const listener: RequestListener = (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/metrics" && (req.method === "GET" || req.method === "HEAD")) {
       handle(req, res);
       return;
     }
     sendError(req, res, new ServiceError("not_found", "Only GET /metrics is served here."), logger);
+  };
+  const server = createGuardedServer(listener, {
+    // A few scrapers: a client holding many connections here is not one.
+    limits: {
+      ...options.limits,
+      maxConnections: METRICS_MAX_CONNECTIONS,
+      maxConnectionsPerIp: undefined,
+    },
+    onRefused: () => metrics.connectionsRefused.inc({ reason: "metrics_listener" }),
+    logger,
   });
-  server.on("clientError", createClientErrorHandler());
   const host = config.host ?? options.defaultHost;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

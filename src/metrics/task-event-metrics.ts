@@ -9,6 +9,18 @@ export function createTaskEventMetrics(registry: Registry) {
       help: "Task event streams (GET /v1/images/tasks/{id}/events and submissions that asked for one) open in this process.",
       registers: [registry],
     }),
+    taskEventStreamsRefused: new Counter({
+      name: `${p}task_event_streams_refused_total`,
+      help: "Event streams refused with 429 too_many_event_streams, by reason (per_key: events.maxStreamsPerKey, total: events.maxStreams).",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
+    taskEventWatchersCut: new Counter({
+      name: `${p}task_event_watchers_cut_total`,
+      help: "Event streams the service cut because their client was not reading, by reason (slow_reader: a write waited events.slowReaderSec; unread_bytes: 64 MiB left unread).",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
     taskEventsSent: new Counter({
       name: `${p}task_events_sent_total`,
       help: "Task events written to event streams, by event (queued, in_progress, partial_image, completed, failed).",

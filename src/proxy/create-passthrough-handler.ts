@@ -7,6 +7,8 @@ import type { CallSignal, ChannelClient } from "../channels/channel-client.js";
 import { ChannelError } from "../channels/channel-error.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import type { Metrics } from "../metrics/create-metrics.js";
+import { createCallObserver } from "../observability/create-call-observer.js";
+import type { RequestContext } from "../observability/request-context.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { deliverAnswer, type AnswerContext } from "./deliver-answer.js";
 import { forwardedRequestHeaders } from "./forwarded-headers.js";
@@ -51,6 +53,7 @@ export type Passthrough = (
   res: ServerResponse,
   principal: Principal,
   fail: (err: unknown) => void,
+  context: RequestContext,
 ) => Promise<void>;
 
 /** Why a call is aborted when its client went away. */
@@ -99,7 +102,8 @@ export function createPassthrough(deps: PassthroughDeps): Passthrough {
     logger: deps.logger,
     prepare: createRequestPreparer(deps),
   };
-  return (match, req, res, principal, fail) => serve(s, match, req, res, principal, fail);
+  return (match, req, res, principal, fail, context) =>
+    serve(s, match, req, res, principal, fail, context);
 }
 
 /** What the passthrough's steps share. */
@@ -118,8 +122,12 @@ async function serve(
   res: ServerResponse,
   principal: Principal,
   fail: (err: unknown) => void,
+  context: RequestContext,
 ): Promise<void> {
   const { route } = match;
+  const headers = forwardedRequestHeaders(req.headers);
+  // The channel logs the request under the same id as the service.
+  headers["x-request-id"] = context.reqId;
   const request: PassthroughRequest = {
     route,
     principal,
@@ -127,7 +135,7 @@ async function serve(
     candidates: [],
     method: req.method as PassthroughRequest["method"],
     path: pathOf(match, req.url ?? ""),
-    headers: forwardedRequestHeaders(req.headers),
+    headers,
   };
   const gone = new ClientGone();
   const clientGone = () => gone.aborted;
@@ -136,6 +144,7 @@ async function serve(
     request.form?.dispose();
   });
   await s.prepare(request, req);
+  context.model = request.model;
   if (clientGone()) {
     request.form?.dispose();
     return;
@@ -150,6 +159,15 @@ async function serve(
       body: request.body ?? request.form,
       timeout: route.timeout,
       signal: gone,
+      observer: createCallObserver({
+        report: context,
+        operation: route.operation,
+        model: request.model,
+        modelLabel: modelLabel(s.deps, request, request.candidates),
+        parent: context.span,
+        tracer: context.tracer,
+        metrics: s.metrics,
+      }),
     });
   } catch (err) {
     if (!clientGone()) fail(err);
@@ -179,21 +197,25 @@ function answerWith(
     passOnChannelError(answer, res, { logger, fail: failLogged, clientGone });
     return;
   }
-  deliverAnswer(answer, res, answerContext(s, request, answer.channel, failLogged, clientGone));
+  deliverAnswer(answer, res, answerContext(s, request, answer, failLogged, clientGone));
 }
 
 /** What {@link deliverAnswer} reports to: usage counted, Responses API owners kept. */
 function answerContext(
   s: PassthroughState,
   request: PassthroughRequest,
-  channel: Channel,
+  answer: ChannelAnswer,
   fail: (err: unknown) => void,
   clientGone: () => boolean,
 ): AnswerContext {
+  const { channel } = answer;
   const { route } = request;
   return {
     maxBytes: s.deps.limits.maxResponseBytes,
-    onUsage: (usage) => recordUsage(s, request, channel, usage),
+    onUsage: (usage) => {
+      answer.observer?.usage?.(usage, usage.model);
+      recordUsage(s, request, channel, usage);
+    },
     onAnswer: route.createsResponse
       ? (answer) => remember(s, request, channel, (answer as { id?: unknown } | null)?.id)
       : route.name === "responses_delete" && request.responseId !== undefined
@@ -219,18 +241,29 @@ function recordUsage(
   usage: TokenUsage,
 ): void {
   if (!request.route.countsUsage) return;
-  const { model } = request;
-  // Bounded: a made-up id that only matches a channel's glob is not a label; a forward
-  // key's model is one its gateway listed.
-  const listed =
-    model !== undefined &&
-    (deps.registry.lists(channel, model) ||
-      (request.principal.upstream?.models.ids.has(model) ?? false));
-  const label = listed ? (model as string) : "other";
+  const label = modelLabel(deps, request, [channel]);
   const group = request.principal.group;
   const tokens = metrics.tokenSeries;
   if (usage.input > 0) tokens.get(channel.name, label, group, "input").inc(usage.input);
   if (usage.output > 0) tokens.get(channel.name, label, group, "output").inc(usage.output);
+}
+
+/**
+ * The request's model as a metric label: bounded, since a made-up id that only
+ * matches a channel's glob is not a label; a forward key's model is one its
+ * gateway listed. Else `other`.
+ */
+function modelLabel(
+  deps: PassthroughDeps,
+  request: PassthroughRequest,
+  channels: readonly Channel[],
+): string {
+  const { model } = request;
+  if (model === undefined) return "other";
+  const listed =
+    channels.some((channel) => deps.registry.lists(channel, model)) ||
+    (request.principal.upstream?.models.ids.has(model) ?? false);
+  return listed ? model : "other";
 }
 
 function remember(

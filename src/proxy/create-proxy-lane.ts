@@ -2,8 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { authenticateHeader, type Authenticate } from "../auth/create-authenticator.js";
 import { sendError } from "../http/send-error.js";
-import type { Metrics } from "../metrics/create-metrics.js";
-import { observeHttpRequest } from "../metrics/create-metrics-router.js";
+import { noteCaller, type RequestContext } from "../observability/request-context.js";
 import type { Passthrough } from "./create-passthrough-handler.js";
 import { matchPassthroughRoute } from "./passthrough-routes.js";
 
@@ -11,7 +10,6 @@ import { matchPassthroughRoute } from "./passthrough-routes.js";
 export interface ProxyLaneDeps {
   authenticate: Authenticate;
   passthrough: Passthrough;
-  metrics: Metrics;
   logger: Logger;
 }
 
@@ -20,14 +18,14 @@ export interface ProxyLaneDeps {
  * per-request work (prototype swaps, the router's layer walk) cost more CPU
  * than the whole of a bare `node:http` pipe, on the path that must cost
  * little more than one. The lane keeps the same steps and the same one error
- * path: metrics, bearer auth (before any byte of the body is read), then the
+ * path: the route for metrics and logs, bearer auth (before any byte of the body is read), then the
  * passthrough; every failure goes through {@link sendError}.
  * Returns false for any other request, which then goes to Express.
  */
 export function createProxyLane(
   deps: ProxyLaneDeps,
-): (req: IncomingMessage, res: ServerResponse) => boolean {
-  return (req, res) => {
+): (req: IncomingMessage, res: ServerResponse, context: RequestContext) => boolean {
+  return (req, res, context) => {
     if (!req.url || !req.method) return false;
     const query = req.url.indexOf("?");
     let path = query === -1 ? req.url : req.url.slice(0, query);
@@ -35,11 +33,12 @@ export function createProxyLane(
     const match = matchPassthroughRoute(req.method, path);
     if (!match) return false;
 
-    observeHttpRequest(deps.metrics, req, res, () => match.route.template);
+    context.route = match.route.template;
     const fail = (err: unknown) => sendError(req, res, err, deps.logger);
     void (async () => {
-      const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
-      await deps.passthrough(match, req, res, principal, fail);
+      const principal = await authenticateHeader(deps.authenticate, req.headers.authorization, req);
+      noteCaller(res, principal);
+      await deps.passthrough(match, req, res, principal, fail, context);
     })().catch(fail);
     return true;
   };

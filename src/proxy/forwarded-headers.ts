@@ -20,7 +20,9 @@ export const FORWARDED_REQUEST_HEADERS: readonly string[] = [
 
 /**
  * Channel response headers a client may see: the body's type, request ids,
- * rate-limit state and the retry hints the SDKs act on. Not the channel's
+ * rate-limit state and the retry hints the SDKs act on. The channel's
+ * `x-request-id` reaches the client as `x-upstream-request-id`: `X-Request-Id`
+ * is the service's own, on every answer. Not the channel's
  * account (`openai-organization`, `openai-project`), cookies, CORS, caching,
  * server banners or hop-by-hop headers. `x-ratelimit-*` passes by prefix.
  */
@@ -77,6 +79,9 @@ export function isForwardedResponseHeader(name: string): boolean {
   return FORWARDED_RESPONSE_HEADERS.has(name) || name.startsWith(RATE_LIMIT_PREFIX);
 }
 
+/** Headers passed on under a name of their own. */
+const RENAMED: Readonly<Record<string, string>> = { "x-request-id": "x-upstream-request-id" };
+
 /**
  * Copies the allowed headers of a channel's answer, each value passed
  * through `scrub` (a channel may echo its key in any header), minus what the
@@ -92,6 +97,6 @@ export function copyResponseHeaders(
     if (!isForwardedResponseHeader(name) || hopByHop?.has(name)) continue;
     const value = from[name];
     if (value === undefined) continue;
-    setHeader(name, Array.isArray(value) ? value.map(scrub) : scrub(value));
+    setHeader(RENAMED[name] ?? name, Array.isArray(value) ? value.map(scrub) : scrub(value));
   }
 }

@@ -28,43 +28,84 @@ export interface PassthroughRoute {
   createsResponse?: boolean;
   /** Token usage in answers is counted (not on reads of a stored response). */
   countsUsage: boolean;
+  /**
+   * The GenAI operation (OpenTelemetry semantic conventions) in spans and the
+   * GenAI metrics; none for reads of a stored response.
+   */
+  operation?: string;
 }
 
 const json = (
   name: string,
   template: string,
+  operation: string,
   size: "small" | "large",
   timeout: "chat" | "image" = "chat",
-): PassthroughRoute => ({ name, template, body: "json", size, timeout, countsUsage: true });
+): PassthroughRoute => ({
+  name,
+  template,
+  body: "json",
+  size,
+  timeout,
+  countsUsage: true,
+  operation,
+});
 
-const form = (name: string, template: string, timeout: "chat" | "image"): PassthroughRoute => ({
+const form = (
+  name: string,
+  template: string,
+  operation: string,
+  timeout: "chat" | "image",
+): PassthroughRoute => ({
   name,
   template,
   body: "form",
   size: "large",
   timeout,
   countsUsage: true,
+  operation,
 });
 
 /** `POST` routes, by path. */
 export const POST_ROUTES: Readonly<Record<string, PassthroughRoute>> = {
-  "/v1/chat/completions": json("chat_completions", "/v1/chat/completions", "large"),
+  "/v1/chat/completions": json("chat_completions", "/v1/chat/completions", "chat", "large"),
   "/v1/responses": {
-    ...json("responses", "/v1/responses", "large"),
+    ...json("responses", "/v1/responses", "chat", "large"),
     createsResponse: true,
   },
-  "/v1/completions": json("completions", "/v1/completions", "large"),
-  "/v1/embeddings": json("embeddings", "/v1/embeddings", "large"),
-  "/v1/moderations": json("moderations", "/v1/moderations", "large"),
-  "/v1/audio/speech": json("audio_speech", "/v1/audio/speech", "small"),
-  "/v1/images/generations": json("images_generations", "/v1/images/generations", "small", "image"),
+  "/v1/completions": json("completions", "/v1/completions", "text_completion", "large"),
+  "/v1/embeddings": json("embeddings", "/v1/embeddings", "embeddings", "large"),
+  "/v1/moderations": json("moderations", "/v1/moderations", "moderation", "large"),
+  "/v1/audio/speech": json("audio_speech", "/v1/audio/speech", "speech", "small"),
+  "/v1/images/generations": json(
+    "images_generations",
+    "/v1/images/generations",
+    "image_generation",
+    "small",
+    "image",
+  ),
   "/v1/images/edits": {
-    ...form("images_edits", "/v1/images/edits", "image"),
+    ...form("images_edits", "/v1/images/edits", "image_generation", "image"),
     body: "form-or-json",
   },
-  "/v1/images/variations": form("images_variations", "/v1/images/variations", "image"),
-  "/v1/audio/transcriptions": form("audio_transcriptions", "/v1/audio/transcriptions", "chat"),
-  "/v1/audio/translations": form("audio_translations", "/v1/audio/translations", "chat"),
+  "/v1/images/variations": form(
+    "images_variations",
+    "/v1/images/variations",
+    "image_generation",
+    "image",
+  ),
+  "/v1/audio/transcriptions": form(
+    "audio_transcriptions",
+    "/v1/audio/transcriptions",
+    "transcription",
+    "chat",
+  ),
+  "/v1/audio/translations": form(
+    "audio_translations",
+    "/v1/audio/translations",
+    "translation",
+    "chat",
+  ),
 };
 
 const byId = (name: string, template: string): PassthroughRoute => ({

@@ -2,6 +2,8 @@
 export interface TokenUsage {
   input: number;
   output: number;
+  /** The model that answered, when the answer names it. */
+  model?: string;
 }
 
 const count = (value: unknown): number =>
@@ -15,13 +17,18 @@ const count = (value: unknown): number =>
  */
 export function usageOf(answer: unknown): TokenUsage | undefined {
   if (!answer || typeof answer !== "object") return undefined;
-  const record = answer as { usage?: unknown; response?: { usage?: unknown } | null };
+  const record = answer as {
+    usage?: unknown;
+    model?: unknown;
+    response?: { usage?: unknown; model?: unknown } | null;
+  };
   const usage = (record.usage ?? record.response?.usage) as Record<string, unknown> | null;
   if (!usage || typeof usage !== "object") return undefined;
   const input = count(usage.prompt_tokens ?? usage.input_tokens);
   const output = count(usage.completion_tokens ?? usage.output_tokens);
   if (input === 0 && output === 0) return undefined;
-  return { input, output };
+  const model = record.model ?? record.response?.model;
+  return typeof model === "string" ? { input, output, model } : { input, output };
 }
 
 const USAGE_MARK = Buffer.from('"usage"');

@@ -1,21 +1,27 @@
 import type { Worker } from "bullmq";
 import type { Logger } from "pino";
+import { isCluster } from "./command-deadlines.js";
 import { watchRedisClient, type RedisClient } from "./open-redis-client.js";
 
 /**
- * A connection of its own for a BullMQ worker, whose commands wait out an
- * outage instead of failing at once (as BullMQ wants of a worker's
- * connection): failing at once, the worker's fetch loop would spin without
- * yielding and starve the process, reconnects included.
+ * A connection of its own for a BullMQ worker (a duplicate of the service's
+ * client: same deployment, same deadlines), whose commands wait out an outage
+ * or a failover instead of failing at once (as BullMQ wants of a worker's
+ * connection; failing at once, its fetch loop would spin). BullMQ makes its
+ * blocking connection from it.
  */
 export async function openWorkerConnection(
   client: RedisClient,
   logger: Logger,
   name: string,
 ): Promise<RedisClient> {
-  const connection = client.duplicate({ disableOfflineQueue: false }) as RedisClient;
+  const connection = (
+    isCluster(client)
+      ? client.duplicate([], { enableOfflineQueue: true })
+      : client.duplicate({ enableOfflineQueue: true })
+  ) as RedisClient;
   watchRedisClient(connection, logger, name);
-  await connection.connect();
+  await connection.connect().catch(() => undefined);
   return connection;
 }
 

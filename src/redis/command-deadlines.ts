@@ -1,169 +1,142 @@
 import type { Logger } from "pino";
+import type { Cluster, Command, Redis } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
-
-/**
- * Ends a client's current connection on demand, any number of times. It is
- * given to node-redis as the socket's `signal` (a `net.connect` option that
- * node-redis passes through, for plain and TLS sockets alike), so the
- * connection ends as by a network error: node-redis fails what waited on it
- * and reconnects as it always does, and BullMQ sees an ordinary reconnect.
- * Never "aborted" itself: the next socket must not be destroyed at birth.
- */
-export class ConnectionCutter extends EventTarget {
-  readonly aborted = false;
-  reason: unknown;
-  #listeners: Listener[] = [];
-
-  override addEventListener(...args: Parameters<EventTarget["addEventListener"]>): void {
-    const [type, listener] = args;
-    if (!listener) return;
-    super.addEventListener(...args);
-    // Each socket adds one and never takes it back; only the newest belongs to a live one.
-    this.#listeners.push(listener);
-    while (this.#listeners.length > 2) {
-      super.removeEventListener(type, this.#listeners.shift() as Listener);
-    }
-  }
-
-  throwIfAborted(): void {}
-
-  /** Ends the current connection with `reason` (the error its waiting commands get). */
-  cut(reason: Error): void {
-    this.reason = reason;
-    this.#listeners = [];
-    this.dispatchEvent(new Event("abort"));
-  }
-
-  /** As the socket option takes it: all of an AbortSignal that `net.connect` uses. */
-  asSignal(): AbortSignal {
-    return this as unknown as AbortSignal;
-  }
-}
-
-type Listener = NonNullable<Parameters<EventTarget["addEventListener"]>[1]>;
 
 /**
  * Commands that wait on the server by design, and how long by their
  * arguments, in ms (`Infinity`: for ever, or unreadable).
  */
 const BLOCKING: Record<string, (args: readonly unknown[]) => number> = {
-  BLPOP: (args) => seconds(args.at(-1)),
-  BRPOP: (args) => seconds(args.at(-1)),
-  BRPOPLPUSH: (args) => seconds(args.at(-1)),
-  BLMOVE: (args) => seconds(args.at(-1)),
-  BZPOPMIN: (args) => seconds(args.at(-1)),
-  BZPOPMAX: (args) => seconds(args.at(-1)),
-  BLMPOP: (args) => seconds(args[1]),
-  BZMPOP: (args) => seconds(args[1]),
-  XREAD: blockOption,
-  XREADGROUP: blockOption,
-  WAIT: (args) => millis(args[2]),
+  blpop: (args) => seconds(args.at(-1)),
+  brpop: (args) => seconds(args.at(-1)),
+  brpoplpush: (args) => seconds(args.at(-1)),
+  blmove: (args) => seconds(args.at(-1)),
+  bzpopmin: (args) => seconds(args.at(-1)),
+  bzpopmax: (args) => seconds(args.at(-1)),
+  blmpop: (args) => seconds(args[0]),
+  bzmpop: (args) => seconds(args[0]),
+  xread: blockOption,
+  xreadgroup: blockOption,
+  wait: (args) => millis(args[1]),
 };
 
+/** Commands a deadline gave up on: never sent afterwards (from an offline queue, say). */
+const givenUp = new WeakSet<Command>();
+
+/** Options of {@link watchCommandDeadlines}. */
+export interface DeadlineOptions {
+  timeoutMs: number;
+  logger: Logger;
+  /** Names the connection in log lines. */
+  name: string;
+}
+
 /**
- * Gives every command of a node-redis client a deadline: `timeoutMs` after it
- * was sent (plus its own wait, for a blocking command; a command queued behind
- * one waits for it too). A connection that lets a command pass its deadline,
- * or takes longer than `timeoutMs` from connecting to ready, is taken as hung
- * (a paused or failing-over Redis accepts connections and never answers) and
- * cut: its waiting commands fail at once (503 `store_unavailable` on task
- * routes) and the client reconnects. An idle connection is probed by the
- * client's own PING every `timeoutMs` (`pingInterval`), so a hang is found
- * within about twice that even with no traffic.
+ * Gives every command of an ioredis client a deadline: `timeoutMs` after it
+ * was sent (plus its own wait, for a blocking command; a command queued
+ * behind one waits for it too). A command past its deadline fails (503
+ * `store_unavailable` on task routes) and is never sent later, from an
+ * offline queue or a resend: a submission that answered 503 cannot create
+ * its task a minute later. A connection that lets a command pass its deadline
+ * is taken as hung (a paused or failing-over Redis accepts connections and
+ * never answers) and cut, so that it reconnects (through the sentinels to the
+ * master of the moment, for a Sentinel set).
  *
- * Duplicates (BullMQ's worker and blocking connections, the pub/sub
- * subscriber) get deadlines of their own. The client must have been created
- * with `socket.signal` set to `cutter`.
+ * On a Cluster the deadline is the cluster's (it covers its offline queue,
+ * redirections and retries); each node's connection is watched for hangs as
+ * it is made. Duplicates (BullMQ's blocking connections, the subscriber) are
+ * watched too.
  */
-export function watchCommandDeadlines(
-  client: RedisClient,
-  options: { cutter: ConnectionCutter; timeoutMs: number; logger: Logger; name: string },
-): RedisClient {
-  const { timeoutMs } = options;
-  const w: DeadlineWatch = {
-    client,
-    options,
-    pending: new Map(),
-    nextId: 0,
-    horizon: 0,
-    connectingSince: undefined,
-    reported: false,
-    timer: undefined,
-    lastCheck: 0,
-    checkEvery: Math.max(50, Math.floor(timeoutMs / 4)),
-  };
-
-  // node-redis hands out a view of the client (`Object.create` of it) and runs every command on
-  // the client itself (`_self`): the wrapper goes there, where each command passes.
-  const self = (client as unknown as { _self?: RedisClient })._self ?? client;
-  const send = self.sendCommand.bind(self);
-  self.sendCommand = ((args, commandOptions) => {
-    const promise = send(args, commandOptions);
-    track(w, promise, blockingWaitMs(args));
-    return promise;
-  }) as RedisClient["sendCommand"];
-
-  client.on("connect", () => {
-    w.connectingSince = performance.now();
-    watch(w);
-  });
-  client.on("ready", () => {
-    w.connectingSince = undefined;
-    if (w.reported) options.logger.info({ client: options.name }, "Redis answers again");
-    w.reported = false;
-  });
-
-  const duplicate = client.duplicate.bind(client);
-  client.duplicate = ((overrides?: Parameters<RedisClient["duplicate"]>[0]) => {
-    const own = new ConnectionCutter();
-    const socket = { ...client.options?.socket, ...overrides?.socket, signal: own.asSignal() };
-    const copy = duplicate({ ...overrides, socket } as Parameters<
-      RedisClient["duplicate"]
-    >[0]) as RedisClient;
-    return watchCommandDeadlines(copy, { ...options, cutter: own, name: `${options.name}+` });
+export function watchCommandDeadlines(client: RedisClient, options: DeadlineOptions): RedisClient {
+  if (isCluster(client)) {
+    watch(client, options, { cut: undefined });
+    client.on("+node", (node: Redis) => watch(node, options, { cut: () => cut(node) }));
+  } else {
+    watch(client, options, { cut: () => cut(client) });
+  }
+  const duplicate = client.duplicate.bind(client) as (...args: unknown[]) => RedisClient;
+  client.duplicate = ((...args: unknown[]) => {
+    const copy = duplicate(...args);
+    return watchCommandDeadlines(copy, { ...options, name: `${options.name}+` });
   }) as RedisClient["duplicate"];
   return client;
 }
 
+/** Whether `client` is a Cluster (its own `isCluster` flag). */
+export function isCluster(client: RedisClient): client is Cluster {
+  return (client as { isCluster?: boolean }).isCluster === true;
+}
+
+/** Reconnects a hung connection: what waited on it fails, the client connects anew. */
+function cut(redis: Redis): void {
+  if (redis.status === "end" || redis.status === "close") return;
+  redis.disconnect(true);
+}
+
 /** One client's commands in flight and the timer that checks them. */
 interface DeadlineWatch {
-  client: RedisClient;
-  options: { cutter: ConnectionCutter; timeoutMs: number; logger: Logger; name: string };
-  /** Command id -> its deadline (`performance.now()` ms). */
-  pending: Map<number, number>;
-  nextId: number;
+  options: DeadlineOptions;
+  /** Cuts the connection; undefined on a Cluster, whose nodes are cut one by one. */
+  cut: (() => void) | undefined;
+  pending: Map<Command, number>;
   /** The latest deadline of the commands waiting: replies come in order. */
   horizon: number;
-  connectingSince: number | undefined;
-  /** Whether the hang was logged (once, until the client is ready again). */
   reported: boolean;
   timer: NodeJS.Timeout | undefined;
   lastCheck: number;
   checkEvery: number;
 }
 
+type SendCommand = (command: Command, ...rest: unknown[]) => unknown;
+
+function watch(
+  target: Redis | Cluster,
+  options: DeadlineOptions,
+  { cut: cutConnection }: { cut: (() => void) | undefined },
+): void {
+  const w: DeadlineWatch = {
+    options,
+    cut: cutConnection,
+    pending: new Map(),
+    horizon: 0,
+    reported: false,
+    timer: undefined,
+    lastCheck: 0,
+    checkEvery: Math.max(50, Math.floor(options.timeoutMs / 4)),
+  };
+  const holder = target as unknown as { sendCommand: SendCommand };
+  const send = holder.sendCommand.bind(target) as SendCommand;
+  holder.sendCommand = (command, ...rest) => {
+    if (givenUp.has(command)) return command.promise;
+    if (!w.cut) (command as ClusterCommand).clusterOwned = true;
+    if (!w.pending.has(command)) track(w, command);
+    return send(command, ...rest);
+  };
+  target.on("ready", () => {
+    if (w.reported) options.logger.info({ client: options.name }, "Redis answers again");
+    w.reported = false;
+  });
+}
+
 /** Gives a command just sent its deadline, and takes it off when it settles. */
-function track(w: DeadlineWatch, promise: Promise<unknown>, waitMs: number): void {
-  const id = w.nextId++;
+function track(w: DeadlineWatch, command: Command): void {
+  const waitMs = BLOCKING[command.name.toLowerCase()]?.(command.args) ?? 0;
+  // A blocking command's queue position is its own: later ones wait for it on the server too.
   const deadline = Math.max(performance.now() + w.options.timeoutMs + waitMs, w.horizon);
   w.horizon = deadline;
-  w.pending.set(id, deadline);
-  watch(w);
+  w.pending.set(command, deadline);
+  if (!w.timer) {
+    w.lastCheck = performance.now();
+    w.timer = setInterval(check, w.checkEvery, w).unref();
+  }
   const done = () => {
-    w.pending.delete(id);
+    w.pending.delete(command);
     if (w.pending.size === 0) w.horizon = 0;
   };
-  promise.then(done, done);
+  command.promise.then(done, done);
 }
 
-/** Starts the check timer, unless it runs. */
-function watch(w: DeadlineWatch): void {
-  if (w.timer) return;
-  w.lastCheck = performance.now();
-  w.timer = setInterval(check, w.checkEvery, w).unref();
-}
-
-/** Cuts the connection when a command (or the connect) is past its deadline. */
+/** Fails the commands past their deadline, and cuts the connection they waited on. */
 function check(w: DeadlineWatch): void {
   const { pending, options } = w;
   const now = performance.now();
@@ -171,16 +144,12 @@ function check(w: DeadlineWatch): void {
   const stalled = Math.max(0, now - w.lastCheck - 2 * w.checkEvery);
   w.lastCheck = now;
   if (stalled > 0) {
-    for (const [id, deadline] of pending) pending.set(id, deadline + stalled);
+    for (const [command, deadline] of pending) pending.set(command, deadline + stalled);
     w.horizon += stalled;
-    if (w.connectingSince !== undefined) w.connectingSince += stalled;
     return;
   }
-  const overdue =
-    (w.connectingSince !== undefined && now - w.connectingSince > options.timeoutMs) ||
-    [...pending.values()].some((deadline) => deadline < now);
-  if (overdue) {
-    w.connectingSince = undefined;
+  const overdue = [...pending].filter(([, deadline]) => deadline < now).map(([c]) => c);
+  if (overdue.length > 0) {
     if (!w.reported) {
       w.reported = true;
       options.logger.warn(
@@ -188,18 +157,27 @@ function check(w: DeadlineWatch): void {
         "Redis did not answer in time; reconnecting",
       );
     }
-    options.cutter.cut(new Error(`Redis did not answer within ${options.timeoutMs / 1000} s`));
+    const error = new Error(`Redis did not answer within ${options.timeoutMs / 1000} s`);
+    for (const command of overdue) {
+      pending.delete(command);
+      if (w.cut && (command as ClusterCommand).clusterOwned) continue;
+      givenUp.add(command);
+      command.reject(error);
+    }
+    if (pending.size === 0) w.horizon = 0;
+    w.cut?.();
   }
-  if (!w.client.isOpen && pending.size === 0) {
+  if (pending.size === 0) {
     clearInterval(w.timer);
     w.timer = undefined;
   }
 }
 
-/** How long a command may wait on the server by its own arguments, in ms: 0 for most. */
-function blockingWaitMs(args: readonly unknown[]): number {
-  return BLOCKING[String(args[0]).toUpperCase()]?.(args) ?? 0;
-}
+/**
+ * A command a Cluster sent: on a node, the cluster's own deadline fails it
+ * (its retries may go elsewhere), and the node only cuts its connection.
+ */
+type ClusterCommand = Command & { clusterOwned?: boolean };
 
 /** `XREAD ... BLOCK ms ...`; without BLOCK it answers at once. */
 function blockOption(args: readonly unknown[]): number {

@@ -6,6 +6,7 @@ import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-si
 import type { ImageStore } from "../images/image-store.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
+import type { Tracer } from "../tracing/tracer.js";
 import {
   createWebhookDeliverer,
   type WebhookDeliverer,
@@ -41,6 +42,8 @@ export interface ImageTasksDeps {
   backend: TaskBackend;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now?: () => number;
+  /** Spans of task runs and webhook deliveries, in each task's trace. Default: tracing off. */
+  tracer?: Tracer;
 }
 
 /** The async image-task feature, as the rest of the service sees it. */
@@ -160,7 +163,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   const finisher = createTaskFinisher({ store, events, metrics, logger, limits, images, now });
   const runner = createTaskRunner({
     ...{ store, images, access, sealer, finisher },
-    ...{ metrics, logger, limits, now, stores: health },
+    ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },
     writeRetryMs: config.images.writeRetrySec * 1000,
   });
   const service = createTaskService({
@@ -172,6 +175,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     config: config.webhooks,
     metrics,
     logger: deps.logger.child({ component: "webhooks" }),
+    tracer: deps.tracer,
   });
   const maintenance = new TaskMaintenance({
     ...{ store, queue, imageStore: deps.imageStore, webhooks, metrics, logger, now },

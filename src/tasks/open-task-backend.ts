@@ -1,8 +1,11 @@
-import KeyvRedis from "@keyv/redis";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
-import { openRedisClient } from "../redis/open-redis-client.js";
+import { isCluster } from "../redis/command-deadlines.js";
+import { redisKeyPrefix } from "../redis/key-prefix.js";
+import { closeRedisClient, openRedisClient } from "../redis/open-redis-client.js";
+import type { RedisPrimaryWatch } from "../redis/redis-primary.js";
+import { RedisKeyvStore } from "../redis/redis-keyv-store.js";
 import { createBullmqWebhookQueue } from "../webhooks/bullmq-webhook-queue.js";
 import { createInProcessWebhookQueue } from "../webhooks/in-process-webhook-queue.js";
 import type { WebhookQueue } from "../webhooks/webhook-queue.js";
@@ -39,6 +42,11 @@ export interface TaskBackend {
    * (`upgradeLegacyData`); undefined on the memory store, which holds none.
    */
   legacy: LegacyTaskData | undefined;
+  /**
+   * On Redis: which node is the primary and when this process last saw a
+   * switch (for `/readyz` and the metrics); undefined on the embedded stores.
+   */
+  redis?: RedisPrimaryWatch;
   /** Closes the bus and the store (the queues are stopped by their owner first). */
   close(): Promise<void>;
 }
@@ -46,9 +54,10 @@ export interface TaskBackend {
 /**
  * The store, queues and bus `store.url` calls for. The embedded stores belong
  * to one process: in-process queues (webhook deliveries kept in the store's
- * journal) and an EventEmitter. Redis serves any number of replicas: the
- * Redis store, BullMQ and pub/sub, all on one client (plus the connections
- * BullMQ's workers and pub/sub block on).
+ * journal) and an EventEmitter. Redis (one server, a Sentinel set or a
+ * Cluster) serves any number of replicas: the Redis store, BullMQ and
+ * pub/sub, all on one client (plus the connections BullMQ's workers and
+ * pub/sub block on, its duplicates), so every one follows a failover.
  */
 export async function openTaskBackend(config: Config, logger: Logger): Promise<TaskBackend> {
   const deployment = config.deployment.taskStore;
@@ -76,18 +85,21 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       },
     };
   }
-  const client = await openRedisClient({
+  const { client, primary } = await openRedisClient({
     url: deployment.url,
+    topology: deployment.topology,
+    sentinelPassword: config.store.sentinelPassword,
     logger,
     connectTimeoutMs: config.store.connectTimeoutSec * 1000,
     commandTimeoutMs: config.store.commandTimeoutSec * 1000,
   });
+  const prefix = redisKeyPrefix(config.store.prefix, deployment.topology);
   try {
     const { store } = await createTaskStore(config, logger, { client });
-    const events = await createRedisTaskEvents({ client, prefix: config.store.prefix, logger });
+    const events = await createRedisTaskEvents({ client, prefix, logger });
     const queue = createBullmqQueue({
       client,
-      prefix: config.store.prefix,
+      prefix,
       maxConcurrent: config.imageTasks.maxConcurrent,
       leaseMs: config.imageTasks.leaseSec * 1000,
       events,
@@ -95,7 +107,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
     });
     const webhooks = createBullmqWebhookQueue({
       client,
-      prefix: config.store.prefix,
+      prefix,
       config: config.webhooks,
       leaseMs: config.imageTasks.leaseSec * 1000,
       logger: logger.child({ component: "webhooks" }),
@@ -106,23 +118,27 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       queue,
       keyValue(namespace) {
         const keyv = new Keyv({
-          store: new KeyvRedis(client, { throwOnErrors: true, throwOnConnectError: true }),
-          namespace: `${config.store.prefix}-${namespace}`,
+          store: new RedisKeyvStore(client),
+          namespace: `${prefix}-${namespace}`,
           throwOnErrors: true,
         });
         keyv.on("error", () => undefined); // thrown to the caller as well
         return keyv;
       },
       webhooks,
-      legacy: createRedisLegacyData({ client, prefix: config.store.prefix, now: Date.now }),
+      // A cluster is new to this release: no earlier one left anything there.
+      legacy: isCluster(client)
+        ? undefined
+        : createRedisLegacyData({ client, prefix, now: Date.now }),
+      redis: primary,
       async close() {
         await events.close();
         await store.close();
-        await client.close().catch(() => client.destroy());
+        await closeRedisClient(client);
       },
     };
   } catch (err) {
-    client.destroy();
+    client.disconnect();
     throw err;
   }
 }

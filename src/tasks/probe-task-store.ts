@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
-import { openRedisClient } from "../redis/open-redis-client.js";
+import { closeRedisClient, openRedisClient } from "../redis/open-redis-client.js";
 
 /**
  * Checks the task store `store.url` names without taking it: Redis answers
@@ -38,18 +38,21 @@ export async function probeTaskStore(config: Config, logger: Logger): Promise<st
     }
     return `sqlite://${store.file}`;
   }
-  const client = await openRedisClient({
+  const { client, primary } = await openRedisClient({
     url: store.url,
+    topology: store.topology,
+    sentinelPassword: config.store.sentinelPassword,
     logger,
     connectTimeoutMs: config.store.connectTimeoutSec * 1000,
     commandTimeoutMs: config.store.commandTimeoutSec * 1000,
   });
   try {
     await client.ping();
+    const { mode, primary: nodes } = primary.status();
+    return `Redis (${mode}) answers PING; primary ${nodes.join(", ")}`;
   } finally {
-    await client.close().catch(() => client.destroy());
+    await closeRedisClient(client);
   }
-  return "Redis answers PING";
 }
 
 /** The deepest folder of `file`'s path that exists (SQLite's folder is made at start-up). */

@@ -1,16 +1,9 @@
-import {
-  Queue,
-  UnrecoverableError,
-  WaitingError,
-  Worker,
-  createNodeRedisClient,
-  type Job,
-} from "bullmq";
+import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { WebhooksConfig } from "../config/config-schema.js";
 import { logQueueOutages } from "../redis/log-queue-outages.js";
 import { openWorkerConnection, stopWorker } from "../redis/bullmq-worker.js";
-import type { RedisClient } from "../redis/open-redis-client.js";
+import { closeRedisClient, type RedisClient } from "../redis/open-redis-client.js";
 import { retryDelaySec } from "./delivery-policy.js";
 import type { WebhookDelivery } from "./webhook-delivery.js";
 import type { AttemptDelivery, WebhookQueue } from "./webhook-queue.js";
@@ -52,7 +45,7 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
   const { client, logger, config } = options;
   const prefix = `${options.prefix}::bull`;
   const queue = new Queue<WebhookDelivery>(QUEUE_NAME, {
-    connection: createNodeRedisClient(client),
+    connection: client,
     prefix,
     streams: { events: { maxLen: 100 } },
   });
@@ -95,7 +88,7 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
       };
       workerClient = await openWorkerConnection(client, logger, "webhook-worker");
       worker = new Worker<WebhookDelivery>(QUEUE_NAME, process, {
-        connection: createNodeRedisClient(workerClient),
+        connection: workerClient,
         prefix,
         concurrency: config.maxConcurrent,
         lockDuration: options.leaseMs,
@@ -113,7 +106,7 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
 
     async stop(graceMs) {
       if (worker) await stopWorker(worker, graceMs, "stopping");
-      await workerClient?.close().catch(() => workerClient?.destroy());
+      if (workerClient) await closeRedisClient(workerClient);
       await queue.close();
     },
   };

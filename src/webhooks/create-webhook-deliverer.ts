@@ -2,6 +2,7 @@ import type { lookup as dnsLookup } from "node:dns";
 import type { Logger } from "pino";
 import { fetch as undiciFetch, type Agent } from "undici";
 import type { WebhooksConfig } from "../config/config-schema.js";
+import { NOOP_SPAN, NOOP_TRACER, traceIdOf, type Span, type Tracer } from "../tracing/tracer.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../net/address-policy.js";
 import { createGuardedAgent } from "../net/create-guarded-agent.js";
@@ -68,6 +69,8 @@ export interface WebhookDelivererDeps {
   logger?: Logger;
   /** DNS lookup under the connect-time guard; default `node:dns`. Tests pass one to fake DNS. */
   lookup?: typeof dnsLookup;
+  /** A span per attempt, in the task's trace. Default: tracing off. */
+  tracer?: Tracer;
 }
 
 /**
@@ -100,6 +103,7 @@ export function createWebhookDeliverer(deps: WebhookDelivererDeps): WebhookDeliv
     policy,
     agent,
     limit,
+    tracer: deps.tracer ?? NOOP_TRACER,
   };
   return {
     attempt: (delivery, attemptNumber, options = {}) =>
@@ -122,6 +126,7 @@ interface DelivererState {
   policy: { allowPrivateNetworks: boolean };
   agent: Agent;
   limit: ConcurrencyLimit;
+  tracer: Tracer;
 }
 
 /** {@link WebhookDeliverer.attempt}: one POST in a slot, reported and recorded. */
@@ -134,9 +139,23 @@ async function attempt(
   return s.limit.run(async () => {
     const started = performance.now();
     let answeredAt: number | undefined;
-    const sent = await send(s, delivery, options.signal, () => {
-      answeredAt = performance.now();
+    const span = startAttemptSpan(s.tracer, delivery, attemptNumber);
+    let sent: Awaited<ReturnType<typeof send>>;
+    try {
+      sent = await send(s, delivery, options.signal, () => {
+        answeredAt = performance.now();
+      });
+    } catch (err) {
+      span.setError("stopped");
+      span.end();
+      throw err;
+    }
+    span.setAttributes({
+      "http.response.status_code": sent.status,
+      "image_task.webhook.outcome": sent.outcome,
     });
+    if (sent.outcome !== "delivered") span.setError(sent.outcome);
+    span.end();
     const latencyMs = Math.round((answeredAt ?? performance.now()) - started);
     const next = nextStep(sent.outcome, attemptNumber, s.config);
     const report: WebhookAttemptReport = {
@@ -150,6 +169,27 @@ async function attempt(
     record(s, delivery, report);
     return report;
   }, options.signal);
+}
+
+/** An attempt's span, in its task's trace (the receiver's origin only: its URL may hold a token). */
+function startAttemptSpan(tracer: Tracer, delivery: WebhookDelivery, attempt: number): Span {
+  if (!tracer.enabled) return NOOP_SPAN;
+  let host: string | undefined;
+  try {
+    host = new URL(delivery.url).hostname;
+  } catch {
+    host = undefined;
+  }
+  return tracer.startSpan("webhook.deliver", {
+    kind: "client",
+    parent: delivery.trace,
+    attributes: {
+      "image_task.id": delivery.taskId,
+      "image_task.webhook.event_id": delivery.eventId,
+      "image_task.webhook.attempt": attempt,
+      "server.address": host,
+    },
+  });
 }
 
 /** One POST: how it ended, and the status when the receiver answered. */
@@ -222,24 +262,25 @@ function record(
   metrics?.webhookAttemptDuration.observe({ outcome: report.outcome }, report.latencyMs / 1000);
   // The receiver's URL may carry a token in its path or query: logs get its origin only.
   const fields = {
-    eventId: delivery.eventId,
-    taskId: delivery.taskId,
-    receiver: originOf(delivery.url),
+    task_id: delivery.taskId,
+    event_id: delivery.eventId,
     attempt: report.attempt,
-    outcome: report.outcome,
     status: report.status,
-    latencyMs: report.latencyMs,
+    outcome: report.outcome,
+    receiver: originOf(delivery.url),
+    latency_ms: report.latencyMs,
     detail: report.detail,
+    trace_id: traceIdOf(delivery.trace),
   };
   if (report.next.action === "retry") {
-    logger?.info({ ...fields, retryInMs: report.next.delayMs }, "webhook attempt failed");
+    logger?.info({ ...fields, retry_in_ms: report.next.delayMs }, "webhook.failed");
     return;
   }
   const { result } = report.next;
   metrics?.webhookDeliveries.inc({ result });
   metrics?.webhookDeliveryAttempts.observe({ result }, report.attempt);
-  if (result === "delivered") logger?.info(fields, "webhook delivered");
-  else logger?.warn({ ...fields, result }, "webhook delivery given up");
+  if (result === "delivered") logger?.info(fields, "webhook.delivered");
+  else logger?.warn({ ...fields, gave_up: true, result }, "webhook.failed");
 }
 
 /** The guard's refusal, thrown directly or wrapped by fetch in `cause`. */

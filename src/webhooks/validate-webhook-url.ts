@@ -1,4 +1,5 @@
 import { ServiceError } from "../errors/service-error.js";
+import { isIpLiteral } from "../net/ip-address.js";
 import {
   assertUrlResolvesAllowed,
   ForbiddenAddressError,
@@ -78,7 +79,7 @@ export async function validateWebhookUrl(
   } catch (err) {
     if (err instanceof ForbiddenAddressError) {
       throw invalid(
-        `webhook_url is refused: ${err.message} Webhooks are not sent to loopback, private, ` +
+        `webhook_url is refused: ${refusedAddress(url, err)} Webhooks are not sent to loopback, private, ` +
           `link-local or metadata networks.${allowedBy(err)}`,
       );
     }
@@ -87,6 +88,17 @@ export async function validateWebhookUrl(
     clearTimeout(timer);
   }
   return url.href;
+}
+
+/**
+ * What a refusal tells the caller: the kind of address the host is or
+ * resolves to, never the address, so a key holder cannot map internal names.
+ */
+function refusedAddress(url: URL, err: ForbiddenAddressError): string {
+  const kind = `${/^[aeiou]/.test(err.reason) ? "an" : "a"} ${err.reason} address`;
+  return isIpLiteral(url.hostname)
+    ? `its host is ${kind}.`
+    : `its host ${url.hostname} resolves to ${kind}.`;
 }
 
 /** The setting that would let the refused address through, where one would. */

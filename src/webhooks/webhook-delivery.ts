@@ -14,6 +14,8 @@ export interface WebhookDelivery {
   url: string;
   /** The event, serialised once: the exact body of every attempt. */
   payload: string;
+  /** The task's trace as a `traceparent`, when tracing: each attempt is a span in it. */
+  trace?: string;
 }
 
 /**
@@ -30,8 +32,15 @@ export interface WebhookDelivery {
 export function createWebhookDelivery(
   task: FinishedTaskView,
   url: string,
-  options: { id?: string; createdAt?: number } = {},
+  options: { id?: string; createdAt?: number; trace?: string | undefined } = {},
 ): WebhookDelivery {
   const event = createWebhookEvent(task, options);
-  return { eventId: event.id, taskId: task.id, url, payload: JSON.stringify(event) };
+  const delivery: WebhookDelivery = {
+    eventId: event.id,
+    taskId: task.id,
+    url,
+    payload: JSON.stringify(event),
+  };
+  if (options.trace) delivery.trace = options.trace;
+  return delivery;
 }

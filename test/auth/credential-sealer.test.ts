@@ -137,7 +137,11 @@ describe("resolveForwardSecret", () => {
     const meta = metaHolding(SECRET);
     const secret = await resolveForwardSecret({
       configured: SECRET,
-      taskStore: { kind: "redis", url: "redis://127.0.0.1:6379" },
+      taskStore: {
+        kind: "redis",
+        url: "redis://127.0.0.1:6379",
+        topology: { mode: "standalone", url: "redis://127.0.0.1:6379", tls: false },
+      },
       meta,
       logger,
     });

@@ -61,6 +61,8 @@ function setup(
       maxCachedKeys: options.maxCachedKeys ?? 100,
       maxChecksInFlight: 16,
       maxChecksPerSec: 1000,
+      maxChecksInFlightPerClient: 16,
+      maxChecksPerClientPerSec: 1000,
     },
     hashKey: createKeyHasher(async () => options.secret ?? SECRET),
     logger: pino({ level: "silent" }),

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
+import { Agent, fetch as undiciFetch } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load-config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -16,7 +17,10 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()?.();
 });
 
-async function start(gw: FakeGateway): Promise<RunningServer> {
+async function start(
+  gw: FakeGateway,
+  perClient: { maxChecksPerClientPerSec?: number; maxChecksInFlightPerClient?: number } = {},
+): Promise<RunningServer> {
   const server = await startServer({
     config: parseConfig({
       server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 1 },
@@ -29,6 +33,7 @@ async function start(gw: FakeGateway): Promise<RunningServer> {
           cacheSec: 1,
           maxChecksInFlight: MAX_CONCURRENT,
           maxChecksPerSec: PER_SEC,
+          ...perClient,
         },
       },
       groups: {},
@@ -106,4 +111,50 @@ describe("forward mode under a flood of made-up keys", () => {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect((await models(BOB)).status).toBe(200);
   }, 120_000);
+});
+
+describe("forward mode under a flood from one address", () => {
+  it("bounds that address's checks of new keys, so a new user at another address signs in at once", async () => {
+    const gw = await startFakeGateway({ [BOB]: ["gpt-4o-mini"] });
+    cleanups.push(() => gw.close());
+    const server = await start(gw, { maxChecksPerClientPerSec: 2, maxChecksInFlightPerClient: 2 });
+    // Two clients: Linux routes all of 127/8 to the loopback.
+    const from = (localAddress: string) => {
+      const agent = new Agent({ localAddress });
+      cleanups.push(() => agent.close());
+      return (key: string) =>
+        undiciFetch(`${server.url}/v1/models`, {
+          headers: { authorization: `Bearer ${key}` },
+          dispatcher: agent,
+        });
+    };
+    const flooder = from("127.0.0.2");
+    const newUser = from("127.0.0.3");
+
+    const statuses = new Map<number, number>();
+    let flooding = true;
+    const flood = async () => {
+      while (flooding) {
+        const response = await flooder(`sk-made-up-${randomBytes(12).toString("hex")}`);
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+        await response.arrayBuffer();
+      }
+    };
+    const started = performance.now();
+    const floods = Promise.all(Array.from({ length: 50 }, flood));
+    try {
+      // Well into the flood: the address has long used up its share, and keeps trying.
+      while ((statuses.get(503) ?? 0) < 200) await new Promise((r) => setTimeout(r, 50));
+      const signIn = await newUser(BOB);
+      expect(signIn.status, await signIn.text()).toBe(200);
+    } finally {
+      flooding = false;
+      await floods;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    // The flooding address got its share (a second's burst, then 2 a second), no more.
+    const madeUpCalls = gw.modelCalls() - gw.modelCalls(BOB);
+    expect(madeUpCalls).toBeLessThanOrEqual(2 + Math.ceil(2 * seconds) + 2);
+    expect(statuses.get(401) ?? 0).toBe(madeUpCalls);
+  }, 60_000);
 });

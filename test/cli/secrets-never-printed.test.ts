@@ -17,7 +17,7 @@ import { startWebhookReceiver } from "../webhooks/webhook-receiver.js";
  * for, so a new place only needs a `secret()` in the config below.
  */
 describe("secrets from the config and the environment", () => {
-  it("never reach stdout or stderr, at debug level, through passthrough, tasks, webhooks, forward checks and JWTs", async () => {
+  it("never reach stdout or stderr, at trace level, through passthrough, tasks, webhooks, forward checks and JWTs", async () => {
     const secrets = new Set<string>();
     const run = randomBytes(4).toString("hex");
     const secret = (label: string) => {
@@ -51,7 +51,7 @@ describe("secrets from the config and the environment", () => {
       SIDECAR_REDIS_URL: redis.url,
       GATEWAY_CHANNEL_KEY: channelKey,
       FORWARD_SECRET: secret("forward"),
-      LOG_LEVEL: "debug",
+      LOG_LEVEL: "trace",
     };
     const config: Record<string, unknown> = {
       server: {
@@ -111,12 +111,17 @@ describe("secrets from the config and the environment", () => {
       401,
     );
     // A JWT, and one signed with another secret.
-    const jwt = (signing: string) =>
-      new SignJWT({ group: "default" })
+    const jwt = async (signing: string) => {
+      const token = await new SignJWT({ group: "default" })
         .setProtectedHeader({ alg: "HS256" })
         .setSubject("user-1")
         .setExpirationTime("5m")
         .sign(new TextEncoder().encode(signing));
+      // Neither the token nor its signature may be written.
+      secrets.add(token);
+      secrets.add(token.split(".")[2]!);
+      return token;
+    };
     expect(
       (await fetch(`${url}/v1/models`, { headers: bearer(await jwt(jwtSecret)) })).status,
     ).toBe(200);
@@ -129,7 +134,8 @@ describe("secrets from the config and the environment", () => {
       headers: json(key),
       body: JSON.stringify({
         model: "gpt-image-1",
-        prompt: "a secret lighthouse",
+        // A prompt is the user's: never in a log line either.
+        prompt: `a lighthouse ${secret("prompt")}`,
         response_format: "url",
         webhook_url: `${receiver.url}/hook`,
       }),
@@ -144,7 +150,12 @@ describe("secrets from the config and the environment", () => {
       ).json()) as typeof task;
     }
     expect(task.status).toBe("completed");
-    expect((await fetch(task.data![0]!.url)).status).toBe(200);
+    const image = await fetch(task.data![0]!.url);
+    expect(image.status).toBe(200);
+    // Nor the image: a piece of its bytes as base64, anywhere.
+    const imageB64 = Buffer.from(await image.arrayBuffer()).toString("base64");
+    const middle = Math.floor(imageB64.length / 2);
+    secrets.add(imageB64.length < 64 ? imageB64 : imageB64.slice(middle - 16, middle + 16));
     await receiver.received(1);
     // Metrics with its token, and with another.
     expect((await fetch(`${url}/metrics`, { headers: bearer(metricsToken) })).status).toBe(200);
@@ -156,6 +167,19 @@ describe("secrets from the config and the environment", () => {
     expect(await served.exited).toBe(0);
     const printed = `${served.stdout()}\n${served.stderr()}`;
 
+    // Every request has its access line, the task its lines.
+    const lines = served
+      .stdout()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { msg?: string });
+    expect(lines.filter((line) => line.msg === "request").length).toBeGreaterThanOrEqual(10);
+    for (const msg of ["task.submitted", "task.started", "task.completed", "webhook.delivered"]) {
+      expect(
+        lines.some((line) => line.msg === msg),
+        msg,
+      ).toBe(true);
+    }
     // The paths ran and logged (debug lines, the failed model list), the banner masked the URL.
     expect(printed).toContain("forward key accepted by the gateway");
     expect(printed).toContain("could not list the channel's models");

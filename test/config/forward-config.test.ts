@@ -34,7 +34,7 @@ describe("auth.forward", () => {
     expect(parse(BASE).auth.forward).toBeUndefined();
   });
 
-  it("fills in its defaults: 60 s cache, 5 s refusal cache, 10 s check timeout, 10000 keys, 16 checks at once, 50 a second, no secret", () => {
+  it("fills in its defaults: 60 s cache, 5 s refusal cache, 10 s check timeout, 10000 keys, 16 checks at once, 50 a second, 4 and 5 per client address, no secret", () => {
     const config = parse(`${BASE}auth:\n  forward: { channel: newapi }\n`);
     expect(config.auth.forward).toEqual({
       channel: "newapi",
@@ -44,6 +44,8 @@ describe("auth.forward", () => {
       maxCachedKeys: 10_000,
       maxChecksInFlight: 16,
       maxChecksPerSec: 50,
+      maxChecksInFlightPerClient: 4,
+      maxChecksPerClientPerSec: 5,
     });
   });
 

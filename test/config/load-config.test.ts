@@ -197,7 +197,7 @@ describe("loadConfig", () => {
       "IMAGE_ASYNC_MAX_CONCURRENT: must be > 0 (the variable overrides imageTasks.maxConcurrent)",
     ]);
     expect(problemsOf(yamlFile(MINIMAL), { STORE_URL: "mongodb://x" })).toEqual([
-      "STORE_URL: must start with memory://, sqlite://, redis:// or rediss:// (the variable overrides store.url)",
+      "STORE_URL: must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// (rediss for TLS) (the variable overrides store.url)",
     ]);
   });
 
@@ -251,7 +251,7 @@ logging:
       [
         "server.port: must be between 0 and 65535",
         "server.prot: unknown field",
-        "store.url: must start with memory://, sqlite://, redis:// or rediss://",
+        "store.url: must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// (rediss for TLS)",
         "auth.keys[0].group: must be a group name",
         "groups.default.models: must list at least one model id or glob",
         "channels[0].baseUrl: must be a URL",
@@ -347,6 +347,7 @@ describe("store", () => {
       prefix: "{prod}:sidecar",
       connectTimeoutSec: 10,
       commandTimeoutSec: 5,
+      minReplicas: 0,
     });
     expect(loadConfig({ file: yamlFile(MINIMAL), env: {} }).config.store.prefix).toBe(
       "image-task-sidecar",
@@ -355,7 +356,7 @@ describe("store", () => {
       loadConfig({ file, env: { STORE_URL: "rediss://cache.internal:6380/1" } }).config.store.url,
     ).toBe("rediss://cache.internal:6380/1");
     expect(problemsOf(file, { STORE_URL: "mongodb://x" })).toEqual([
-      "STORE_URL: must start with memory://, sqlite://, redis:// or rediss:// (the variable overrides store.url)",
+      "STORE_URL: must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// (rediss for TLS) (the variable overrides store.url)",
     ]);
     expect(problemsOf(yamlFile(`${MINIMAL}store:\n  prefix: "has space"\n`))).toEqual([
       "store.prefix: must be 1-64 letters, digits or _ . : - { }",

@@ -197,7 +197,11 @@ describe("the console's img-src", () => {
       imageLinkOrigins(
         config({
           server: { port: 0, publicBaseUrl: "https://images.example.com/base" },
-          images: { links: "public", publicBaseUrl: "https://cdn.example.net/img" },
+          images: {
+            url: "s3://pics",
+            links: "public",
+            publicBaseUrl: "https://cdn.example.net/img",
+          },
         }),
       ),
     ).toEqual(["https://images.example.com", "https://cdn.example.net"]);

@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import { createClient } from "@keyv/redis";
+import { Redis } from "ioredis";
 import Keyv from "keyv";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { pino } from "pino";
@@ -55,10 +55,9 @@ const BACKENDS: Array<{ name: string; open: (clock: Clock) => Promise<TaskStore>
     name: "redis",
     open: async (clock) => {
       const prefix = uniquePrefix("drop");
-      const client = createClient({ url: REDIS_URL });
-      await client.connect();
+      const client = new Redis(REDIS_URL);
       onTestFinished(async () => {
-        await client.close();
+        await client.quit();
         await deleteKeys(prefix);
       });
       return createRedisTaskStore({

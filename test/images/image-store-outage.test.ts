@@ -73,7 +73,8 @@ describe.each(STORES)("image store away ($name)", ({ options }) => {
       const { body } = await readyz(app);
       return (body.checks as { channels: Record<string, string> }).channels.fake === "ok";
     }, "the channel's first check");
-    expect(await readyz(app)).toEqual({
+    // On Redis, `redis` (the primary) comes beside these.
+    expect(await readyz(app)).toMatchObject({
       status: 200,
       body: { status: "ready", checks: { store: "ok", images: "ok", channels: { fake: "ok" } } },
     });
@@ -83,7 +84,7 @@ describe.each(STORES)("image store away ($name)", ({ options }) => {
       const ready = await call(app, "GET", "/readyz", { key: null });
       expect(ready.status).toBe(503);
       expect(ready.headers.get("retry-after")).toBe("5");
-      expect(JSON.parse(ready.text)).toEqual({
+      expect(JSON.parse(ready.text)).toMatchObject({
         status: "unavailable",
         reason: "the image store is unavailable",
         checks: {

@@ -82,9 +82,19 @@ describe("images config", () => {
     expect(problemsOf(`${BASE}images: { links: presigned }\n`)).toEqual([
       "images.links: presigned links need an s3:// image store (images.url)",
     ]);
-    expect(problemsOf(`${BASE}images: { links: public }\n`)).toEqual([
+    expect(problemsOf(`${BASE}images: { url: "s3://bucket", links: public }\n`)).toEqual([
       "images.publicBaseUrl: is required with links: public",
     ]);
+    // Nothing but the service can serve memory:// images: such links could never work.
+    const cdn = `publicBaseUrl: "https://cdn.example.com/i"`;
+    for (const yaml of [
+      `${BASE}images: { links: public, ${cdn} }\n`,
+      `${BASE}store: { url: "sqlite://./x.db" }\nimages: { url: "memory://", links: public, ${cdn} }\n`,
+    ]) {
+      expect(problemsOf(yaml)).toEqual([
+        "images.links: public links need an image store something else can serve (a file:// directory or s3://); memory:// images can only be reached through the service (links: service)",
+      ]);
+    }
     expect(problemsOf(`${BASE}images: { links: sometimes }\n`)).toEqual([
       "images.links: must be service, presigned or public",
     ]);
@@ -101,7 +111,7 @@ describe("images config", () => {
 
   it("keeps a public base URL without its trailing slash", () => {
     const config = parse(
-      `${BASE}images: { links: public, publicBaseUrl: "https://cdn.example.com/images/" }\n`,
+      `${BASE}images: { url: "s3://bucket", links: public, publicBaseUrl: "https://cdn.example.com/images/" }\n`,
     );
     expect(config.images.publicBaseUrl).toBe("https://cdn.example.com/images");
   });

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
 import { startS3Server } from "../support/s3-server.js";
-import { serve, writeConfig } from "../support/serve-process.js";
+import { serve, spawnServe, writeConfig } from "../support/serve-process.js";
 import { TEST_KEYS } from "../support/start-test-app.js";
 
 /* What start-up says about where images go, as an operator reads it in the logs. */
@@ -64,5 +64,38 @@ describe("start-up with Redis", () => {
     } finally {
       await deleteKeys(prefix);
     }
+  });
+});
+
+describe("start-up with images.links: public", () => {
+  const publicLinks = { links: "public", publicBaseUrl: "https://cdn.example.com/images" };
+  const embedded = (images: Record<string, unknown>) => ({
+    ...config("unused", images),
+    store: { url: "memory://" },
+  });
+
+  it("refuses memory:// images (exit 2, a line naming images.links): nothing else could serve the links", async () => {
+    const file = await writeConfig(dir, "public-memory", embedded(publicLinks));
+    const started = spawnServe(file, dir);
+    expect(await started.exited).toBe(2);
+    const lines = started.stderr().trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^images\.links: public links need an image store/);
+  });
+
+  it("warns, with a directory, that such links never expire and need no key", async () => {
+    const file = await writeConfig(
+      dir,
+      "public-directory",
+      embedded({ url: `file://${join(dir, "public-images")}`, ...publicLinks }),
+    );
+    const started = await serve(file, dir, { LOG_LEVEL: "warn" });
+    const warning = /images\.links is public: .*never expire and need no key/;
+    const deadline = Date.now() + 5000;
+    while (!warning.test(started.stdout()) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(started.stdout()).toMatch(warning);
+    started.child.kill("SIGKILL");
   });
 });

@@ -38,10 +38,10 @@ const models = parseModelList(
 const forwardUser: Principal = {
   subject: "fwd:0123",
   group: "forward",
-  label: "fwd:0123",
+  keyName: "key_0123",
   upstream: { channel: "gateway", credential: new UpstreamCredential("sk-user"), models },
 };
-const configured: Principal = { subject: "key:1", group: "default", label: "k" };
+const configured: Principal = { subject: "key:1", group: "default", keyName: "k" };
 
 describe("createModelAccess", () => {
   it("lets a forward key use what its gateway listed, and a configured key its group", () => {

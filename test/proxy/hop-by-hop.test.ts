@@ -120,9 +120,11 @@ describe("hop-by-hop headers", () => {
     const app = await appWith(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`);
     const answer = await post(app, {}, false);
     expect(answer.status).toBe(200);
-    for (const name of ["x-request-id", "proxy-authenticate", "upgrade", "trailer"]) {
+    for (const name of ["x-upstream-request-id", "proxy-authenticate", "upgrade", "trailer"]) {
       expect(answer.headers[name], name).toBeUndefined();
     }
+    // The service's own request id, whatever the channel's Connection named.
+    expect(answer.headers["x-request-id"]).not.toBe("named-by-connection");
     expect(answer.headers["keep-alive"]).not.toBe("timeout=5");
     expect(answer.headers["x-ratelimit-remaining-requests"]).toBe("99");
   });

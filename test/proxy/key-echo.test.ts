@@ -57,7 +57,7 @@ describe("a channel that echoes its key", () => {
     expectNoKey(response, text);
     const body = JSON.parse(text) as { echo: string[] };
     expect(body.echo).toEqual(SPELLINGS.map(() => "[redacted]"));
-    expect(response.headers.get("x-request-id")).toBe("req_[redacted]");
+    expect(response.headers.get("x-upstream-request-id")).toBe("req_[redacted]");
     expect(response.headers.get("x-ratelimit-remaining-requests")).toBe("[redacted]");
     for (const dropped of [
       "x-echo-authorization",

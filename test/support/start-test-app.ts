@@ -1,4 +1,5 @@
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
+import type { TracingOptions } from "../../src/tracing/tracing-options.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import type { Config, ConfigInput } from "../../src/config/config-schema.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -36,6 +37,10 @@ export interface TestAppOptions {
   config?: Partial<ConfigInput>;
   /** Node's process metrics on /metrics too. Default false. */
   defaultMetrics?: boolean;
+  /** The service's logger. Default: silent. */
+  logger?: Logger;
+  /** Trace export. Default: off. */
+  tracing?: TracingOptions;
 }
 
 export interface TestApp {
@@ -108,8 +113,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   });
   const server = await startServer({
     config,
-    logger: pino({ level: "silent" }),
+    logger: options.logger ?? pino({ level: "silent" }),
     defaultMetrics: options.defaultMetrics ?? false,
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   return {
     url: server.url,

@@ -222,6 +222,15 @@ describe.each(STORES)("webhooks on $name", ({ name, options }) => {
 });
 
 describe("webhook_url refusals and limits (memory)", () => {
+  it("say what kind of address a name resolves to, never the address (localhost)", async () => {
+    const app = await useApp({ config: webhooks({ allowPrivateNetworks: false }) });
+    const refused = await submit(app, { prompt: "x", webhook_url: "http://localhost:8080/hook" });
+    expectError(refused, 400, "invalid_value", "webhook_url");
+    const message = refused.body.error!.message;
+    expect(message).toContain("localhost resolves to a loopback address");
+    expect(message).not.toMatch(/127\.0\.0\.1|::1|\(/);
+  });
+
   it("refuses private, loopback, link-local and metadata receivers, and any without a secret", async () => {
     const app = await useApp({ config: webhooks({ allowPrivateNetworks: false }) });
     for (const url of [

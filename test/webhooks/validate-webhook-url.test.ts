@@ -116,12 +116,15 @@ describe("validateWebhookUrl", () => {
     }
   });
 
-  it("refuses a host name that resolves to 127.0.0.1", async () => {
+  it("refuses a host name that resolves to 127.0.0.1, saying what kind of address, never which", async () => {
     const lookup = dns("127.0.0.1");
-    expect(await refusal("https://hooks.example.com/in", CLOSED, lookup)).toContain(
-      "hooks.example.com (127.0.0.1) is a loopback address",
-    );
+    const message = await refusal("https://hooks.example.com/in", CLOSED, lookup);
+    expect(message).toContain("hooks.example.com resolves to a loopback address");
+    expect(message).not.toContain("127.0.0.1");
     expect(lookup.asked).toEqual(["hooks.example.com"]);
+    const internal = await refusal("https://db.internal/", CLOSED, dns("10.20.30.40"));
+    expect(internal).toContain("resolves to a private address");
+    expect(internal).not.toMatch(/10\.20/);
   });
 
   it("refuses a name with one private address among public ones", async () => {

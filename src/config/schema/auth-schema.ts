@@ -121,6 +121,21 @@ export const forwardSchema = z
           "second's worth may start at once); beyond it the same 503. So made-up keys, however " +
           "many, cost the gateway at most this many calls a second.",
       }),
+    maxChecksPerClientPerSec: positiveInt("checks")
+      .default(5)
+      .meta({
+        description:
+          "Gateway checks of new keys one client address may start per second (a second's " +
+          "worth at once), within `maxChecksPerSec`; beyond it that address gets the same 503. " +
+          "So one address sending made-up keys cannot use up the checks new users need.",
+      }),
+    maxChecksInFlightPerClient: positiveInt("checks")
+      .default(4)
+      .meta({
+        description:
+          "Gateway checks of new keys from one client address running at once, within " +
+          "`maxChecksInFlight`; beyond it that address gets the same 503.",
+      }),
     secret: z
       .string({ error: "must be a string" })
       .min(32, "must be at least 32 characters")

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { fromText } from "./field-types.js";
 
 /** Log output (pino JSON lines on stdout). */
 export const loggingSchema = z
@@ -9,6 +10,14 @@ export const loggingSchema = z
       })
       .default("info")
       .meta({ description: "The pino log level. `LOG_LEVEL` overrides it." }),
+    access: fromText(z.boolean({ error: "must be true or false" }))
+      .default(true)
+      .meta({
+        description:
+          "One access line per HTTP request (`msg: request`, at `info`; `/healthz`, `/readyz` and " +
+          "`/metrics` at `debug`), written when the answer ends or the client leaves. `false` " +
+          "turns them off.",
+      }),
   })
   .strict()
   .prefault({})

@@ -29,7 +29,18 @@ export const serverSchema = z
       .meta({
         description:
           "Honour `X-Forwarded-Proto` and `X-Forwarded-Host` from an ingress or CDN when " +
-          "building URLs; ignored otherwise.",
+          "building URLs, and take a client's address from the last `X-Forwarded-For` entry " +
+          "(what the nearest proxy appended) for `maxConnectionsPerIp` and forward mode's " +
+          "per-address bound; ignored otherwise.",
+      }),
+    replicaName: z
+      .string({ error: "must be a string" })
+      .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1-128 letters, digits or . _ : -")
+      .optional()
+      .meta({
+        description:
+          "This process's name in task lines and traces (`replica`), to tell which replica ran a " +
+          "task. Default: the host name and process id (`host:pid`); under Kubernetes, the pod name.",
       }),
     maxBodyBytes: positiveInt("bytes")
       .default(20 * 1024 * 1024)
@@ -89,6 +100,32 @@ export const serverSchema = z
           "Client connections open at once; past it a new connection is closed at once (the " +
           "others are served as usual), so idle or slow connections cannot exhaust the " +
           "process's file descriptors and memory.",
+      }),
+    maxConnectionsPerIp: positiveInt("connections")
+      .default(1000)
+      .meta({
+        description:
+          "Client connections one address may hold open at once (an IPv6 client counts by its " +
+          "/64), so one client cannot take every connection; past it its new connection is " +
+          "closed at once. With `trustProxy` the connections all come from the proxy, so the " +
+          "cap counts instead the requests in flight per address the proxy names (the last " +
+          "`X-Forwarded-For` entry), answering 429 `too_many_connections` beyond it. Behind a " +
+          "proxy, set `trustProxy`: otherwise every connection counts for the proxy's address.",
+      }),
+    headersTimeoutSec: positiveInt("seconds")
+      .default(30)
+      .meta({
+        description:
+          "Seconds a client has to send a request's headers, from its first byte (or, on a new " +
+          "connection, from the connect); past it 408 and the connection is closed.",
+      }),
+    keepAliveTimeoutSec: positiveInt("seconds")
+      .default(5)
+      .meta({
+        description:
+          "Seconds an idle keep-alive connection is kept open for its next request. Behind a " +
+          "load balancer that reuses connections, set it above the balancer's own idle timeout " +
+          "(AWS ALB: 60), so the service never closes a connection the balancer is reusing.",
       }),
     shutdownGraceSec: positiveInt("seconds")
       .default(25)

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseRedisTopology } from "./redis-topology.js";
 import { positiveInt } from "./field-types.js";
 
 /** Where task records live (image bytes live in the image store, `images`). */
@@ -7,16 +8,24 @@ export const storeSchema = z
     url: z
       .string({ error: "must be a store URL" })
       .regex(
-        /^(memory|sqlite|redis|rediss):\/\//,
-        "must start with memory://, sqlite://, redis:// or rediss://",
+        /^(memory|sqlite|rediss?|rediss?\+sentinel|rediss?\+cluster):\/\//,
+        "must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// " +
+          "(rediss for TLS)",
       )
+      .superRefine((url, ctx) => {
+        if (!url.startsWith("redis")) return;
+        const topology = parseRedisTopology(url);
+        if (typeof topology === "string") ctx.addIssue({ code: "custom", message: topology });
+      })
       .default("memory://")
       .meta({
         description:
           "The task store: `memory://` (one process, lost on restart), `sqlite://./path.db` " +
           "(one process, survives restarts; the embedded defaults use `sqlite://./data/sidecar.db`) " +
-          "or `redis://host:6379/0` (`rediss://` for TLS): any number of replicas. `STORE_URL` " +
-          "overrides it.",
+          "or Redis for any number of replicas: `redis://host:6379/0` (one server), " +
+          "`redis+sentinel://[:password@]host:port[,host:port...]/<master name>[/<db>]` (Redis " +
+          "Sentinel) or `redis+cluster://[:password@]host:port[,host:port...]` (Redis Cluster); " +
+          "`rediss` in place of `redis` for TLS. `STORE_URL` overrides it.",
       }),
     prefix: z
       .string({ error: "must be a string" })
@@ -44,6 +53,31 @@ export const storeSchema = z
           "connections and answers nothing (paused, failing over) is then cut and reconnected: " +
           "task routes answer 503 `store_unavailable` and `/readyz` 503 within about this, " +
           "instead of hanging. Idle connections are probed as often.",
+      }),
+    sentinelPassword: z
+      .string({ error: "must be a string" })
+      .min(1, "must not be empty")
+      .optional()
+      .meta({
+        description:
+          "Redis Sentinel only: the sentinels' own password (`requirepass` in sentinel.conf), " +
+          "when they have one; the Redis servers' password is the one in `store.url`. Unset by " +
+          "default.",
+      }),
+    minReplicas: z
+      .number({ error: "must be a whole number" })
+      .int("must be a whole number")
+      .min(0, "must be 0 or more")
+      .max(16, "must be 16 or less")
+      .default(0)
+      .meta({
+        description:
+          "Redis only: how many Redis replicas must hold a new task before its submission is " +
+          "answered 202 (`WAIT`). When they do not confirm within `commandTimeoutSec`, the " +
+          "submission answers 503 `store_unavailable` and the task is cancelled, never run. " +
+          "0 (the default) answers once the primary has it: a failover right after may lose a " +
+          "task that was answered 202. Keeping submissions open through a failover needs one " +
+          "Redis replica more than this.",
       }),
   })
   .strict()

@@ -64,6 +64,8 @@ export interface TaskRecord {
   responseFormat: "url" | "b64_json";
   /** Unix seconds, as OpenAI's `created`. */
   created: number;
+  /** The same in milliseconds (records of earlier releases have only `created`): for `queue_ms`. */
+  createdMs?: number;
   started_at?: number;
   completed_at?: number;
   expires_at?: number;
@@ -88,6 +90,13 @@ export interface TaskRecord {
    * that finishes the task.
    */
   sealedCredential?: string;
+  /** The submitter's `key_name` (a configured key's name, a fingerprint, a JWT `sub`): for task lines. */
+  keyName?: string;
+  /**
+   * The submission's span as a W3C `traceparent`, when tracing: the replica
+   * that runs the task continues its trace.
+   */
+  trace?: string;
 }
 
 /** Transitions a record may make; anything else is a bug or a race lost. */

@@ -1,14 +1,20 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
+import { isCluster } from "../../redis/command-deadlines.js";
 import { watchRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
 import { createListeners, type TaskEvent, type TaskEvents } from "../core/task-events.js";
+
+/** How long a cluster takes to subscribe again on another node, about. */
+const RESUBSCRIBE_MS = 1_000;
 
 /** Messages kept while Redis is away, at most; the oldest go first. */
 const MAX_UNSENT = 10_000;
 
 /**
  * The bus of a deployment on Redis, on a subscriber connection of its own
- * (node-redis resubscribes after a reconnect, before it says `ready`):
+ * (ioredis resubscribes after a reconnect, to the master of the moment or,
+ * on a cluster, to another node when its node is lost; messages sent
+ * meanwhile are missed, so listeners are told to `resync`):
  * `<prefix>::events` carries every `cancel`, `<prefix>::task:<id>` the stages
  * of one task, subscribed to while this process listens to it. A message
  * starts with the id of the process that sent it (which heard it already)
@@ -27,13 +33,22 @@ export async function createRedisTaskEvents(options: {
   const subscriber = client.duplicate();
   watchRedisClient(subscriber, logger, "events");
   let cutOff = false;
-  subscriber.on("reconnecting", () => (cutOff = true));
-  subscriber.on("ready", () => {
+  const resync = () => {
     if (!cutOff) return;
     cutOff = false;
     listeners.deliver({ type: "resync" }, true);
-  });
-  const onMessage = (message: string) => {
+  };
+  subscriber.on("reconnecting", () => (cutOff = true));
+  subscriber.on("ready", resync);
+  if (isCluster(subscriber)) {
+    // A lost node may have been the one subscribed to: the cluster subscribes on another one
+    // at once, and what was sent meanwhile is read again by the listeners a moment later.
+    subscriber.on("-node", () => {
+      cutOff = true;
+      setTimeout(resync, RESUBSCRIBE_MS).unref();
+    });
+  }
+  const onMessage = (_channel: string, message: string) => {
     if (message.startsWith(origin)) return;
     let event: TaskEvent;
     try {
@@ -44,8 +59,9 @@ export async function createRedisTaskEvents(options: {
     }
     listeners.deliver(event, false);
   };
+  subscriber.on("message", onMessage);
   await subscriber.connect();
-  await subscriber.subscribe(cancels, onMessage);
+  await subscriber.subscribe(cancels);
 
   /** Tasks listened to, by how many times. */
   const listened = new Map<string, { count: number; ready: Promise<void> }>();
@@ -66,7 +82,7 @@ export async function createRedisTaskEvents(options: {
       const channel = taskChannel(taskId);
       let entry = listened.get(taskId);
       if (!entry) {
-        const subscribed = subscriber.subscribe(channel, onMessage);
+        const subscribed = subscriber.subscribe(channel).then(() => undefined);
         entry = { count: 0, ready: subscribed };
         listened.set(taskId, entry);
         // A failed subscription is tried again by the next listener.
@@ -85,14 +101,14 @@ export async function createRedisTaskEvents(options: {
           own.count -= 1;
           if (own.count > 0 || listened.get(taskId) !== own) return;
           listened.delete(taskId);
-          subscriber.unsubscribe(channel, onMessage).catch(() => undefined);
+          subscriber.unsubscribe(channel).catch(() => undefined);
         },
       };
     },
     async close() {
       outbox.close();
       listeners.clear();
-      await subscriber.close().catch(() => subscriber.destroy());
+      await subscriber.quit().catch(() => subscriber.disconnect());
     },
   };
 }

@@ -6,12 +6,13 @@ import { ServiceError } from "../../errors/service-error.js";
 import { publicBaseUrl, type PublicOrigin } from "../../http/public-base-url.js";
 import { sendError } from "../../http/send-error.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
-import { observeHttpRequest } from "../../metrics/create-metrics-router.js";
+import { noteCaller, type RequestContext } from "../../observability/request-context.js";
 import type { TaskFeed } from "../events/task-feed.js";
 import type { ImageReads } from "../images/image-reads.js";
 import type { TaskService } from "../service/task-service.js";
 import { presentTask } from "../view/present-task.js";
 import { TaskAnswers, type TaskBodyLimits, type TaskRequest } from "./task-answers.js";
+import type { StreamLimits } from "./stream-slots.js";
 import { createTaskEventStreams } from "./task-event-streams.js";
 import { matchTaskRoute, type TaskRouteName } from "./task-routes.js";
 
@@ -32,6 +33,8 @@ export interface TaskLaneDeps {
   pollIntervalSec: number;
   /** A comment line this often keeps idle event streams open (`imageTasks.eventsKeepAliveSec`). */
   eventsKeepAliveMs: number;
+  /** The `events` section: streams open at once, and how long one waits on a client that does not read. */
+  events: StreamLimits & { slowReaderSec: number };
   /** Where the origin of image URLs and `Location` comes from. */
   origin: PublicOrigin;
   metrics: Metrics;
@@ -62,7 +65,7 @@ const HANDLERS: Record<TaskRouteName, (answers: TaskAnswers, r: TaskRequest) => 
  */
 export function createTaskLane(
   deps: TaskLaneDeps,
-): (req: IncomingMessage, res: ServerResponse) => boolean {
+): (req: IncomingMessage, res: ServerResponse, context: RequestContext) => boolean {
   const { tasks, logger } = deps;
   const eventStreams = createTaskEventStreams({
     feed: tasks.feed,
@@ -70,6 +73,8 @@ export function createTaskLane(
     present: (record, baseUrl) =>
       presentTask(record, { images: tasks.images, baseUrl, data: "full" }),
     keepAliveMs: deps.eventsKeepAliveMs,
+    limits: deps.events,
+    slowReaderMs: deps.events.slowReaderSec * 1000,
     metrics: deps.metrics,
     logger,
   });
@@ -87,8 +92,10 @@ export function createTaskLane(
     name: TaskRouteName,
     rawTaskId: string | undefined,
     query: string,
+    context: RequestContext,
   ): Promise<void> {
-    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization);
+    const principal = await authenticateHeader(deps.authenticate, req.headers.authorization, req);
+    noteCaller(res, principal);
     await HANDLERS[name](answers, {
       req,
       res,
@@ -97,19 +104,20 @@ export function createTaskLane(
       // The query as Express's default ("simple") parser reads it: node:querystring.
       query: query === "" ? {} : parseQuery(query),
       baseUrlOf: () => publicBaseUrl(req, deps.origin),
+      context,
     });
   }
 
-  return (req, res) => {
+  return (req, res, context) => {
     const { url, method } = req;
     // Cheap for every other request: the task routes all start so.
     if (!url || !method || url.slice(0, 11).toLowerCase() !== "/v1/images/") return false;
     const mark = url.indexOf("?");
     const match = matchTaskRoute(method, mark === -1 ? url : url.slice(0, mark));
     if (!match) return false;
-    observeHttpRequest(deps.metrics, req, res, () => match.route.template);
+    context.route = match.route.template;
     const query = mark === -1 ? "" : url.slice(mark + 1);
-    serve(req, res, match.route.name, match.rawTaskId, query).catch((err: unknown) =>
+    serve(req, res, match.route.name, match.rawTaskId, query, context).catch((err: unknown) =>
       sendError(req, res, err, logger),
     );
     return true;

@@ -83,7 +83,7 @@ export class EventStreamResponse implements EventSink {
       streams.writing.delete(res);
     }
     streams.deps.metrics.taskEventsSent.inc({ event: event.stage });
-    if (res.writableLength > MAX_UNREAD_BYTES) res.destroy();
+    if (res.writableLength > MAX_UNREAD_BYTES) streams.cut(res, "unread_bytes");
     return true;
   }
 

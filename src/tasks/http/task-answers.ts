@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ParsedUrlQuery } from "node:querystring";
 import type { Principal } from "../../auth/principal.js";
 import { clientGone } from "../../http/client-gone.js";
+import type { RequestContext } from "../../observability/request-context.js";
 import { readJsonBody, type JsonBodyOptions } from "../../http/json-body.js";
 import { parseBody } from "../../http/parse-body.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
@@ -57,6 +58,8 @@ export interface TaskRequest {
   principal: Principal;
   /** The `:taskId` of the route, decoded. */
   taskId: string;
+  /** The request's context: its model, its span (a task's trace starts at its submission). */
+  context: RequestContext;
   query: ParsedUrlQuery;
   /**
    * The origin of the request's image URLs and `Location` (see
@@ -142,6 +145,7 @@ export class TaskAnswers {
     // A wait of 0 answers at once: no need to watch for the client going away.
     const gone = wait > 0 ? clientGone(r.res) : undefined;
     const record = await this.deps.service.waitFor(r.principal, r.taskId, wait * 1000, gone);
+    r.context.model = record.model;
     setHeaders(r.res, pollHeaders(record, this.deps.pollIntervalSec));
     const links = r.query.links === "service" ? "service" : undefined;
     await sendTaskView(r.res, 200, await this.view(record, r.baseUrlOf(), "full", links));
@@ -155,6 +159,7 @@ export class TaskAnswers {
   /** `POST /v1/images/tasks/{id}/cancel`. */
   async cancel(r: TaskRequest): Promise<void> {
     const record = await this.deps.service.cancel(r.principal, r.taskId);
+    r.context.model = record.model;
     setHeaders(r.res, pollHeaders(record, this.deps.pollIntervalSec));
     await sendTaskView(r.res, 200, await this.view(record, r.baseUrlOf(), "full"));
   }
@@ -165,14 +170,29 @@ export class TaskAnswers {
    * N seconds, 200 with the result if it finished by then; else 202.
    */
   private async answerSubmission(r: TaskRequest, submission: Submission): Promise<void> {
+    // A stream's place is taken before the task exists: a refusal leaves no task behind.
+    const release = wantsEventStream(r.req)
+      ? this.deps.eventStreams.reserve(r.principal)
+      : undefined;
+    try {
+      await this.createAndAnswer(r, submission);
+    } finally {
+      release?.();
+    }
+  }
+
+  /** {@link answerSubmission} once a stream, if asked for, has its place. */
+  private async createAndAnswer(r: TaskRequest, submission: Submission): Promise<void> {
     const { service } = this.deps;
-    const { req, res, principal } = r;
+    const { req, res, principal, context } = r;
+    context.model = submission.request.model;
     const idempotencyKey = idempotencyKeyOf(req);
     const baseUrl = r.baseUrlOf();
     const wait = wantsEventStream(req) ? undefined : parsePreferWait(header(req, "prefer"));
     const { record, replayed } = await service.submit(principal, submission, {
       idempotencyKey,
       baseUrl,
+      span: context.span,
     });
     const location = `${baseUrl}/v1/images/tasks/${record.id}`;
     if (wantsEventStream(req)) {

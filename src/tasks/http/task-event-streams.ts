@@ -6,19 +6,24 @@ import { EVENT_STREAM_HEADERS, EventStreamResponse } from "./event-stream-respon
 import { OpenStreams, type OpenStreamsDeps } from "./open-streams.js";
 import type { TaskFeed } from "../events/task-feed.js";
 import { runEventStream } from "./task-event-stream.js";
+import { StreamSlots, type StreamLimits } from "./stream-slots.js";
 
 /** Dependencies of {@link createTaskEventStreams}. */
 export interface TaskEventStreamsDeps extends OpenStreamsDeps {
   feed: TaskFeed;
   /** A task the principal owns, else 404 `task_not_found` (as `GET` reads it). */
   read(principal: Principal, id: string): Promise<TaskRecord>;
+  /** Streams open at once, per key and in all. */
+  limits: StreamLimits;
 }
 
 /** The task event streams this process serves. */
 export interface TaskEventStreams {
   /**
    * `GET /v1/images/tasks/{id}/events`, resuming after `Last-Event-ID`. A
-   * task the principal cannot see rejects before anything is written.
+   * task the principal cannot see rejects before anything is written or
+   * followed; a key at its share of streams (or the process at its) rejects
+   * with `too_many_event_streams`.
    */
   watch(
     req: IncomingMessage,
@@ -28,8 +33,15 @@ export interface TaskEventStreams {
     baseUrl: string,
   ): Promise<void>;
   /**
-   * A submission's answer as a stream: the new task's `queued` event (or,
-   * replayed, the events the task's state stands for), then as `watch`.
+   * A place for a submission's stream, taken before its task is created (a
+   * refusal then leaves no task behind); returns its release.
+   * @throws ServiceError `too_many_event_streams`
+   */
+  reserve(principal: Principal): () => void;
+  /**
+   * A submission's answer as a stream (its place reserved): the new task's
+   * `queued` event (or, replayed, the events the task's state stands for),
+   * then as `watch`.
    */
   watchSubmitted(
     res: ServerResponse,
@@ -51,9 +63,13 @@ export interface TaskEventStreams {
  */
 export function createTaskEventStreams(deps: TaskEventStreamsDeps): TaskEventStreams {
   const streams = new OpenStreams(deps);
+  const slots = new StreamSlots(deps.limits, (reason) =>
+    deps.metrics.taskEventStreamsRefused.inc({ reason }),
+  );
   return {
     watch: (req, res, principal, id, baseUrl) =>
-      watch(deps, streams, req, res, principal, id, baseUrl),
+      watch(deps, streams, slots, req, res, principal, id, baseUrl),
+    reserve: (principal) => slots.take(principal.subject),
     watchSubmitted: (res, principal, record, baseUrl, headers) =>
       watchSubmitted(deps, streams, res, principal, record, baseUrl, headers),
     get size() {
@@ -66,26 +82,34 @@ export function createTaskEventStreams(deps: TaskEventStreamsDeps): TaskEventStr
 async function watch(
   deps: TaskEventStreamsDeps,
   streams: OpenStreams,
+  slots: StreamSlots,
   req: IncomingMessage,
   res: ServerResponse,
   principal: Principal,
   id: string,
   baseUrl: string,
 ): Promise<void> {
+  // The owner check comes first: another key's request follows (subscribes to) nothing.
+  const known = await deps.read(principal, id);
   if (req.method === "HEAD") {
-    await deps.read(principal, id);
     res.writeHead(200, EVENT_STREAM_HEADERS).end();
     return;
   }
-  const lastId = req.headers["last-event-id"];
-  await runEventStream({
-    taskId: id,
-    feed: deps.feed,
-    read: () => deps.read(principal, id),
-    after: parseEventId(Array.isArray(lastId) ? lastId[0] : lastId),
-    sink: new EventStreamResponse(streams, res, baseUrl, {}),
-    onLateError: streams.onLateError,
-  });
+  const release = slots.take(principal.subject);
+  try {
+    const lastId = req.headers["last-event-id"];
+    await runEventStream({
+      taskId: id,
+      feed: deps.feed,
+      read: () => deps.read(principal, id),
+      known,
+      after: parseEventId(Array.isArray(lastId) ? lastId[0] : lastId),
+      sink: new EventStreamResponse(streams, res, baseUrl, {}),
+      onLateError: streams.onLateError,
+    });
+  } finally {
+    release();
+  }
 }
 
 /** {@link TaskEventStreams.watchSubmitted}. */

@@ -1,5 +1,5 @@
 import Keyv from "keyv";
-import type { RedisClient } from "../../redis/redis-client.js";
+import type { Redis } from "ioredis";
 import { redisScript } from "../../redis/redis-script.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import { createKeyvCodec, type KeyvEntry } from "../store/keyv-codec.js";
@@ -35,7 +35,8 @@ return 1
 
 /** Options of {@link createRedisLegacyData}. */
 export interface RedisLegacyDataOptions {
-  client: RedisClient;
+  /** One server or a Sentinel set's master (a cluster never held legacy data). */
+  client: Redis;
   /** `store.prefix`: every key starts with `<prefix>::`. */
   prefix: string;
   now: () => number;
@@ -111,35 +112,41 @@ function byteKeys(base: string, id: string): string[] {
 }
 
 /** The ids of tasks with legacy byte keys, each once (SCAN may repeat a key). */
-async function* scanTaskIds(client: RedisClient, base: string): AsyncGenerator<string> {
+async function* scanTaskIds(client: Redis, base: string): AsyncGenerator<string> {
   const seen = new Set<string>();
   const name = /^(?:image|input):(.+):\d+$/;
   for (const kind of ["image", "input"]) {
-    for await (const keys of client.scanIterator({
-      MATCH: `${base}${kind}:*`,
-      COUNT: SCAN_COUNT,
-    })) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await client.scan(
+        cursor,
+        "MATCH",
+        `${base}${kind}:*`,
+        "COUNT",
+        SCAN_COUNT,
+      );
+      cursor = next;
       for (const key of keys) {
         const id = name.exec(key.slice(base.length))?.[1];
         if (id === undefined || seen.has(id)) continue;
         seen.add(id);
         yield id;
       }
-    }
+    } while (cursor !== "0");
   }
 }
 
 type RedisLegacyTask = LegacyTask & { expires: number | undefined };
 
 async function readTask(
-  client: RedisClient,
+  client: Redis,
   codec: ReturnType<typeof createKeyvCodec>,
   base: string,
   id: string,
   nowMs: number,
 ): Promise<RedisLegacyTask> {
   const keys = byteKeys(base, id);
-  const [recordText, ...byteTexts] = await client.mGet([`${base}task:${id}`, ...keys]);
+  const [recordText, ...byteTexts] = await client.mget([`${base}task:${id}`, ...keys]);
   const entry = recordText ? codec.deserialize<KeyvEntry>(recordText) : undefined;
   const stored = entry?.value as (TaskRecord & { rev: number }) | undefined;
   const bytesAt = (from: number, count: number) => {

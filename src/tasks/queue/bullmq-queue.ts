@@ -1,9 +1,10 @@
-import { Queue, WaitingError, Worker, createNodeRedisClient, type Job } from "bullmq";
+import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import type { RedisClient } from "../../redis/open-redis-client.js";
 import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
+import { closeRedisClient } from "../../redis/open-redis-client.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
-import { redisScript } from "../../redis/redis-script.js";
+import { execAll, redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../core/task-events.js";
 import type {
   Admission,
@@ -61,8 +62,9 @@ return 'ok'
 `);
 
 /**
- * The queue of a deployment on Redis: BullMQ (on node-redis, the client the
- * store uses) with `setGlobalConcurrency` for the limit across replicas, job
+ * The queue of a deployment on Redis: BullMQ (on ioredis, the client the
+ * store uses: one server, a Sentinel set or a Cluster, where the hash-tagged
+ * prefix keeps the queue's keys in one slot) with `setGlobalConcurrency` for the limit across replicas, job
  * locks as the running tasks' leases (renewed every half `leaseMs`; a dead
  * replica's jobs are found stalled and run again), the processor's
  * AbortSignal and `worker.cancelJob` to end a lease, and the task bus to
@@ -72,7 +74,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
   const { client, logger } = options;
   const bullPrefix = `${options.prefix}::bull`;
   const queue = new Queue<JobData>(QUEUE_NAME, {
-    connection: createNodeRedisClient(client),
+    connection: client,
     prefix: bullPrefix,
     // BullMQ's event stream is read by no one here: keep it short.
     streams: { events: { maxLen: 100 } },
@@ -147,11 +149,12 @@ function addJob(s: BullmqState, entry: QueueEntry) {
 
 /** Marks places as belonging to existing tasks (they no longer lapse). */
 function hold(s: BullmqState, entry: QueueEntry) {
-  return s.client
-    .multi()
-    .zAdd(s.waiting, { score: Infinity, value: entry.taskId })
-    .zAdd(ownerWaiting(s, entry.owner), { score: Infinity, value: entry.taskId })
-    .exec();
+  return execAll(
+    s.client
+      .multi()
+      .zadd(s.waiting, "+inf", entry.taskId)
+      .zadd(ownerWaiting(s, entry.owner), "+inf", entry.taskId),
+  );
 }
 
 /**
@@ -161,15 +164,12 @@ function hold(s: BullmqState, entry: QueueEntry) {
  * place still there (XX) and never puts back one that was taken.
  */
 function confirm(s: BullmqState, entry: QueueEntry) {
-  return s.client
-    .multi()
-    .zAdd(s.waiting, { score: Infinity, value: entry.taskId }, { condition: "XX" })
-    .zAdd(
-      ownerWaiting(s, entry.owner),
-      { score: Infinity, value: entry.taskId },
-      { condition: "XX" },
-    )
-    .exec();
+  return execAll(
+    s.client
+      .multi()
+      .zadd(s.waiting, "XX", "+inf", entry.taskId)
+      .zadd(ownerWaiting(s, entry.owner), "XX", "+inf", entry.taskId),
+  );
 }
 
 async function admit(
@@ -196,11 +196,9 @@ async function admit(
 }
 
 async function release(s: BullmqState, entry: QueueEntry): Promise<void> {
-  await s.client
-    .multi()
-    .zRem(s.waiting, entry.taskId)
-    .zRem(ownerWaiting(s, entry.owner), entry.taskId)
-    .exec();
+  await execAll(
+    s.client.multi().zrem(s.waiting, entry.taskId).zrem(ownerWaiting(s, entry.owner), entry.taskId),
+  );
 }
 
 async function adopt(s: BullmqState, entries: readonly QueueEntry[]): Promise<void> {
@@ -229,12 +227,13 @@ async function processJob(
 ) {
   const { client } = s;
   const { taskId, owner } = job.data;
-  await client
-    .multi()
-    .zRem(s.waiting, taskId)
-    .zRem(ownerWaiting(s, owner), taskId)
-    .zAdd(s.running, { score: Infinity, value: taskId })
-    .exec();
+  await execAll(
+    client
+      .multi()
+      .zrem(s.waiting, taskId)
+      .zrem(ownerWaiting(s, owner), taskId)
+      .zadd(s.running, "+inf", taskId),
+  );
   const { handler } = s;
   await handler!({ taskId, signal: signal as AbortSignal });
   const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
@@ -242,11 +241,11 @@ async function processJob(
   if (end === "handback") {
     // Back to the line at once: another replica takes it now, not after a lock expiry.
     await hold(s, { taskId, owner });
-    await client.zRem(s.running, taskId);
+    await client.zrem(s.running, taskId);
     await job.moveToWait(token);
     throw new WaitingError();
   }
-  await client.zRem(s.running, taskId);
+  await client.zrem(s.running, taskId);
 }
 
 async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
@@ -259,7 +258,7 @@ async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
   const processor = (job: Job<JobData>, token: string | undefined, signal?: AbortSignal) =>
     processJob(s, job, token, signal);
   const worker = new Worker<JobData>(QUEUE_NAME, processor, {
-    connection: createNodeRedisClient(s.workerClient),
+    connection: s.workerClient,
     prefix: s.bullPrefix,
     concurrency: options.maxConcurrent,
     lockDuration: options.leaseMs,
@@ -288,6 +287,6 @@ async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
 async function stop(s: BullmqState, graceMs: number): Promise<void> {
   s.unsubscribe?.();
   if (s.worker) await stopWorker(s.worker, graceMs, "handback" satisfies LeaseEnd);
-  await s.workerClient?.close().catch(() => s.workerClient?.destroy());
+  if (s.workerClient) await closeRedisClient(s.workerClient);
   await s.queue.close();
 }

@@ -3,6 +3,7 @@ import type { Metrics } from "../../metrics/create-metrics.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskRecord } from "../core/task-record.js";
+import { taskLine } from "../service/task-line.js";
 import { interrupted } from "./run-failure.js";
 
 /** What {@link claimTask} writes with. */
@@ -55,6 +56,16 @@ export async function claimTask(
   if (started && record.status === "queued") {
     metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - record.created));
   }
-  if (started) finisher.announce("in_progress", started);
+  if (started) {
+    finisher.announce("in_progress", started);
+    logger.info(
+      {
+        ...taskLine(started),
+        attempt: started.attempts,
+        queue_ms: Math.max(0, startedAtMs - (record.createdMs ?? record.created * 1000)),
+      },
+      "task.started",
+    );
+  }
   return started;
 }

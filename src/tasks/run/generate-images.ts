@@ -1,4 +1,5 @@
 import type { Channel } from "../../channels/channel.js";
+import type { CallObserver } from "../../channels/call-observer.js";
 import type { ChannelAnswer } from "../../channels/channel-answer.js";
 import type { ChannelClient, ChannelRequest } from "../../channels/channel-client.js";
 import { ChannelError } from "../../channels/channel-error.js";
@@ -34,6 +35,8 @@ export interface GenerateImagesInput {
   idleMs: number;
   /** Makes the call: failover, the channel's image timeout, caps, no redirects. */
   client: ChannelClient;
+  /** Hears each try (the task line's channel and status, client spans). */
+  observer?: CallObserver;
   /**
    * Partial images asked for: the call asks the channel for a stream
    * (`stream: true`, `partial_images`), whose drafts go to `onPartial` as
@@ -93,6 +96,7 @@ async function requestOf(input: GenerateImagesInput): Promise<ChannelRequest> {
     method: "POST",
     timeout: { idleMs: input.idleMs },
     signal: input.signal,
+    ...(input.observer ? { observer: input.observer } : {}),
   } as const;
   if (!input.files) {
     return {

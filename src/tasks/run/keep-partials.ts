@@ -6,6 +6,7 @@ import type { TaskStore } from "../core/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { TaskImage, TaskRecord } from "../core/task-record.js";
+import { NOOP_SPAN, type Span } from "../../tracing/tracer.js";
 import { untilAborted } from "./until-aborted.js";
 
 /** What {@link keepPartials} works with. */
@@ -32,6 +33,7 @@ export function keepPartials(
   deps: KeepPartialsDeps,
   started: TaskRecord,
   signal: AbortSignal,
+  span: Span = NOOP_SPAN,
 ): (index: number, image: StreamedImage) => Promise<void> {
   const { store, images, finisher, metrics, logger } = deps;
   let current = started;
@@ -75,5 +77,6 @@ export function keepPartials(
     current = updated;
     metrics.taskPartialImages.inc({ outcome: "stored" });
     finisher.announce("partial_image", updated, index);
+    span.addEvent("image.task.partial_image", { "image_task.partial_image_index": index });
   };
 }

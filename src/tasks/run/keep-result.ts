@@ -4,7 +4,7 @@ import type { GeneratedImage } from "../core/generated-image.js";
 import type { StoreAvailability } from "../core/store-availability.js";
 import { settleRunFailure, type AbortReason, type RunFailureDeps } from "./run-failure.js";
 import { TaskFailure } from "../core/task-failure.js";
-import type { TaskFinisher } from "../service/task-finisher.js";
+import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { untilAborted } from "./until-aborted.js";
@@ -60,6 +60,7 @@ export async function keepResult(
   started: TaskRecord,
   result: { images: GeneratedImage[]; usage?: unknown },
   signal: AbortSignal,
+  end: RunEnd = {},
 ): Promise<void> {
   const { images, finisher } = deps;
   const { id, attempts } = started;
@@ -74,14 +75,14 @@ export async function keepResult(
   if (written !== "written") {
     await images.deleteResults(planned).catch(() => undefined);
     if (written.kind === "run_ended") {
-      await settleRunFailure(deps.failure, started, signal, written.err);
+      await settleRunFailure(deps.failure, started, signal, written.err, end);
       return;
     }
     await finisher.fail(
       id,
       "in_progress",
       new TaskFailure("storage_unavailable", written.message, "server_error").toTaskError(),
-      { attempts },
+      { attempts, end },
     );
     return;
   }
@@ -89,7 +90,7 @@ export async function keepResult(
     id,
     attempts,
     { images: planned, usage: result.usage },
-    atMs,
+    { atMs, end },
   );
   // Cancelled, or given to another run, meanwhile: its images go.
   if (!completed) await images.deleteResults(planned).catch(() => undefined);

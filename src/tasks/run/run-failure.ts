@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { LeaseEnd } from "../core/task-queue.js";
 import type { TaskStore } from "../core/task-store.js";
 import { TaskFailure } from "../core/task-failure.js";
-import type { TaskFinisher } from "../service/task-finisher.js";
+import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
 import type { TaskRecord } from "../core/task-record.js";
 
 /** Why a run's upstream call was aborted: its lease ended, or its own timeout. */
@@ -34,6 +34,7 @@ export async function settleRunFailure(
   started: TaskRecord,
   signal: AbortSignal,
   err: unknown,
+  end: RunEnd = {},
   pastDeadline = false,
 ): Promise<void> {
   const { store, finisher, logger } = deps;
@@ -45,6 +46,9 @@ export async function settleRunFailure(
       : undefined;
   switch (reason) {
     case "cancelled": // the cancel wrote the failure already
+      end.span?.addEvent("image.task.cancelled");
+      end.span?.setError("cancelled");
+      return;
     case "lost": // another run holds the task now
       return;
     case "handback":
@@ -61,7 +65,7 @@ export async function settleRunFailure(
         id,
         "in_progress",
         interrupted("The service stopped while the task was running."),
-        { attempts },
+        { attempts, end },
       );
       return;
     case "timeout":
@@ -73,7 +77,7 @@ export async function settleRunFailure(
           `The image generation did not finish within ${deps.timeoutSec} seconds.`,
           "timeout",
         ).toTaskError(),
-        { attempts },
+        { attempts, end },
       );
       return;
   }
@@ -84,5 +88,5 @@ export async function settleRunFailure(
     logger.error({ err, taskId: id }, "task failed unexpectedly");
     failure = new TaskFailure("upstream_error", "The image generation failed unexpectedly.");
   }
-  await finisher.fail(id, "in_progress", failure.toTaskError(), { attempts });
+  await finisher.fail(id, "in_progress", failure.toTaskError(), { attempts, end });
 }

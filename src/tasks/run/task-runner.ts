@@ -1,21 +1,23 @@
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../../auth/credential-sealer.js";
-import { createChannelClient } from "../../channels/channel-client.js";
+import { createChannelClient, type ChannelClient } from "../../channels/channel-client.js";
 import type { Config } from "../../config/config-schema.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
-import { claimTask } from "./claim-task.js";
-import { keepPartials } from "./keep-partials.js";
-import { keepResult } from "./keep-result.js";
+import { claimTask, type ClaimDeps } from "./claim-task.js";
+import { keepPartials, type KeepPartialsDeps } from "./keep-partials.js";
+import { keepResult, type KeepResultDeps } from "./keep-result.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import { generateImages, type EditFile } from "./generate-images.js";
 import type { TaskLease } from "../core/task-queue.js";
-import { settleRunFailure } from "./run-failure.js";
+import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
 import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
 import { watchRun } from "./run-watch.js";
 import type { TaskStore } from "../core/task-store.js";
 import { TaskFailure } from "../core/task-failure.js";
-import type { TaskFinisher } from "../service/task-finisher.js";
+import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
+import { createCallObserver, type CallReport } from "../../observability/create-call-observer.js";
+import { NOOP_SPAN, NOOP_TRACER, type Span, type Tracer } from "../../tracing/tracer.js";
 import type { TaskImages } from "../images/task-images.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
@@ -38,6 +40,8 @@ export interface TaskRunnerDeps {
   logger: Logger;
   limits: Config["imageTasks"];
   now: () => number;
+  /** Each run's span, in its task's trace. Default: tracing off. */
+  tracer?: Tracer;
   /** Whether the image store works: a run waits for it before it calls a channel. */
   stores?: StoreAvailability;
   /** `images.writeRetrySec` in milliseconds: how long a run waits for the image store. Default 60 s. */
@@ -66,79 +70,157 @@ export interface TaskRunner {
  */
 export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;
-  // The runs' own pools: a generation holds its connection for minutes.
-  const client = createChannelClient({ metrics, logger });
-  const checkEveryMs = deps.checkEveryMs ?? 5_000;
-  const failureDeps = { store, finisher, logger, timeoutSec: limits.timeoutSec };
-  const claimDeps = {
-    store,
-    finisher,
-    metrics,
-    logger,
-    maxAttempts: limits.maxAttempts,
-    now: deps.now,
-  };
-
-  async function generate(started: TaskRecord, files: EditFile[] | undefined, signal: AbortSignal) {
-    const candidates = deps.access.route(started.model, await openCredential(deps.sealer, started));
-    if (candidates.length === 0) {
-      throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
-    }
-    assertEditFilesKept(files);
-    const { partialImages } = started;
-    return generateImages({
-      candidates,
-      body: started.request,
-      ...(files ? { files } : {}),
-      signal,
-      // The task's own deadline ends the call; the channel's silence timer only backs it up,
-      // so it must never fire first (undici's timers are coarse): a timeout is always `timeout`.
-      idleMs: limits.timeoutSec * 1000 + IDLE_MARGIN_MS,
-      client,
-      ...(partialImages
-        ? { stream: { partialImages, onPartial: keepPartials(partialDeps, started, signal) } }
-        : {}),
-    });
-  }
-
+  const failure = { store, finisher, logger, timeoutSec: limits.timeoutSec };
   const stores = deps.stores ?? ALWAYS_AVAILABLE;
   const writeRetryMs = deps.writeRetryMs ?? 60_000;
-  const keepDeps = {
-    ...{ images: deps.images, finisher, logger, now: deps.now },
-    ...{ failure: failureDeps, stores, writeRetryMs },
+  const s: RunnerState = {
+    deps,
+    // The runs' own pools: a generation holds its connection for minutes.
+    client: createChannelClient({ metrics, logger }),
+    checkEveryMs: deps.checkEveryMs ?? 5_000,
+    tracer: deps.tracer ?? NOOP_TRACER,
+    failure,
+    claim: { store, finisher, metrics, logger, maxAttempts: limits.maxAttempts, now: deps.now },
+    stores,
+    writeRetryMs,
+    keep: { images: deps.images, finisher, logger, now: deps.now, failure, stores, writeRetryMs },
+    partials: { store, images: deps.images, finisher, metrics, logger, stores },
   };
-  const partialDeps = { store, images: deps.images, finisher, metrics, logger, stores };
-
   return {
     async run(lease) {
       const record = await store.get(lease.taskId);
       if (!record || isFinished(record.status) || lease.signal.aborted) return;
-      const started = await claimTask(claimDeps, record);
+      const started = await claimTask(s.claim, record);
       if (!started) return;
-      const files = await readEditFiles(deps.images, started);
-      const watch = watchRun({
-        store,
-        started,
-        leaseSignal: lease.signal,
-        timeoutMs: limits.timeoutSec * 1000,
-        checkEveryMs,
-      });
+      const run = startRunTelemetry(s.tracer, started);
       try {
-        let result: { images: GeneratedImage[]; usage?: unknown };
-        try {
-          // A task whose images could not be kept is never sent to a channel.
-          await awaitImageStore(stores, watch.signal, writeRetryMs);
-          result = await generate(started, files, watch.signal);
-        } catch (err) {
-          await settleRunFailure(failureDeps, started, watch.signal, err, watch.pastDeadline());
-          return;
-        }
-        await keepResult(keepDeps, started, result, watch.signal);
+        await runClaimed(s, started, lease, run);
       } finally {
-        watch.dispose();
+        run.span.end();
       }
     },
 
-    close: () => client.close(),
+    close: () => s.client.close(),
   };
+}
+
+/** What the runner's steps share. */
+interface RunnerState {
+  deps: TaskRunnerDeps;
+  client: ChannelClient;
+  checkEveryMs: number;
+  tracer: Tracer;
+  failure: RunFailureDeps;
+  stores: StoreAvailability;
+  writeRetryMs: number;
+  claim: ClaimDeps;
+  keep: KeepResultDeps;
+  partials: KeepPartialsDeps;
+}
+
+/** A claimed run: the channel call, then its result kept or its failure written. */
+async function runClaimed(
+  s: RunnerState,
+  started: TaskRecord,
+  lease: TaskLease,
+  run: RunTelemetry,
+): Promise<void> {
+  const { deps } = s;
+  // What the run learned of its channel goes with the end it writes (the task line).
+  const startedMs = deps.now();
+  const end = (): RunEnd => ({ ...run.report, startedMs, span: run.span });
+  const files = await readEditFiles(deps.images, started);
+  const watch = watchRun({
+    store: deps.store,
+    started,
+    leaseSignal: lease.signal,
+    timeoutMs: deps.limits.timeoutSec * 1000,
+    checkEveryMs: s.checkEveryMs,
+  });
+  try {
+    let result: { images: GeneratedImage[]; usage?: unknown };
+    try {
+      // A task whose images could not be kept is never sent to a channel.
+      await awaitImageStore(s.stores, watch.signal, s.writeRetryMs);
+      result = await generate(s, started, files, watch.signal, run);
+    } catch (err) {
+      await settleRunFailure(s.failure, started, watch.signal, err, end(), watch.pastDeadline());
+      return;
+    }
+    await keepResult(s.keep, started, result, watch.signal, end());
+  } finally {
+    watch.dispose();
+  }
+}
+
+/** The channel call of a run: its candidates, its body and files, its partial images kept. */
+async function generate(
+  s: RunnerState,
+  started: TaskRecord,
+  files: EditFile[] | undefined,
+  signal: AbortSignal,
+  run: RunTelemetry,
+): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
+  const { deps } = s;
+  const candidates = deps.access.route(started.model, await openCredential(deps.sealer, started));
+  if (candidates.length === 0) {
+    throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
+  }
+  assertEditFilesKept(files);
+  const { partialImages } = started;
+  return generateImages({
+    candidates,
+    body: started.request,
+    ...(files ? { files } : {}),
+    signal,
+    // The task's own deadline ends the call; the channel's silence timer only backs it up,
+    // so it must never fire first (undici's timers are coarse): a timeout is always `timeout`.
+    idleMs: deps.limits.timeoutSec * 1000 + IDLE_MARGIN_MS,
+    client: s.client,
+    observer: createCallObserver({
+      report: run.report,
+      operation: "image_generation",
+      model: started.model,
+      // The model passed the task's checks: one a channel serves, a bounded label.
+      modelLabel: started.model,
+      parent: run.span,
+      tracer: s.tracer,
+      metrics: deps.metrics,
+    }),
+    ...(partialImages
+      ? {
+          stream: {
+            partialImages,
+            onPartial: keepPartials(s.partials, started, signal, run.span),
+          },
+        }
+      : {}),
+  });
+}
+
+/** What a run reports: its channel tries (for the task line) and its span. */
+interface RunTelemetry {
+  report: CallReport;
+  span: Span;
+}
+
+/**
+ * The `image_task.run` span of a claimed run, in the trace its submission
+ * started (wherever that was), with its first event.
+ */
+function startRunTelemetry(tracer: Tracer, started: TaskRecord): RunTelemetry {
+  const report: CallReport = { channel: undefined, upstreamStatus: undefined, tries: 0 };
+  if (!tracer.enabled) return { report, span: NOOP_SPAN };
+  const span = tracer.startSpan("image_task.run", {
+    kind: "consumer",
+    parent: started.trace,
+    attributes: {
+      "image_task.id": started.id,
+      "image_task.attempt": started.attempts,
+      "gen_ai.operation.name": "image_generation",
+      "gen_ai.request.model": started.model,
+    },
+  });
+  span.addEvent("image.task.in_progress");
+  return { report, span };
 }

@@ -1,3 +1,4 @@
+import type { Span } from "../../tracing/tracer.js";
 import type { TaskInput, TaskStatus } from "../core/task-record.js";
 import type { SubmitTaskRequest } from "./task-schemas.js";
 
@@ -21,6 +22,8 @@ export interface SubmitOptions {
   idempotencyKey?: string;
   /** The origin the client reached the service at: the base of image URLs in its webhook event. */
   baseUrl: string;
+  /** The submission's span: the task's trace starts there (a no-op span when tracing is off). */
+  span?: Span;
 }
 
 /** A page of the task list. */

@@ -10,6 +10,7 @@ import { modelNotFound } from "../../models/model-not-found.js";
 import { isTaskModel } from "../../channels/model-pattern.js";
 import { validateWebhookUrl } from "../../webhooks/validate-webhook-url.js";
 import { keyLimits } from "./key-limits.js";
+import { taskLine } from "./task-line.js";
 import type { QueueEntry, TaskQueue } from "../core/task-queue.js";
 import type {
   CreateOptions,
@@ -108,6 +109,8 @@ export async function submitTask(
       logger.warn({ err, taskId: record.id }, "could not enqueue a task; it is adopted later");
     }
     metrics.tasksSubmitted.inc();
+    options.span?.addEvent("image.task.queued", { "image_task.id": record.id });
+    logger.info(taskLine(record), "task.submitted");
     return { record, replayed: false };
   });
 }
@@ -133,6 +136,7 @@ async function newTaskRecord(
   const webhookUrl = await validateWebhookUrl(request.webhook_url, {
     webhooks: deps.config.webhooks,
   });
+  const nowMs = deps.now();
   const record: TaskRecord = {
     id: newTaskId(),
     owner: principal.subject,
@@ -142,11 +146,14 @@ async function newTaskRecord(
     responseFormat: request.response_format,
     // An edit's inputs join the record once the image store has them (see createAdmitted).
     kind: inputs ? "edit" : "generation",
-    created: Math.floor(deps.now() / 1000),
+    keyName: principal.keyName,
+    created: Math.floor(nowMs / 1000),
+    createdMs: nowMs,
     attempts: 0,
   };
   if (request.partial_images) record.partialImages = request.partial_images;
   if (webhookUrl) record.webhook = { url: webhookUrl, baseUrl: options.baseUrl };
+  if (options.span?.traceparent) record.trace = options.span.traceparent;
   const { upstream } = principal;
   if (upstream) {
     const { sealer } = deps;

@@ -6,6 +6,8 @@ import type { TaskStore } from "../core/task-store.js";
 import { busRecord, type TaskEvents, type TaskStage } from "../core/task-events.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { TaskError, TaskImage, TaskRecord } from "../core/task-record.js";
+import type { Span } from "../../tracing/tracer.js";
+import { taskLine } from "./task-line.js";
 
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {
@@ -17,6 +19,18 @@ export interface TaskFinisherDeps {
   /** Where an edit's input images are deleted once its task has finished. */
   images: Pick<TaskImages, "deleteInputs">;
   now: () => number;
+}
+
+/**
+ * What the run that ends a task knows of it, for the task line and the trace:
+ * the channel it called last and what it answered, and the run's span.
+ */
+export interface RunEnd {
+  channel?: string | undefined;
+  upstreamStatus?: number | undefined;
+  /** When the run started, in ms (the record keeps seconds). */
+  startedMs?: number;
+  span?: Span;
 }
 
 /** The two ways a task ends, written once for the runner, cancel and recovery; and its stages told. */
@@ -37,7 +51,7 @@ export interface TaskFinisher {
     id: string,
     from: "queued" | "in_progress",
     error: TaskError,
-    options?: { attempts?: number },
+    options?: { attempts?: number; end?: RunEnd },
   ): Promise<TaskRecord | undefined>;
   /**
    * `in_progress -> completed` by run `attempts`, with what the record keeps
@@ -48,7 +62,7 @@ export interface TaskFinisher {
     id: string,
     attempts: number,
     result: { images: TaskImage[]; usage?: unknown },
-    atMs?: number,
+    options?: { atMs?: number; end?: RunEnd },
   ): Promise<TaskRecord | undefined>;
 }
 
@@ -72,7 +86,7 @@ export function createTaskFinisher(deps: TaskFinisherDeps): TaskFinisher {
     announce: (stage, record, partialIndex) => announce(s, stage, record, partialIndex),
     expiresAt: (atMs) => expiresAt(s, atMs),
     fail: (id, from, error, options) => fail(s, id, from, error, options),
-    complete: (id, attempts, result, atMs) => complete(s, id, attempts, result, atMs),
+    complete: (id, attempts, result, options) => complete(s, id, attempts, result, options),
   };
 }
 
@@ -103,11 +117,17 @@ function announce(
 }
 
 /**
- * What follows a finishing write that won: the finish metrics, the final
- * event, and (best effort) an edit's input images deleted.
+ * What follows a finishing write that won: the finish metrics, the task line,
+ * the final event (on the bus and on the run's span), and (best effort) an
+ * edit's input images deleted.
  */
-function finished(s: FinisherState, record: TaskRecord | undefined): TaskRecord | undefined {
+function finished(
+  s: FinisherState,
+  record: TaskRecord | undefined,
+  end: RunEnd = {},
+): TaskRecord | undefined {
   if (!record) return record;
+  logFinish(s, record, end);
   const { metrics } = s;
   const reason = record.status === "completed" ? "ok" : (record.error?.code ?? "other");
   metrics.tasksFinished.inc({
@@ -138,7 +158,7 @@ async function fail(
   id: string,
   from: "queued" | "in_progress",
   error: TaskError,
-  options: { attempts?: number } = {},
+  options: { attempts?: number; end?: RunEnd } = {},
 ): Promise<TaskRecord | undefined> {
   const atMs = s.now();
   return finished(
@@ -155,6 +175,7 @@ async function fail(
       },
       { ttlMs: s.retentionMs, attempts: options.attempts },
     ),
+    options.end,
   );
 }
 
@@ -164,8 +185,9 @@ async function complete(
   id: string,
   attempts: number,
   result: { images: TaskImage[]; usage?: unknown },
-  atMs = s.now(),
+  options: { atMs?: number; end?: RunEnd } = {},
 ): Promise<TaskRecord | undefined> {
+  const atMs = options.atMs ?? s.now();
   return finished(
     s,
     await s.store.transition(
@@ -181,5 +203,38 @@ async function complete(
       },
       { ttlMs: s.retentionMs, attempts },
     ),
+    options.end,
   );
+}
+
+/**
+ * `task.completed`, `task.cancelled` or `task.failed`: the task line of an
+ * end, with what the run knew of its channel; the same as the run span's
+ * last event. The message is the one the client sees (never a channel's key).
+ */
+function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
+  const startedMs = end.startedMs ?? (record.started_at ?? NaN) * 1000;
+  const runMs = Number.isNaN(startedMs) ? undefined : Math.max(0, s.now() - startedMs);
+  const fields: Record<string, unknown> = {
+    ...taskLine(record),
+    channel: end.channel,
+    run_ms: runMs,
+  };
+  if (record.status === "completed") {
+    const images = record.images ?? [];
+    fields.images = images.length;
+    fields.bytes = images.reduce((sum, image) => sum + image.bytes, 0);
+    s.logger.info(fields, "task.completed");
+    end.span?.addEvent("image.task.completed", { "image_task.images": images.length });
+    return;
+  }
+  const code = record.error?.code;
+  fields.error_code = code;
+  fields.error_message = record.error?.message;
+  fields.upstream_status = end.upstreamStatus;
+  s.logger.info(fields, code === "cancelled" ? "task.cancelled" : "task.failed");
+  end.span?.addEvent(code === "cancelled" ? "image.task.cancelled" : "image.task.failed", {
+    "error.type": code,
+  });
+  end.span?.setError(code ?? "failed");
 }

@@ -2,6 +2,7 @@ import type { Database } from "better-sqlite3";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
+import { redisKeyPrefix } from "../../redis/key-prefix.js";
 import { openRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
 import type { TaskStore } from "../core/task-store.js";
 import { createKeyvTaskStore } from "./keyv-task-store.js";
@@ -67,18 +68,32 @@ async function openTaskStore(
     }
     case "redis": {
       const { client } = options;
+      const { minReplicas, commandTimeoutSec } = config.store;
       const store = createRedisTaskStore({
         client:
           client ??
-          (await openRedisClient({
-            url: deployment.url,
-            logger: logger.child({ component: "store" }),
-            connectTimeoutMs: config.store.connectTimeoutSec * 1000,
-            commandTimeoutMs: config.store.commandTimeoutSec * 1000,
-          })),
-        prefix: config.store.prefix,
+          (
+            await openRedisClient({
+              url: deployment.url,
+              topology: deployment.topology,
+              sentinelPassword: config.store.sentinelPassword,
+              logger: logger.child({ component: "store" }),
+              connectTimeoutMs: config.store.connectTimeoutSec * 1000,
+              commandTimeoutMs: commandTimeoutSec * 1000,
+            })
+          ).client,
+        prefix: redisKeyPrefix(config.store.prefix, deployment.topology),
         idempotencyTtlMs,
         ownsClient: client === undefined,
+        replicas:
+          minReplicas > 0
+            ? {
+                minReplicas,
+                // WAIT's own deadline, within the command's (which counts the round trip too).
+                waitMs: Math.max(100, Math.floor(commandTimeoutSec * 1000 * 0.8)),
+                keepCancelledMs: config.imageTasks.retentionSec * 1000,
+              }
+            : undefined,
       });
       return { store };
     }

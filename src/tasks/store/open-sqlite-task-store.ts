@@ -1,8 +1,13 @@
-import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { ConfigError } from "../../config/config-error.js";
+import {
+  createOwnerFileSync,
+  makeOwnerDirSync,
+  reportTightened,
+  tightenPaths,
+} from "../../fs/owner-only.js";
 import { lockSqliteStore } from "./sqlite-owner-lock.js";
 import { applySchema, SCHEMA_VERSION } from "./sqlite-schema.js";
 import { createSqliteTaskStore } from "./sqlite-task-store.js";
@@ -37,7 +42,7 @@ export interface OpenedSqliteStore {
 
 /**
  * Opens the SQLite store in `file` (its folder created) for this process
- * alone: takes the file's lock (a second process is refused, naming the
+ * alone, its files owner-only (0600, those an earlier release left tightened): takes the file's lock (a second process is refused, naming the
  * holder), switches to WAL, creates or upgrades the tables in one
  * transaction (with `migrations`), and builds the store.
  *
@@ -50,7 +55,10 @@ export async function openSqliteTaskStore(
   options: OpenSqliteOptions,
 ): Promise<OpenedSqliteStore> {
   const now = options.now ?? Date.now;
-  mkdirSync(dirname(file), { recursive: true });
+  // Owner-only from the first byte: the file keeps the link-signing secret. SQLite gives its
+  // WAL and shared-memory files the database file's mode.
+  makeOwnerDirSync(dirname(file));
+  createOwnerFileSync(file);
   // Short: the lock is held for the process's life, so only a second process ever waits.
   const db = new Database(file, { timeout: 1000 });
   let unlock: () => Promise<void>;
@@ -69,6 +77,12 @@ export async function openSqliteTaskStore(
     // The WAL is cut back to 64 MiB after a checkpoint, not kept at its peak (a migration
     // writes every image of the old table through it).
     db.pragma("journal_size_limit = 67108864");
+    // What an earlier release created under a permissive umask.
+    reportTightened(
+      options.logger,
+      `store.url: sqlite://${file}`,
+      await tightenPaths([file, `${file}-wal`, `${file}-shm`, `${file}.owner`]),
+    );
     upgrade(db, file, now(), options);
     const store = createSqliteTaskStore(db, { idempotencyTtlMs: options.idempotencyTtlMs, now });
     return {

@@ -2,7 +2,8 @@ import { redisScript } from "../../redis/redis-script.js";
 
 /*
  * Atomic steps, each one script, so that any number of replicas can share the
- * store. Records, idempotency keys and meta values are Keyv entries
+ * store. Each script touches only the keys it is given (KEYS): on a Redis
+ * Cluster they all share the deployment's hash slot (the prefix is tagged). Records, idempotency keys and meta values are Keyv entries
  * (`<prefix>::task:<id>` holding `{"value": ..., "expires": ...}`); the
  * scripts read and write those same entries. The indexes are sorted sets:
  * `owner:<owner>` (an owner's tasks by creation), `owned:<status>:<owner>`
@@ -13,19 +14,20 @@ import { redisScript } from "../../redis/redis-script.js";
  */
 
 /**
- * KEYS: task, owner index, unfinished index, idempotency key or "", sequence, owner's queued index.
- * ARGV: record, id, max per owner (0: none), idempotency entry, its TTL, task key prefix.
- * Indexes are ordered by a sequence every replica shares, so tasks created in
- * one millisecond keep their order.
+ * KEYS: task, owner index, unfinished index, idempotency key (with none, any key of the
+ * deployment, untouched), sequence, owner's queued index.
+ * ARGV: record, id, max per owner (0: none), idempotency entry ("" for none), its TTL, the task the key
+ * made that the caller found expired ("" for none: it may be replaced).
+ * Answers `seen` with the task the key made (the caller reads it; when it is gone, it calls
+ * again naming it). Indexes are ordered by a sequence every replica shares, so tasks
+ * created in one millisecond keep their order.
  */
 export const CREATE = redisScript(`
-if KEYS[4] ~= '' then
+if ARGV[4] ~= '' then
   local seen = redis.call('GET', KEYS[4])
   if seen then
     local entry = cjson.decode(seen).value
-    if redis.call('EXISTS', ARGV[6] .. entry.taskId) == 1 then
-      return {'seen', entry.taskId, entry.fingerprint}
-    end
+    if entry.taskId ~= ARGV[6] then return {'seen', entry.taskId, entry.fingerprint} end
   end
 end
 local limit = tonumber(ARGV[3])
@@ -35,7 +37,7 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], seq, ARGV[2])
 redis.call('ZADD', KEYS[6], seq, ARGV[2])
 redis.call('ZADD', KEYS[3], seq, ARGV[2])
-if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5]) end
+if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5]) end
 return {'created'}
 `);
 
@@ -72,28 +74,23 @@ return 1
 `);
 
 /**
- * KEYS: expiring index, webhook outbox, expiring image keys. Takes due tasks out of every
- * index and deletes what is left of them; answers how many, and the image store keys that
- * expired with them (the caller deletes their objects).
+ * KEYS: expiring index, webhook outbox, then per due task: its record, its owner's index and
+ * the owner's four status indexes (queued, in_progress, completed, failed).
+ * ARGV: the due members of the expiring index (`<id>|<owner>`), in the order of KEYS.
+ * Takes each out of every index and deletes what is left of it; answers how many records
+ * were deleted. Idempotent: a member already swept changes nothing.
  */
-export const SWEEP = redisScript(`
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+export const DROP_EXPIRED = redisScript(`
 local deleted = 0
-for _, member in ipairs(due) do
-  local bar = string.find(member, '|', 1, true)
-  local id = string.sub(member, 1, bar - 1)
-  local owner = string.sub(member, bar + 1)
-  redis.call('ZREM', ARGV[3] .. 'owner:' .. owner, id)
-  for _, status in ipairs({'queued', 'in_progress', 'completed', 'failed'}) do
-    redis.call('ZREM', ARGV[3] .. 'owned:' .. status .. ':' .. owner, id)
-  end
+for i, member in ipairs(ARGV) do
+  local at = 2 + (i - 1) * 6
+  local id = string.sub(member, 1, string.find(member, '|', 1, true) - 1)
+  for k = at + 2, at + 6 do redis.call('ZREM', KEYS[k], id) end
   redis.call('ZREM', KEYS[2], id)
-  deleted = deleted + redis.call('DEL', ARGV[3] .. 'task:' .. id)
+  deleted = deleted + redis.call('DEL', KEYS[at + 1])
   redis.call('ZREM', KEYS[1], member)
 end
-local images = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
-if #images > 0 then redis.call('ZREM', KEYS[3], unpack(images)) end
-return {#due, deleted, images}
+return deleted
 `);
 
 /**

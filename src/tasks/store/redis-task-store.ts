@@ -1,7 +1,9 @@
-import KeyvRedis, { Keyv } from "@keyv/redis";
+import Keyv from "keyv";
 import type { RedisClient } from "../../redis/open-redis-client.js";
-import { useKeyvCodec, type KeyvCodec } from "./keyv-codec.js";
-import { CREATE, LIST, SWEEP, TRANSITION } from "./redis-task-scripts.js";
+import { createKeyvCodec, type KeyvCodec, type KeyvEntry } from "./keyv-codec.js";
+import { CREATE, LIST, TRANSITION } from "./redis-task-scripts.js";
+import { sweepExpired } from "./redis-task-sweep.js";
+import { confirmOnReplicas, type ReplicaConfirmation } from "./redis-replica-wait.js";
 import {
   imageKeysOf,
   isFinished,
@@ -36,14 +38,19 @@ export interface RedisTaskStoreOptions {
   idempotencyTtlMs: number;
   /** Whether {@link TaskStore.close} closes the client (the store opened it). */
   ownsClient?: boolean;
+  /**
+   * `store.minReplicas` and the wait for them (`WAIT`): a task they do not
+   * confirm is cancelled and `create` rejects. None by default.
+   */
+  replicas?: ReplicaConfirmation;
   now?: () => number;
 }
 
-/** What the store's steps share: the client, Keyv on it, and the index keys. */
+/** What the store's steps share: the client, the entry codec, and the index keys. */
 interface RedisTaskState {
   client: RedisClient;
-  keyv: Keyv;
   codec: KeyvCodec;
+  replicas: ReplicaConfirmation | undefined;
   now: () => number;
   idempotencyTtlMs: number;
   /** `<prefix>::`, what every key starts with. */
@@ -56,18 +63,19 @@ interface RedisTaskState {
 }
 
 /**
- * The {@link TaskStore} many replicas share: Keyv on `@keyv/redis` for the
- * entries, Lua scripts for the compare-and-set steps and the indexes.
+ * The {@link TaskStore} many replicas share: entries in Keyv's format
+ * (`{"value": ..., "expires": ...}`, as earlier releases wrote them through
+ * Keyv), Lua scripts for the compare-and-set steps and the indexes. On a
+ * cluster `prefix` is hash-tagged, so every key sits in one slot.
  */
 export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore {
   const { client, prefix } = options;
-  const keyv = openKeyv(client, prefix);
   const base = `${prefix}::`;
   const s: RedisTaskState = {
     client,
-    keyv,
-    // Keyv's format at native JSON's cost: every read of a record or an image parses one.
-    codec: useKeyvCodec(keyv),
+    // Keyv's format at native JSON's cost: every read of a record parses one.
+    codec: createKeyvCodec(new Keyv()),
+    replicas: options.replicas,
     now: options.now ?? Date.now,
     idempotencyTtlMs: options.idempotencyTtlMs,
     base,
@@ -78,8 +86,8 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
   };
   return {
     persistent: true,
-    get: async (id) => strip(await readStored(keyv, id)),
-    findIdempotent: (owner, idempotency) => findIdempotent(keyv, owner, idempotency),
+    get: async (id) => strip(await readStored(s, id)),
+    findIdempotent: (owner, idempotency) => findIdempotent(s, owner, idempotency),
     create: (record, createOptions = {}) => create(s, record, createOptions),
     transition: (id, expected, patch, transitionOptions = {}) =>
       transition(s, id, expected, patch, transitionOptions),
@@ -87,35 +95,42 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     listOwned: (owner, query) => listOwned(s, owner, query),
 
     async webhookOutbox(limit) {
-      const entries = await client.zRangeWithScores(s.outbox, 0, limit - 1);
-      return entries.map(({ value, score }) => ({ id: value, sinceMs: score }));
+      const flat = await client.zrange(s.outbox, 0, limit - 1, "WITHSCORES");
+      const entries: Array<{ id: string; sinceMs: number }> = [];
+      for (let at = 0; at < flat.length; at += 2) {
+        entries.push({ id: flat[at]!, sinceMs: Number(flat[at + 1]) });
+      }
+      return entries;
     },
     async clearWebhookOutbox(id) {
-      await client.zRem(s.outbox, id);
+      await client.zrem(s.outbox, id);
     },
 
     getOrSetMeta: (key, createValue) => getOrSetMeta(s, key, createValue),
-    sweepExpired: (dropImages) => sweepExpired(s, dropImages),
+    sweepExpired: (dropImages) =>
+      sweepExpired(
+        {
+          client,
+          now: s.now,
+          expiring: s.expiring,
+          expiringImages: s.expiringImages,
+          outbox: s.outbox,
+          keysOfTask: (id, owner) => [
+            raw(s, taskKey(id)),
+            ownerIndex(s, owner),
+            ...STATUSES.map((status) => statusIndex(s, status, owner)),
+          ],
+        },
+        dropImages,
+      ),
 
     async ping() {
       await client.ping();
     },
     async close() {
-      if (options.ownsClient) await client.close();
+      if (options.ownsClient) await client.quit().catch(() => client.disconnect());
     },
   };
-}
-
-function openKeyv(client: RedisClient, prefix: string): Keyv {
-  // Keyv errors must reach the caller (503 store_unavailable), not become "not found".
-  const keyv = new Keyv({
-    store: new KeyvRedis(client, { throwOnErrors: true, throwOnConnectError: true }),
-    namespace: prefix,
-    useKeyPrefix: false,
-    throwOnErrors: true,
-  });
-  keyv.on("error", () => undefined); // thrown to the caller as well; nothing to add here
-  return keyv;
 }
 
 const raw = (s: RedisTaskState, key: string) => `${s.base}${key}`;
@@ -127,8 +142,24 @@ const statusIndex = (s: RedisTaskState, status: TaskStatus, owner: string) =>
 const serialize = (s: RedisTaskState, value: unknown, expires?: number) =>
   s.codec.serialize({ value, expires });
 
-async function readStored(keyv: Keyv, id: string): Promise<StoredRecord | undefined> {
-  return (await keyv.get(taskKey(id))) as StoredRecord | undefined;
+/** An entry's value, or undefined when absent or past its `expires` (as Keyv reads it). */
+function valueOf(s: RedisTaskState, text: string | null | undefined): unknown {
+  if (!text) return undefined;
+  const entry = s.codec.deserialize<KeyvEntry>(text);
+  if (typeof entry.expires === "number" && entry.expires <= s.now()) return undefined;
+  return entry.value;
+}
+
+async function readStored(s: RedisTaskState, id: string): Promise<StoredRecord | undefined> {
+  return valueOf(s, await s.client.get(raw(s, taskKey(id)))) as StoredRecord | undefined;
+}
+
+async function readMany(
+  s: RedisTaskState,
+  ids: string[],
+): Promise<Array<StoredRecord | undefined>> {
+  const texts = await s.client.mget(ids.map((id) => raw(s, taskKey(id))));
+  return texts.map((text) => valueOf(s, text) as StoredRecord | undefined);
 }
 
 function strip(record: StoredRecord | undefined): TaskRecord | undefined {
@@ -138,12 +169,13 @@ function strip(record: StoredRecord | undefined): TaskRecord | undefined {
 }
 
 async function findIdempotent(
-  keyv: Keyv,
+  s: RedisTaskState,
   owner: string,
   idempotency: Idempotency,
 ): Promise<IdempotentAnswer | undefined> {
-  const seen = (await keyv.get(idemKey(owner, idempotency.key))) as IdempotencyEntry | undefined;
-  const earlier = seen && strip(await readStored(keyv, seen.taskId));
+  const text = await s.client.get(raw(s, idemKey(owner, idempotency.key)));
+  const seen = valueOf(s, text) as IdempotencyEntry | undefined;
+  const earlier = seen && strip(await readStored(s, seen.taskId));
   if (!seen || !earlier) return undefined;
   return seen.fingerprint === idempotency.fingerprint
     ? { kind: "replayed", record: earlier }
@@ -153,8 +185,10 @@ async function findIdempotent(
 async function create(
   s: RedisTaskState,
   record: TaskRecord,
-  { idempotency, maxPerOwner }: CreateOptions,
+  options: CreateOptions,
+  staleTaskId = "",
 ): Promise<CreateResult> {
+  const { idempotency, maxPerOwner } = options;
   const stored: StoredRecord = { ...record, rev: 1 };
   const idemTtl = s.idempotencyTtlMs;
   const answer = (await CREATE.run(
@@ -163,7 +197,8 @@ async function create(
       raw(s, taskKey(record.id)),
       ownerIndex(s, record.owner),
       s.unfinished,
-      idempotency ? raw(s, idemKey(record.owner, idempotency.key)) : "",
+      // With no key, a stand-in in the deployment's slot (a cluster refuses a key elsewhere).
+      raw(s, idempotency ? idemKey(record.owner, idempotency.key) : "idem:none"),
       raw(s, "sequence"),
       statusIndex(s, record.status, record.owner),
     ],
@@ -179,22 +214,54 @@ async function create(
           )
         : "",
       idemTtl,
-      raw(s, taskKey("")),
+      staleTaskId,
     ],
   )) as string[];
   switch (answer[0]) {
     case "created":
+      if (s.replicas) await confirmOnReplicas(s.replicas, created(s, record, idempotency));
       return { kind: "created", record };
     case "owner_full":
       return { kind: "owner_full" };
     default: {
-      const earlier = strip(await readStored(s.keyv, answer[1] as string));
-      if (!earlier) return create(s, record, { idempotency, maxPerOwner }); // expired meanwhile
+      const earlier = strip(await readStored(s, answer[1] as string));
+      // The task the key made expired meanwhile: the key may now make this one.
+      if (!earlier) return create(s, record, options, answer[1]);
       return answer[2] === idempotency?.fingerprint
         ? { kind: "replayed", record: earlier }
         : { kind: "conflict" };
     }
   }
+}
+
+/** What {@link confirmOnReplicas} needs of a task just created. */
+function created(s: RedisTaskState, record: TaskRecord, idempotency: Idempotency | undefined) {
+  return {
+    client: s.client,
+    key: raw(s, taskKey(record.id)),
+    async cancel(ttlMs: number) {
+      await transition(
+        s,
+        record.id,
+        "queued",
+        {
+          status: "failed",
+          error: {
+            code: "cancelled",
+            message: "Redis replicas did not confirm the task in time; it was cancelled.",
+            type: "cancelled",
+          },
+          completed_at: Math.floor(s.now() / 1000),
+          expires_at: Math.floor((s.now() + ttlMs) / 1000),
+          // The submitter was answered 503: no webhook for a task it never had.
+          webhook: undefined,
+        },
+        { ttlMs },
+      );
+      // A retry with the same key makes a new task, not a replay of this one.
+      if (idempotency) await s.client.del(raw(s, idemKey(record.owner, idempotency.key)));
+    },
+  };
 }
 
 async function transition(
@@ -206,7 +273,7 @@ async function transition(
 ): Promise<TaskRecord | undefined> {
   // Read, merge, write if nothing changed in between; else read again.
   for (;;) {
-    const current = await readStored(s.keyv, id);
+    const current = await readStored(s, id);
     const next = transitionRecord(current, expected, patch, attempts);
     if (!current || !next) return undefined;
     next.rev = current.rev + 1;
@@ -256,10 +323,10 @@ function writeTransition(
   ) as Promise<number>;
 }
 
-async function listUnfinished({ client, keyv, unfinished }: RedisTaskState): Promise<TaskRecord[]> {
-  const ids = await client.zRange(unfinished, 0, -1);
+async function listUnfinished(s: RedisTaskState): Promise<TaskRecord[]> {
+  const ids = await s.client.zrange(s.unfinished, 0, -1);
   if (ids.length === 0) return [];
-  const records = (await keyv.get(ids.map(taskKey))) as Array<StoredRecord | undefined>;
+  const records = await readMany(s, ids);
   return records
     .map(strip)
     .filter((record): record is TaskRecord => Boolean(record) && !isFinished(record!.status))
@@ -285,7 +352,7 @@ async function listOwned(
     if (page === null) return undefined;
     const ids = page.filter((_, at) => at % 2 === 0);
     if (ids.length === 0) break;
-    const found = (await s.keyv.get(ids.map(taskKey))) as Array<StoredRecord | undefined>;
+    const found = await readMany(s, ids);
     for (const stored of found) {
       const record = strip(stored);
       if (!record || (status !== undefined && record.status !== status)) continue;
@@ -305,25 +372,9 @@ async function getOrSetMeta(
 ): Promise<string> {
   const metaKey = `meta:${key}`;
   // Several replicas may start at once: the first value written wins for all.
-  await s.client.set(raw(s, metaKey), serialize(s, createValue()), { condition: "NX" });
-  return (await s.keyv.get(metaKey)) as string;
+  await s.client.set(raw(s, metaKey), serialize(s, createValue()), "NX");
+  return valueOf(s, await s.client.get(raw(s, metaKey))) as string;
 }
 
-async function sweepExpired(
-  s: RedisTaskState,
-  dropImages: ((keys: string[]) => Promise<void>) | undefined,
-): Promise<number> {
-  let deleted = 0;
-  // Bounded per call and per script run, so one call never holds Redis for long.
-  for (let round = 0; round < 20; round += 1) {
-    const [due, gone, images] = (await SWEEP.run(
-      s.client,
-      [s.expiring, s.outbox, s.expiringImages],
-      [s.now(), 200, s.base],
-    )) as [number, number, string[]];
-    deleted += gone ?? 0;
-    if (images?.length) await dropImages?.(images);
-    if ((due ?? 0) < 200 && (images?.length ?? 0) < 200) break;
-  }
-  return deleted;
-}
+/** Every status an owner has an index of. */
+const STATUSES: readonly TaskStatus[] = ["queued", "in_progress", "completed", "failed"];

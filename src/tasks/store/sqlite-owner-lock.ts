@@ -1,6 +1,7 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { ConfigError } from "../../config/config-error.js";
+import { OWNER_FILE_MODE } from "../../fs/owner-only.js";
 
 /** What {@link lockSqliteStore} needs of the SQLite connection: run one statement. */
 export interface SqliteQuery {
@@ -51,7 +52,7 @@ export async function lockSqliteStore(db: SqliteQuery, file: string): Promise<()
     );
   }
   const me: Holder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
-  await writeFile(ownerFile, `${JSON.stringify(me)}\n`);
+  await writeFile(ownerFile, `${JSON.stringify(me)}\n`, { mode: OWNER_FILE_MODE });
   return async () => {
     const current = await readFile(ownerFile, "utf8").catch(() => "");
     if (current.includes(`"pid":${me.pid},`)) await rm(ownerFile, { force: true });

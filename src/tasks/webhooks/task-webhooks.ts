@@ -53,6 +53,7 @@ export function createTaskWebhooks(deps: TaskWebhooksDeps) {
     const delivery = createWebhookDelivery(view, record.webhook.url, {
       id: eventIdOf(record.id),
       createdAt: record.completed_at,
+      trace: record.trace,
     });
     await queue.add(delivery);
     await store.clearWebhookOutbox(record.id);

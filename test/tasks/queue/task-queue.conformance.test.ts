@@ -12,6 +12,7 @@ import type {
 } from "../../../src/tasks/core/task-queue.js";
 import { newTaskId } from "../../../src/tasks/core/task-record.js";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../../support/redis.js";
+import { useFileTopologies } from "../../support/redis-topologies.js";
 import { testConfig } from "../../support/start-test-app.js";
 import { waitUntil } from "../task-api.js";
 
@@ -21,11 +22,13 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 let dbCount = 0;
+const topologies = useFileTopologies();
 
 /**
  * Every backend's queue, opened the way the service opens it: the in-process
  * queue of the embedded stores (memory: a stopped task is not picked up
- * again; SQLite: it is, by the next process) and BullMQ on Redis.
+ * again; SQLite: it is, by the next process) and BullMQ on Redis: one server, a
+ * Sentinel set and a Cluster.
  */
 const backends: Array<{ name: string; place: () => string; handsBack: boolean }> = [
   { name: "memory", place: () => "memory://", handsBack: false },
@@ -35,6 +38,16 @@ const backends: Array<{ name: string; place: () => string; handsBack: boolean }>
     handsBack: true,
   },
   { name: "redis", place: () => `${REDIS_URL}#${uniquePrefix("queue")}`, handsBack: true },
+  {
+    name: "redis-sentinel",
+    place: () => `${topologies.sentinelUrl()}#${uniquePrefix("queue")}`,
+    handsBack: true,
+  },
+  {
+    name: "redis-cluster",
+    place: () => `${topologies.clusterUrl()}#${uniquePrefix("queue")}`,
+    handsBack: true,
+  },
 ];
 
 const entry = (owner = "key:a"): QueueEntry => ({ taskId: newTaskId(), owner });
@@ -90,7 +103,7 @@ describe.each(backends)("TaskQueue on $name", ({ name, place, handsBack }) => {
     onTestFinished(async () => {
       if (!stopped) await backend.queue.stop(0);
       await backend.close();
-      if (prefix) await deleteKeys(prefix);
+      if (prefix && storeUrl.startsWith("redis://")) await deleteKeys(prefix);
     });
     const stop = backend.queue.stop.bind(backend.queue);
     backend.queue.stop = async (graceMs) => {
@@ -218,7 +231,7 @@ describe.each(backends)("TaskQueue on $name", ({ name, place, handsBack }) => {
     expect(runs.ended.get(slow.taskId)).toBe(handsBack ? "handback" : "shutdown");
   });
 
-  if (name === "redis") {
+  if (name.startsWith("redis")) {
     it("shares the limit across replicas, and a replica that stops hands its task to another at once", async () => {
       const shared = place();
       const [one, two] = [await open(shared, 1), await open(shared, 1)];

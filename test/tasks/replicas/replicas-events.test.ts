@@ -130,13 +130,17 @@ describe("the Redis bus", () => {
     onTestFinished(() => redis.close());
     const logger = pino({ level: "silent" });
     const open = async () => {
-      const client = await openRedisClient({ url: redis.url, logger });
+      const { client } = await openRedisClient({
+        url: redis.url,
+        topology: { mode: "standalone", url: redis.url, tls: false },
+        logger,
+      });
       const events = await createRedisTaskEvents({ client, prefix: "bus", logger });
       const heard: Array<{ event: TaskEvent; local: boolean }> = [];
       events.subscribe((event, local) => heard.push({ event, local }));
       onTestFinished(async () => {
         await events.close();
-        client.destroy();
+        client.disconnect();
       });
       return { events, heard, client };
     };
@@ -166,7 +170,7 @@ describe("the Redis bus", () => {
     await redis.start();
     // B was cut off: it is told so (its watchers read their tasks again).
     await waitUntil(() => b.heard.some(({ event }) => event.type === "resync"), "a resync", 15_000);
-    await waitUntil(() => a.client.isReady, "A's connection back", 15_000);
+    await waitUntil(() => a.client.status === "ready", "A's connection back", 15_000);
     await a.events.publish({ type: "stage", stage: "completed", record: record("task_3") });
     await waitUntil(
       () => b.heard.some(({ event }) => event.type === "stage" && event.record.id === "task_3"),

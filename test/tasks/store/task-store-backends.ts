@@ -8,6 +8,7 @@ import { createTaskStore } from "../../../src/tasks/store/create-task-store.js";
 import type { TaskStore } from "../../../src/tasks/core/task-store.js";
 import { newTaskId, type TaskRecord } from "../../../src/tasks/core/task-record.js";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../../support/redis.js";
+import { useFileTopologies } from "../../support/redis-topologies.js";
 import { testConfig } from "../../support/start-test-app.js";
 
 // What the store conformance suite (task-store.*.conformance.test.ts, one file per subject)
@@ -22,8 +23,9 @@ export interface StoreBackend {
 }
 
 /**
- * Every backend the service can run on. Call at a test file's top level: the SQLite files
- * live in a directory of the file's own, removed after its tests.
+ * Every backend the service can run on: Redis as one server, a Sentinel set and a Cluster
+ * (the two started for the file). Call at a test file's top level: the SQLite files live in a
+ * directory of the file's own, removed after its tests.
  */
 export function storeBackends(): StoreBackend[] {
   let dir: string | undefined;
@@ -37,6 +39,24 @@ export function storeBackends(): StoreBackend[] {
     { name: "memory", url: () => "memory://", persistent: false },
     { name: "sqlite", url: sqliteUrl, persistent: true },
     { name: "redis", url: () => `${REDIS_URL}#${uniquePrefix("store")}`, persistent: true },
+    ...topologyBackends(),
+  ];
+}
+
+/** The store on the file's Sentinel set and Cluster (each test on a prefix of its own). */
+function topologyBackends(): StoreBackend[] {
+  const topologies = useFileTopologies();
+  return [
+    {
+      name: "redis-sentinel",
+      url: () => `${topologies.sentinelUrl()}#${uniquePrefix("store")}`,
+      persistent: true,
+    },
+    {
+      name: "redis-cluster",
+      url: () => `${topologies.clusterUrl()}#${uniquePrefix("store")}`,
+      persistent: true,
+    },
   ];
 }
 
@@ -54,7 +74,8 @@ export function storeOpener(url: () => string) {
     const store = (await createTaskStore(config, pino({ level: "silent" }))).store;
     onTestFinished(async () => {
       await store.close().catch(() => undefined);
-      if (prefix) await deleteKeys(prefix);
+      // The topologies are stopped with their keys after the file.
+      if (prefix && storeUrl.startsWith("redis://")) await deleteKeys(prefix);
     });
     return store;
   };

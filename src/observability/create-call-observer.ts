@@ -1,0 +1,122 @@
+import { URL } from "node:url";
+import type { CallObserver, TryObserver } from "../channels/call-observer.js";
+import type { Channel } from "../channels/channel.js";
+import type { Metrics } from "../metrics/create-metrics.js";
+import { NOOP_SPAN, type Span, type Tracer } from "../tracing/tracer.js";
+
+/** What a call's tries are reported into: a request's context, or a task run's report. */
+export interface CallReport {
+  /** The channel tried last. */
+  channel: string | undefined;
+  /** What it answered, when it answered. */
+  upstreamStatus: number | undefined;
+  /** Channels tried so far. */
+  tries: number;
+}
+
+/** Options of {@link createCallObserver}. */
+export interface CallObserverOptions {
+  report: CallReport;
+  /**
+   * The GenAI operation (`chat`, `embeddings`, `text_completion`,
+   * `image_generation`, ...); undefined for calls that are not one (a read
+   * of a stored response): no GenAI metrics then.
+   */
+  operation: string | undefined;
+  /** The model the call asks for, as named (a span attribute). */
+  model: string | undefined;
+  /** The same, bounded for metric labels: one a channel lists, else `other`. */
+  modelLabel: string;
+  /** The span the tries' client spans belong to. */
+  parent: Span;
+  tracer: Tracer;
+  metrics: Metrics;
+}
+
+/**
+ * Hears a call's tries for the access line or the task line (which channel,
+ * its status, how many tries), the GenAI client metrics, and, when tracing,
+ * a client span per try named `{operation} {model}` with the GenAI semantic
+ * conventions, whose `traceparent` the try sends to the channel.
+ */
+export function createCallObserver(options: CallObserverOptions): CallObserver {
+  return { tryStarted: (channel) => startTry(options, channel) };
+}
+
+function startTry(options: CallObserverOptions, channel: Channel): TryObserver {
+  const { report, tracer, metrics, operation, modelLabel } = options;
+  report.tries += 1;
+  report.channel = channel.name;
+  report.upstreamStatus = undefined;
+  const started = performance.now();
+  const span = tracer.enabled ? startClientSpan(options, channel) : NOOP_SPAN;
+  let ended = false;
+  return {
+    headers: span.traceparent ? ["traceparent", span.traceparent] : undefined,
+    answered(status) {
+      report.upstreamStatus = status;
+      if (span === NOOP_SPAN) return;
+      span.setAttributes({ "http.response.status_code": status });
+      if (status >= 400) span.setError(`status ${status}`);
+    },
+    failed(reason) {
+      if (span === NOOP_SPAN) return;
+      span.setAttributes({ "error.type": reason });
+      span.setError(reason);
+    },
+    usage(usage, responseModel) {
+      if (operation !== undefined) {
+        const labels = { operation, model: modelLabel };
+        if (usage.input > 0) {
+          metrics.genAiTokenUsage.observe({ ...labels, token_type: "input" }, usage.input);
+        }
+        if (usage.output > 0) {
+          metrics.genAiTokenUsage.observe({ ...labels, token_type: "output" }, usage.output);
+        }
+      }
+      span.setAttributes({
+        "gen_ai.usage.input_tokens": usage.input,
+        "gen_ai.usage.output_tokens": usage.output,
+        "gen_ai.response.model": responseModel,
+      });
+    },
+    ended() {
+      if (ended) return;
+      ended = true;
+      if (operation !== undefined) {
+        metrics.genAiOperationDuration.observe(
+          { operation, model: modelLabel },
+          (performance.now() - started) / 1000,
+        );
+      }
+      // A reader finds the usage in the answer it just read whole: let it report it first.
+      if (span !== NOOP_SPAN) setImmediate(() => span.end());
+    },
+  };
+}
+
+function startClientSpan(options: CallObserverOptions, channel: Channel): Span {
+  const { operation, model } = options;
+  const name = [operation ?? "call", model].filter(Boolean).join(" ");
+  let host: string | undefined;
+  let port: number | undefined;
+  try {
+    const url = new URL(channel.baseUrl);
+    host = url.hostname;
+    port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+  } catch {
+    // A channel's base URL was checked at start-up; nothing to add if it cannot be read.
+  }
+  return options.tracer.startSpan(name, {
+    kind: "client",
+    parent: options.parent.traceparent || undefined,
+    attributes: {
+      "gen_ai.operation.name": operation,
+      "gen_ai.provider.name": "openai",
+      "gen_ai.request.model": model,
+      "server.address": host,
+      "server.port": port,
+      "image_task_sidecar.channel": channel.name,
+    },
+  });
+}

@@ -1,0 +1,17 @@
+import { traceIdOf } from "../../tracing/tracer.js";
+import type { TaskRecord } from "../core/task-record.js";
+
+/**
+ * The fields every task line starts with (`task.submitted`, `task.started`,
+ * `task.completed`, `task.failed`, `task.cancelled`): the task, who submitted
+ * it (its `key_name`, never a key), its model and its trace. The replica is
+ * the logger's own binding.
+ */
+export function taskLine(record: TaskRecord): Record<string, string | undefined> {
+  return {
+    task_id: record.id,
+    key_name: record.keyName,
+    model: record.model,
+    trace_id: traceIdOf(record.trace),
+  };
+}

@@ -1,0 +1,81 @@
+/** Attribute values a span takes; `undefined` ones are left out. */
+export type SpanAttributes = Record<string, string | number | boolean | undefined>;
+
+/** What kind of span, as OpenTelemetry names them. */
+export type SpanKind = "server" | "client" | "internal" | "producer" | "consumer";
+
+/** One operation in a trace. */
+export interface Span {
+  /** The trace's id (32 hex), "" when tracing is off. */
+  readonly traceId: string;
+  /**
+   * This span as a W3C `traceparent` header, "" when tracing is off: what a
+   * request to a channel carries, and what a task keeps so that the replica
+   * that runs it continues the trace.
+   */
+  readonly traceparent: string;
+  /** Renames the span (a server span learns its route once a router matched it). */
+  setName(name: string): void;
+  setAttributes(attributes: SpanAttributes): void;
+  addEvent(name: string, attributes?: SpanAttributes): void;
+  /** Marks the span failed, with a short description (never a key or a prompt). */
+  setError(description: string): void;
+  end(): void;
+}
+
+/** Options of {@link Tracer.startSpan}. */
+export interface StartSpanOptions {
+  kind: SpanKind;
+  /** The parent, as a `traceparent` header (a caller's, or one a task kept); none starts a trace. */
+  parent?: string | undefined;
+  attributes?: SpanAttributes;
+}
+
+/**
+ * The service's tracing seam: every span the service makes goes through it.
+ * Off (no OTLP endpoint set), it is {@link NOOP_TRACER}: no SDK is loaded,
+ * and callers check {@link enabled} before building attributes.
+ */
+export interface Tracer {
+  readonly enabled: boolean;
+  startSpan(name: string, options: StartSpanOptions): Span;
+  /** Sends what is buffered and stops (at shutdown). */
+  shutdown(): Promise<void>;
+}
+
+/** The span of a tracer that is off: one shared object, every call a no-op. */
+export const NOOP_SPAN: Span = {
+  traceId: "",
+  traceparent: "",
+  setName: () => undefined,
+  setAttributes: () => undefined,
+  addEvent: () => undefined,
+  setError: () => undefined,
+  end: () => undefined,
+};
+
+/** Tracing off: costs a property read per call site. */
+export const NOOP_TRACER: Tracer = {
+  enabled: false,
+  startSpan: () => NOOP_SPAN,
+  shutdown: async () => undefined,
+};
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** A W3C `traceparent` header's parts, or undefined when it is not one (or is all zeros). */
+export function parseTraceparent(
+  value: string | string[] | undefined,
+): { traceId: string; spanId: string; sampled: boolean } | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  const match = text ? TRACEPARENT.exec(text.trim().toLowerCase()) : null;
+  if (!match) return undefined;
+  const [, traceId, spanId, flags] = match as unknown as [string, string, string, string];
+  if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return undefined;
+  return { traceId, spanId, sampled: (Number.parseInt(flags, 16) & 1) === 1 };
+}
+
+/** The trace id a `traceparent` names, or undefined. */
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  return parseTraceparent(traceparent)?.traceId;
+}
