@@ -105,8 +105,8 @@ function refusedAddress(url: URL, err: ForbiddenAddressError): string {
 function allowedBy(err: ForbiddenAddressError): string {
   if (err.reason === "metadata" || err.reason === "multicast" || err.reason === "scheme") return "";
   return (
-    " To deliver to receivers on your own network, set webhooks.allowPrivateNetworks: true " +
-    "(WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true)."
+    " To deliver to receivers on your own network, set webhooks.allowPrivateNetworks: true, " +
+    "or WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true."
   );
 }
 

@@ -146,7 +146,8 @@ describe("validateWebhookUrl", () => {
   });
 
   it("names the setting that allows loopback and private receivers, and the variable for the secret", async () => {
-    const hint = "set webhooks.allowPrivateNetworks: true (WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true)";
+    const hint =
+      "set webhooks.allowPrivateNetworks: true, or WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true.";
     expect(await refusal("http://127.0.0.1:9000/h", CLOSED)).toContain(hint);
     expect(await refusal("https://hooks.example.com/", CLOSED, dns("10.1.2.3"))).toContain(hint);
     // Metadata stays refused whatever is set: no setting is offered.

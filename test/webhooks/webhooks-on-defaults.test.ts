@@ -69,7 +69,7 @@ describe("webhooks on the embedded defaults", () => {
     );
     expectError(answer, 400, "invalid_value", "webhook_url");
     expect(answer.body.error!.message).toContain(
-      "set webhooks.allowPrivateNetworks: true (WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true)",
+      "set webhooks.allowPrivateNetworks: true, or WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true.",
     );
     // Nothing was made of it.
     const listed = await call({ url: served.url, key: DEMO_KEY }, "GET", "/v1/images/tasks");
