@@ -10,8 +10,8 @@
 //   --out DIR / BENCH_RESULTS_DIR where the JSON and latest.md go (default bench/results)
 //   BASELINE=/path/to/other/dist  also measures another build of the service (its dist/ beside
 //                                 a node_modules/) in the same interleaved rounds (proxy, streams)
-//   BENCH_PROFILE=service         writes a V8 CPU profile of that process (service, pipe,
-//                                 undici-pipe, channel, baseline) to bench-profiles/
+//   BENCH_PROFILE=service         writes a V8 CPU profile of that process (service, access-off,
+//                                 traced, pipe, undici-pipe, channel, baseline) to bench-profiles/
 //
 // Every phase has a deadline: past it the phase's processes are killed and what it measured
 // so far is reported, marked partial. Every child is killed at the end, on error and on Ctrl-C.

@@ -9,17 +9,18 @@ import { answerMessages, exitWithParent } from "./children.mjs";
 const dist = pathToFileURL(`${resolve(process.argv[2])}/`);
 const { loadConfig } = await import(new URL("config/load-config.js", dist).href);
 const { startServer } = await import(new URL("server.js", dist).href);
-const { createLogger } = await import(new URL("logging/create-logger.js", dist).href);
-const { pino } = await import("pino");
+const logging = await import(new URL("logging/create-logger.js", dist).href);
 
 // No environment overrides (PORT, STORE_URL, LOG_LEVEL...): the file says it all, besides the
-// variables a variant sets (OTEL_*). Log lines go to a file, synchronously, as pino writes stdout.
+// variables a variant sets (OTEL_*). Log lines go to a file, as the service writes stdout.
 const options = JSON.parse(process.argv[4] ?? "{}");
 const { config, tracing } = loadConfig({ file: process.argv[3], env: options.env ?? {} });
-const logger = createLogger(
-  config.logging.level,
-  options.logFile ? pino.destination({ dest: options.logFile, sync: true }) : undefined,
-);
+// As the service writes stdout, to a file (a build before createStdoutDestination: unbuffered).
+const destination = options.logFile
+  ? (logging.createStdoutDestination?.(options.logFile) ??
+    (await import("pino")).pino.destination({ dest: options.logFile, sync: false }))
+  : undefined;
+const logger = logging.createLogger(config.logging.level, destination);
 const running = await startServer({ config, logger, tracing });
 
 const stats = () => ({ cpu: process.cpuUsage(), memory: process.memoryUsage() });

@@ -97,8 +97,11 @@ export async function run(ctx, out) {
     startPipe(ctx, channel.url),
     startUndiciPipe(ctx, channel.url),
     startService(ctx, logged(true)),
-    startService(ctx, logged(false)),
-    startService(ctx, logged(true), { env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url } }),
+    startService(ctx, logged(false), { role: "access-off" }),
+    startService(ctx, logged(true), {
+      role: "traced",
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url },
+    }),
     ctx.options.baseline
       ? startService(ctx, serviceConfig({ channelUrl: channel.url }), { role: "baseline" })
       : undefined,

@@ -28,8 +28,11 @@ export function closeAfterUnreadBody(
   const socket = req.socket;
   const started = performance.now();
   // A route that answers at once answers before the rest of the packet that brought its
-  // headers is parsed: whether the body is all there is known once that is done.
-  res.once("finish", () => setImmediate(drain));
+  // headers is parsed: whether the body is all there is known once that is done. A body read
+  // whole already (the usual case) needs nothing.
+  res.once("finish", () => {
+    if (!req.complete) setImmediate(drain);
+  });
   const drain = () => {
     if (req.complete || socket.destroyed) return;
     socket.end();

@@ -1,4 +1,5 @@
 import { URL } from "node:url";
+import type { Histogram } from "prom-client";
 import type { CallObserver, TryObserver } from "../channels/call-observer.js";
 import type { Channel } from "../channels/channel.js";
 import type { Metrics } from "../metrics/create-metrics.js";
@@ -40,59 +41,87 @@ export interface CallObserverOptions {
  * conventions, whose `traceparent` the try sends to the channel.
  */
 export function createCallObserver(options: CallObserverOptions): CallObserver {
-  return { tryStarted: (channel) => startTry(options, channel) };
+  return { tryStarted: (channel) => new ObservedTry(options, channel) };
 }
 
-function startTry(options: CallObserverOptions, channel: Channel): TryObserver {
-  const { report, tracer, metrics, operation, modelLabel } = options;
-  report.tries += 1;
-  report.channel = channel.name;
-  report.upstreamStatus = undefined;
-  const started = performance.now();
-  const span = tracer.enabled ? startClientSpan(options, channel) : NOOP_SPAN;
-  let ended = false;
-  return {
-    headers: span.traceparent ? ["traceparent", span.traceparent] : undefined,
-    answered(status) {
-      report.upstreamStatus = status;
-      if (span === NOOP_SPAN) return;
-      span.setAttributes({ "http.response.status_code": status });
-      if (status >= 400) span.setError(`status ${status}`);
-    },
-    failed(reason) {
-      if (span === NOOP_SPAN) return;
-      span.setAttributes({ "error.type": reason });
-      span.setError(reason);
-    },
-    usage(usage, responseModel) {
-      if (operation !== undefined) {
-        const labels = { operation, model: modelLabel };
-        if (usage.input > 0) {
-          metrics.genAiTokenUsage.observe({ ...labels, token_type: "input" }, usage.input);
-        }
-        if (usage.output > 0) {
-          metrics.genAiTokenUsage.observe({ ...labels, token_type: "output" }, usage.output);
-        }
-      }
-      span.setAttributes({
-        "gen_ai.usage.input_tokens": usage.input,
-        "gen_ai.usage.output_tokens": usage.output,
-        "gen_ai.response.model": responseModel,
-      });
-    },
-    ended() {
-      if (ended) return;
-      ended = true;
-      if (operation !== undefined) {
-        metrics.genAiOperationDuration.observe(
-          { operation, model: modelLabel },
-          (performance.now() - started) / 1000,
-        );
-      }
-      // A reader finds the usage in the answer it just read whole: let it report it first.
-      if (span !== NOOP_SPAN) setImmediate(() => span.end());
-    },
-  };
+/** The GenAI histograms' children by label values: prom-client hashes labels on every call. */
+const children = new WeakMap<Histogram<string>, Map<string, ReturnType<Histogram["labels"]>>>();
+
+function child(histogram: Histogram<string>, ...values: string[]) {
+  let byValues = children.get(histogram);
+  if (!byValues) {
+    byValues = new Map();
+    children.set(histogram, byValues);
+  }
+  const key = values.join("\0");
+  let found = byValues.get(key);
+  if (!found) {
+    found = histogram.labels(...values);
+    byValues.set(key, found);
+  }
+  return found;
+}
+
+/** One try: a class, not closures, so a try costs one small object on the passthrough's path. */
+class ObservedTry implements TryObserver {
+  readonly headers: readonly string[] | undefined;
+  private readonly started = performance.now();
+  private readonly span: Span;
+  private over = false;
+
+  constructor(
+    private readonly options: CallObserverOptions,
+    channel: Channel,
+  ) {
+    const { report } = options;
+    report.tries += 1;
+    report.channel = channel.name;
+    report.upstreamStatus = undefined;
+    this.span = options.tracer.enabled ? startClientSpan(options, channel) : NOOP_SPAN;
+    this.headers = this.span.traceparent ? ["traceparent", this.span.traceparent] : undefined;
+  }
+
+  answered(status: number): void {
+    this.options.report.upstreamStatus = status;
+    if (this.span === NOOP_SPAN) return;
+    this.span.setAttributes({ "http.response.status_code": status });
+    if (status >= 400) this.span.setError(`status ${status}`);
+  }
+
+  failed(reason: string): void {
+    if (this.span === NOOP_SPAN) return;
+    this.span.setAttributes({ "error.type": reason });
+    this.span.setError(reason);
+  }
+
+  usage(usage: { input: number; output: number }, responseModel?: string): void {
+    const { operation, modelLabel, metrics } = this.options;
+    if (operation !== undefined) {
+      const tokens = metrics.genAiTokenUsage;
+      if (usage.input > 0) child(tokens, operation, modelLabel, "input").observe(usage.input);
+      if (usage.output > 0) child(tokens, operation, modelLabel, "output").observe(usage.output);
+    }
+    if (this.span === NOOP_SPAN) return;
+    this.span.setAttributes({
+      "gen_ai.usage.input_tokens": usage.input,
+      "gen_ai.usage.output_tokens": usage.output,
+      "gen_ai.response.model": responseModel,
+    });
+  }
+
+  ended(): void {
+    if (this.over) return;
+    this.over = true;
+    const { operation, modelLabel, metrics } = this.options;
+    if (operation !== undefined) {
+      child(metrics.genAiOperationDuration, operation, modelLabel).observe(
+        (performance.now() - this.started) / 1000,
+      );
+    }
+    const { span } = this;
+    // A reader finds the usage in the answer it just read whole: let it report it first.
+    if (span !== NOOP_SPAN) setImmediate(() => span.end());
+  }
 }
 
 function startClientSpan(options: CallObserverOptions, channel: Channel): Span {

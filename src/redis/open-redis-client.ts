@@ -168,12 +168,21 @@ export function watchRedisClient(client: RedisClient, logger: Logger, name: stri
   });
 }
 
-/** Closes a client: QUIT when it answers, else at once. */
+/** How long a closing client's QUIT may wait (a Redis away, a failover under way). */
+const QUIT_WAIT_MS = 1000;
+
+/** Closes a client: QUIT when it answers in time, else at once. */
 export async function closeRedisClient(client: RedisClient): Promise<void> {
   if (client.status === "end") return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), QUIT_WAIT_MS);
+  });
   try {
-    await client.quit();
+    if ((await Promise.race([client.quit(), late])) === "late") client.disconnect();
   } catch {
     client.disconnect();
+  } finally {
+    clearTimeout(timer);
   }
 }
