@@ -130,17 +130,8 @@ async function check(s: S3State, signal: AbortSignal | undefined): Promise<void>
   const key = `${dayOf(Math.floor(Date.now() / 1000))}/check-${randomBytes(6).toString("hex")}.txt`;
   const bytes = Buffer.from("image-task-sidecar store check\n");
   const options = signal ? { abortSignal: signal } : {};
-  await failing(s, "PutObject", () =>
-    s.client.send(
-      new s.sdk.PutObjectCommand({
-        Bucket: s.bucket,
-        Key: objectKey(s, key),
-        Body: bytes,
-        ContentType: "text/plain",
-      }),
-      options,
-    ),
-  );
+  // Written as images are (the same request, body unsigned), so what passes here passes there.
+  await failing(s, "PutObject", () => put(s, key, bytes, "text/plain", signal));
   await failing(s, "GetObject", async () => {
     const answer = await s.client.send(
       new s.sdk.GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
@@ -197,7 +188,13 @@ function openClient(sdk: typeof S3Sdk, options: S3ImageStoreOptions): S3Sdk.S3Cl
 
 const objectKey = (s: S3State, key: string) => `${s.base}${checkKey(key)}`;
 
-async function put(s: S3State, key: string, bytes: Buffer, contentType: string): Promise<void> {
+async function put(
+  s: S3State,
+  key: string,
+  bytes: Buffer,
+  contentType: string,
+  signal?: AbortSignal,
+): Promise<void> {
   const command = new s.sdk.PutObjectCommand({
     Bucket: s.bucket,
     Key: objectKey(s, key),
@@ -217,7 +214,7 @@ async function put(s: S3State, key: string, bytes: Buffer, contentType: string):
     },
     { step: "build", name: "unsignedImagePayload" },
   );
-  await s.client.send(command);
+  await s.client.send(command, signal ? { abortSignal: signal } : {});
 }
 
 async function get(
