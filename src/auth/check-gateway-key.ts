@@ -19,7 +19,8 @@ export type GatewayVerdict =
   | {
       kind: "unavailable";
       reason: string;
-      /** The status, when the gateway answered. */ answered?: number;
+      /** The HTTP status, when the gateway answered (a 404: its baseUrl lacks `/v1`?). */
+      answered?: number;
     };
 
 /** Options of {@link checkGatewayKey}. */
