@@ -41,6 +41,8 @@ export interface AppDeps {
   responseOwners: ResponseOwners;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
   isStopping: () => boolean;
+  /** Each channel's last model-list check, for `/readyz` (see `channels/channel-checks.ts`). */
+  channelStatuses?: () => Record<string, string>;
   /** Spans of requests, channel tries and tasks. Default: tracing off. */
   tracer?: Tracer;
   /** On Redis: the primary and its last switch, for `/readyz`. */
@@ -115,9 +117,10 @@ function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
 
   app.use(
     createHealthRouter({
-      ping: deps.tasks.ping,
+      store: deps.tasks.health.store,
+      images: deps.tasks.health.images,
+      channels: deps.channelStatuses ?? (() => ({})),
       isStopping: deps.isStopping,
-      storeUp: metrics.storeUp,
       redis: deps.redisStatus,
     }),
   );

@@ -11,6 +11,7 @@ import {
 } from "./auth/create-forward-mode.js";
 import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
 import { createChannel, type Channel } from "./channels/channel.js";
+import { createChannelChecks, type ChannelChecks } from "./channels/channel-checks.js";
 import { createChannelClient, type ChannelClient } from "./channels/channel-client.js";
 import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
@@ -91,6 +92,8 @@ interface ServiceParts {
   backend: TaskBackend;
   tasks: ImageTasks;
   routing: Routing;
+  /** Every channel's model list, fetched at start-up and every minute. */
+  channelChecks: ChannelChecks;
   /** Demo channels and other parts closed last. */
   closeChannels: () => Promise<void>;
 }
@@ -141,6 +144,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     );
     // What a previous process left: queued tasks run, interrupted ones run again.
     await parts.tasks.start();
+    opened.keep(parts.channelChecks, async (checks) => checks.stop()).start();
     const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
       (state.closing ??= closeServer(state, graceMs));
     return { url, port, server, metricsUrl: state.metricsListener?.url, close };
@@ -197,6 +201,7 @@ async function buildService(opened: OpenedParts, basics: Basics): Promise<Servic
   });
   backendOwned = true;
   opened.keep(tasks, (built) => built.stop(0));
+  const channelChecks = createChannelChecks({ channels, client: channelClient, logger, metrics });
   return {
     config,
     metrics,
@@ -207,6 +212,7 @@ async function buildService(opened: OpenedParts, basics: Basics): Promise<Servic
     backend,
     tasks,
     routing,
+    channelChecks,
     closeChannels,
   };
 }
@@ -292,6 +298,7 @@ function createServiceApp(state: ServerState): RequestListener {
       config.imageTasks.retentionSec * 1000,
     ),
     isStopping: () => state.stopping,
+    channelStatuses: () => state.parts.channelChecks.statuses(),
     tracer: state.parts.tracer,
     redisStatus: backend.redis?.status,
   });
@@ -338,6 +345,7 @@ async function closeServer(state: ServerState, graceMs: number): Promise<void> {
   const server = state.server!;
   const { parts } = state;
   state.stopping = true;
+  parts.channelChecks.stop();
   const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
   // Requests and tasks in flight share one grace period, counted from the signal;
   // a keep-alive connection is closed as soon as its request is answered.

@@ -16,7 +16,12 @@ export type GatewayVerdict =
    * safe to log: an error code or a status, never a message or body that
    * could echo the request (and with it the key).
    */
-  | { kind: "unavailable"; reason: string };
+  | {
+      kind: "unavailable";
+      reason: string;
+      /** The HTTP status, when the gateway answered (a 404: its baseUrl lacks `/v1`?). */
+      answered?: number;
+    };
 
 /** Options of {@link checkGatewayKey}. */
 export interface CheckGatewayKeyOptions {
@@ -59,7 +64,7 @@ export async function checkGatewayKey(options: CheckGatewayKeyOptions): Promise<
         retryAfter: typeof retryAfter === "string" ? retryAfter : undefined,
       };
     }
-    return { kind: "unavailable", reason: `status ${status}` };
+    return { kind: "unavailable", reason: `status ${status}`, answered: status };
   }
   let body: Buffer;
   try {
@@ -70,7 +75,7 @@ export async function checkGatewayKey(options: CheckGatewayKeyOptions): Promise<
   const models = parseModelList(body, channel.name);
   return models
     ? { kind: "accepted", models }
-    : { kind: "unavailable", reason: "answer is not a model list" };
+    : { kind: "unavailable", reason: "answer is not a model list", answered: status };
 }
 
 /** A loggable name for a failed call: the client's reason, an error code or name, never a message. */

@@ -240,6 +240,20 @@ function gatewayError(
       { retryAfter: verdict.retryAfter },
     );
   }
+  if (verdict.answered !== undefined) {
+    // It answered: the address or the path is wrong, which waiting does not mend.
+    const hint = verdict.answered === 404 ? "; does its baseUrl end in /v1?" : "";
+    logger.warn(
+      { channel: channelName, reason: verdict.reason },
+      `the gateway answered GET /models (checking a forward key) with ${verdict.reason}${hint}`,
+    );
+    return new ServiceError(
+      "upstream_unavailable",
+      verdict.answered >= 200 && verdict.answered < 300
+        ? "The gateway that checks this API key answered without a model list."
+        : `The gateway that checks this API key answered HTTP ${verdict.answered} to its model list request.`,
+    );
+  }
   logger.warn(
     { channel: channelName, reason: verdict.reason },
     "could not check a forward key with the gateway",

@@ -16,7 +16,9 @@ const USAGE = `Usage: image-task-sidecar <command> [--config FILE]
 Commands:
   serve          start the HTTP service (default); CONFIG_FILE or --config picks the YAML file
   mcp            run the MCP server over stdio (OPENAI_BASE_URL, OPENAI_API_KEY, IMAGE_OUTPUT_DIR)
-  check-config   validate a configuration file and exit (0 valid, 2 invalid)
+  check-config   validate a configuration file and exit (0 valid, 2 invalid); with --probe
+                 also check the channels, the task store and the image store as start-up
+                 does, one line each (exit 1 when one fails)
 `;
 
 /** A started service, as `serve` handles it: its URL for the banner, and its graceful stop. */
@@ -25,13 +27,21 @@ export interface ServingProcess {
   close(): Promise<void>;
 }
 
-/** What the CLI runs: the service's `startServer`, passed in by the entry files. */
+/** One line of `check-config --probe`. */
+export interface ProbeLine {
+  ok: boolean;
+  line: string;
+}
+
+/** What the CLI runs: the service's `startServer` and its probes, passed in by the entry files. */
 export interface CliDeps {
   startServer(options: {
     config: Config;
     logger: Logger;
     tracing: TracingOptions | undefined;
   }): Promise<ServingProcess>;
+  /** `check-config --probe`: start-up's checks without starting (see `probe/probe-config.ts`). */
+  probeConfig?(config: Config, logger: Logger): Promise<ProbeLine[]>;
 }
 
 /**
@@ -49,7 +59,11 @@ export async function runCli(
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { config: { type: "string", short: "c" }, help: { type: "boolean", short: "h" } },
+      options: {
+        config: { type: "string", short: "c" },
+        help: { type: "boolean", short: "h" },
+        probe: { type: "boolean" },
+      },
     });
   } catch (err) {
     console.error(`${(err as Error).message}\n\n${USAGE}`);
@@ -69,7 +83,7 @@ export async function runCli(
         const loaded = loadConfig({ file, env });
         printWarnings(loaded.warnings);
         process.stdout.write(`${loaded.file}: valid\n${describeAuth(loaded.config.auth)}\n`);
-        return 0;
+        return parsed.values.probe ? await probe(loaded.config, env, deps) : 0;
       }
       case "mcp":
         await runMcpStdio(loadMcpConfig(env));
@@ -148,6 +162,17 @@ async function serve(
       stop("SIGINT");
     });
   });
+}
+
+/** `check-config --probe`: one line per check, `ok` or `failed`; 1 when one failed. */
+async function probe(config: Config, env: NodeJS.ProcessEnv, deps: CliDeps): Promise<number> {
+  if (!deps.probeConfig) throw new Error("this entry cannot probe");
+  const scrub = createSecretScrubber([...configSecrets(config), ...envSecrets(env)]);
+  const results = await deps.probeConfig(config, createLogger("silent"));
+  for (const { ok, line } of results) {
+    process.stdout.write(`${ok ? "ok    " : "failed"}  ${scrub(line)}\n`);
+  }
+  return results.every((result) => result.ok) ? 0 : 1;
 }
 
 function printWarnings(warnings: readonly string[]): void {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { describeDeployment } from "./deployment.js";
 import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
+import { checkListenersAndKeys } from "./schema/config-rules.js";
 import { consoleSchema } from "./schema/console-schema.js";
 import { eventsSchema } from "./schema/events-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
@@ -109,6 +110,7 @@ export const configSchema = z
       }
       seen.add(channel.name);
     });
+    checkListenersAndKeys(config, ctx);
   })
   // What the URLs mean, worked out once: nothing else reads a scheme.
   .transform((config) => ({ ...config, deployment: describeDeployment(config) }))

@@ -75,8 +75,10 @@ export function parseConfig(
 ): Config {
   const problems: string[] = [];
   const unset = new Map<string, string>();
-  const substituted = substituteEnv(raw, env, [], unset);
-  applyEnvOverrides(substituted, env, problems);
+  // Which variable set each field: an error names what the user set, not only the field.
+  const fromEnv = new Map<string, string>();
+  const substituted = substituteEnv(raw, env, [], unset, fromEnv);
+  const overridden = applyEnvOverrides(substituted, env, problems);
   // The spec's example must start as written even where its variables are unset: an unset
   // `${VAR}` is an empty value and a warning (an empty JWT secret then refuses every token).
   for (const [path, name] of unset) {
@@ -96,13 +98,33 @@ export function parseConfig(
         }
         continue;
       }
-      problems.push(
-        `${path || "(root)"}: ${issue.message}${hint ? ` (environment variable ${hint} is not set)` : ""}`,
-      );
+      problems.push(problemLine(path, issue.message, { hint, overridden, fromEnv }));
     }
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);
   return result.data;
+}
+
+/**
+ * One problem line, naming what the user set: the variable that overrode the
+ * field (`LOG_LEVEL: ...`), else the field, with the variable its value came
+ * from; a field named in the message that a variable overrode says so too.
+ */
+function problemLine(
+  path: string,
+  message: string,
+  sources: { hint?: string; overridden: Map<string, string>; fromEnv: Map<string, string> },
+): string {
+  const { hint, overridden, fromEnv } = sources;
+  let text = message;
+  for (const [field, name] of overridden) {
+    if (field !== path) text = text.replaceAll(field, `${field} (set by ${name})`);
+  }
+  const variable = overridden.get(path);
+  if (variable) return `${variable}: ${text} (the variable overrides ${path})`;
+  if (hint) return `${path || "(root)"}: ${text} (environment variable ${hint} is not set)`;
+  const source = fromEnv.get(path);
+  return `${path || "(root)"}: ${text}${source ? ` (the value comes from ${source})` : ""}`;
 }
 
 /** `channels[0].baseUrl`, as users write it. */
@@ -127,24 +149,28 @@ function substituteEnv(
   env: NodeJS.ProcessEnv,
   path: PropertyKey[],
   unset: Map<string, string>,
+  fromEnv: Map<string, string>,
 ): unknown {
   if (typeof value === "string") {
     return value.replace(VAR, (_match, name: string, fallback: string | undefined) => {
       const found = env[name];
-      if (found !== undefined && found !== "") return found;
+      if (found !== undefined && found !== "") {
+        fromEnv.set(formatPath(path), name);
+        return found;
+      }
       if (fallback !== undefined) return fallback;
       unset.set(formatPath(path), name);
       return "";
     });
   }
   if (Array.isArray(value)) {
-    return value.map((item, index) => substituteEnv(item, env, [...path, index], unset));
+    return value.map((item, index) => substituteEnv(item, env, [...path, index], unset, fromEnv));
   }
   if (value && typeof value === "object") {
     return Object.fromEntries(
       Object.entries(value).map(([key, item]) => [
         key,
-        substituteEnv(item, env, [...path, key], unset),
+        substituteEnv(item, env, [...path, key], unset, fromEnv),
       ]),
     );
   }
@@ -167,10 +193,23 @@ const OVERRIDES: ReadonlyArray<{ name: string; section: string; field: string; n
       numeric: true,
     },
     { name: "LOG_LEVEL", section: "logging", field: "level", numeric: false },
+    { name: "WEBHOOKS_SECRET", section: "webhooks", field: "secret", numeric: false },
+    {
+      name: "WEBHOOKS_ALLOW_PRIVATE_NETWORKS",
+      section: "webhooks",
+      field: "allowPrivateNetworks",
+      numeric: false,
+    },
   ];
 
-function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv, problems: string[]): void {
-  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return;
+/** Applies the overrides that are set; resolves each overridden field's path and its variable. */
+function applyEnvOverrides(
+  raw: unknown,
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): Map<string, string> {
+  const applied = new Map<string, string>();
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) return applied;
   const root = raw as Raw;
   for (const { name, section, field, numeric } of OVERRIDES) {
     const value = env[name];
@@ -183,5 +222,7 @@ function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv, problems: strin
     const target: Raw = current && typeof current === "object" ? (current as Raw) : {};
     target[field] = numeric ? Number(value.trim()) : value;
     root[section] = target;
+    applied.set(`${section}.${field}`, name);
   }
+  return applied;
 }

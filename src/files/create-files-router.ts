@@ -6,6 +6,12 @@ import { clientGone } from "../http/client-gone.js";
 import { TASK_ID_PATTERN } from "../tasks/core/task-record.js";
 import type { ImageUrlSigner } from "./image-url-signer.js";
 
+/** An image the files route serves, and when its task expires (links die with it). */
+export type ServedImage = ImageObject & {
+  /** Unix seconds: the link is refused from then on, and no cache keeps it longer. */
+  expiresAt?: number;
+};
+
 /** What the files route reads: a completed task's image by id, as a stream. */
 export interface FileSource {
   /**
@@ -17,14 +23,14 @@ export interface FileSource {
     index: number,
     ext: string,
     signal?: AbortSignal,
-  ): Promise<ImageObject | undefined>;
+  ): Promise<ServedImage | undefined>;
   /** Partial image `index` of task `taskId` (while the task is kept), if its extension is `ext`. */
   openPartialFile(
     taskId: string,
     index: number,
     ext: string,
     signal?: AbortSignal,
-  ): Promise<ImageObject | undefined>;
+  ): Promise<ServedImage | undefined>;
 }
 
 /** Whether `If-None-Match` names the entity tag (or `*`), weak or strong. */
@@ -72,9 +78,10 @@ export function createFilesRouter(deps: {
       ? await deps.images.openPartialFile(taskId, Number(index), ext, signal)
       : await deps.images.openCompleted(taskId, Number(index), ext, signal);
     if (!image) throw notFound;
+    const until = Math.min(Number(expires), image.expiresAt ?? Infinity);
     const headers = {
       ETag: image.etag,
-      "Cache-Control": `private, max-age=${Math.max(0, Number(expires) - nowSec)}`,
+      "Cache-Control": `private, max-age=${Math.max(0, until - nowSec)}`,
       "X-Content-Type-Options": "nosniff",
     };
     if (matches(req.get("if-none-match"), image.etag)) {

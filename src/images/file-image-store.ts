@@ -5,8 +5,9 @@ import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { makeOwnerDir, OWNER_FILE_MODE } from "../fs/owner-only.js";
-import { checkKey, contentTypeOfKey } from "./image-keys.js";
+import { checkKey, contentTypeOfKey, dayOf } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
+import { fileStoreFailure } from "./image-store-error.js";
 
 /** Options of {@link createFileImageStore}. */
 export interface FileImageStoreOptions {
@@ -29,21 +30,43 @@ export function createFileImageStore(options: FileImageStoreOptions): ImageStore
   const root = resolve(options.dir);
   return {
     backend: "file",
-    put: (key, bytes) => put(root, key, bytes),
-    get: (key) => get(root, key),
-    delete: (keys) => deleteKeys(root, keys),
+    put: (key, bytes) => failing("write", () => put(root, key, bytes)),
+    get: (key) => failing("read", () => get(root, key)),
+    delete: (keys) => failing("delete", () => deleteKeys(root, keys)),
     list: (prefix) => list(root, prefix),
-    async ping() {
-      // The root must exist and be writable: a read-only mount fails here (EROFS).
-      await makeOwnerDir(root);
-      await access(root, constants.W_OK);
-    },
+    ping: () =>
+      failing("access", async () => {
+        // The root must exist and be writable: a read-only mount fails here (EROFS).
+        await makeOwnerDir(root);
+        await access(root, constants.W_OK);
+      }),
+    check: () => failing("write", () => check(root)),
     objectKey: (key) => checkKey(key),
     async close() {},
   };
 }
 
 const pathOf = (root: string, key: string) => join(root, checkKey(key));
+
+/** Runs one operation; a file system failure becomes an `ImageStoreError`. */
+async function failing<T>(operation: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    throw fileStoreFailure(err, operation);
+  }
+}
+
+/**
+ * {@link ImageStore.check}: a file written (as images are: a temporary file
+ * renamed) and removed, in today's folder, which the day's sweep deletes
+ * should the removal fail.
+ */
+async function check(root: string): Promise<void> {
+  const key = `${dayOf(Math.floor(Date.now() / 1000))}/check-${randomBytes(6).toString("hex")}.txt`;
+  await put(root, key, Buffer.from("image-task-sidecar store check\n"));
+  await deleteKeys(root, [key]);
+}
 
 async function put(root: string, key: string, bytes: Buffer): Promise<void> {
   const path = pathOf(root, key);

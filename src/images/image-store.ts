@@ -36,8 +36,9 @@ export interface PresignOptions {
  * images and the input images of waiting edits. Keys are relative
  * (`<YYYY-MM-DD>/<task id>/<n>.<ext>`); a backend may put its own prefix in
  * front ({@link objectKey}). Every backend passes one conformance suite. A
- * backend that cannot be reached rejects; a missing object is `undefined`,
- * never an error.
+ * backend that fails rejects with an `ImageStoreError` (its own code, and
+ * whether it can heal); a missing object is `undefined`, never an error, but
+ * a missing bucket is an error.
  */
 export interface ImageStore {
   readonly backend: ImageBackend;
@@ -49,8 +50,16 @@ export interface ImageStore {
   delete(keys: readonly string[]): Promise<void>;
   /** Every object whose key starts with `prefix`, in key order (oldest expiry day first). */
   list(prefix: string): AsyncIterable<ListedObject>;
-  /** Rejects when the store cannot be reached (`/readyz`). */
+  /** Rejects when the store cannot be reached (a light probe: S3 `HeadBucket`). */
   ping(): Promise<void>;
+  /**
+   * Proves the store can keep images, as start-up and the readiness probe
+   * need: S3 `HeadBucket`, then a small object written, read back and
+   * deleted under the prefix; a directory, a file written and removed.
+   * Rejects with an `ImageStoreError` naming the store's own code, whether it
+   * can heal, and the field at fault; or with the signal's reason.
+   */
+  check(signal?: AbortSignal): Promise<void>;
   /** The key as the backend names it (an S3 object key with its prefix): the path of a public link. */
   objectKey(key: string): string;
   /** A link that reads the object straight from the backend, where it has them (S3). */

@@ -53,6 +53,8 @@ export function createMemoryImageStore(): ImageStore {
 
     async ping() {},
 
+    async check() {},
+
     objectKey: (key) => key,
 
     async close() {

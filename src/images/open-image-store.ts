@@ -6,6 +6,7 @@ import { createFileImageStore } from "./file-image-store.js";
 import type { ImageStore } from "./image-store.js";
 import { createMemoryImageStore } from "./memory-image-store.js";
 import { openS3ImageStore } from "./s3-image-store.js";
+import { waitForImageStore } from "./wait-for-image-store.js";
 import { withImageStoreMetrics } from "./with-image-store-metrics.js";
 
 /** Dependencies of {@link openImageStore}. */
@@ -17,11 +18,41 @@ export interface OpenImageStoreDeps {
 
 /**
  * Opens the image store the deployment names (`images.url`, or its default beside the task store), with
- * its metrics. Replicas on Redis must share it: with a `file://` store
+ * its metrics, and checks that it can keep images (see `waitForImageStore`):
+ * a refusal that cannot heal, or a store that does not answer within
+ * `images.connectTimeoutSec`, rejects with a `ConfigError` naming the field
+ * and the store's own code. Replicas on Redis must share it: with a `file://` store
  * beside Redis, start-up warns that every replica must mount the directory.
  */
 export async function openImageStore(deps: OpenImageStoreDeps): Promise<ImageStore> {
-  const { config, metrics, logger } = deps;
+  const store = withImageStoreMetrics(await openBackend(deps), deps.metrics);
+  try {
+    await waitForImageStore(store, {
+      timeoutMs: deps.config.images.connectTimeoutSec * 1000,
+      where: describeImageStore(deps.config),
+      logger: deps.logger,
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
+
+/** Where the image store is, for a line a person reads: no credentials. */
+export function describeImageStore(config: Pick<Config, "images" | "deployment">): string {
+  const { images } = config.deployment;
+  if (images.kind !== "s3") return images.url;
+  const { endpoint, region } = config.images.s3;
+  if (!endpoint) return `${images.url} in AWS region ${region}`;
+  const shown = new URL(endpoint);
+  shown.username = "";
+  shown.password = "";
+  return `${images.url} at ${shown.origin}`;
+}
+
+async function openBackend(deps: OpenImageStoreDeps): Promise<ImageStore> {
+  const { config, logger } = deps;
   const { images, shared } = config.deployment;
   let store: ImageStore;
   if (images.kind === "memory") {
@@ -68,5 +99,5 @@ export async function openImageStore(deps: OpenImageStoreDeps): Promise<ImageSto
       "images.links is public: image links (publicBaseUrl + the object key) never expire and need no key; whatever serves publicBaseUrl alone decides who may read them",
     );
   }
-  return withImageStoreMetrics(store, metrics);
+  return store;
 }

@@ -1,7 +1,10 @@
+import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import type * as S3Sdk from "@aws-sdk/client-s3";
-import { checkKey } from "./image-keys.js";
+import { checkKey, dayOf } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
+import { ImageStoreError } from "./image-store-error.js";
+import { s3StoreFailure } from "./s3-store-failure.js";
 
 /** Options of {@link openS3ImageStore}: `s3://bucket/prefix` and the `images.s3` section. */
 export interface S3ImageStoreOptions {
@@ -25,9 +28,13 @@ const PING_TIMEOUT_MS = 5_000;
 /** Deletes in flight at once: one request per object, which every S3-compatible store takes. */
 const DELETE_CONCURRENCY = 8;
 
+/**
+ * A missing object, not a missing bucket: a bucket that is gone is a failure
+ * of the store (`NoSuchBucket`), never "no such image".
+ */
 const isNotFound = (err: unknown) => {
-  const { name, $metadata } = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-  return name === "NoSuchKey" || name === "NotFound" || $metadata?.httpStatusCode === 404;
+  const { name } = err as { name?: string };
+  return name === "NoSuchKey" || name === "NotFound";
 };
 
 /**
@@ -46,20 +53,17 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
     client,
     bucket: options.bucket,
     base: options.prefix === "" ? "" : `${options.prefix}/`,
+    staticCredentials: options.credentials !== undefined,
   };
   return {
     backend: "s3",
-    put: (key, bytes, contentType) => put(s, key, bytes, contentType),
-    get: (key, signal) => get(s, key, signal),
-    delete: (keys) => deleteKeys(s, keys),
+    put: (key, bytes, contentType) =>
+      failing(s, "PutObject", () => put(s, key, bytes, contentType)),
+    get: (key, signal) => failing(s, "GetObject", () => get(s, key, signal)),
+    delete: (keys) => failing(s, "DeleteObject", () => deleteKeys(s, keys)),
     list: (prefix) => list(s, prefix),
-    async ping() {
-      // Reachable and signed in to, with the permission the sweep's listing needs anyway;
-      // promptly, so that a store that hangs makes /readyz fail rather than hang.
-      await client.send(new sdk.HeadBucketCommand({ Bucket: s.bucket }), {
-        abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS),
-      });
-    },
+    ping: () => failing(s, "HeadBucket", () => headBucket(s, AbortSignal.timeout(PING_TIMEOUT_MS))),
+    check: (signal) => check(s, signal),
     objectKey: (key) => objectKey(s, key),
     presign(key, { expiresInSec, signingDate }) {
       return getSignedUrl(
@@ -84,6 +88,83 @@ interface S3State {
   bucket: string;
   /** The prefix with its `/`, or "". */
   base: string;
+  /** `images.s3.accessKeyId` is set (else the SDK's chain signs): which field a refusal names. */
+  staticCredentials: boolean;
+}
+
+/** Runs one operation; its failure becomes an `ImageStoreError` (an abort passes as it is). */
+async function failing<T>(s: S3State, operation: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    throw s3StoreFailure(err, operation, s.staticCredentials);
+  }
+}
+
+async function headBucket(s: S3State, signal: AbortSignal | undefined): Promise<void> {
+  // Reachable and signed in to, with the permission the sweep's listing needs anyway.
+  await s.client.send(
+    new s.sdk.HeadBucketCommand({ Bucket: s.bucket }),
+    signal ? { abortSignal: signal } : {},
+  );
+}
+
+/**
+ * {@link ImageStore.check}: `HeadBucket`, then a small object written, read
+ * back and deleted under the prefix (in today's folder, so that one a
+ * failed delete leaves is swept with its day). A `HeadBucket` has no body:
+ * its bare 403 or 404 says nothing of why, so the write that follows names
+ * the store's own code (`NoSuchBucket`, `SignatureDoesNotMatch`,
+ * `InvalidAccessKeyId`, `AccessDenied`); a key that may write but not list
+ * is refused for the listing the expiry sweep needs.
+ */
+async function check(s: S3State, signal: AbortSignal | undefined): Promise<void> {
+  let refusedHead: ImageStoreError | undefined;
+  try {
+    await failing(s, "HeadBucket", () => headBucket(s, signal));
+  } catch (err) {
+    // A HEAD answer has no body, so no code (a bare 403 or 404): the write below names it.
+    if (!(err instanceof ImageStoreError) || !err.permanent) throw err;
+    refusedHead = err;
+  }
+  const key = `${dayOf(Math.floor(Date.now() / 1000))}/check-${randomBytes(6).toString("hex")}.txt`;
+  const bytes = Buffer.from("image-task-sidecar store check\n");
+  const options = signal ? { abortSignal: signal } : {};
+  // Written as images are (the same request, body unsigned), so what passes here passes there.
+  await failing(s, "PutObject", () => put(s, key, bytes, "text/plain", signal));
+  await failing(s, "GetObject", async () => {
+    const answer = await s.client.send(
+      new s.sdk.GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
+      options,
+    );
+    const read = Buffer.from((await answer.Body?.transformToByteArray()) ?? []);
+    if (!read.equals(bytes)) {
+      throw new ImageStoreError(
+        "ContentMismatch",
+        true,
+        "images.s3.endpoint",
+        "the store answered other bytes than were written: is images.s3.endpoint an S3 endpoint?",
+        "GetObject",
+      );
+    }
+  });
+  await failing(s, "DeleteObject", () =>
+    s.client.send(
+      new s.sdk.DeleteObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
+      options,
+    ),
+  );
+  if (refusedHead?.field === "images.url") throw refusedHead;
+  if (refusedHead) {
+    throw new ImageStoreError(
+      "AccessDenied",
+      true,
+      refusedHead.field,
+      "the key may write objects but not list the bucket (s3:ListBucket), which the expiry " +
+        "sweep needs",
+      "HeadBucket",
+    );
+  }
 }
 
 function openClient(sdk: typeof S3Sdk, options: S3ImageStoreOptions): S3Sdk.S3Client {
@@ -98,14 +179,22 @@ function openClient(sdk: typeof S3Sdk, options: S3ImageStoreOptions): S3Sdk.S3Cl
     maxAttempts: 2,
     requestHandler: {
       connectionTimeout: (options.connectTimeoutSec ?? 5) * 1000,
-      requestTimeout: (options.idleTimeoutSec ?? 30) * 1000,
+      // The silence a request may wait through, then it fails (smithy's `requestTimeout`
+      // only logs unless told to throw, and counts the whole request, not its silence).
+      socketTimeout: (options.idleTimeoutSec ?? 30) * 1000,
     },
   });
 }
 
 const objectKey = (s: S3State, key: string) => `${s.base}${checkKey(key)}`;
 
-async function put(s: S3State, key: string, bytes: Buffer, contentType: string): Promise<void> {
+async function put(
+  s: S3State,
+  key: string,
+  bytes: Buffer,
+  contentType: string,
+  signal?: AbortSignal,
+): Promise<void> {
   const command = new s.sdk.PutObjectCommand({
     Bucket: s.bucket,
     Key: objectKey(s, key),
@@ -125,7 +214,7 @@ async function put(s: S3State, key: string, bytes: Buffer, contentType: string):
     },
     { step: "build", name: "unsignedImagePayload" },
   );
-  await s.client.send(command);
+  await s.client.send(command, signal ? { abortSignal: signal } : {});
 }
 
 async function get(
@@ -166,12 +255,14 @@ async function* list(s: S3State, prefix: string): AsyncGenerator<ListedObject> {
   const { base } = s;
   let token: string | undefined;
   do {
-    const page = await s.client.send(
-      new s.sdk.ListObjectsV2Command({
-        Bucket: s.bucket,
-        Prefix: `${base}${prefix}`,
-        ...(token ? { ContinuationToken: token } : {}),
-      }),
+    const page = await failing(s, "ListObjectsV2", () =>
+      s.client.send(
+        new s.sdk.ListObjectsV2Command({
+          Bucket: s.bucket,
+          Prefix: `${base}${prefix}`,
+          ...(token ? { ContinuationToken: token } : {}),
+        }),
+      ),
     );
     for (const item of page.Contents ?? []) {
       if (item.Key?.startsWith(base)) {

@@ -1,7 +1,7 @@
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ImageStore } from "./image-store.js";
 
-type Op = "put" | "get" | "delete" | "list" | "ping";
+type Op = "put" | "get" | "delete" | "list" | "ping" | "check";
 type Outcome = "ok" | "not_found" | "error";
 
 /**
@@ -59,6 +59,7 @@ export function withImageStoreMetrics(
       }
     },
     ping: () => timed("ping", () => store.ping()),
+    check: (signal) => timed("check", () => store.check(signal)),
     objectKey: (key) => store.objectKey(key),
     ...(store.presign ? { presign: store.presign.bind(store) } : {}),
     close: () => store.close(),

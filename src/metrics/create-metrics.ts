@@ -4,6 +4,7 @@ import { createConnectionMetrics } from "./connection-metrics.js";
 import { createHttpMetrics } from "./http-metrics.js";
 import { createImageStoreMetrics } from "./image-store-metrics.js";
 import { METRIC_PREFIX } from "./metric-conventions.js";
+import { createReadinessMetrics } from "./readiness-metrics.js";
 import { createRedisMetrics } from "./redis-metrics.js";
 import { createStoreMetrics } from "./store-metrics.js";
 import { createTaskEventMetrics } from "./task-event-metrics.js";
@@ -44,6 +45,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     ...createWebhookMetrics(registry),
     ...createImageStoreMetrics(registry),
     ...createStoreMetrics(registry),
+    ...createReadinessMetrics(registry),
     ...createRedisMetrics(registry),
   };
 }

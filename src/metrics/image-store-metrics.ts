@@ -6,7 +6,7 @@ export function createImageStoreMetrics(registry: Registry) {
   return {
     imageStoreOperations: new Counter({
       name: `${p}image_store_operations_total`,
-      help: "Image store operations, by backend (memory, file, s3), op (put, get, delete, list, ping) and outcome (ok, not_found, error).",
+      help: "Image store operations, by backend (memory, file, s3), op (put, get, delete, list, ping, check) and outcome (ok, not_found, error).",
       labelNames: ["backend", "op", "outcome"] as const,
       registers: [registry],
     }),

@@ -2,8 +2,6 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
-import { storageUnavailable } from "../errors/storage-unavailable.js";
-import { available } from "../errors/store-unavailable.js";
 import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-signer.js";
 import type { ImageStore } from "../images/image-store.js";
 import type { Metrics } from "../metrics/create-metrics.js";
@@ -21,6 +19,7 @@ import { createTaskRunner, type TaskRunner } from "./run/task-runner.js";
 import { createTaskFinisher } from "./service/task-finisher.js";
 import { createTaskService, type TaskService } from "./service/task-service.js";
 import { createTaskWaiters, type TaskWaiters } from "./service/task-waiters.js";
+import { createTaskHealth, type TaskHealth } from "./task-health.js";
 import { TaskMaintenance } from "./task-maintenance.js";
 import { createTaskWebhooks, type TaskWebhooks } from "./webhooks/task-webhooks.js";
 import { announceWebhooksOnFinish } from "./webhooks/webhook-announcer.js";
@@ -58,10 +57,11 @@ export interface ImageTasks {
   /** Tasks' images as the routes read them: links, bytes, files. */
   images: ImageReads;
   /**
-   * Rejects when the task store (`store_unavailable`) or the image store
-   * (`storage_unavailable`) cannot be reached (`/readyz`).
+   * Whether the task store and the image store work (each checked at start-up,
+   * periodically, on `/readyz` and when an operation fails): submissions are
+   * refused with 503 while one does not.
    */
-  ping(): Promise<void>;
+  health: TaskHealth;
   /** Picks up what earlier processes left, starts running tasks and the periodic maintenance. */
   start(): Promise<void>;
   /**
@@ -84,6 +84,7 @@ interface TaskParts {
   deliverer: WebhookDeliverer;
   webhooks: TaskWebhooks;
   maintenance: TaskMaintenance;
+  health: TaskHealth;
   /** Ends this process's webhook announcements (see `announceWebhooksOnFinish`). */
   stopAnnouncing: () => void;
 }
@@ -95,20 +96,15 @@ interface TaskParts {
  * maintenance. Nothing runs until {@link ImageTasks.start}.
  */
 export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks> {
-  const { backend, imageStore } = deps;
+  const { backend } = deps;
   const signer = createImageUrlSigner(await signingSecret(deps.config, backend));
   const parts = createParts(deps, signer);
   return {
     service: parts.service,
     signer,
     feed: parts.feed,
-    images: createImageReads(backend.store, parts.images),
-    async ping() {
-      await available(() => backend.store.ping());
-      await imageStore.ping().catch((err: unknown) => {
-        throw storageUnavailable(err);
-      });
-    },
+    images: createImageReads(backend.store, parts.images, deps.now),
+    health: parts.health,
     start: () => start(backend, parts),
     stop: (graceMs, drained) => stop(backend, parts, graceMs, drained),
   };
@@ -122,6 +118,7 @@ async function start(backend: TaskBackend, parts: TaskParts): Promise<void> {
     parts.deliverer.attempt(delivery, attempt, options),
   );
   await parts.maintenance.start();
+  parts.health.start();
 }
 
 /** {@link ImageTasks.stop}. */
@@ -134,6 +131,7 @@ async function stop(
   // Waiting requests answer now, with the task as it is: a stop never waits for them.
   parts.service.stopAccepting();
   parts.maintenance.stop();
+  parts.health.stop();
   await Promise.all([backend.queue.stop(graceMs), backend.webhooks.stop(graceMs)]);
   await parts.runner.close();
   await parts.deliverer.close();
@@ -159,16 +157,18 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     now,
     runLimitSec: limits.timeoutSec + limits.retentionSec,
   });
+  const health = createTaskHealth({ store, imageStore: deps.imageStore, metrics, logger });
   const feed = createTaskFeed(events);
   const waiters = createTaskWaiters(feed);
   const finisher = createTaskFinisher({ store, events, metrics, logger, limits, images, now });
   const runner = createTaskRunner({
     ...{ store, images, access, sealer, finisher },
-    ...{ metrics, logger, limits, now, tracer: deps.tracer },
+    ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },
+    writeRetryMs: config.images.writeRetrySec * 1000,
   });
   const service = createTaskService({
     ...{ config, store, images, queue, finisher, access, sealer },
-    ...{ metrics, logger, waiters, now },
+    ...{ metrics, logger, waiters, now, stores: health },
   });
   const webhooks = createTaskWebhooks({ store, queue: backend.webhooks, images, logger, now });
   const deliverer = createWebhookDeliverer({
@@ -179,7 +179,6 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   });
   const maintenance = new TaskMaintenance({
     ...{ store, queue, imageStore: deps.imageStore, webhooks, metrics, logger, now },
-    retentionSec: limits.retentionSec,
     shared: config.deployment.shared,
   });
   const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
@@ -192,6 +191,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     deliverer,
     webhooks,
     maintenance,
+    health,
     stopAnnouncing,
   };
 }

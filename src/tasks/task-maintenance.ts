@@ -27,10 +27,11 @@ const IMAGE_SWEEP_INTERVAL_MS = 10 * 60_000;
 
 /**
  * How often every process sweeps expired tasks out of the store and its
- * indexes: every minute, or every `retentionSec` when tasks are kept less.
+ * indexes, handing their images to the image store to delete: the bound the
+ * docs give for a finished task's images (about 5 s past its expiry) is this
+ * and a delete's own time. A sweep with nothing due reads one index entry.
  */
-const sweepIntervalMs = (retentionSec: number) =>
-  Math.min(60_000, Math.max(1_000, retentionSec * 1000));
+const SWEEP_INTERVAL_MS = 2_000;
 
 /** Dependencies of {@link TaskMaintenance}. */
 export interface TaskMaintenanceDeps {
@@ -40,8 +41,6 @@ export interface TaskMaintenanceDeps {
   webhooks: Pick<TaskWebhooks, "drainOutbox">;
   metrics: Metrics;
   logger: Logger;
-  /** `imageTasks.retentionSec`: sets how often expired tasks are swept. */
-  retentionSec: number;
   /** Replicas share the store: a young outbox entry belongs to the replica that finished it. */
   shared: boolean;
   now: () => number;
@@ -55,6 +54,8 @@ export interface TaskMaintenanceDeps {
  */
 export class TaskMaintenance {
   private readonly timers: NodeJS.Timeout[] = [];
+  /** The expiry sweep under way, if one is. */
+  private sweeping: Promise<void> | undefined;
   /** The queue's counts last read, shown while the store is away. */
   private lastCounts: QueueCounts = { waiting: 0, running: 0 };
 
@@ -79,7 +80,7 @@ export class TaskMaintenance {
       return this.lastCounts;
     });
     this.timers.push(
-      setInterval(() => this.sweepTasks(), sweepIntervalMs(deps.retentionSec)),
+      setInterval(() => this.sweepTasks(), SWEEP_INTERVAL_MS),
       setInterval(() => {
         this.adoptUnfinished().catch((err: unknown) =>
           deps.logger.warn({ err }, "task adoption failed"),
@@ -103,16 +104,27 @@ export class TaskMaintenance {
     });
   }
 
-  /** Expired tasks leave the store; their images go with them (the day sweep catches the rest). */
+  /**
+   * Expired tasks leave the store; their images go with them (the day sweep
+   * catches the rest). One sweep at a time: a slow one (many images to
+   * delete) is not run over by the next.
+   */
   private sweepTasks(): void {
     const { store, imageStore, logger } = this.deps;
+    if (this.sweeping) return;
     const dropImages = (keys: string[]) =>
       imageStore.delete(keys).catch((err: unknown) => {
         logger.warn({ err, count: keys.length }, "could not delete expired tasks' images yet");
       });
-    store
+    this.sweeping = store
       .sweepExpired(dropImages)
-      .catch((err: unknown) => logger.warn({ err }, "expiry sweep failed"));
+      .then(
+        () => undefined,
+        (err: unknown) => logger.warn({ err }, "the task store's expiry sweep failed"),
+      )
+      .finally(() => {
+        this.sweeping = undefined;
+      });
   }
 
   /** Deletes the image store's expiry days that are over; logs, never rejects. */
@@ -122,7 +134,8 @@ export class TaskMaintenance {
       (deleted) => {
         if (deleted > 0) logger.info({ deleted }, "deleted images of expiry days that are over");
       },
-      (err: unknown) => logger.warn({ err }, "image expiry sweep failed"),
+      (err: unknown) =>
+        logger.warn({ err }, "the image store's sweep of expiry days that are over failed"),
     );
   }
 }

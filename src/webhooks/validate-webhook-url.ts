@@ -47,7 +47,10 @@ export async function validateWebhookUrl(
 ): Promise<string | undefined> {
   if (value === undefined || value === null) return undefined;
   if (!options.webhooks.secret) {
-    throw invalid("webhook_url is not accepted: this service has no webhooks.secret configured.");
+    throw invalid(
+      "webhook_url is not accepted: this service has no webhooks.secret configured " +
+        "(WEBHOOKS_SECRET sets it).",
+    );
   }
   if (typeof value !== "string") throw invalid("webhook_url must be a string.");
   if (value.length > MAX_WEBHOOK_URL_LENGTH) {
@@ -77,7 +80,7 @@ export async function validateWebhookUrl(
     if (err instanceof ForbiddenAddressError) {
       throw invalid(
         `webhook_url is refused: ${refusedAddress(url, err)} Webhooks are not sent to loopback, private, ` +
-          "link-local or metadata networks.",
+          `link-local or metadata networks.${allowedBy(err)}`,
       );
     }
     throw invalid(`webhook_url's host ${url.hostname} could not be resolved.`);
@@ -96,6 +99,15 @@ function refusedAddress(url: URL, err: ForbiddenAddressError): string {
   return isIpLiteral(url.hostname)
     ? `its host is ${kind}.`
     : `its host ${url.hostname} resolves to ${kind}.`;
+}
+
+/** The setting that would let the refused address through, where one would. */
+function allowedBy(err: ForbiddenAddressError): string {
+  if (err.reason === "metadata" || err.reason === "multicast" || err.reason === "scheme") return "";
+  return (
+    " To deliver to receivers on your own network, set webhooks.allowPrivateNetworks: true, " +
+    "or WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true."
+  );
 }
 
 function invalid(message: string): ServiceError {

@@ -194,10 +194,10 @@ describe("loadConfig", () => {
       "IMAGE_ASYNC_MAX_CONCURRENT: must be a whole number",
     ]);
     expect(problemsOf(yamlFile(MINIMAL), { IMAGE_ASYNC_MAX_CONCURRENT: "0" })).toEqual([
-      "imageTasks.maxConcurrent: must be > 0",
+      "IMAGE_ASYNC_MAX_CONCURRENT: must be > 0 (the variable overrides imageTasks.maxConcurrent)",
     ]);
     expect(problemsOf(yamlFile(MINIMAL), { STORE_URL: "mongodb://x" })).toEqual([
-      "store.url: must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// (rediss for TLS)",
+      "STORE_URL: must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// (rediss for TLS) (the variable overrides store.url)",
     ]);
   });
 
@@ -331,7 +331,7 @@ describe("${VAR} in numeric and boolean fields", () => {
     expect(config.server.trustProxy).toBe(true);
     expect(config.imageTasks.maxConcurrent).toBe(3);
     expect(problemsOf(file, { MAXC: "three", TRUST: "true" })).toEqual([
-      "imageTasks.maxConcurrent: must be a number (tasks)",
+      "imageTasks.maxConcurrent: must be a number (tasks) (the value comes from MAXC)",
     ]);
   });
 });
@@ -356,7 +356,7 @@ describe("store", () => {
       loadConfig({ file, env: { STORE_URL: "rediss://cache.internal:6380/1" } }).config.store.url,
     ).toBe("rediss://cache.internal:6380/1");
     expect(problemsOf(file, { STORE_URL: "mongodb://x" })).toEqual([
-      "store.url: must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// (rediss for TLS)",
+      "STORE_URL: must start with memory://, sqlite://, redis://, redis+sentinel:// or redis+cluster:// (rediss for TLS) (the variable overrides store.url)",
     ]);
     expect(problemsOf(yamlFile(`${MINIMAL}store:\n  prefix: "has space"\n`))).toEqual([
       "store.prefix: must be 1-64 letters, digits or _ . : - { }",

@@ -121,7 +121,8 @@ describe("Dockerfile", () => {
         scripts: { start: string };
       }
     ).scripts.start;
-    expect(start).toBe(`node ${script}`);
+    // `exec`: the start script's shell hands its process to node, so a signal to npm reaches it.
+    expect(start).toBe(`exec node ${script}`);
     expect(existsSync(join(ROOT, script.replace(/^dist\//, "src/").replace(/\.js$/, ".ts")))).toBe(
       true,
     );

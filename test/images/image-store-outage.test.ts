@@ -2,13 +2,25 @@ import { randomBytes } from "node:crypto";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startS3Server, type TestS3Server } from "../support/s3-server.js";
-import type { TestAppOptions } from "../support/start-test-app.js";
+import type { TestApp, TestAppOptions } from "../support/start-test-app.js";
 import { STORES } from "../tasks/store-places.js";
-import { call, expectError, getTask, submitOk, useApp, waitForStatus } from "../tasks/task-api.js";
+import {
+  call,
+  expectError,
+  getTask,
+  submit,
+  submitOk,
+  upstreamPrompts,
+  useApp,
+  waitForStatus,
+  waitUntil,
+} from "../tasks/task-api.js";
 
 /*
  * The image store (S3, s3rver on a free port) goes away and comes back, on
- * every task store: what clients see meanwhile, and that tasks recover.
+ * every task store: what clients see meanwhile (readiness with its reason,
+ * submissions refused before any channel is called), and that everything
+ * recovers.
  */
 
 let s3: TestS3Server;
@@ -19,14 +31,37 @@ afterAll(async () => {
   await s3?.close();
 });
 
-const withS3 = async (options: TestAppOptions, more: TestAppOptions = {}) => ({
+const withS3 = async (
+  options: TestAppOptions,
+  more: TestAppOptions = {},
+  images: Record<string, unknown> = {},
+) => ({
   ...options,
   ...more,
-  config: { ...more.config, images: s3.imagesConfig(`outage-${randomBytes(4).toString("hex")}`) },
+  config: {
+    ...more.config,
+    images: { ...s3.imagesConfig(`outage-${randomBytes(4).toString("hex")}`), ...images },
+  },
 });
 
+/** `/readyz` as a probe reads it. */
+async function readyz(app: TestApp) {
+  const answer = await call(app, "GET", "/readyz", { key: null });
+  return { status: answer.status, body: JSON.parse(answer.text) as Record<string, unknown> };
+}
+
+/** A counter's value from a scrape, by its labels. */
+async function refusedCount(app: TestApp, reason: string): Promise<number> {
+  const text = await (await fetch(`${app.url}/metrics`)).text();
+  const line = new RegExp(
+    `^image_task_sidecar_task_submissions_refused_total\\{reason="${reason}"\\} (\\S+)$`,
+    "m",
+  ).exec(text);
+  return line ? Number(line[1]) : 0;
+}
+
 describe.each(STORES)("image store away ($name)", ({ options }) => {
-  it("answers 503 storage_unavailable for images and /readyz, keeps passthrough, recovers", async () => {
+  it("is unready with its reason, refuses submissions before any channel call, keeps passthrough, recovers", async () => {
     const app = await useApp(await withS3(await options()));
     const urlTask = await submitOk(app, { prompt: "before", response_format: "url" });
     const b64Task = await submitOk(app, { prompt: "before", response_format: "b64_json" });
@@ -34,11 +69,30 @@ describe.each(STORES)("image store away ($name)", ({ options }) => {
     await waitForStatus(app, b64Task, ["completed"]);
     const link = (await getTask(app, urlTask)).body.data![0]!.url!;
     expect((await fetch(link)).status).toBe(200);
+    await waitUntil(async () => {
+      const { body } = await readyz(app);
+      return (body.checks as { channels: Record<string, string> }).channels.fake === "ok";
+    }, "the channel's first check");
+    // On Redis, `redis` (the primary) comes beside these.
+    expect(await readyz(app)).toMatchObject({
+      status: 200,
+      body: { status: "ready", checks: { store: "ok", images: "ok", channels: { fake: "ok" } } },
+    });
 
     await s3.stop();
     try {
       const ready = await call(app, "GET", "/readyz", { key: null });
-      expectError(ready, 503, "storage_unavailable");
+      expect(ready.status).toBe(503);
+      expect(ready.headers.get("retry-after")).toBe("5");
+      expect(JSON.parse(ready.text)).toMatchObject({
+        status: "unavailable",
+        reason: "the image store is unavailable",
+        checks: {
+          store: "ok",
+          images: "the image store did not answer (ECONNREFUSED, on HeadBucket)",
+          channels: { fake: "ok" },
+        },
+      });
       const image = await call(app, "GET", link.slice(app.url.length), { key: null });
       expectError(image, 503, "storage_unavailable");
       expect(image.headers.get("retry-after")).toBe("5");
@@ -51,36 +105,69 @@ describe.each(STORES)("image store away ($name)", ({ options }) => {
         messages: [{ role: "user", content: "hi" }],
       });
       expect(chat.choices[0]?.message.content).toBeTruthy();
-      // A task finishing now waits for the store, retrying, rather than failing at once.
-      const during = await submitOk(app, { prompt: "during", response_format: "b64_json" });
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      expect((await getTask(app, during)).body.status).toBe("in_progress");
-      await s3.start();
-      const done = await waitForStatus(app, during, ["completed", "failed"], 20_000);
-      expect(done.body.status, done.text).toBe("completed");
-      expect(done.body.data![0]!.b64_json!.length).toBeGreaterThan(0);
+
+      // A task that could not be kept is never sent to a channel (nor billed there).
+      const refused = await submit(app, { prompt: "during", response_format: "b64_json" });
+      expectError(refused, 503, "storage_unavailable");
+      expect(refused.headers.get("retry-after")).toBe("5");
+      expect(upstreamPrompts(app.upstream)).not.toContain("during");
+      expect(await refusedCount(app, "storage_unavailable")).toBe(1);
     } finally {
       await s3.start();
     }
-    expect((await call(app, "GET", "/readyz", { key: null })).status).toBe(200);
+    await waitUntil(async () => (await readyz(app)).status === 200, "/readyz to pass again");
+    const after = await submitOk(app, { prompt: "after", response_format: "b64_json" });
+    const done = await waitForStatus(app, after, ["completed", "failed"], 20_000);
+    expect(done.body.status, done.text).toBe("completed");
     expect((await fetch(link)).status).toBe(200);
   }, 40_000);
 });
 
-describe("image store away for longer than the task's timeout", () => {
-  it("fails the task with storage_unavailable, never completed without its bytes", async () => {
+describe("image store away while a task runs", () => {
+  it("retries the write for images.writeRetrySec, then fails storage_unavailable", async () => {
     const app = await useApp(
-      await withS3({ storeUrl: "memory://" }, { imageTasks: { timeoutSec: 2 } }),
+      await withS3(
+        { storeUrl: "memory://" },
+        { imageTasks: { timeoutSec: 120 } },
+        {
+          writeRetrySec: 2,
+        },
+      ),
     );
+    app.upstream.behave("images", { kind: "ok", delayMs: 1_500 });
+    const asked = app.upstream.nextRequest("images");
+    const id = await submitOk(app, { prompt: "never stored" });
+    await asked;
     await s3.stop();
     try {
-      const id = await submitOk(app, { prompt: "never stored" });
-      const done = await waitForStatus(app, id, ["completed", "failed"], 15_000);
+      // Within the write retries (2 s), long before the task's own timeout (120 s).
+      const done = await waitForStatus(app, id, ["completed", "failed"], 30_000);
       expect(done.body.status).toBe("failed");
-      expect(done.body.error).toMatchObject({ code: "storage_unavailable" });
+      expect(done.body.error).toMatchObject({
+        code: "storage_unavailable",
+        message: "The image store could not be written for 2 seconds.",
+      });
       expect(done.body.data).toBeUndefined();
     } finally {
       await s3.start();
     }
-  }, 30_000);
+  }, 40_000);
+
+  it("a task that waits the store out completes once it is back", async () => {
+    const app = await useApp(await withS3({ storeUrl: "memory://" }, {}, { writeRetrySec: 30 }));
+    app.upstream.behave("images", { kind: "ok", delayMs: 1_000 });
+    const asked = app.upstream.nextRequest("images");
+    const id = await submitOk(app, { prompt: "kept later", response_format: "b64_json" });
+    await asked;
+    await s3.stop();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect((await getTask(app, id)).body.status).toBe("in_progress");
+    } finally {
+      await s3.start();
+    }
+    const done = await waitForStatus(app, id, ["completed", "failed"], 20_000);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(done.body.data![0]!.b64_json!.length).toBeGreaterThan(0);
+  }, 40_000);
 });

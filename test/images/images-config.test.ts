@@ -49,6 +49,8 @@ describe("images config", () => {
         secretAccessKey: "secret-example",
       },
       links: "presigned",
+      connectTimeoutSec: 10,
+      writeRetrySec: 60,
     });
     expect(parseS3Url(config.images.url!)).toEqual({ bucket: "my-bucket", prefix: "some/prefix" });
     expect(parseS3Url("s3://bucket")).toEqual({ bucket: "bucket", prefix: "" });

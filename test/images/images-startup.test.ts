@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
+import { startS3Server } from "../support/s3-server.js";
 import { serve, spawnServe, writeConfig } from "../support/serve-process.js";
 import { TEST_KEYS } from "../support/start-test-app.js";
 
@@ -48,16 +49,18 @@ describe("start-up with Redis", () => {
   it("says nothing of the kind with an s3:// image store", async () => {
     const prefix = uniquePrefix("startup");
     try {
-      const file = await writeConfig(
-        dir,
-        prefix,
-        config(prefix, { url: "s3://bucket/prefix", s3: { endpoint: "http://127.0.0.1:9" } }),
-      );
-      const replica = await serve(file, dir, { LOG_LEVEL: "warn" });
-      // The warning may come after the banner: everything the process printed is read.
-      replica.child.kill("SIGTERM");
-      await replica.exited;
-      expect(replica.stdout()).not.toMatch(/must mount|memory:\/\//);
+      // A real S3 (s3rver): start-up checks the image store before it listens.
+      const s3 = await startS3Server();
+      try {
+        const file = await writeConfig(dir, prefix, config(prefix, s3.imagesConfig(prefix)));
+        const replica = await serve(file, dir, { LOG_LEVEL: "warn" });
+        // The warning may come after the banner: everything the process printed is read.
+        replica.child.kill("SIGTERM");
+        await replica.exited;
+        expect(replica.stdout()).not.toMatch(/must mount|memory:\/\//);
+      } finally {
+        await s3.close();
+      }
     } finally {
       await deleteKeys(prefix);
     }

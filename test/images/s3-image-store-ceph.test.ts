@@ -43,7 +43,8 @@ async function openStore(more: Partial<S3ImageStoreOptions> = {}): Promise<Image
   return store;
 }
 
-const nameOf = (err: unknown) => (err as { name?: string }).name;
+/** The store's own code an operation failed with (an `ImageStoreError`'s). */
+const codeOf = (err: unknown) => (err as { code?: string }).code;
 
 describe("S3 image store on Ceph RGW", () => {
   it("puts (unsigned payload), gets, lists by prefix, presigns and deletes", async () => {
@@ -112,25 +113,51 @@ describe("S3 image store on Ceph RGW", () => {
   });
 
   it("is refused with the gateway's own codes: wrong secret, unknown key, no rights, no bucket", async () => {
-    const keys: Record<string, S3Keys> = {
-      SignatureDoesNotMatch: { ...rgw, secretAccessKey: `x${rgw.secretAccessKey}` },
-      InvalidAccessKeyId: { accessKeyId: "NOSUCHKEY00000000000", secretAccessKey: "x" },
-      AccessDenied: rgw.outsider,
+    const keys: Record<string, S3Keys & { field: string }> = {
+      SignatureDoesNotMatch: {
+        ...rgw,
+        secretAccessKey: `x${rgw.secretAccessKey}`,
+        field: "images.s3.secretAccessKey",
+      },
+      InvalidAccessKeyId: {
+        accessKeyId: "NOSUCHKEY00000000000",
+        secretAccessKey: "x",
+        field: "images.s3.accessKeyId",
+      },
+      AccessDenied: { ...rgw.outsider, field: "images.s3.accessKeyId" },
     };
-    for (const [code, { accessKeyId, secretAccessKey }] of Object.entries(keys)) {
+    for (const [code, { accessKeyId, secretAccessKey, field }] of Object.entries(keys)) {
       const store = await openStore({ credentials: { accessKeyId, secretAccessKey } });
-      // ping is a HeadBucket: a bare 403, without the code.
-      await expect(store.ping()).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
+      // ping is a HeadBucket: a bare 403, without the code, but a refusal all the same.
+      await expect(store.ping()).rejects.toMatchObject({ code: "HTTP 403", permanent: true });
       const put = store.put("2030-01-01/task_x/0.png", Buffer.from("x"), "image/png");
-      expect(nameOf(await put.catch((err: unknown) => err))).toBe(code);
+      expect(codeOf(await put.catch((err: unknown) => err))).toBe(code);
       const get = store.get("2030-01-01/task_x/0.png");
-      expect(nameOf(await get.catch((err: unknown) => err))).toBe(code);
+      expect(codeOf(await get.catch((err: unknown) => err))).toBe(code);
+      // The check names the code the write got, and the field to fix.
+      await expect(store.check()).rejects.toMatchObject({ code, permanent: true, field });
     }
     const noBucket = await openStore({ bucket: `missing-${randomBytes(4).toString("hex")}` });
-    await expect(noBucket.ping()).rejects.toMatchObject({ name: "NotFound" });
+    await expect(noBucket.ping()).rejects.toMatchObject({ code: "NotFound", permanent: true });
     await expect(
       noBucket.put("2030-01-01/task_x/0.png", Buffer.from("x"), "image/png"),
-    ).rejects.toMatchObject({ name: "NoSuchBucket" });
+    ).rejects.toMatchObject({ code: "NoSuchBucket", permanent: true });
+    // A missing bucket is a failure of the store, never "no such image".
+    await expect(noBucket.get("2030-01-01/task_x/0.png")).rejects.toMatchObject({
+      code: "NoSuchBucket",
+    });
+    await expect(noBucket.check()).rejects.toMatchObject({
+      code: "NoSuchBucket",
+      field: "images.url",
+    });
+  });
+
+  it("passes its check with the right keys, leaving no object behind", async () => {
+    const store = await openStore();
+    await store.check();
+    const left = [];
+    for await (const item of store.list("")) left.push(item);
+    expect(left).toEqual([]);
   });
 
   it("is not ready, promptly, while the gateway is paused, and is again once it is resumed", async () => {
@@ -140,6 +167,9 @@ describe("S3 image store on Ceph RGW", () => {
     try {
       // ping's own deadline (5 s): the connection is accepted and never answered.
       await expect(store.ping()).rejects.toThrow();
+      await expect(store.check(AbortSignal.timeout(1_000))).rejects.toMatchObject({
+        name: "AbortError",
+      });
       const read = store.get("2030-01-01/task_p/0.png", AbortSignal.timeout(1_000));
       await expect(read).rejects.toMatchObject({ name: "AbortError" });
     } finally {
@@ -150,31 +180,25 @@ describe("S3 image store on Ceph RGW", () => {
     expect((await readAll(found!.body)).toString()).toBe("before");
   }, 20_000);
 
-  // Known gap (src/images/s3-image-store.ts): idleTimeoutSec is passed as smithy's
-  // requestTimeout, which in @smithy/node-http-handler 4.x only logs a warning unless
-  // throwOnRequestTimeout is set; socketTimeout is the idle timeout that throws. So a read or
-  // write without its own signal waits for a silent store for ever. Flip to `it` once fixed.
-  it.fails(
-    "gives up a read the paused gateway never answers after idleTimeoutSec",
-    async () => {
-      const store = await openStore({ idleTimeoutSec: 1 });
-      await store.put("2030-01-01/task_q/0.png", Buffer.from("x"), "image/png");
-      rgw.pause();
-      try {
-        const outcome = await Promise.race([
-          store.get("2030-01-01/task_q/0.png").then(
-            () => "answered",
-            () => "gave up",
-          ),
-          new Promise((resolve) => setTimeout(resolve, 8_000, "still waiting")),
-        ]);
-        expect(outcome).toBe("gave up");
-      } finally {
-        rgw.resume();
-      }
-    },
-    20_000,
-  );
+  it("gives up a read and a write the paused gateway never answers after idleTimeoutSec, as a store that did not answer", async () => {
+    const store = await openStore({ idleTimeoutSec: 1 });
+    await store.put("2030-01-01/task_q/0.png", Buffer.from("x"), "image/png");
+    rgw.pause();
+    try {
+      const outcome = await Promise.race([
+        store.get("2030-01-01/task_q/0.png").then(
+          () => "answered",
+          () => "gave up",
+        ),
+        new Promise((resolve) => setTimeout(resolve, 8_000, "still waiting")),
+      ]);
+      expect(outcome).toBe("gave up");
+      const write = store.put("2030-01-01/task_q/1.png", Buffer.from("y"), "image/png");
+      await expect(write).rejects.toMatchObject({ permanent: false, field: "images.s3.endpoint" });
+    } finally {
+      rgw.resume();
+    }
+  }, 20_000);
 
   it("fails at once while the gateway is stopped, and works again when it is back", async () => {
     const store = await openStore();
@@ -184,7 +208,7 @@ describe("S3 image store on Ceph RGW", () => {
       await expect(store.ping()).rejects.toThrow();
       await expect(
         store.put("2030-01-01/task_s/1.png", Buffer.from("x"), "image/png"),
-      ).rejects.toThrow();
+      ).rejects.toMatchObject({ code: "ECONNREFUSED", permanent: false });
       await expect(store.get("2030-01-01/task_s/0.png")).rejects.toThrow();
     } finally {
       await rgw.startGateway();

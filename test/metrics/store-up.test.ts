@@ -5,9 +5,10 @@ import { startTestApp, type TestApp } from "../support/start-test-app.js";
 import { waitUntil } from "../tasks/task-api.js";
 
 /*
- * `image_task_sidecar_store_up{store}` follows what `/readyz` found: the task
- * store (a Redis of the test's own) and the image store (s3rver) go away and
- * come back, and the gauge says which one is missing.
+ * `image_task_sidecar_store_up{store}` follows what the stores' checks found
+ * (at start-up, periodically, and on each `/readyz`): the task store (a Redis
+ * of the test's own) and the image store (s3rver) go away and come back, and
+ * the gauge says which one is missing.
  */
 
 /** The gauge's values as a scrape shows them, by store. */
@@ -23,7 +24,7 @@ async function storeUp(app: TestApp): Promise<Record<string, number>> {
 const readyz = async (app: TestApp) => (await fetch(`${app.url}/readyz`)).status;
 
 describe("image_task_sidecar_store_up", () => {
-  it("is 1 per store while /readyz passes, 0 for the store it found missing", async () => {
+  it("is 1 per store while the checks pass, 0 for the store they found missing", async () => {
     const redis = await startPrivateRedis();
     onTestFinished(() => redis.close());
     const s3 = await startS3Server();
@@ -40,8 +41,8 @@ describe("image_task_sidecar_store_up", () => {
       await deleteKeys(prefix, redis.url).catch(() => undefined);
     });
 
-    // Before any readiness check nothing is known, so nothing is claimed.
-    expect(await storeUp(app)).toEqual({});
+    // Start-up checked both stores before it listened.
+    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
     expect(await readyz(app)).toBe(200);
     expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
 
@@ -54,7 +55,7 @@ describe("image_task_sidecar_store_up", () => {
 
     await redis.stop();
     expect(await readyz(app)).toBe(503);
-    // The image store is checked after the task store: it keeps its last value.
+    // Each store is checked on its own: the image store still answers.
     expect(await storeUp(app)).toEqual({ tasks: 0, images: 1 });
     await redis.start();
     await waitUntil(async () => (await readyz(app)) === 200, "/readyz to pass again", 20_000);

@@ -111,8 +111,13 @@ export interface FakeUpstream {
   baseUrl: string;
   /** `http://127.0.0.1:PORT`: the channel's origin, where its image URLs may point. */
   origin: string;
-  /** Every request, in order of arrival (recorded once its body is read). */
+  /** Every request, in order of arrival (recorded once its body is read), but the checks. */
   requests: RecordedRequest[];
+  /**
+   * The service's own model-list checks (start-up, periodic: `User-Agent: ... (model-list
+   * check)`), kept apart from `requests` and never answering `nextRequest`.
+   */
+  checks: RecordedRequest[];
   /** Image generations (and edits) being answered right now. */
   readonly inFlight: number;
   /** The most image generations (and edits) seen at once. */

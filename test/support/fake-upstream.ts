@@ -46,6 +46,10 @@ function routeOf(method: string, pathname: string): FakeRoute | undefined {
  * Starts a fake OpenAI-compatible gateway on 127.0.0.1 with a free port, to put the service under
  * test in front of real sockets with scripted failures (hangs, resets, garbage, error statuses).
  */
+/** Whether a request is one of the service's own model-list checks (its User-Agent says so). */
+const isCheck = (req: IncomingMessage) =>
+  (req.headers["user-agent"] ?? "").includes("(model-list check)");
+
 export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const models = options.models ?? DEFAULT_MODELS;
   const name = options.name ?? "fake-upstream";
@@ -53,6 +57,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const behaviors = new Map<FakeRoute, Behavior>();
   const waiters = new Map<FakeRoute, Array<(request: RecordedRequest) => void>>();
   const requests: RecordedRequest[] = [];
+  const checks: RecordedRequest[] = [];
   const extraRoutes = new Map<string, RouteHandler>();
   let inFlight = 0;
   let maxInFlight = 0;
@@ -117,7 +122,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       ...(parts ? { parts } : {}),
       complete,
     };
-    requests.push(recorded);
+    // The service's own model-list checks (start-up, every minute) are kept apart: tests count
+    // the calls their clients cause.
+    if (isCheck(req)) checks.push(recorded);
+    else requests.push(recorded);
     return { recorded, form };
   };
 
@@ -162,7 +170,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
     const { recorded, form } = await record(req, method, true);
     if (generating) countPrompt(recorded, res, arrivedIn);
-    if (route) {
+    if (route && !isCheck(req)) {
       const pending = waiters.get(route) ?? [];
       waiters.delete(route);
       for (const resolve of pending) resolve(recorded);
@@ -248,6 +256,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     baseUrl: `http://127.0.0.1:${port}/v1`,
     origin: `http://127.0.0.1:${port}`,
     requests,
+    checks,
     get inFlight() {
       return inFlight;
     },
@@ -281,6 +290,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       behaviors.clear();
       release();
       requests.length = 0;
+      checks.length = 0;
       epoch++;
       inFlight = 0;
       maxInFlight = 0;

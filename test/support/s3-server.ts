@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import S3rver from "s3rver";
 
-/** s3rver's fixed credentials: it checks every request's SigV4 signature against them. */
+/** s3rver's fixed credentials: it checks that a request names this access key, but not its signature (Ceph's gateway, `ceph-rgw.ts`, checks both). */
 export const S3_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
 
 /** A real S3-protocol server on a free port, with one bucket, its objects in a temp dir. */
@@ -22,7 +22,10 @@ export interface TestS3Server {
       secretAccessKey: string;
     };
   };
-  /** Stops answering (connections refused) without losing the objects; `start` brings it back. */
+  /**
+   * Stops answering (connections refused, open ones cut) without losing the objects; `start`
+   * brings it back.
+   */
   stop(): Promise<void>;
   /** Answers again on the same port, with the same objects. */
   start(): Promise<void>;
@@ -54,7 +57,10 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
   const stop = async () => {
     const running = server;
     server = undefined;
-    await running?.close();
+    // Gone at once, as a store that went away is: keep-alive connections too, idle or not.
+    const closed = running?.close();
+    running?.httpServer?.closeAllConnections();
+    await closed;
   };
   return {
     endpoint,

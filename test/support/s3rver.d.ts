@@ -1,5 +1,6 @@
 // The part of s3rver's API the tests use (the package ships no types).
 declare module "s3rver" {
+  import type { Server } from "node:http";
   import type { AddressInfo } from "node:net";
 
   interface S3rverOptions {
@@ -14,6 +15,8 @@ declare module "s3rver" {
   export default class S3rver {
     constructor(options: S3rverOptions);
     run(): Promise<AddressInfo>;
+    /** The listener, once `run` resolved. */
+    httpServer?: Server;
     close(): Promise<void>;
   }
 }

@@ -145,6 +145,20 @@ describe("validateWebhookUrl", () => {
     ).toBe("http://receiver.internal/h");
   });
 
+  it("names the setting that allows loopback and private receivers, and the variable for the secret", async () => {
+    const hint =
+      "set webhooks.allowPrivateNetworks: true, or WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true.";
+    expect(await refusal("http://127.0.0.1:9000/h", CLOSED)).toContain(hint);
+    expect(await refusal("https://hooks.example.com/", CLOSED, dns("10.1.2.3"))).toContain(hint);
+    // Metadata stays refused whatever is set: no setting is offered.
+    const metadata = await refusal("http://169.254.169.254/latest/meta-data/", CLOSED);
+    expect(metadata).toContain("metadata");
+    expect(metadata).not.toContain("allowPrivateNetworks");
+    expect(
+      await refusal("https://hooks.example.com/", { allowPrivateNetworks: false }, dns("1.1.1.1")),
+    ).toContain("no webhooks.secret configured (WEBHOOKS_SECRET sets it)");
+  });
+
   it("keeps cloud metadata refused even with allowPrivateNetworks", async () => {
     expect(await refusal("http://169.254.169.254/latest/meta-data/", OPEN)).toContain("metadata");
     expect(await refusal("http://md.example/", OPEN, dns("fd00:ec2::254"))).toContain("metadata");

@@ -1,8 +1,6 @@
 import { z } from "zod";
-import { fromText, url } from "./field-types.js";
-
-/** `s3://bucket` or `s3://bucket/some/prefix`: a bucket name as S3, R2 and MinIO take them. */
-const S3_URL = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[A-Za-z0-9!_.*'()/-]*)?$/;
+import { fromText, positiveInt, url } from "./field-types.js";
+import { imagesUrlProblem } from "./images-url.js";
 
 /** An optional text field where "" (an unset `${VAR}`) means unset. */
 const optionalText = z
@@ -56,10 +54,10 @@ export const imagesSchema = z
   .object({
     url: z
       .string({ error: "must be an image store URL" })
-      .refine(
-        (value) => value === "memory://" || /^file:\/\/.+/.test(value) || S3_URL.test(value),
-        "must be memory://, file://<directory> or s3://<bucket>[/<prefix>]",
-      )
+      .superRefine((value, ctx) => {
+        const problem = imagesUrlProblem(value);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      })
       .optional()
       .meta({
         description:
@@ -73,6 +71,24 @@ export const imagesSchema = z
     s3: s3Schema.prefault({}).meta({
       description: "Only with `s3://`: endpoint, region, addressing and credentials.",
     }),
+    connectTimeoutSec: positiveInt("seconds")
+      .default(10)
+      .meta({
+        description:
+          "Seconds start-up waits for an image store that does not answer (an endpoint that " +
+          "refuses or drops connections) before it gives up with exit code 2 and a line naming " +
+          "the field and the error. A store that answers with a refusal that cannot heal (no " +
+          "bucket, a wrong key, no rights, a directory that cannot be written) stops start-up at " +
+          "once.",
+      }),
+    writeRetrySec: positiveInt("seconds")
+      .default(60)
+      .meta({
+        description:
+          "Seconds a running task retries writing its images while the image store fails " +
+          "(within the task's own timeout), before the task fails `storage_unavailable`. A " +
+          "refusal that cannot heal fails the task at once.",
+      }),
     links: z
       .enum(["service", "presigned", "public"], {
         error: "must be service, presigned or public",

@@ -17,7 +17,7 @@ export const webhooksSchema = z
           "Signing secret: `whsec_` and the standard (padded) base64 of 24 to 64 random bytes " +
           "(Standard Webhooks); the HMAC key is the decoded bytes. Default: unset, and a " +
           "submission with `webhook_url` is refused with 400 `invalid_value`; set but empty " +
-          "(an unset `${VAR}`) is the same as unset.",
+          "(an unset `${VAR}`) is the same as unset. `WEBHOOKS_SECRET` overrides it.",
       }),
     maxAttempts: fromText(
       z
@@ -54,7 +54,8 @@ export const webhooksSchema = z
         description:
           "Deliver to loopback, private (RFC 1918, CGNAT, IPv6 unique local), link-local and " +
           "reserved addresses too (receivers on the service's own network). Cloud metadata " +
-          "endpoints and multicast stay refused either way.",
+          "endpoints and multicast stay refused either way. `WEBHOOKS_ALLOW_PRIVATE_NETWORKS` " +
+          "overrides it.",
       }),
     timeoutSec: positiveInt("seconds")
       .default(15)

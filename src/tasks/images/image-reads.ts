@@ -16,8 +16,30 @@ export interface ImageReads extends FileSource {
   openPartial: TaskImages["openPartial"];
 }
 
-/** {@link ImageReads} over the task store's records and their images. */
-export function createImageReads(store: TaskStore, images: TaskImages): ImageReads {
+/**
+ * How long a cache may keep a running task's partial image: the task may
+ * finish and expire sooner than its links were signed for.
+ */
+const RUNNING_PARTIAL_CACHE_SEC = 60;
+
+/**
+ * {@link ImageReads} over the task store's records and their images. A link
+ * dies with its task: once the task has expired (`now` past its
+ * `expires_at`) its files are refused, even before the sweep removes them,
+ * and no cache is told to keep one longer.
+ */
+export function createImageReads(
+  store: TaskStore,
+  images: TaskImages,
+  now: () => number = Date.now,
+): ImageReads {
+  const live = async (taskId: string) => {
+    const record = await available(() => store.get(taskId));
+    const nowSec = Math.floor(now() / 1000);
+    return record && (record.expires_at === undefined || record.expires_at > nowSec)
+      ? { record, nowSec }
+      : undefined;
+  };
   return {
     link: images.link,
     open: images.open,
@@ -25,16 +47,20 @@ export function createImageReads(store: TaskStore, images: TaskImages): ImageRea
     openPartial: images.openPartial,
     async openPartialFile(taskId, index, ext, signal) {
       // Kept, and linked to, until the task expires, whatever its status.
-      const record = await available(() => store.get(taskId));
-      const image = record?.partials?.[index];
-      if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
-      return images.openPartial(record, index, signal);
+      const found = await live(taskId);
+      const image = found?.record.partials?.[index];
+      if (!found || !image || extensionOf(image.mime) !== ext) return undefined;
+      const opened = await images.openPartial(found.record, index, signal);
+      const expiresAt = found.record.expires_at ?? found.nowSec + RUNNING_PARTIAL_CACHE_SEC;
+      return opened && { ...opened, expiresAt };
     },
     async openCompleted(taskId, index, ext, signal) {
-      const record = await available(() => store.get(taskId));
+      const found = await live(taskId);
+      const { record } = found ?? {};
       const image = record?.status === "completed" ? record.images?.[index] : undefined;
       if (!record || !image || extensionOf(image.mime) !== ext) return undefined;
-      return images.open(record, index, signal);
+      const opened = await images.open(record, index, signal);
+      return opened && { ...opened, expiresAt: record.expires_at };
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { StreamedImage } from "./read-image-stream.js";
+import type { StoreAvailability } from "../core/store-availability.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
@@ -15,6 +16,8 @@ export interface KeepPartialsDeps {
   finisher: Pick<TaskFinisher, "announce">;
   metrics: Metrics;
   logger: Logger;
+  /** Told of a failed write, so the image store is checked again at once. */
+  stores?: Pick<StoreAvailability, "imagesFailed">;
 }
 
 /**
@@ -47,6 +50,7 @@ export function keepPartials(
     try {
       kept = await untilAborted(images.putPartial(current, index, image), signal);
     } catch (err) {
+      if (!signal.aborted) deps.stores?.imagesFailed();
       skipped(err);
       return;
     }

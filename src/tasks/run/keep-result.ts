@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
+import { isPermanentImageStoreFailure } from "../../images/image-store-error.js";
 import type { GeneratedImage } from "../core/generated-image.js";
+import type { StoreAvailability } from "../core/store-availability.js";
 import { settleRunFailure, type AbortReason, type RunFailureDeps } from "./run-failure.js";
 import { TaskFailure } from "../core/task-failure.js";
 import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
@@ -19,6 +21,10 @@ export interface KeepResultDeps {
   now: () => number;
   /** How a run that cannot keep its result ends (see `settleRunFailure`). */
   failure: RunFailureDeps;
+  /** Told of each failed write, so the image store is checked again at once. */
+  stores: Pick<StoreAvailability, "imagesFailed">;
+  /** `images.writeRetrySec`: how long failed writes are retried, within the task's timeout. */
+  writeRetryMs: number;
 }
 
 /** Resolves after `ms`, or rejects as soon as `signal` aborts. */
@@ -39,11 +45,12 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
- * Keeps a run's result: writes its images to the image store, retried with
- * backoff until they are written or the run ends (its timeout, a cancel, a
- * lost lease, a shutdown), then completes the task with their keys, its
- * expiry the one the keys were made for. A task whose images could not be
- * written within its timeout fails `storage_unavailable`: never `completed`
+ * Keeps a run's result: writes its images to the image store, then completes
+ * the task with their keys, its expiry the one the keys were made for. A
+ * write the store refuses for good (no bucket, no rights) fails the task
+ * `storage_unavailable` at once; one that may heal is retried with backoff
+ * for at most `writeRetryMs` and within the run (its timeout, a cancel, a
+ * lost lease, a shutdown), then fails the same way: never `completed`
  * without its bytes, never stuck. Images of a task that was cancelled or
  * taken by another run meanwhile are deleted; whatever a crash leaves is in
  * the expiry day's folder, which the image store's sweep deletes.
@@ -55,41 +62,29 @@ export async function keepResult(
   signal: AbortSignal,
   end: RunEnd = {},
 ): Promise<void> {
-  const { images, finisher, logger } = deps;
+  const { images, finisher } = deps;
   const { id, attempts } = started;
   const atMs = deps.now();
   const planned = images.planResults(id, attempts, result.images, finisher.expiresAt(atMs));
-  for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, LAST_RETRY_MS)) {
-    try {
-      await untilAborted(images.putResults(planned, result.images), signal);
-      break;
-    } catch (err) {
-      if (!signal.aborted) {
-        logger.warn({ err, taskId: id }, "could not store a task's images; retrying");
-        try {
-          await pause(wait, signal);
-          continue;
-        } catch {
-          // the run ended while waiting: settled below
-        }
-      }
-      await images.deleteResults(planned).catch(() => undefined);
-      if ((signal.reason as AbortReason) !== "timeout") {
-        await settleRunFailure(deps.failure, started, signal, err, end);
-        return;
-      }
-      await finisher.fail(
-        id,
-        "in_progress",
-        new TaskFailure(
-          "storage_unavailable",
-          "The image store could not be written within the task's timeout.",
-          "server_error",
-        ).toTaskError(),
-        { attempts, end },
-      );
+  const written = await writeResult(
+    deps,
+    started,
+    () => images.putResults(planned, result.images),
+    signal,
+  );
+  if (written !== "written") {
+    await images.deleteResults(planned).catch(() => undefined);
+    if (written.kind === "run_ended") {
+      await settleRunFailure(deps.failure, started, signal, written.err, end);
       return;
     }
+    await finisher.fail(
+      id,
+      "in_progress",
+      new TaskFailure("storage_unavailable", written.message, "server_error").toTaskError(),
+      { attempts, end },
+    );
+    return;
   }
   const completed = await finisher.complete(
     id,
@@ -99,4 +94,65 @@ export async function keepResult(
   );
   // Cancelled, or given to another run, meanwhile: its images go.
   if (!completed) await images.deleteResults(planned).catch(() => undefined);
+}
+
+/** How writing a result ended when it did not: the store gave up, or the run ended first. */
+type NotWritten = { kind: "store_failed"; message: string } | { kind: "run_ended"; err: unknown };
+
+/** Writes with `put` until it succeeds, the store refuses for good, the retries run out, or the run ends. */
+async function writeResult(
+  deps: KeepResultDeps,
+  started: TaskRecord,
+  put: () => Promise<void>,
+  signal: AbortSignal,
+): Promise<"written" | NotWritten> {
+  const { logger } = deps;
+  const taskId = started.id;
+  let firstFailureMs: number | undefined;
+  for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, LAST_RETRY_MS)) {
+    try {
+      await untilAborted(put(), signal);
+      return "written";
+    } catch (err) {
+      if (signal.aborted) return endedBy(signal, err);
+      deps.stores.imagesFailed();
+      if (isPermanentImageStoreFailure(err)) {
+        logger.error({ err, taskId }, "the image store refused a task's images; the task fails");
+        return {
+          kind: "store_failed",
+          message: "The image store refused to keep the task's images.",
+        };
+      }
+      firstFailureMs ??= Date.now();
+      const left = firstFailureMs + deps.writeRetryMs - Date.now();
+      if (left <= 0) {
+        logger.error({ err, taskId }, "could not store a task's images in time; the task fails");
+        return {
+          kind: "store_failed",
+          message: `The image store could not be written for ${Math.round(deps.writeRetryMs / 1000)} seconds.`,
+        };
+      }
+      logger.warn({ err, taskId }, "could not store a task's images; retrying");
+      try {
+        await pause(Math.min(wait, left), signal);
+      } catch {
+        return endedBy(signal, err);
+      }
+    }
+  }
+}
+
+/**
+ * The run ended while its images were being written: its timeout fails the
+ * task `storage_unavailable` (the store held it up); a cancel, a lost lease
+ * or a shutdown ends it as they do.
+ */
+function endedBy(signal: AbortSignal, err: unknown): NotWritten {
+  if ((signal.reason as AbortReason) === "timeout") {
+    return {
+      kind: "store_failed",
+      message: "The image store could not be written within the task's timeout.",
+    };
+  }
+  return { kind: "run_ended", err };
 }

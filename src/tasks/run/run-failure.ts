@@ -25,7 +25,9 @@ export interface RunFailureDeps {
  * cancel or a lost lease wrote (or will write) the end elsewhere; a hand-back
  * queues the task again without counting the run; a shutdown or a timeout
  * fails it; any other error fails it with its own code (an unexpected one is
- * logged and shown as `upstream_error`, never with its message).
+ * logged and shown as `upstream_error`, never with its message). A failure
+ * met once the run's deadline has passed (a timer of the channel's that
+ * fired with the deadline's) is the task's timeout, whichever fired first.
  */
 export async function settleRunFailure(
   deps: RunFailureDeps,
@@ -33,10 +35,15 @@ export async function settleRunFailure(
   signal: AbortSignal,
   err: unknown,
   end: RunEnd = {},
+  pastDeadline = false,
 ): Promise<void> {
   const { store, finisher, logger } = deps;
   const { id, attempts } = started;
-  const reason = signal.aborted ? (signal.reason as AbortReason) : undefined;
+  const reason = signal.aborted
+    ? (signal.reason as AbortReason)
+    : pastDeadline
+      ? "timeout"
+      : undefined;
   switch (reason) {
     case "cancelled": // the cancel wrote the failure already
       end.span?.addEvent("image.task.cancelled");

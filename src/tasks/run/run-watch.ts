@@ -10,6 +10,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export interface RunWatch {
   /** Aborted with the lease's reason, `"timeout"`, or `"cancelled"`/`"lost"` found on a re-read. */
   signal: AbortSignal;
+  /** Whether the run's timeout has passed, its timer fired or not. */
+  pastDeadline(): boolean;
   dispose(): void;
 }
 
@@ -27,6 +29,7 @@ export function watchRun(options: {
 }): RunWatch {
   const { store, started } = options;
   const own = new AbortController();
+  const deadline = performance.now() + options.timeoutMs;
   // Node fires a timer over 2^31-1 ms (24.8 days) at once, so a longer timeout is capped.
   const timer = setTimeout(
     () => own.abort("timeout" satisfies AbortReason),
@@ -44,6 +47,7 @@ export function watchRun(options: {
   }, options.checkEveryMs);
   return {
     signal: AbortSignal.any([options.leaseSignal, own.signal]),
+    pastDeadline: () => performance.now() >= deadline,
     dispose() {
       clearTimeout(timer);
       clearInterval(check);

@@ -20,6 +20,11 @@ import { createCallObserver, type CallReport } from "../../observability/create-
 import { NOOP_SPAN, NOOP_TRACER, type Span, type Tracer } from "../../tracing/tracer.js";
 import type { TaskImages } from "../images/task-images.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
+import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
+import { awaitImageStore } from "./await-image-store.js";
+
+/** How much longer than the task's timeout the channel's silence timer runs. */
+const IDLE_MARGIN_MS = 5_000;
 
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {
@@ -37,6 +42,10 @@ export interface TaskRunnerDeps {
   now: () => number;
   /** Each run's span, in its task's trace. Default: tracing off. */
   tracer?: Tracer;
+  /** Whether the image store works: a run waits for it before it calls a channel. */
+  stores?: StoreAvailability;
+  /** `images.writeRetrySec` in milliseconds: how long a run waits for the image store. Default 60 s. */
+  writeRetryMs?: number;
   /**
    * How often a run re-reads its task: a task that another process finished
    * (a cancel whose message was lost) or gave to another run stops here too.
@@ -62,6 +71,8 @@ export interface TaskRunner {
 export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;
   const failure = { store, finisher, logger, timeoutSec: limits.timeoutSec };
+  const stores = deps.stores ?? ALWAYS_AVAILABLE;
+  const writeRetryMs = deps.writeRetryMs ?? 60_000;
   const s: RunnerState = {
     deps,
     // The runs' own pools: a generation holds its connection for minutes.
@@ -70,8 +81,10 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
     tracer: deps.tracer ?? NOOP_TRACER,
     failure,
     claim: { store, finisher, metrics, logger, maxAttempts: limits.maxAttempts, now: deps.now },
-    keep: { images: deps.images, finisher, logger, now: deps.now, failure },
-    partials: { store, images: deps.images, finisher, metrics, logger },
+    stores,
+    writeRetryMs,
+    keep: { images: deps.images, finisher, logger, now: deps.now, failure, stores, writeRetryMs },
+    partials: { store, images: deps.images, finisher, metrics, logger, stores },
   };
   return {
     async run(lease) {
@@ -98,6 +111,8 @@ interface RunnerState {
   checkEveryMs: number;
   tracer: Tracer;
   failure: RunFailureDeps;
+  stores: StoreAvailability;
+  writeRetryMs: number;
   claim: ClaimDeps;
   keep: KeepResultDeps;
   partials: KeepPartialsDeps;
@@ -125,9 +140,11 @@ async function runClaimed(
   try {
     let result: { images: GeneratedImage[]; usage?: unknown };
     try {
+      // A task whose images could not be kept is never sent to a channel.
+      await awaitImageStore(s.stores, watch.signal, s.writeRetryMs);
       result = await generate(s, started, files, watch.signal, run);
     } catch (err) {
-      await settleRunFailure(s.failure, started, watch.signal, err, end());
+      await settleRunFailure(s.failure, started, watch.signal, err, end(), watch.pastDeadline());
       return;
     }
     await keepResult(s.keep, started, result, watch.signal, end());
@@ -156,7 +173,9 @@ async function generate(
     body: started.request,
     ...(files ? { files } : {}),
     signal,
-    idleMs: deps.limits.timeoutSec * 1000,
+    // The task's own deadline ends the call; the channel's silence timer only backs it up,
+    // so it must never fire first (undici's timers are coarse): a timeout is always `timeout`.
+    idleMs: deps.limits.timeoutSec * 1000 + IDLE_MARGIN_MS,
     client: s.client,
     observer: createCallObserver({
       report: run.report,

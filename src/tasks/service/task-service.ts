@@ -18,6 +18,8 @@ import type { ListQuery, Submission, SubmitOptions } from "./submission.js";
 
 export type { EditInput, ListQuery, Submission, SubmitOptions } from "./submission.js";
 import type { TaskWaiters } from "./task-waiters.js";
+import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
+import { REFUSAL_REASONS } from "../../metrics/readiness-metrics.js";
 
 /** Dependencies of {@link createTaskService}. */
 export interface TaskServiceDeps {
@@ -36,6 +38,8 @@ export interface TaskServiceDeps {
   waiters: TaskWaiters;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now: () => number;
+  /** Whether the stores work: a submission is refused before anything else while one does not. */
+  stores?: StoreAvailability;
 }
 
 /** The task API's operations: submit, read, list, wait, cancel. */
@@ -77,6 +81,7 @@ export interface TaskService {
  */
 export function createTaskService(deps: TaskServiceDeps): TaskService {
   const { store, waiters } = deps;
+  const stores = deps.stores ?? ALWAYS_AVAILABLE;
   const seconds = () => Math.floor(deps.now() / 1000);
   /** Set by stopAccepting(): a task accepted now would wait on a queue that no longer runs. */
   let stopping = false;
@@ -86,16 +91,24 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
     get,
 
     async submit(principal, submission, options) {
-      if (stopping) {
-        throw new ServiceError(
-          "service_unavailable",
-          "The service is shutting down; retry shortly.",
-          {
-            retryAfter: 2,
-          },
-        );
+      try {
+        if (stopping) {
+          throw new ServiceError(
+            "service_unavailable",
+            "The service is shutting down; retry shortly.",
+            {
+              retryAfter: 2,
+            },
+          );
+        }
+        // Before anything else: a task that could not be kept is never sent to a channel.
+        const refusal = stores.refusal();
+        if (refusal) throw refusal;
+        return await submitTask(deps, principal, submission, options);
+      } catch (err) {
+        countRefusal(deps, err);
+        throw err;
       }
-      return submitTask(deps, principal, submission, options);
     },
 
     async waitFor(principal, id, waitMs, signal) {
@@ -142,4 +155,14 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       waiters.release();
     },
   };
+}
+
+/** Counts a refused submission by its bounded reason; a store failure also checks it again. */
+function countRefusal(deps: TaskServiceDeps, err: unknown): void {
+  if (!(err instanceof ServiceError)) return;
+  const reason = err.code === "service_unavailable" ? "shutting_down" : err.code;
+  if (!REFUSAL_REASONS.has(reason)) return;
+  deps.metrics.taskSubmissionsRefused.inc({ reason });
+  if (reason === "store_unavailable") deps.stores?.storeFailed();
+  if (reason === "storage_unavailable") deps.stores?.imagesFailed();
 }

@@ -5,19 +5,21 @@ import { ownerKey, read, readOwner, taskKey, type KeyvTaskState } from "./keyv-t
 /*
  * Keyv drops an expired entry only when it is read, so finished tasks, their
  * images and idempotency keys would stay on disk for ever. Each key with a
- * TTL is also listed in the bucket of the minute it expires in; the sweep
- * deletes whole buckets once their minute has passed: O(expired), no scan.
+ * TTL is also listed in the bucket of the second it expires in; the sweep
+ * deletes whole buckets once their second has passed: O(expired), no scan.
+ * Second-long buckets keep a task's images no more than a second or two past
+ * its expiry (the sweep runs every 2 s; see `task-maintenance.ts`).
  * A bucket also lists `owner-entry:<id>:<owner>` for each expiring task, so
  * the sweep takes the task out of its owner's index too.
  */
-const BUCKET_MS = 60_000;
+const BUCKET_MS = 1_000;
 const SWEPT_UNTIL = "meta:swept-until";
 const OWNER_ENTRY = "owner-entry:";
 /** A bucket entry naming an image store key that expires with its task (handed on, not deleted here). */
 const IMAGE_ENTRY = "image-key:";
 const bucketKey = (bucket: number) => `expiring:${bucket}`;
 
-/** Lists `keys` in the bucket of the minute after they expire. Call inside `exclusive`. */
+/** Lists `keys` in the bucket of the second after they expire. Call inside `exclusive`. */
 export async function expireLater(
   { keyv, now }: KeyvTaskState,
   keys: string[],
@@ -95,7 +97,7 @@ async function sweepBucket(
   return deleted;
 }
 
-/** `sweepExpired`'s body: the buckets whose minute has passed. Call inside `exclusive`. */
+/** `sweepExpired`'s body: the buckets whose second has passed. Call inside `exclusive`. */
 export async function sweepBuckets(
   { keyv, now }: KeyvTaskState,
   dropImages: ((keys: string[]) => Promise<void>) | undefined,

@@ -130,8 +130,12 @@ describe("a task's prompt and parameters", () => {
         response_format: "url",
       },
     });
+    // A directory that cannot be written is refused for good: the task fails at once.
     await waitUntil(
-      () => lines.some((line) => line.includes(task.id) && line.includes("could not store")),
+      () =>
+        lines.some(
+          (line) => line.includes(task.id) && line.includes("the image store refused a task's"),
+        ),
       "the failed image writes to be logged",
     );
     await owner.post(`/images/tasks/${task.id}/cancel`);

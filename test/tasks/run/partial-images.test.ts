@@ -93,40 +93,45 @@ describe.each(STORES)("partial images on the $name store", ({ options }) => {
   });
 });
 
-// The memory store sweeps in minute-long buckets; these two delete within a second or two.
-describe.each(STORES.filter(({ name }) => name !== "memory"))(
-  "partial images on the $name store",
-  ({ options }) => {
-    it("are deleted with their task when it expires", async () => {
-      const images = join(await useTempDir(), "images");
-      const app = await useApp({
-        ...(await options()),
-        imageTasks: { retentionSec: 1 },
-        config: { images: { url: `file://${images}` } },
-      });
-      const channel = scriptImageStream(app.upstream);
-      const stream = await submitStream(app, { partial_images: 2, response_format: "url" });
-      const request = await channel.next();
-      request.partial(0);
-      request.partial(1);
-      await stream.event(3);
-      request.complete();
-      await stream.ended;
-      const files = async () =>
-        (await readdir(images, { recursive: true }).catch(() => [])).filter((f) =>
-          f.endsWith(".png"),
-        );
-      expect((await files()).sort()).toEqual([
-        expect.stringMatching(/\/0\.png$/),
-        expect.stringMatching(/\/partial-0\.png$/),
-        expect.stringMatching(/\/partial-1\.png$/),
-      ]);
-      const id = stream.events[0]!.json.id as string;
-      await waitUntil(async () => (await getTask(app, id)).status === 404, "the task to expire");
-      await waitUntil(async () => (await files()).length === 0, "its images to go", 15_000);
+describe.each(STORES)("partial images on the $name store", ({ options }) => {
+  it("are deleted with their task when it expires, and their links die with it", async () => {
+    const images = join(await useTempDir(), "images");
+    const app = await useApp({
+      ...(await options()),
+      imageTasks: { retentionSec: 1 },
+      config: { images: { url: `file://${images}` } },
     });
-  },
-);
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, { partial_images: 2, response_format: "url" });
+    const request = await channel.next();
+    request.partial(0);
+    request.partial(1);
+    const partial = (await view(stream, 3)).task.partial_images![1]!.url!;
+    // Signed while the task ran: as long as the task could last, past its actual expiry.
+    expect(Number(new URL(partial).searchParams.get("expires"))).toBeGreaterThan(
+      Date.now() / 1000 + 60,
+    );
+    request.complete();
+    await stream.ended;
+    const kept = await fetch(partial);
+    expect(kept.status).toBe(200);
+    // No cache keeps it past the task's expiry (1 s after it finished).
+    expect(kept.headers.get("cache-control")).toMatch(/^private, max-age=[012]$/);
+    const files = async () =>
+      (await readdir(images, { recursive: true }).catch(() => [])).filter((f) =>
+        f.endsWith(".png"),
+      );
+    expect((await files()).sort()).toEqual([
+      expect.stringMatching(/\/0\.png$/),
+      expect.stringMatching(/\/partial-0\.png$/),
+      expect.stringMatching(/\/partial-1\.png$/),
+    ]);
+    const id = stream.events[0]!.json.id as string;
+    await waitUntil(async () => (await getTask(app, id)).status === 404, "the task to expire");
+    expect((await fetch(partial)).status).toBe(404);
+    await waitUntil(async () => (await files()).length === 0, "its images to go", 15_000);
+  });
+});
 
 describe("streamed runs", () => {
   it("take a plain JSON answer to a stream request: no partial images, the same result", async () => {

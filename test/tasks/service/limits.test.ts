@@ -170,6 +170,10 @@ describe("maxQueued", () => {
     const third = await submit(app, { prompt: "refused" });
     expectError(third, 429, "queue_full");
     expect(Number(third.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Counted by reason, as every refused submission is.
+    expect(await (await fetch(`${app.url}/metrics`)).text()).toMatch(
+      /^image_task_sidecar_task_submissions_refused_total\{reason="queue_full"\} 1$/m,
+    );
 
     // The refused submission left nothing behind; a free slot in the queue takes a task again.
     expect((await cancelTask(app, second)).body.status).toBe("failed");

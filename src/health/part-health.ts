@@ -1,0 +1,112 @@
+/** A part's state as the last check found it: `"ok"`, or why it is not. */
+export type PartStatus = "ok" | string;
+
+/** Options of {@link createPartHealth}. */
+export interface PartHealthOptions {
+  /** Resolves when the part works; rejects when it does not. Aborted after `timeoutMs`. */
+  probe(signal: AbortSignal): Promise<void>;
+  /** Why a probe failed, in a few words a person reads on `/readyz` (never a secret). */
+  reasonOf(err: unknown): string;
+  /** How often the part is probed while it works. */
+  intervalMs: number;
+  /** How often while it does not: it is back in about this once it is back. */
+  retryMs: number;
+  /** Longest one probe may take: past it the part counts as not answering. */
+  timeoutMs: number;
+  /** Told when the state changes (ok to failing, failing to ok), and after the first check. */
+  onChange?(status: PartStatus, previous: PartStatus | undefined): void;
+  /** The state before any probe (what start-up's own check found). Default: unknown. */
+  initial?: PartStatus;
+}
+
+/**
+ * What the service knows of one part the tasks need (the task store, the
+ * image store): the last check's result, cheap to read on every submission,
+ * kept fresh by a periodic probe, by `/readyz`, and by failures the real
+ * operations meet ({@link PartHealth.failed} checks again at once).
+ */
+export interface PartHealth {
+  /** The last check's result; `undefined` before the first. */
+  current(): PartStatus | undefined;
+  /** Whether the part may be used: it worked at the last check (or was never checked). */
+  available(): boolean;
+  /** Probes now (one probe at a time: callers meanwhile share it) and resolves what it found. */
+  refresh(): Promise<PartStatus>;
+  /** A real operation failed: probe again now (no more often than one at a time). */
+  failed(): void;
+  /** Starts the periodic probe. */
+  start(): void;
+  stop(): void;
+}
+
+/** Builds a {@link PartHealth}; nothing runs until {@link PartHealth.start} or a refresh. */
+export function createPartHealth(options: PartHealthOptions): PartHealth {
+  let status: PartStatus | undefined = options.initial;
+  let running: Promise<PartStatus> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let started = false;
+
+  const set = (next: PartStatus) => {
+    const previous = status;
+    status = next;
+    if (previous !== next) options.onChange?.(next, previous);
+  };
+  const schedule = () => {
+    if (!started) return;
+    clearTimeout(timer);
+    timer = setTimeout(
+      () => void refresh(),
+      status === "ok" || status === undefined ? options.intervalMs : options.retryMs,
+    );
+    timer.unref();
+  };
+  const refresh = (): Promise<PartStatus> => {
+    running ??= probeOnce(options).then((found) => {
+      running = undefined;
+      set(found);
+      schedule();
+      return found;
+    });
+    return running;
+  };
+
+  return {
+    current: () => status,
+    available: () => status === undefined || status === "ok",
+    refresh,
+    failed() {
+      void refresh();
+    },
+    start() {
+      started = true;
+      schedule();
+    },
+    stop() {
+      started = false;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** One probe under its deadline; never rejects. */
+async function probeOnce(options: PartHealthOptions): Promise<PartStatus> {
+  const signal = AbortSignal.timeout(options.timeoutMs);
+  let deadline: NodeJS.Timeout | undefined;
+  // A probe that ignores its signal still ends at the deadline.
+  const late = new Promise<never>((_, reject) => {
+    deadline = setTimeout(
+      () => reject(new Error(`no answer within ${options.timeoutMs / 1000} s`)),
+      options.timeoutMs,
+    );
+  });
+  try {
+    await Promise.race([options.probe(signal), late]);
+    return "ok";
+  } catch (err) {
+    return signal.aborted
+      ? `no answer within ${options.timeoutMs / 1000} s`
+      : options.reasonOf(err);
+  } finally {
+    clearTimeout(deadline);
+  }
+}

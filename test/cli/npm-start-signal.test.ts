@@ -1,0 +1,105 @@
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
+import { freePort } from "../support/redis.js";
+
+/*
+ * `kill -TERM <pid of npm start>` stops the service: npm passes the signal to
+ * its script's process, and the script must not be a shell that keeps node
+ * running as an orphan. A real `npm start` (the npm on PATH), on a free PORT
+ * and a memory store.
+ */
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const dir = mkdtempSync(join(tmpdir(), "npm-start-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      done(true);
+    });
+    socket.once("error", () => done(false));
+  });
+}
+
+/** Every process below `pid`, children first. */
+function descendants(pid: number): number[] {
+  let out = "";
+  try {
+    out = execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" });
+  } catch {
+    return []; // none
+  }
+  return out
+    .split("\n")
+    .filter(Boolean)
+    .map(Number)
+    .flatMap((child) => [child, ...descendants(child)]);
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("npm start", () => {
+  it("stops on kill -TERM of the npm process: the port closes and no process is left", async () => {
+    const port = await freePort();
+    const config = join(dir, "config.yaml");
+    writeFileSync(
+      config,
+      JSON.stringify({
+        server: { host: "127.0.0.1" },
+        store: { url: "memory://" },
+        auth: { keys: [{ key: "sk-npm-start", group: "default" }] },
+        groups: { default: { models: ["*"] } },
+        channels: [{ name: "demo", type: "demo", models: ["*"] }],
+      }),
+    );
+    const npm = spawn("npm", ["start", "--silent"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: dir, CONFIG_FILE: config, PORT: String(port) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    npm.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    npm.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const exited = new Promise<number | string>((done) =>
+      npm.once("exit", (code, signal) => done(code ?? signal ?? "unknown")),
+    );
+    let below: number[] = [];
+    onTestFinished(() => {
+      for (const pid of [...below, npm.pid!]) if (alive(pid)) process.kill(pid, "SIGKILL");
+    });
+    const deadline = Date.now() + 30_000;
+    while (!stdout.includes(`listening on http://127.0.0.1:${port}`)) {
+      if (npm.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`npm start did not start: ${stdout}\n${stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    below = descendants(npm.pid!);
+    expect(below.length).toBeGreaterThan(0);
+    expect(await listening(port)).toBe(true);
+
+    process.kill(npm.pid!, "SIGTERM");
+    expect(await exited).toBe(0);
+    expect(stdout).toContain("SIGTERM: finishing in-flight work, then exiting");
+    expect(await listening(port)).toBe(false);
+    // The service's node exits with npm, not after it as an orphan.
+    const left = below.filter(alive);
+    expect(left, `still running: ${left.join(", ")}`).toEqual([]);
+  }, 60_000);
+});
