@@ -1,7 +1,11 @@
 import type { Worker } from "bullmq";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { isCluster } from "./command-deadlines.js";
 import { watchRedisClient, type RedisClient } from "./open-redis-client.js";
+
+/** The longest a stop waits for BullMQ to close a worker once its jobs were cancelled. */
+const CLOSE_BOUND_MS = 5_000;
 
 /**
  * A connection of its own for a BullMQ worker (a duplicate of the service's
@@ -21,20 +25,66 @@ export async function openWorkerConnection(
       : client.duplicate({ enableOfflineQueue: true })
   ) as RedisClient;
   watchRedisClient(connection, logger, name);
+  if (!isCluster(connection)) endsWhenDisconnected(connection);
   await connection.connect().catch(() => undefined);
   return connection;
 }
 
 /**
+ * Makes the clients BullMQ duplicates from `connection` (its blocking one)
+ * end when disconnected between two reconnect attempts. ioredis emits no `end`
+ * then (redis/ioredis#1247: the socket is gone, the retry timer is cleared,
+ * nothing else happens), and BullMQ's worker close waits for that `end`: a
+ * replica stopped while Redis was down or failing over never stopped.
+ */
+function endsWhenDisconnected(connection: Redis): void {
+  const duplicate = connection.duplicate.bind(connection);
+  connection.duplicate = (...args: Parameters<Redis["duplicate"]>) => {
+    const copy = duplicate(...args);
+    const disconnect = copy.disconnect.bind(copy);
+    copy.disconnect = (reconnect = false) => {
+      const between = copy.status === "reconnecting";
+      disconnect(reconnect);
+      if (between && !reconnect) {
+        copy.status = "end";
+        copy.emit("end");
+      }
+    };
+    return copy;
+  };
+}
+
+/**
  * Stops a worker: it takes no more jobs, those running get `graceMs` to end,
  * then their processors' signals abort with `reason`; resolves once every
- * processor returned.
+ * processor returned. BullMQ's close is given {@link CLOSE_BOUND_MS} more at
+ * most: past it, whatever it still waits for (a connection that will not
+ * close) is left to the process's exit, with a warning.
  */
-export async function stopWorker(worker: Worker, graceMs: number, reason: string): Promise<void> {
-  const closed = worker.close();
+export async function stopWorker(
+  worker: Worker,
+  graceMs: number,
+  reason: string,
+  logger: Logger,
+): Promise<void> {
+  const closed = worker.close().then(
+    () => true,
+    () => true,
+  );
+  if (!(await within(closed, graceMs))) worker.cancelAllJobs(reason);
+  if (!(await within(closed, CLOSE_BOUND_MS))) {
+    logger.warn(
+      { worker: worker.name, waitedMs: graceMs + CLOSE_BOUND_MS },
+      "a task queue worker did not close in time; stopping without it",
+    );
+  }
+}
+
+/** Whether `settled` resolved within `ms`. */
+async function within(settled: Promise<boolean>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([closed, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  const result = await Promise.race([settled, late]);
   clearTimeout(timer);
-  worker.cancelAllJobs(reason);
-  await closed;
+  return result;
 }

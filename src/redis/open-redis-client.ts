@@ -174,6 +174,11 @@ const QUIT_WAIT_MS = 1000;
 /** Closes a client: QUIT when it answers in time, else at once. */
 export async function closeRedisClient(client: RedisClient): Promise<void> {
   if (client.status === "end") return;
+  // Not connected (Redis down, or between failover attempts): nothing would carry the QUIT.
+  if (client.status !== "ready") {
+    client.disconnect();
+    return;
+  }
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"late">((resolve) => {
     timer = setTimeout(() => resolve("late"), QUIT_WAIT_MS);

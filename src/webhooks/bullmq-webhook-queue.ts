@@ -105,7 +105,7 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
     },
 
     async stop(graceMs) {
-      if (worker) await stopWorker(worker, graceMs, "stopping");
+      if (worker) await stopWorker(worker, graceMs, "stopping", logger);
       if (workerClient) await closeRedisClient(workerClient);
       await queue.close();
     },

@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REDIS_URL } from "../support/redis.js";
 import { startTestApp, TEST_KEYS, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../webhooks/webhook-receiver.js";
 
@@ -91,9 +92,11 @@ beforeAll(async () => {
     throw new Error("prometheus is not installed: `apt-get install prometheus` (.ci/run does)");
   }
   receiver = await startWebhookReceiver();
-  // The whole /metrics output, Node's process metrics included.
+  // The whole /metrics output, Node's process metrics included, on Redis as replicas run it (the
+  // Redis panels need its metrics).
   app = await startTestApp({
     defaultMetrics: true,
+    redis: true,
     config: {
       webhooks: { secret: `whsec_${"A".repeat(32)}`, allowPrivateNetworks: true },
     },
@@ -210,6 +213,28 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
       await seen('image_task_sidecar_image_store_operations_total{op="put",outcome="ok"}'),
     ).toBe(1);
     expect(await seen("image_task_sidecar_image_store_written_bytes_total")).toBe(1);
+  });
+
+  it("shows the health row: both stores and the channel up, the Redis primary", async () => {
+    const values = async (expr: string) =>
+      (
+        (await query(expr)).data.result as Array<{
+          metric: Record<string, string>;
+          value: [number, string];
+        }>
+      )
+        .map(({ metric, value }) => `${Object.values(metric).join(",")}=${value[1]}`)
+        .sort();
+    expect(await values('min by (store) (image_task_sidecar_store_up{job=~".+"})')).toEqual([
+      "images=1",
+      "tasks=1",
+    ]);
+    expect(await values('min by (channel) (image_task_sidecar_channel_up{job=~".+"})')).toEqual([
+      "fake=1",
+    ]);
+    expect(
+      await values('count by (address) (image_task_sidecar_redis_primary_info{job=~".+"} == 1)'),
+    ).toEqual([`${new URL(REDIS_URL).host}=1`]);
   });
 
   it("counts token usage by channel, model, group and type, from plain answers and streams", async () => {

@@ -13,7 +13,8 @@ export const storeSchema = z
           "(rediss for TLS)",
       )
       .superRefine((url, ctx) => {
-        if (!url.startsWith("redis")) return;
+        // A URL that failed the scheme check above has its one line already.
+        if (!/^rediss?(\+sentinel|\+cluster)?:\/\//.test(url)) return;
         const topology = parseRedisTopology(url);
         if (typeof topology === "string") ctx.addIssue({ code: "custom", message: topology });
       })

@@ -286,7 +286,8 @@ async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
 
 async function stop(s: BullmqState, graceMs: number): Promise<void> {
   s.unsubscribe?.();
-  if (s.worker) await stopWorker(s.worker, graceMs, "handback" satisfies LeaseEnd);
+  if (s.worker)
+    await stopWorker(s.worker, graceMs, "handback" satisfies LeaseEnd, s.options.logger);
   if (s.workerClient) await closeRedisClient(s.workerClient);
   await s.queue.close();
 }
