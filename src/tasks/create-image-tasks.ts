@@ -166,10 +166,6 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },
     writeRetryMs: config.images.writeRetrySec * 1000,
   });
-  const service = createTaskService({
-    ...{ config, store, images, queue, finisher, access, sealer },
-    ...{ metrics, logger, waiters, now, stores: health },
-  });
   const webhooks = createTaskWebhooks({ store, queue: backend.webhooks, images, logger, now });
   const deliverer = createWebhookDeliverer({
     config: config.webhooks,
@@ -180,6 +176,11 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   const maintenance = new TaskMaintenance({
     ...{ store, queue, imageStore: deps.imageStore, webhooks, metrics, logger, now },
     shared: config.deployment.shared,
+  });
+  const service = createTaskService({
+    ...{ config, store, images, queue, finisher, access, sealer },
+    ...{ metrics, logger, waiters, now, stores: health },
+    adoptSoon: () => maintenance.adoptSoon(),
   });
   const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
   return {

@@ -33,6 +33,14 @@ const IMAGE_SWEEP_INTERVAL_MS = 10 * 60_000;
  */
 const SWEEP_INTERVAL_MS = 2_000;
 
+/**
+ * How soon an adoption pass follows a submission whose task could not be
+ * queued (Redis failing over between the record and the job), and how often
+ * it is tried again until one succeeds: the task waits seconds, not up to a
+ * minute for the periodic pass.
+ */
+const ADOPT_SOON_MS = 2_000;
+
 /** Dependencies of {@link TaskMaintenance}. */
 export interface TaskMaintenanceDeps {
   store: TaskStore;
@@ -58,6 +66,9 @@ export class TaskMaintenance {
   private sweeping: Promise<void> | undefined;
   /** The queue's counts last read, shown while the store is away. */
   private lastCounts: QueueCounts = { waiting: 0, running: 0 };
+  /** The adoption pass {@link adoptSoon} asked for, until one succeeds. */
+  private adoptTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(private readonly deps: TaskMaintenanceDeps) {}
 
@@ -65,6 +76,24 @@ export class TaskMaintenance {
   async adoptUnfinished(): Promise<void> {
     const unfinished = await this.deps.store.listUnfinished();
     await this.deps.queue.adopt(unfinished.map(({ id, owner }) => ({ taskId: id, owner })));
+  }
+
+  /**
+   * An adoption pass in {@link ADOPT_SOON_MS}, tried again as often until
+   * one succeeds: a submission's task was written but not queued. Calls while
+   * one is pending add nothing (the pass takes every unfinished task).
+   */
+  adoptSoon(): void {
+    if (this.adoptTimer || this.stopped) return;
+    this.adoptTimer = setTimeout(() => {
+      this.adoptUnfinished().then(
+        () => (this.adoptTimer = undefined),
+        () => {
+          this.adoptTimer = undefined;
+          this.adoptSoon();
+        },
+      );
+    }, ADOPT_SOON_MS).unref();
   }
 
   /**
@@ -95,6 +124,8 @@ export class TaskMaintenance {
 
   stop(): void {
     for (const timer of this.timers.splice(0)) clearInterval(timer);
+    this.stopped = true;
+    clearTimeout(this.adoptTimer);
   }
 
   /** Queues the webhook events the outbox has held at least `minAgeMs`. */

@@ -40,6 +40,8 @@ export interface SubmitDeps {
   metrics: Metrics;
   logger: Logger;
   now: () => number;
+  /** Asks for an adoption pass soon: a task was written but could not be queued. */
+  adoptSoon?: () => void;
 }
 
 /** A submitted task, and whether it was made by an earlier request with the same key. */
@@ -105,8 +107,9 @@ export async function submitTask(
     try {
       await queue.enqueue(entry);
     } catch (err) {
-      // The task exists: the maintenance pass gives it its place in the queue.
+      // The task exists: an adoption pass gives it its place in the queue, in seconds.
       logger.warn({ err, taskId: record.id }, "could not enqueue a task; it is adopted later");
+      deps.adoptSoon?.();
     }
     metrics.tasksSubmitted.inc();
     options.span?.addEvent("image.task.queued", { "image_task.id": record.id });

@@ -40,6 +40,8 @@ export interface TaskServiceDeps {
   now: () => number;
   /** Whether the stores work: a submission is refused before anything else while one does not. */
   stores?: StoreAvailability;
+  /** Asks for an adoption pass soon: a submitted task was written but could not be queued. */
+  adoptSoon?: () => void;
 }
 
 /** The task API's operations: submit, read, list, wait, cancel. */
