@@ -151,9 +151,10 @@ export async function run(ctx, out) {
     };
   };
 
-  // Warm-up: JIT, sockets, keep-alive pools.
+  // Warm-up: JIT, sockets, keep-alive pools. Two seconds a target: with less, the optimizing
+  // compiler was still at work on the service (its threads count in its CPU) in the first round.
   for (const load of plan)
-    for (const target of load.targets) await measure(load, target, quick ? 20 : 300);
+    for (const target of load.targets) await measure(load, target, quick ? 20 : 2000);
 
   for (let round = 0; round < rounds; round += 1) {
     for (const load of plan) {

@@ -1,27 +1,79 @@
 import { pino, type Logger } from "pino";
 import { createSecretScrubber } from "./secret-scrubber.js";
 
-/** Bytes of log lines stdout takes at once: one write per few lines, not one per line. */
-const BUFFER_BYTES = 4096;
-/** The longest a buffered line waits (a quiet service still shows every line at once, nearly). */
+/** Characters of log lines held before they go to stdout: one write per few lines, not one per line. */
+const BUFFER_CHARS = 4096;
+/** The longest a held line waits (a quiet service still shows every line at once, nearly). */
 const FLUSH_EVERY_MS = 500;
 
 /**
- * Stdout (or `dest`, a file) as the service's log lines go to it: buffered
- * up to 4 KiB or half a second, since a write of its own for each access line costs more than the
- * line; flushed when the process exits (a SIGKILL loses at most that much).
+ * Lines held until they fill {@link BUFFER_CHARS}, then written at once.
+ * Sonic-boom's own `minLength` buffering measures the whole held text on
+ * every write (`Buffer.byteLength` of a growing string, flattened each
+ * time): at 4 KiB that cost more than the access line itself.
+ */
+class LineBatch {
+  private lines: string[] = [];
+  private chars = 0;
+
+  constructor(private readonly out: pino.DestinationStream & { flushSync(): void }) {}
+
+  write(line: string): void {
+    this.lines.push(line);
+    this.chars += line.length;
+    if (this.chars >= BUFFER_CHARS) this.flush();
+  }
+
+  /** Hands the held lines to the stream, which writes them in the background. */
+  flush(): void {
+    if (this.chars === 0) return;
+    const text = this.lines.join("");
+    this.lines = [];
+    this.chars = 0;
+    this.out.write(text);
+  }
+
+  /** Writes everything now (the process is exiting). */
+  flushSync(): void {
+    this.flush();
+    try {
+      this.out.flushSync();
+    } catch {
+      // "sonic boom is not ready yet": the file never opened; nothing can be written.
+    }
+  }
+}
+
+/** Every batch in use, flushed when the process exits (weakly held: a test's loggers may go). */
+const batches = new Set<WeakRef<LineBatch>>();
+let exitHooked = false;
+
+function flushAllAtExit(): void {
+  for (const ref of batches) ref.deref()?.flushSync();
+}
+
+/**
+ * Stdout (or `dest`, a file) as the service's log lines go to it: held up
+ * to 4 KiB or half a second, since a write of its own for each access line
+ * costs more than the line; flushed when the process exits (a SIGKILL loses
+ * at most that much).
  */
 export function createStdoutDestination(dest: number | string = 1): pino.DestinationStream {
-  const stream = pino.destination({ dest, minLength: BUFFER_BYTES, sync: false });
-  setInterval(() => {
-    // Nothing buffered, or a write under way: the next tick takes it.
-    try {
-      stream.flush();
-    } catch {
-      // "sonic boom is not ready yet": the next tick.
-    }
+  const out = pino.destination({ dest, sync: false });
+  const batch = new LineBatch(out);
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once("exit", flushAllAtExit);
+  }
+  const ref = new WeakRef(batch);
+  batches.add(ref);
+  const timer = setInterval(() => {
+    const held = ref.deref();
+    if (held) return held.flush();
+    clearInterval(timer);
+    batches.delete(ref);
   }, FLUSH_EVERY_MS).unref();
-  return stream;
+  return batch;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Counter } from "prom-client";
+import { createSeriesLookup } from "./series-lookup.js";
 
 /** One series of a counter: counted here, added to the counter when it is read. */
 export class CountedSeries<N extends string> {
@@ -29,35 +30,11 @@ export interface CounterChildren<N extends string> {
 export function createCounterChildren<N extends string>(
   labelNames: readonly N[],
 ): CounterChildren<N> {
-  /** Nested by label value, one level per label name but the last, whose map holds series. */
-  const root = new Map<string, unknown>();
-  const all: CountedSeries<N>[] = [];
-  const last = labelNames.length - 1;
+  const lookup = createSeriesLookup(labelNames, (labels) => new CountedSeries(labels));
   return {
-    get(...values) {
-      let level = root;
-      for (let i = 0; i < last; i += 1) {
-        const value = values[i] as string;
-        let next = level.get(value) as Map<string, unknown> | undefined;
-        if (!next) {
-          next = new Map();
-          level.set(value, next);
-        }
-        level = next;
-      }
-      const value = values[last] as string;
-      let series = level.get(value) as CountedSeries<N> | undefined;
-      if (!series) {
-        const labels = {} as Record<N, string>;
-        labelNames.forEach((name, i) => (labels[name] = values[i] as string));
-        series = new CountedSeries(labels);
-        level.set(value, series);
-        all.push(series);
-      }
-      return series;
-    },
+    get: (...values) => lookup.get(values),
     flush(counter) {
-      for (const series of all) {
+      for (const series of lookup.all) {
         if (series.pending === 0) continue;
         counter.inc(series.labels, series.pending);
         series.pending = 0;

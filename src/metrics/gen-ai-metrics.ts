@@ -1,4 +1,5 @@
-import { Histogram, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { SeriesHistogram } from "./series-histogram.js";
 import { METRIC_PREFIX as p } from "./metric-conventions.js";
 
 /** Token counts: the OpenTelemetry GenAI semantic conventions' buckets. */
@@ -19,14 +20,14 @@ const DURATION_BUCKETS = [
  */
 export function createGenAiMetrics(registry: Registry) {
   return {
-    genAiOperationDuration: new Histogram({
+    genAiOperationDuration: new SeriesHistogram({
       name: `${p}gen_ai_client_operation_duration_seconds`,
       help: "Time of a GenAI operation on a channel, from the call to the end of its answer, by operation and model.",
       labelNames: ["operation", "model"] as const,
       buckets: DURATION_BUCKETS,
       registers: [registry],
     }),
-    genAiTokenUsage: new Histogram({
+    genAiTokenUsage: new SeriesHistogram({
       name: `${p}gen_ai_client_token_usage`,
       help: "Tokens a GenAI operation's answer reported, by operation, model and token type (input, output).",
       labelNames: ["operation", "model", "token_type"] as const,

@@ -1,5 +1,6 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { createCounterChildren } from "./counter-children.js";
+import { SeriesHistogram } from "./series-histogram.js";
 import { LATENCY_BUCKETS, METRIC_PREFIX as p } from "./metric-conventions.js";
 
 const HTTP_LABELS = ["route", "method", "status"] as const;
@@ -21,7 +22,8 @@ export function createHttpMetrics(registry: Registry) {
     }),
     /** {@link httpRequests} by series, for the per-request path. */
     httpRequestSeries,
-    httpDuration: new Histogram({
+    /** By series, for the per-request path: `httpDuration.series(route, method, status)`. */
+    httpDuration: new SeriesHistogram({
       name: `${p}http_request_duration_seconds`,
       help: "Time to answer an HTTP request (to the last byte), by route, method and status.",
       labelNames: HTTP_LABELS,

@@ -1,5 +1,4 @@
 import { URL } from "node:url";
-import type { Histogram } from "prom-client";
 import type { CallObserver, TryObserver } from "../channels/call-observer.js";
 import type { Channel } from "../channels/channel.js";
 import type { Metrics } from "../metrics/create-metrics.js";
@@ -44,24 +43,6 @@ export function createCallObserver(options: CallObserverOptions): CallObserver {
   return { tryStarted: (channel) => new ObservedTry(options, channel) };
 }
 
-/** The GenAI histograms' children by label values: prom-client hashes labels on every call. */
-const children = new WeakMap<Histogram<string>, Map<string, ReturnType<Histogram["labels"]>>>();
-
-function child(histogram: Histogram<string>, ...values: string[]) {
-  let byValues = children.get(histogram);
-  if (!byValues) {
-    byValues = new Map();
-    children.set(histogram, byValues);
-  }
-  const key = values.join("\0");
-  let found = byValues.get(key);
-  if (!found) {
-    found = histogram.labels(...values);
-    byValues.set(key, found);
-  }
-  return found;
-}
-
 /** One try: a class, not closures, so a try costs one small object on the passthrough's path. */
 class ObservedTry implements TryObserver {
   readonly headers: readonly string[] | undefined;
@@ -98,8 +79,8 @@ class ObservedTry implements TryObserver {
     const { operation, modelLabel, metrics } = this.options;
     if (operation !== undefined) {
       const tokens = metrics.genAiTokenUsage;
-      if (usage.input > 0) child(tokens, operation, modelLabel, "input").observe(usage.input);
-      if (usage.output > 0) child(tokens, operation, modelLabel, "output").observe(usage.output);
+      if (usage.input > 0) tokens.series(operation, modelLabel, "input").observe(usage.input);
+      if (usage.output > 0) tokens.series(operation, modelLabel, "output").observe(usage.output);
     }
     if (this.span === NOOP_SPAN) return;
     this.span.setAttributes({
@@ -114,9 +95,9 @@ class ObservedTry implements TryObserver {
     this.over = true;
     const { operation, modelLabel, metrics } = this.options;
     if (operation !== undefined) {
-      child(metrics.genAiOperationDuration, operation, modelLabel).observe(
-        (performance.now() - this.started) / 1000,
-      );
+      metrics.genAiOperationDuration
+        .series(operation, modelLabel)
+        .observe((performance.now() - this.started) / 1000);
     }
     const { span } = this;
     // A reader finds the usage in the answer it just read whole: let it report it first.

@@ -1,0 +1,92 @@
+import { pino, type Logger } from "pino";
+
+/** A field's value; undefined ones are left out of the line, as pino leaves them out. */
+export type LineValue = string | number | boolean | undefined;
+
+/**
+ * Writes one line at `level` whose fields are `values`, in the order of the
+ * writer's keys (see {@link createLineWriter}).
+ */
+export type LineWriter = (
+  level: "info" | "debug",
+  values: readonly LineValue[],
+  msg: string,
+) => void;
+
+/** The parts of a pino logger a line is made of (pino exports these symbols for such use). */
+interface LoggerParts {
+  levelPrefix: (level: number) => string | undefined;
+  time: () => string;
+  bindings: string;
+  end: string;
+  write: (line: string) => void;
+}
+
+/**
+ * Writes lines for `logger` exactly as pino formats them (its level prefix,
+ * time, the logger's bindings, the fields, `msg`), to the same destination
+ * through the same `streamWrite` hook (the scrubbing of the configuration's
+ * secrets), but without pino's generic per-field work: serializers,
+ * redaction and a safe stringify per value cost more than the rest of a
+ * passthrough request. Only for lines whose every field the service fills in
+ * itself (access lines: no header, body or error object). Falls back to
+ * `logger[level]` for a logger it cannot match (mixins, a stream that wants
+ * metadata, a renamed message key).
+ */
+export function createLineWriter(logger: Logger, keys: readonly string[]): LineWriter {
+  const parts = partsOf(logger);
+  if (!parts) {
+    return (level, values, msg) =>
+      logger[level](Object.fromEntries(keys.map((key, i) => [key, values[i]])), msg);
+  }
+  const levels = { info: logger.levels.values.info, debug: logger.levels.values.debug };
+  const heads = keys.map((key) => `,${JSON.stringify(key)}:`);
+  return (level, values, msg) => {
+    let line = (parts.levelPrefix(levels[level] ?? 30) ?? "{") + parts.time() + parts.bindings;
+    for (let i = 0; i < heads.length; i += 1) {
+      const value = values[i];
+      if (value === undefined) continue;
+      line += heads[i] + (typeof value === "string" ? quote(value) : String(value));
+    }
+    parts.write(`${line},"msg":${quote(msg)}${parts.end}`);
+  };
+}
+
+/** Printable ASCII but `"` and `\\`: a JSON string as it is written. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** `text` as a JSON string; most need no escaping, and a test is cheaper than JSON.stringify. */
+function quote(text: string): string {
+  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
+}
+
+function partsOf(logger: Logger): LoggerParts | undefined {
+  const s = pino.symbols;
+  const own = logger as unknown as Record<symbol, unknown>;
+  const cache = own[s.lsCacheSym] as Record<number, string> | undefined;
+  const time = own[s.timeSym];
+  const bindings = own[s.chindingsSym];
+  const end = own[s.endSym];
+  const stream = own[s.streamSym] as
+    { write?: (line: string) => unknown; [key: symbol]: unknown } | undefined;
+  const hooks = own[s.hooksSym] as { streamWrite?: (line: string) => string } | undefined;
+  const plain =
+    cache !== undefined &&
+    typeof time === "function" &&
+    typeof bindings === "string" &&
+    typeof end === "string" &&
+    typeof stream?.write === "function" &&
+    !own[s.mixinSym] &&
+    stream[s.needsMetadataGsym] !== true &&
+    own[s.messageKeySym] === "msg";
+  if (!plain || !stream?.write) return undefined;
+  const write = stream.write.bind(stream);
+  const hook = hooks?.streamWrite;
+  return {
+    levelPrefix: (level) => cache[level],
+    time: () => (time as () => string).call(logger),
+    bindings,
+    end,
+    write: hook ? (line) => write(hook(line)) : write,
+  };
+}
