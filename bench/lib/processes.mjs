@@ -119,7 +119,13 @@ export function serviceConfig({
 export async function startService(ctx, config, { role = "service", dist, env = {} } = {}) {
   configs += 1;
   const file = join(ctx.tempDir, `service-${configs}.yaml`);
-  await writeFile(file, JSON.stringify(config, null, 2)); // JSON is YAML
+  // Redis's default image directory is ./data/images: the run's own, which it deletes, instead.
+  const images =
+    config.images ??
+    (/^rediss?:/.test(config.store.url)
+      ? { url: `file://${join(ctx.tempDir, "images")}` }
+      : undefined);
+  await writeFile(file, JSON.stringify({ ...config, images }, null, 2)); // JSON is YAML
   const from = dist ?? (role === "baseline" ? ctx.options.baseline : ctx.options.dist);
   const options = JSON.stringify({ logFile: join(ctx.tempDir, `service-${configs}.log`), env });
   const started = await startChild("service-process.mjs", [from, file, options], {

@@ -18,7 +18,7 @@ import { cpuMicros, fmt, fmtRatio, median, min, ratio } from "../lib/stats.mjs";
 import { startTraceSink } from "../lib/trace-sink.mjs";
 
 export const name = "proxy";
-export const deadlineSec = ({ quick }) => (quick ? 25 : 150);
+export const deadlineSec = ({ quick }) => (quick ? 25 : 240);
 
 const TARGET_LABELS = {
   direct: "direct to the channel",

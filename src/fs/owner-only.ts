@@ -51,12 +51,28 @@ export async function tightenPaths(paths: readonly string[]): Promise<Tightened>
   return result;
 }
 
-/** {@link tightenPaths} on `root` and everything below it. */
+/**
+ * {@link tightenPaths} on `root` and everything below it, the root last; a
+ * root that is already owner-only is taken as walked (by an earlier start,
+ * or made by this release) and nothing below it is looked at, so that only
+ * the first start after an upgrade walks an image folder of any size.
+ */
 export async function tightenTree(root: string): Promise<Tightened> {
   const result: Tightened = { tightened: 0, failed: 0 };
+  let info;
+  try {
+    info = await lstat(root);
+  } catch {
+    return result; // absent: nothing to tighten
+  }
+  if (info.isSymbolicLink() || (info.mode & SHARED_BITS) === 0) return result;
+  if (!info.isDirectory()) {
+    await tighten(root, result);
+    return result;
+  }
   const pending = [root];
   for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
-    if (!(await tighten(dir, result))) continue;
+    if (dir !== root && !(await tighten(dir, result))) continue;
     let entries;
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -69,6 +85,8 @@ export async function tightenTree(root: string): Promise<Tightened> {
       else if (entry.isFile()) await tighten(path, result);
     }
   }
+  // Last: an interrupted walk leaves the root as it was, and the next start walks again.
+  await tighten(root, result);
   return result;
 }
 

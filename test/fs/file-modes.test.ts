@@ -98,5 +98,14 @@ describe("file modes", () => {
       "auth.forward.secret",
     ]);
     for (const line of tightened) expect(line.msg).toContain("owner-only");
+    await second.close(500);
+
+    // The image folder is owner-only now: later starts do not walk it again (an image folder
+    // can hold a day's images), so a file loosened by hand inside it stays as it is.
+    const png = [...after.keys()].find((path) => path.endsWith(".png")) as string;
+    await chmod(png, 0o644);
+    const third = await startServer({ config, logger: pino({ level: "silent" }) });
+    onTestFinished(() => third.close(500));
+    expect((await lstat(png)).mode & 0o777).toBe(0o644);
   });
 });
