@@ -16,6 +16,8 @@ export interface MoveLegacyImagesOptions {
   /** `imageTasks.retentionSec` and `timeoutSec`: how long an edit's inputs are kept. */
   limits: { retentionSec: number; timeoutSec: number };
   logger: Logger;
+  /** The clock, in ms (default `Date.now`). */
+  now?: () => number;
 }
 
 /**
@@ -81,7 +83,11 @@ async function withKeys(
       return { ...(image as Omit<TaskImage, "key">), key };
     }),
   );
-  const untilSec = record.created + limits.retentionSec + limits.timeoutSec;
+  // Kept as if the task were submitted now: one still queued runs after the upgrade, however
+  // old it is, and an image key whose day has passed is swept at once. Replicas upgrading on
+  // different days write different keys; the record keeps one, the other is swept in its time.
+  const fromSec = Math.max(record.created, Math.floor((options.now ?? Date.now)() / 1000));
+  const untilSec = fromSec + limits.retentionSec + limits.timeoutSec;
   const inputs = await Promise.all(
     (record.inputs ?? []).map(async (input: Partial<TaskInput>, index): Promise<TaskInput> => {
       const mime = input.mime ?? "image/png";

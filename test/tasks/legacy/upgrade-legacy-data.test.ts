@@ -47,11 +47,11 @@ const PLACES: Array<{ name: string; config: () => Promise<Config> }> = [
 const bytesOf = (text: string) => Buffer.from(`\x89PNG-${text}`);
 
 /** An unfinished edit and a finished generation, as the earlier release wrote them. */
-async function writeOldTasks(config: Config) {
+async function writeOldTasks(config: Config, createdSec = Math.floor(Date.now() / 1000)) {
   const opened = await createTaskStore(config, logger);
   const { store } = opened;
   const nowSec = Math.floor(Date.now() / 1000);
-  const base = { owner: "key:old", model: "gpt-image-1", created: nowSec, attempts: 0 };
+  const base = { owner: "key:old", model: "gpt-image-1", created: createdSec, attempts: 0 };
   const edit: TaskRecord = {
     ...base,
     id: newTaskId(),
@@ -157,5 +157,19 @@ describe.each(PLACES)("the upgrade step ($name)", ({ name, config: makeConfig })
     // Run again (the next start): nothing to do, nothing changes.
     await upgradeLegacyData({ legacy, imageStore, config, logger });
     expect(await store.get(ids.done)).toEqual(done);
+  });
+
+  it("keeps the inputs of an edit queued long before the upgrade until it can run", async () => {
+    const config = await makeConfig();
+    const weekAgo = Math.floor(Date.now() / 1000) - 7 * 24 * 3600;
+    const ids = await writeOldTasks(config, weekAgo);
+    const imageStore = createMemoryImageStore();
+    const { store, legacy } = await openBackend(config);
+    await upgradeLegacyData({ legacy, imageStore, config, logger });
+    // Image keys start with the day they expire: the sweep deletes a key whose day has passed.
+    const today = new Date().toISOString().slice(0, 10);
+    const days = (await store.get(ids.edit))!.inputs!.map((input) => input.key.slice(0, 10));
+    expect(days).toHaveLength(2);
+    for (const day of days) expect(day >= today, `${day} is before ${today}`).toBe(true);
   });
 });
