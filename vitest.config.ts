@@ -21,6 +21,8 @@ const TOOLS = process.env.SKIP_TOOL_TESTS
 
 export default defineConfig({
   test: {
+    // As the service's entries (main.ts, cli.ts) set it: tests start the service in-process.
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): four forks on two

@@ -10,12 +10,12 @@ import {
   type ForwardMode,
 } from "./auth/create-forward-mode.js";
 import { resolveForwardSecret } from "./auth/resolve-forward-secret.js";
-import { createChannel, type Channel } from "./channels/channel.js";
+import type { Channel } from "./channels/channel.js";
 import { createChannelChecks, type ChannelChecks } from "./channels/channel-checks.js";
 import { createChannelClient, type ChannelClient } from "./channels/channel-client.js";
 import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
-import { startDemoChannel } from "./demo/start-demo-channel.js";
+import { startConfiguredChannels } from "./demo/start-configured-channels.js";
 import { createGuardedServer, type ConnectionLimits } from "./http/connection-guard.js";
 import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
@@ -227,27 +227,14 @@ interface ServerState {
   closing?: Promise<void>;
 }
 
-/** The configured channels; each demo channel is started here, on a port of its own. */
+/** The configured channels (see startConfiguredChannels), closed with the rest on a failure. */
 async function startChannels(
   opened: OpenedParts,
   config: Config,
 ): Promise<{ channels: Channel[]; closeChannels: () => Promise<void> }> {
-  const channels: Channel[] = [];
-  const demos: Array<{ close(): Promise<void> }> = [];
-  const closeChannels = async () => {
-    await Promise.all(demos.splice(0).map((demo) => demo.close()));
-  };
-  opened.keep(undefined, closeChannels);
-  for (const channel of config.channels) {
-    if (channel.type === "demo") {
-      const demo = await startDemoChannel({ imageDelayMs: channel.imageDelayMs });
-      demos.push(demo);
-      channels.push(createChannel({ ...channel, baseUrl: demo.baseUrl }));
-    } else {
-      channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
-    }
-  }
-  return { channels, closeChannels };
+  const { channels, close } = await startConfiguredChannels(config.channels);
+  opened.keep(undefined, close);
+  return { channels, closeChannels: close };
 }
 
 /** Who may use which model on which channel: forward mode (if on), the registry, the access rules. */

@@ -6,6 +6,8 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { answerMessages, exitWithParent } from "./children.mjs";
 
+// As the service's entries (main.ts, cli.ts) do: Node 20 is supported, the AWS SDK's notice is noise.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 const dist = pathToFileURL(`${resolve(process.argv[2])}/`);
 const { loadConfig } = await import(new URL("config/load-config.js", dist).href);
 const { startServer } = await import(new URL("server.js", dist).href);

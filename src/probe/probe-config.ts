@@ -1,10 +1,9 @@
 import type { Logger } from "pino";
-import { createChannel, type Channel } from "../channels/channel.js";
 import { createChannelClient } from "../channels/channel-client.js";
 import { checkChannel } from "../channels/check-channel.js";
 import { ConfigError } from "../config/config-error.js";
 import type { Config } from "../config/config-schema.js";
-import { startDemoChannel, type DemoChannel } from "../demo/start-demo-channel.js";
+import { startConfiguredChannels } from "../demo/start-configured-channels.js";
 import { describeImageStore, openImageStore } from "../images/open-image-store.js";
 import { createMetrics } from "../metrics/create-metrics.js";
 import { probeTaskStore } from "../tasks/probe-task-store.js";
@@ -33,19 +32,9 @@ export async function probeConfig(config: Config, logger: Logger): Promise<Probe
 
 async function probeChannels(config: Config, logger: Logger): Promise<ProbeResult[]> {
   const metrics = createMetrics({ defaultMetrics: false });
+  const { channels, close } = await startConfiguredChannels(config.channels);
   const client = createChannelClient({ metrics, logger });
-  const demos: DemoChannel[] = [];
   try {
-    const channels: Channel[] = [];
-    for (const channel of config.channels) {
-      if (channel.type === "demo") {
-        const demo = await startDemoChannel({ imageDelayMs: channel.imageDelayMs });
-        demos.push(demo);
-        channels.push(createChannel({ ...channel, baseUrl: demo.baseUrl }));
-      } else {
-        channels.push(createChannel({ ...channel, baseUrl: channel.baseUrl as string }));
-      }
-    }
     const checks = await Promise.all(
       channels.map((channel, index) => checkChannel(client, channel, index)),
     );
@@ -64,7 +53,7 @@ async function probeChannels(config: Config, logger: Logger): Promise<ProbeResul
     });
   } finally {
     await client.close();
-    await Promise.all(demos.map((demo) => demo.close()));
+    await close();
   }
 }
 

@@ -3,7 +3,8 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { isCluster } from "../redis/command-deadlines.js";
 import { redisKeyPrefix } from "../redis/key-prefix.js";
-import { closeRedisClient, openRedisClient } from "../redis/open-redis-client.js";
+import { closeRedisClient } from "../redis/open-redis-client.js";
+import { openStoreRedis } from "./open-store-redis.js";
 import type { RedisPrimaryWatch } from "../redis/redis-primary.js";
 import { RedisKeyvStore } from "../redis/redis-keyv-store.js";
 import { createBullmqWebhookQueue } from "../webhooks/bullmq-webhook-queue.js";
@@ -85,14 +86,7 @@ export async function openTaskBackend(config: Config, logger: Logger): Promise<T
       },
     };
   }
-  const { client, primary } = await openRedisClient({
-    url: deployment.url,
-    topology: deployment.topology,
-    sentinelPassword: config.store.sentinelPassword,
-    logger,
-    connectTimeoutMs: config.store.connectTimeoutSec * 1000,
-    commandTimeoutMs: config.store.commandTimeoutSec * 1000,
-  });
+  const { client, primary } = await openStoreRedis(config, deployment, logger);
   const prefix = redisKeyPrefix(config.store.prefix, deployment.topology);
   try {
     const { store } = await createTaskStore(config, logger, { client });

@@ -4,7 +4,8 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
-import { closeRedisClient, openRedisClient } from "../redis/open-redis-client.js";
+import { closeRedisClient } from "../redis/open-redis-client.js";
+import { openStoreRedis } from "./open-store-redis.js";
 
 /**
  * Checks the task store `store.url` names without taking it: Redis answers
@@ -38,14 +39,7 @@ export async function probeTaskStore(config: Config, logger: Logger): Promise<st
     }
     return `sqlite://${store.file}`;
   }
-  const { client, primary } = await openRedisClient({
-    url: store.url,
-    topology: store.topology,
-    sentinelPassword: config.store.sentinelPassword,
-    logger,
-    connectTimeoutMs: config.store.connectTimeoutSec * 1000,
-    commandTimeoutMs: config.store.commandTimeoutSec * 1000,
-  });
+  const { client, primary } = await openStoreRedis(config, store, logger);
   try {
     await client.ping();
     const { mode, primary: nodes } = primary.status();

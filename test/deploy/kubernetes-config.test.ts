@@ -9,7 +9,6 @@ import {
   KUSTOMIZE_ROOT,
   OVERLAYS,
   configText,
-  kustomizeMissing,
   ofKind,
   parseYamlStream,
   render,
@@ -22,8 +21,6 @@ import {
  * service's own config check with the Secret's variables as the pods'
  * environment; and the Secret an operator makes from secret.example.env.
  */
-
-const missing = kustomizeMissing();
 
 const sourceConfig = (overlay: Overlay) =>
   readFileSync(join(KUSTOMIZE_ROOT, "overlays", overlay, "config.yaml"), "utf8");
@@ -93,7 +90,7 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s configuration", (overlay)
     expect(warnings.join("\n")).toMatch(/channels\[0\]\.apiKey: environment variable UPSTREAM_KEY/);
   });
 
-  it.skipIf(missing)("is what the rendered ConfigMap holds, under a name the pods mount", () => {
+  it("is what the rendered ConfigMap holds, under a name the pods mount", () => {
     const objects = render(overlay).objects;
     expect(configText(objects)).toBe(sourceConfig(overlay));
     // A hash of the content in the name: a changed configuration rolls the pods.
@@ -101,40 +98,37 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s configuration", (overlay)
     expect(configMap!.metadata.name).toMatch(/^image-task-sidecar-config-[a-z0-9]{10}$/);
   });
 
-  it.skipIf(missing)(
-    "makes a valid Secret with `kubectl create secret --from-env-file`, the one the pods read",
-    () => {
-      const run = spawnSync(
-        "kubectl",
-        [
-          "create",
-          "secret",
-          "generic",
-          "image-task-sidecar-secrets",
-          `--from-env-file=${join(KUSTOMIZE_ROOT, "overlays", overlay, "secret.example.env")}`,
-          "--dry-run=client",
-          "-o",
-          "yaml",
-        ],
-        { encoding: "utf8" },
-      );
-      expect(run.status, run.stderr).toBe(0);
-      const [secret] = parseYamlStream(run.stdout);
-      expect(schemaProblem(secret!)).toBeUndefined();
-      const data = secret!.data as Record<string, string>;
-      const decoded = Object.fromEntries(
-        Object.entries(data).map(([key, value]) => [key, Buffer.from(value, "base64").toString()]),
-      );
-      expect(decoded).toEqual(secretExample(overlay));
-      // Every reference to a Secret in the rendering names this one, and a key it has.
-      const rendered = JSON.stringify(render(overlay).objects);
-      const names = [...rendered.matchAll(/"secretRef":\{"name":"([^"]+)"/g)].map((m) => m[1]);
-      const keys = [...rendered.matchAll(/"secretKeyRef":\{"name":"([^"]+)","key":"([^"]+)"/g)];
-      expect(names).toEqual([secret!.metadata.name]);
-      for (const [, name, key] of keys) {
-        expect(name).toBe(secret!.metadata.name);
-        expect(Object.keys(decoded)).toContain(key);
-      }
-    },
-  );
+  it("makes a valid Secret with `kubectl create secret --from-env-file`, the one the pods read", () => {
+    const run = spawnSync(
+      "kubectl",
+      [
+        "create",
+        "secret",
+        "generic",
+        "image-task-sidecar-secrets",
+        `--from-env-file=${join(KUSTOMIZE_ROOT, "overlays", overlay, "secret.example.env")}`,
+        "--dry-run=client",
+        "-o",
+        "yaml",
+      ],
+      { encoding: "utf8" },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const [secret] = parseYamlStream(run.stdout);
+    expect(schemaProblem(secret!)).toBeUndefined();
+    const data = secret!.data as Record<string, string>;
+    const decoded = Object.fromEntries(
+      Object.entries(data).map(([key, value]) => [key, Buffer.from(value, "base64").toString()]),
+    );
+    expect(decoded).toEqual(secretExample(overlay));
+    // Every reference to a Secret in the rendering names this one, and a key it has.
+    const rendered = JSON.stringify(render(overlay).objects);
+    const names = [...rendered.matchAll(/"secretRef":\{"name":"([^"]+)"/g)].map((m) => m[1]);
+    const keys = [...rendered.matchAll(/"secretKeyRef":\{"name":"([^"]+)","key":"([^"]+)"/g)];
+    expect(names).toEqual([secret!.metadata.name]);
+    for (const [, name, key] of keys) {
+      expect(name).toBe(secret!.metadata.name);
+      expect(Object.keys(decoded)).toContain(key);
+    }
+  });
 });

@@ -11,7 +11,6 @@ import {
   ROOT,
   componentsFor,
   configText,
-  kustomizeMissing,
   ofKind,
   render,
   secretExample,
@@ -24,8 +23,6 @@ import {
  * with, the service's probes, drain, volumes, configuration and credentials,
  * checked on each overlay rendered with every component it takes.
  */
-
-const missing = kustomizeMissing();
 
 interface Workload {
   kind: string;
@@ -64,7 +61,7 @@ function dockerfileUser(): number {
   return Number(users.at(-1)![1]!.split(":")[0]);
 }
 
-describe.skipIf(missing).each(OVERLAYS)("deploy/kubernetes/overlays/%s pods", (overlay) => {
+describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s pods", (overlay) => {
   let objects: K8sObject[] = [];
   let config: Config;
   beforeAll(() => {

@@ -4,14 +4,7 @@ import { parse as parseYaml } from "yaml";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load-config.js";
 import { schemaProblem } from "./k8s-models.js";
-import {
-  KUSTOMIZE_ROOT,
-  configText,
-  kustomizeMissing,
-  ofKind,
-  render,
-  secretExample,
-} from "./kustomize.js";
+import { KUSTOMIZE_ROOT, configText, ofKind, render, secretExample } from "./kustomize.js";
 
 /*
  * components/redis-sentinel and components/redis-cluster: the replicas overlay on a Sentinel
@@ -19,7 +12,6 @@ import {
  * put through the service's own check.
  */
 
-const missing = kustomizeMissing();
 const HA = [
   { component: "redis-sentinel", mode: "sentinel" },
   { component: "redis-cluster", mode: "cluster" },
@@ -39,26 +31,23 @@ describe.each(HA)("components/$component", ({ component, mode }) => {
     expect(own.prefix).toBe(overlay.prefix);
   });
 
-  it.skipIf(missing)(
-    "renders on overlays/replicas: the config on the Redis deployment, no bundled Redis",
-    () => {
-      const { ok, stderr, objects } = render("replicas", [component]);
-      expect(ok, stderr).toBe(true);
-      for (const object of objects) expect(schemaProblem(object)).toBeUndefined();
-      expect(ofKind(objects, "StatefulSet", "image-task-sidecar-redis")).toEqual([]);
-      expect(ofKind(objects, "Service", "image-task-sidecar-redis")).toEqual([]);
-      const env = { ...secretExample("replicas"), REDIS_SENTINEL_PASSWORD: "sentinel-secret" };
-      const warnings: string[] = [];
-      const config = parseConfig(parseYaml(configText(objects)), env, warnings);
-      expect(warnings).toEqual([]);
-      const { taskStore } = config.deployment;
-      expect(taskStore.kind === "redis" && taskStore.topology.mode).toBe(mode);
-      expect(config.deployment.shared).toBe(true);
-      // The Deployment still mounts the ConfigMap the component's config went into.
-      const [configMap] = ofKind(objects, "ConfigMap").filter((map) =>
-        map.metadata.name.startsWith("image-task-sidecar-config"),
-      );
-      expect(JSON.stringify(ofKind(objects, "Deployment"))).toContain(configMap!.metadata.name);
-    },
-  );
+  it("renders on overlays/replicas: the config on the Redis deployment, no bundled Redis", () => {
+    const { ok, stderr, objects } = render("replicas", [component]);
+    expect(ok, stderr).toBe(true);
+    for (const object of objects) expect(schemaProblem(object)).toBeUndefined();
+    expect(ofKind(objects, "StatefulSet", "image-task-sidecar-redis")).toEqual([]);
+    expect(ofKind(objects, "Service", "image-task-sidecar-redis")).toEqual([]);
+    const env = { ...secretExample("replicas"), REDIS_SENTINEL_PASSWORD: "sentinel-secret" };
+    const warnings: string[] = [];
+    const config = parseConfig(parseYaml(configText(objects)), env, warnings);
+    expect(warnings).toEqual([]);
+    const { taskStore } = config.deployment;
+    expect(taskStore.kind === "redis" && taskStore.topology.mode).toBe(mode);
+    expect(config.deployment.shared).toBe(true);
+    // The Deployment still mounts the ConfigMap the component's config went into.
+    const [configMap] = ofKind(objects, "ConfigMap").filter((map) =>
+      map.metadata.name.startsWith("image-task-sidecar-config"),
+    );
+    expect(JSON.stringify(ofKind(objects, "Deployment"))).toContain(configMap!.metadata.name);
+  });
 });

@@ -42,7 +42,7 @@ export interface K8sObject {
  * Why rendering cannot run here, or undefined when it can: `kubectl` with an
  * embedded Kustomize that knows components (v4 and later; kubectl 1.21+).
  */
-export function kustomizeMissing(): string | undefined {
+function kustomizeMissing(): string | undefined {
   const run = spawnSync("kubectl", ["version", "--client", "-o", "json"], { encoding: "utf8" });
   if (run.error || run.status !== 0) {
     return "kubectl is not on PATH (scripts/ensure-test-tools.sh installs it where it can)";
@@ -53,6 +53,9 @@ export function kustomizeMissing(): string | undefined {
     ? undefined
     : `kubectl's Kustomize is ${version || "missing"}, components need v4+`;
 }
+
+/** Why `kubectl kustomize` cannot run here ("" when it can), once looked up. */
+let checked: string | undefined;
 
 /** The result of one `kubectl kustomize`. */
 export interface Rendered {
@@ -85,6 +88,9 @@ export function render(overlay: Overlay, components: readonly string[] = []): Re
 
 /** `kubectl kustomize DIR`. */
 export function kustomize(dir: string): Rendered {
+  // A machine without it fails these tests with the reason, never skips them.
+  checked ??= kustomizeMissing() ?? "";
+  if (checked) throw new Error(`kubectl kustomize cannot run: ${checked}`);
   const run = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
   if (run.status !== 0) return { ok: false, objects: [], stderr: run.stderr };
   return { ok: true, objects: parseYamlStream(run.stdout), stderr: run.stderr };

@@ -75,7 +75,7 @@ export class ProtobufReader {
   }
 
   /** Skips a field of an unknown number (newer OTLP versions add fields). */
-  skip(wire: number): void {
+  skipValue(wire: number): void {
     if (wire === WIRE.VARINT) this.varint();
     else if (wire === WIRE.I64) this.view(8);
     else if (wire === WIRE.LEN) this.bytes();
@@ -106,6 +106,6 @@ export function readFields(
 ): void {
   while (!reader.done()) {
     const { field, wire } = reader.tag();
-    if (!onField(field, wire)) reader.skip(wire);
+    if (!onField(field, wire)) reader.skipValue(wire);
   }
 }
