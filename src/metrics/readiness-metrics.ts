@@ -12,7 +12,7 @@ export const REFUSAL_REASONS = new Set([
 
 /** Submissions refused while the service cannot take them, and what the channel checks found. */
 export function createReadinessMetrics(registry: Registry) {
-  return {
+  const metrics = {
     taskSubmissionsRefused: new Counter({
       name: `${p}task_submissions_refused_total`,
       help: "Image task submissions refused before any channel was called, by reason (store_unavailable, storage_unavailable, queue_full, too_many_tasks, shutting_down).",
@@ -26,4 +26,8 @@ export function createReadinessMetrics(registry: Registry) {
       registers: [registry],
     }),
   };
+  // Each reason's series at 0 from the start: a panel shows 0 rather than "No data", and
+  // increase() sees the first refusal.
+  for (const reason of REFUSAL_REASONS) metrics.taskSubmissionsRefused.inc({ reason }, 0);
+  return metrics;
 }

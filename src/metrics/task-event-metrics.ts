@@ -1,9 +1,14 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 import { METRIC_PREFIX as p } from "./metric-conventions.js";
 
+/** Why an event stream was refused (`task_event_streams_refused_total`). */
+const STREAM_REFUSALS = ["per_key", "total"] as const;
+/** Why an event stream was cut (`task_event_watchers_cut_total`). */
+const WATCHER_CUTS = ["slow_reader", "unread_bytes"] as const;
+
 /** Task event streams and the partial images runs announce on them. */
 export function createTaskEventMetrics(registry: Registry) {
-  return {
+  const metrics = {
     taskEventWatchers: new Gauge({
       name: `${p}task_event_watchers`,
       help: "Task event streams (GET /v1/images/tasks/{id}/events and submissions that asked for one) open in this process.",
@@ -34,4 +39,9 @@ export function createTaskEventMetrics(registry: Registry) {
       registers: [registry],
     }),
   };
+  // Each reason's series at 0 from the start: a panel shows 0 rather than "No data", and
+  // increase() sees the first one.
+  for (const reason of STREAM_REFUSALS) metrics.taskEventStreamsRefused.inc({ reason }, 0);
+  for (const reason of WATCHER_CUTS) metrics.taskEventWatchersCut.inc({ reason }, 0);
+  return metrics;
 }

@@ -1,9 +1,12 @@
 import { Counter, Histogram, type Registry } from "prom-client";
 import { LATENCY_BUCKETS, METRIC_PREFIX as p } from "./metric-conventions.js";
 
+/** How a webhook delivery ends (`webhook_deliveries_total`). */
+const DELIVERY_RESULTS = ["delivered", "exhausted", "refused"] as const;
+
 /** Webhook attempts and deliveries. */
 export function createWebhookMetrics(registry: Registry) {
-  return {
+  const metrics = {
     webhookAttempts: new Counter({
       name: `${p}webhook_attempts_total`,
       help: "Webhook delivery attempts, by outcome (delivered, http_error, redirect, timeout, network_error, refused).",
@@ -31,4 +34,8 @@ export function createWebhookMetrics(registry: Registry) {
       registers: [registry],
     }),
   };
+  // Each result's series at 0 from the start: "given up" shows 0 rather than "No data", and
+  // the alert's increase() sees the first delivery given up.
+  for (const result of DELIVERY_RESULTS) metrics.webhookDeliveries.inc({ result }, 0);
+  return metrics;
 }
