@@ -5,7 +5,6 @@ import { parse as parseYaml } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/config-schema.js";
 import { parseConfig } from "../../src/config/load-config.js";
-import { serverSchema } from "../../src/config/schema/server-schema.js";
 import {
   OVERLAYS,
   ROOT,
@@ -124,9 +123,10 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s pods", (overlay) => {
       preStop + config.server.shutdownGraceSec,
     );
     // And above the service's own default, should an operator drop the field.
-    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(
-      preStop + serverSchema.parse({}).shutdownGraceSec,
-    );
+    const raw = parseYaml(configText(objects)) as { server: Record<string, unknown> };
+    delete raw.server.shutdownGraceSec;
+    const byDefault = parseConfig(raw, secretExample(overlay)).server.shutdownGraceSec;
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(preStop + byDefault);
   });
 
   it("spreads across nodes and has a disruption budget", () => {
@@ -138,7 +138,13 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s pods", (overlay) => {
         constraint.labelSelector?.matchLabels ?? { missing: "selector" },
       );
     }
-    expect(ofKind(objects, "PodDisruptionBudget")).toHaveLength(1);
+    type Pdb = { spec: { selector: { matchLabels: Record<string, string> } } };
+    const budgets = ofKind<Pdb>(objects, "PodDisruptionBudget").filter((pdb) =>
+      Object.entries(pdb.spec.selector.matchLabels).every(
+        ([key, value]) => deployment.spec.template.metadata.labels[key] === value,
+      ),
+    );
+    expect(budgets).toHaveLength(1);
   });
 
   it("reads its configuration from the rendered ConfigMap (CONFIG_FILE), credentials only from the Secret", () => {

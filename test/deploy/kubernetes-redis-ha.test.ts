@@ -31,12 +31,13 @@ describe.each(HA)("components/$component", ({ component, mode }) => {
     expect(own.prefix).toBe(overlay.prefix);
   });
 
-  it("renders on overlays/replicas: the config on the Redis deployment, no bundled Redis", () => {
+  it("renders on overlays/replicas: the config on the Redis deployment, no bundled Redis or its budget", () => {
     const { ok, stderr, objects } = render("replicas", [component]);
     expect(ok, stderr).toBe(true);
     for (const object of objects) expect(schemaProblem(object)).toBeUndefined();
     expect(ofKind(objects, "StatefulSet", "image-task-sidecar-redis")).toEqual([]);
     expect(ofKind(objects, "Service", "image-task-sidecar-redis")).toEqual([]);
+    expect(ofKind(objects, "PodDisruptionBudget", "image-task-sidecar-redis")).toEqual([]);
     const env = { ...secretExample("replicas"), REDIS_SENTINEL_PASSWORD: "sentinel-secret" };
     const warnings: string[] = [];
     const config = parseConfig(parseYaml(configText(objects)), env, warnings);

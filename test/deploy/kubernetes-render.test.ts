@@ -5,6 +5,7 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { blocksOf } from "../docs/markdown.js";
 import { schemaProblem } from "./k8s-models.js";
 import {
+  BUILDS,
   COMPONENTS,
   KUSTOMIZE_ROOT,
   OVERLAYS,
@@ -24,17 +25,6 @@ import {
  * by name and label.
  */
 
-/** Each way an operator may build an overlay: alone, with one component, with all it takes. */
-const builds = OVERLAYS.flatMap((overlay) => [
-  { overlay, components: [] as string[], label: `${overlay}` },
-  ...componentsFor(overlay).map((component) => ({
-    overlay,
-    components: [component],
-    label: `${overlay} + ${component}`,
-  })),
-  { overlay, components: componentsFor(overlay), label: `${overlay} + every component` },
-]);
-
 /** The rendering of an overlay with every component it takes. */
 const full = (overlay: Overlay) => render(overlay, componentsFor(overlay)).objects;
 
@@ -46,7 +36,7 @@ const podLabels = (objects: K8sObject[]) =>
   )[0]!.spec.template.metadata.labels;
 
 describe("deploy/kubernetes rendered with kubectl kustomize", () => {
-  it.each(builds)("$label renders, every object valid for its kind", ({ overlay, components }) => {
+  it.each(BUILDS)("$label renders, every object valid for its kind", ({ overlay, components }) => {
     const { ok, stderr, objects } = render(overlay, components);
     expect(ok, stderr).toBe(true);
     expect(objects.length).toBeGreaterThan(5);
@@ -184,7 +174,9 @@ describe("deploy/kubernetes rendered with kubectl kustomize", () => {
       const [monitor] = ofKind<Monitor>(objects, "ServiceMonitor");
       const serviceLabels = (service as unknown as K8sObject).metadata.labels ?? {};
       expect(serviceLabels).toMatchObject(monitor!.spec.selector.matchLabels);
-      expect(monitor!.spec.endpoints[0]).toMatchObject({ port: "http", path: "/metrics" });
+      // On the pods' metrics port, which the Service has too.
+      expect(monitor!.spec.endpoints[0]).toMatchObject({ port: "metrics", path: "/metrics" });
+      expect(service!.spec.ports.map((port) => port.name)).toContain("metrics");
       // Only the service's Service is scraped, not Redis's.
       const scraped = ofKind(objects, "Service").filter((svc) =>
         Object.entries(monitor!.spec.selector.matchLabels).every(
@@ -196,7 +188,7 @@ describe("deploy/kubernetes rendered with kubectl kustomize", () => {
   );
 
   it.each(OVERLAYS)(
-    "%s: network policies let in the ingress, the namespace and Prometheus; out DNS, Redis, S3, channels",
+    "%s: network policies let the ingress and the namespace in on http, Prometheus on metrics; out DNS, Redis, S3, channels",
     (overlay) => {
       const objects = full(overlay);
       type Peer = {
@@ -208,19 +200,27 @@ describe("deploy/kubernetes rendered with kubectl kustomize", () => {
         spec: {
           podSelector: { matchLabels: Record<string, string> };
           policyTypes: string[];
-          ingress: Array<{ from: Peer[] }>;
+          ingress: Array<{ from: Peer[]; ports: Array<{ port: number | string }> }>;
           egress?: Array<{ to: Peer[]; ports: Array<{ port: number | string }> }>;
         };
       };
       const [policy] = ofKind<Policy>(objects, "NetworkPolicy", "image-task-sidecar");
       expect(podLabels(objects)).toMatchObject(policy!.spec.podSelector.matchLabels);
       expect(policy!.spec.policyTypes).toEqual(["Ingress", "Egress"]);
-      const from = policy!.spec.ingress.flatMap((rule) => rule.from);
-      const namespaces = from.map(
-        (peer) => peer.namespaceSelector?.matchLabels["kubernetes.io/metadata.name"],
-      );
-      expect(namespaces).toEqual(expect.arrayContaining(["ingress-nginx", "monitoring"]));
-      expect(from).toContainEqual({ podSelector: {} });
+      // Who may reach each port: the public one, and the metrics one (Prometheus alone).
+      const peersOf = (port: string) =>
+        policy!.spec.ingress
+          .filter((rule) => rule.ports.some((p) => p.port === port))
+          .flatMap((rule) => rule.from)
+          .map(
+            (peer) =>
+              peer.namespaceSelector?.matchLabels["kubernetes.io/metadata.name"] ??
+              (peer.podSelector ? "this namespace" : "?"),
+          );
+      expect(peersOf("http").sort()).toEqual(["ingress-nginx", "this namespace"]);
+      expect(peersOf("metrics")).toEqual(["monitoring"]);
+      const opened = policy!.spec.ingress.flatMap((rule) => rule.ports.map((p) => p.port));
+      expect(opened.sort()).toEqual(["http", "metrics"]);
       const ports = policy!.spec.egress!.flatMap((rule) => rule.ports.map((port) => port.port));
       expect(ports).toEqual(expect.arrayContaining([53, 6379, 443]));
       const [redis] = ofKind<Policy>(objects, "NetworkPolicy", "image-task-sidecar-redis");
@@ -268,6 +268,19 @@ describe("deploy/kubernetes rendered with kubectl kustomize", () => {
       expect(ofKind(objects, kind)[0]!.metadata.labels).toMatchObject({
         release: "kube-prometheus-stack",
       });
+    }
+    // The runbook links point at the operator's copy of docs/runbooks.md, each at its alert.
+    type Rules = {
+      spec: {
+        groups: Array<{ rules: Array<{ alert: string; annotations: Record<string, string> }> }>;
+      };
+    };
+    const rules = ofKind<Rules>(objects, "PrometheusRule")[0]!.spec.groups.flatMap((g) => g.rules);
+    expect(rules.length).toBeGreaterThan(5);
+    for (const rule of rules) {
+      expect(rule.annotations.runbook_url).toBe(
+        `https://git.mycompany.com/platform/image-task-sidecar/blob/v0.1.0/docs/runbooks.md#${rule.alert.toLowerCase()}`,
+      );
     }
     expect(ofKind(objects, "HorizontalPodAutoscaler")).toEqual([]);
     expect(ofKind(objects, "ScaledObject")).toHaveLength(1);

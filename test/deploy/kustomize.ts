@@ -86,6 +86,37 @@ export function render(overlay: Overlay, components: readonly string[] = []): Re
   }
 }
 
+/** One way an operator may build an overlay: alone, with one component, with all it takes. */
+export interface Build {
+  overlay: Overlay;
+  components: string[];
+  label: string;
+}
+
+/** Every {@link Build}: each overlay alone, with each component it takes, and with all of them. */
+export const BUILDS: readonly Build[] = OVERLAYS.flatMap((overlay) => [
+  { overlay, components: [], label: `${overlay}` },
+  ...componentsFor(overlay).map((component) => ({
+    overlay,
+    components: [component],
+    label: `${overlay} + ${component}`,
+  })),
+  { overlay, components: componentsFor(overlay), label: `${overlay} + every component` },
+]);
+
+const renderings = new Map<string, Rendered>();
+
+/** {@link render}, once per overlay and components in a test file. */
+export function renderOnce(overlay: Overlay, components: readonly string[] = []): Rendered {
+  const key = `${overlay}:${components.join(",")}`;
+  let rendered = renderings.get(key);
+  if (!rendered) {
+    rendered = render(overlay, components);
+    renderings.set(key, rendered);
+  }
+  return rendered;
+}
+
 /** `kubectl kustomize DIR`. */
 export function kustomize(dir: string): Rendered {
   // A machine without it fails these tests with the reason, never skips them.
