@@ -1,18 +1,17 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_URL } from "../support/redis.js";
 import { startTestApp, TEST_KEYS, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../webhooks/webhook-receiver.js";
+import { PANEL_QUERIES, concrete } from "./dashboard.js";
 
 // A real Prometheus scrapes the real service; every dashboard query must run against it.
-const ROOT = resolve(import.meta.dirname, "../..");
-const DASHBOARD = JSON.parse(
-  readFileSync(join(ROOT, "grafana/image-task-sidecar.json"), "utf8"),
-) as { panels: Array<{ title: string; targets?: Array<{ expr: string }> }> };
+/** The `pod` label the Prometheus operator gives a pod's target; here set by hand. */
+const POD = "image-task-sidecar-7d9f8-x2k4q";
 const dir = mkdtempSync(join(tmpdir(), "sidecar-prom-"));
 const PROMPT = "a prompt that must not become a label 7f3a";
 
@@ -67,6 +66,14 @@ async function traffic(): Promise<void> {
     })
   ).text();
   await fetch(`${app.baseURL}/models`, { headers: { authorization: "Bearer sk-wrong" } });
+  // A synchronous image call: image tokens by model and group.
+  await (
+    await fetch(`${app.baseURL}/images/generations`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ model: "gpt-image-1", prompt: "a boat" }),
+    })
+  ).text();
   const submitted = await fetch(`${app.baseURL}/images/tasks`, {
     method: "POST",
     headers: auth,
@@ -113,7 +120,7 @@ beforeAll(async () => {
       "global: { scrape_interval: 1s, evaluation_interval: 1s }",
       "scrape_configs:",
       "  - job_name: image-task-sidecar",
-      `    static_configs: [{ targets: ["${target}"] }]`,
+      `    static_configs: [{ targets: ["${target}"], labels: { pod: "${POD}" } }]`,
       "",
     ].join("\n"),
   );
@@ -146,13 +153,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const expressions = DASHBOARD.panels.flatMap((panel) =>
-  (panel.targets ?? []).map((target) => ({ title: panel.title, expr: target.expr })),
-);
-
-/** Grafana's variables, as Grafana would substitute them. */
-const concrete = (expr: string) =>
-  expr.replaceAll("$__rate_interval", "1m").replaceAll('"$job"', '".+"');
+const expressions = PANEL_QUERIES;
 
 describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
   it("exposes text that promtool accepts, under one prefix, without keys or task ids", () => {
@@ -179,7 +180,7 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
         .map((line) => line.split(" ")[2] as string),
     );
     const used = new Set(
-      expressions.flatMap(({ expr }) => expr.match(/image_task_sidecar_[a-z_]+/g) ?? []),
+      expressions.flatMap(({ expr }) => expr.match(/image_task_sidecar_\w+/g) ?? []),
     );
     expect(used.size).toBeGreaterThan(5);
     for (const name of used) {
@@ -245,5 +246,124 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
     expect(await value(`image_task_sidecar_tokens_total{${labels},type="input"}`)).toBe(17);
     expect(await value(`image_task_sidecar_tokens_total{${labels},type="output"}`)).toBe(12);
     expect(exposition).toContain("process_cpu_seconds_total");
+  });
+
+  it("shows data on every panel: no panel says No data, refusals count from 0", async () => {
+    const results = new Map<string, number>();
+    for (const { title, expr } of expressions) {
+      const series = (await query(concrete(expr))).data.result.length;
+      results.set(title, (results.get(title) ?? 0) + series);
+    }
+    expect([...results].filter(([, series]) => series === 0).map(([title]) => title)).toEqual([]);
+    // Nothing was refused or given up here, and their series are there, at 0.
+    const zeros = async (expr: string) =>
+      (
+        (await query(expr)).data.result as Array<{
+          metric: Record<string, string>;
+          value: [number, string];
+        }>
+      )
+        .filter(({ value }) => value[1] === "0")
+        .map(({ metric }) => metric.reason ?? metric.result)
+        .sort();
+    expect(await zeros("image_task_sidecar_task_submissions_refused_total")).toEqual([
+      "queue_full",
+      "shutting_down",
+      "storage_unavailable",
+      "store_unavailable",
+      "too_many_tasks",
+    ]);
+    expect(await zeros("image_task_sidecar_connections_refused_total")).toEqual([
+      "max_connections",
+      "metrics_listener",
+      "per_ip",
+    ]);
+    expect(await zeros("image_task_sidecar_task_event_streams_refused_total")).toEqual([
+      "per_key",
+      "total",
+    ]);
+    expect(await zeros("image_task_sidecar_task_event_watchers_cut_total")).toEqual([
+      "slow_reader",
+      "unread_bytes",
+    ]);
+    expect(
+      await zeros('image_task_sidecar_webhook_deliveries_total{result=~"exhausted|refused"}'),
+    ).toEqual(["exhausted", "refused"]);
+  });
+
+  it("shows each replica by its pod: requests, tasks, CPU, memory, event-loop lag", async () => {
+    const titles = [
+      "Requests per pod",
+      "Tasks per pod",
+      "CPU per pod",
+      "Memory per pod",
+      "Event-loop lag per pod",
+    ];
+    for (const title of titles) {
+      const queries = expressions.filter((q) => q.title === title);
+      expect(queries.length, title).toBeGreaterThan(0);
+      const perPod = queries.filter((q) => q.legendFormat?.includes("{{pod}}"));
+      expect(perPod.length, title).toBeGreaterThan(0);
+      for (const { expr } of perPod) {
+        const { result } = (await query(concrete(expr))).data as {
+          result: Array<{ metric: Record<string, string>; value: [number, string] }>;
+        };
+        expect(
+          result.map(({ metric }) => metric.pod),
+          `${title}: ${expr}`,
+        ).toEqual([POD]);
+        expect(Number(result[0]!.value[1]), `${title}: ${expr}`).toBeGreaterThanOrEqual(0);
+      }
+    }
+    // The one task ran 1 s or less: well under one task at once over 10 minutes.
+    const [tasks] = expressions.filter((q) => q.title === "Tasks per pod");
+    const running = (await query(concrete(tasks!.expr))).data.result as Array<{
+      value: [number, string];
+    }>;
+    expect(Number(running[0]!.value[1])).toBeLessThan(1);
+  });
+
+  it("counts image tokens by model (GenAI, operation image_generation) and by group", async () => {
+    const values = async (title: string) => {
+      const [panel] = expressions.filter((q) => q.title === title);
+      const { result } = (await query(concrete(panel!.expr))).data as {
+        result: Array<{ metric: Record<string, string>; value: [number, string] }>;
+      };
+      return result.map(({ metric }) => Object.values(metric).sort().join(",")).sort();
+    };
+    // The fake channel's image answer: 10 input tokens, 100 output.
+    expect(await values("Image tokens by model")).toEqual([
+      "gpt-image-1,input",
+      "gpt-image-1,output",
+    ]);
+    expect(await values("Image tokens by group")).toEqual([
+      "default,gpt-image-1,input",
+      "default,gpt-image-1,output",
+    ]);
+    const stat = async (title: string) => {
+      const [panel] = expressions.filter((q) => q.title === title);
+      const { result } = (await query(concrete(panel!.expr))).data as {
+        result: Array<{ value: [number, string] }>;
+      };
+      return Number(result[0]!.value[1]);
+    };
+    // The totals are a value (0) at once; an image call made while Prometheus watches adds to
+    // them (the first call made each series, which increase() cannot see grow).
+    expect(await stat("Image input tokens (24h)")).toBe(0);
+    const image = await fetch(`${app.baseURL}/images/generations`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TEST_KEYS.default}` },
+      body: JSON.stringify({ model: "gpt-image-1", prompt: "another boat" }),
+    });
+    expect(image.status).toBe(200);
+    await image.text();
+    for (let i = 0; i < 100 && (await stat("Image output tokens (24h)")) === 0; i += 1) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // increase() extrapolates over the scrapes it saw: about 10 and 100, in that order.
+    expect(await stat("Image input tokens (24h)")).toBeGreaterThan(0);
+    expect(await stat("Image output tokens (24h)")).toBeGreaterThan(
+      await stat("Image input tokens (24h)"),
+    );
   });
 });
