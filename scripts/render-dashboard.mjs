@@ -10,29 +10,36 @@
 //   npm run build
 // then:
 //   node scripts/render-dashboard.mjs [--seconds 150] [--out docs/images/grafana-dashboard.png]
+// (uplot elsewhere: --uplot-dir <its dist>, e.g. after `npm install --prefix /tmp/deps uplot`.)
 //
 // It starts the service on the demo defaults (memory store, webhooks to a local receiver that
 // fails one attempt in four), Prometheus scraping it every second, and a little load for
 // --seconds: chat (plain and streamed), Responses, bad keys, unknown routes, bursts of image
-// tasks (some failing, half with partial images watched on their event streams), polls that wait. Then it runs every panel's queries over that window.
+// tasks (some failing, half with partial images watched on their event streams), polls that
+// wait, synchronous image calls. Prometheus labels the target with a pod name, as the Prometheus
+// operator does. Then it runs every panel's queries over that window.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { page } from "./render-dashboard-page.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const { values } = parseArgs({
   options: {
     seconds: { type: "string", default: "150" },
     out: { type: "string", default: join(ROOT, "docs/images/grafana-dashboard.png") },
+    "uplot-dir": { type: "string", default: join(ROOT, "node_modules/uplot/dist") },
   },
 });
 const LOAD_MS = Number(values.seconds) * 1000;
 /** What Grafana's `$__rate_interval` stands for here: a few scrapes' worth, smoothed. */
 const RATE_INTERVAL = "15s";
 const STEP_SEC = 2;
+/** The pod name the Replicas row shows, as the Prometheus operator would label the target. */
+const POD = "image-task-sidecar-7d9f8-x2k4q";
 
 async function need(name, hint) {
   try {
@@ -44,7 +51,7 @@ async function need(name, hint) {
 }
 
 const { chromium } = await need("playwright-core", "npm install --no-save playwright-core uplot");
-const uplotDir = join(ROOT, "node_modules/uplot/dist");
+const uplotDir = resolve(values["uplot-dir"]);
 await need(join(uplotDir, "uPlot.esm.js"), "npm install --no-save playwright-core uplot");
 const { loadConfig } = await import(join(ROOT, "dist/config/load-config.js"));
 const { startServer } = await import(join(ROOT, "dist/server.js"));
@@ -101,7 +108,7 @@ async function startPrometheus(target) {
       "global: { scrape_interval: 1s, evaluation_interval: 1s }",
       "scrape_configs:",
       "  - job_name: image-task-sidecar",
-      `    static_configs: [{ targets: ["${target}"] }]`,
+      `    static_configs: [{ targets: ["${target}"], labels: { pod: "${POD}" } }]`,
       "",
     ].join("\n"),
   );
@@ -130,6 +137,7 @@ async function startPrometheus(target) {
 /** A little of everything a user does, for `ms`. */
 async function load({ url, key }, hook, ms) {
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  const text = (res) => res.text();
   const post = (path, body, extra = {}) =>
     fetch(`${url}/v1${path}`, {
       method: "POST",
@@ -141,7 +149,7 @@ async function load({ url, key }, hook, ms) {
       model: "gpt-4o-mini",
       stream,
       messages: [{ role: "user", content: "How tall is the lighthouse?" }],
-    }).then((res) => res.text());
+    }).then(text);
   const task = async (prompt, watch) => {
     const res = await post("/images/tasks", {
       model: "gpt-image-1",
@@ -174,13 +182,16 @@ async function load({ url, key }, hook, ms) {
       chat(false),
       tick % 2 === 0 ? chat(true) : undefined,
       tick % 3 === 0
-        ? post("/responses", { model: "gpt-4o-mini", input: "Hello" }).then((r) => r.text())
+        ? post("/responses", { model: "gpt-4o-mini", input: "Hello" }).then(text)
         : undefined,
-      tick % 5 === 0 ? fetch(`${url}/v1/models`, { headers }).then((r) => r.text()) : undefined,
+      tick % 5 === 0 ? fetch(`${url}/v1/models`, { headers }).then(text) : undefined,
       tick % 7 === 0
         ? fetch(`${url}/v1/models`, { headers: { authorization: "Bearer sk-wrong" } })
         : undefined,
       tick % 11 === 0 ? fetch(`${url}/v1/no-such-route`, { headers }) : undefined,
+      tick % 40 === 0
+        ? post("/images/generations", { model: "gpt-image-1", prompt: "a sketch" })
+        : 0,
     ]).catch(() => {});
     if (tick % 8 === 0) spawnTask("a lighthouse at dawn");
     if (tick % 60 === 0) for (let i = 0; i < 5; i += 1) spawnTask(`a burst of boats, ${i}`);
@@ -190,8 +201,13 @@ async function load({ url, key }, hook, ms) {
   await Promise.all(running);
 }
 
+/** A query as Grafana sends it; text variables (`$image_models`) at their defaults. */
+const textVariables = dashboard.templating.list.filter((variable) => variable.type === "textbox");
 const concrete = (expr) =>
-  expr.replaceAll("$__rate_interval", RATE_INTERVAL).replaceAll('"$job"', '".+"');
+  textVariables.reduce(
+    (text, { name, query }) => text.replaceAll(`$${name}`, query),
+    expr.replaceAll("$__rate_interval", RATE_INTERVAL).replaceAll('"$job"', '".+"'),
+  );
 
 function legend(format, metric) {
   if (!format) return Object.values(metric).join(" ") || "value";
@@ -241,116 +257,6 @@ async function panelData(prom, start, end) {
   return panels;
 }
 
-function page(panels, start, end) {
-  const css = readFileSync(join(uplotDir, "uPlot.min.css"), "utf8");
-  const js = readFileSync(join(uplotDir, "uPlot.iife.min.js"), "utf8");
-  return `<!doctype html><html><head><meta charset="utf-8"><style>${css}
-  body { margin: 0; background: #111217; color: #ccccdc; font: 13px Inter, "Helvetica Neue", Arial, sans-serif; }
-  header { padding: 14px 20px 6px; font-size: 18px; color: #fff; }
-  header small { color: #8e8e9e; font-size: 12px; margin-left: 12px; }
-  #grid { position: relative; margin: 0 12px; }
-  .panel { position: absolute; box-sizing: border-box; background: #181b1f; border: 1px solid #26282e; border-radius: 2px; padding: 6px 8px; overflow: hidden; }
-  .panel h3 { margin: 0 0 4px; font-size: 13px; font-weight: 500; color: #ccccdc; }
-  .row { position: absolute; font-size: 15px; color: #fff; font-weight: 500; padding-top: 6px; }
-  .nodata { color: #8e8e9e; text-align: center; margin-top: 90px; font-size: 14px; }
-  .stat { font-size: 38px; font-weight: 500; color: #73bf69; text-align: center; margin-top: 8px; }
-  .u-legend { font-size: 11px; color: #ccccdc; text-align: left; }
-  .u-legend .u-marker { width: 10px; height: 3px; }
-  </style></head><body>
-  <header>image-task-sidecar <small>the dashboard's panels, from their queries against Prometheus</small></header>
-  <div id="grid"></div>
-  <script>${js}</script>
-  <script>
-  const panels = ${JSON.stringify(panels)};
-  const range = [${start}, ${end}];
-  const COL = (document.documentElement.clientWidth - 24) / 24, ROW = 34;
-  const colors = ["#73bf69", "#f2cc0c", "#5794f2", "#ff780a", "#b877d9", "#f2495c", "#8ab8ff", "#fade2a", "#56a64b", "#ca95e5"];
-  const fmt = (unit, v) => {
-    if (v == null || Number.isNaN(v)) return "-";
-    if (unit === "Bps") {
-      const steps = ["B/s", "kB/s", "MB/s", "GB/s"];
-      let i = 0;
-      while (Math.abs(v) >= 1000 && i < steps.length - 1) (v /= 1000), (i += 1);
-      return (Number.isInteger(v) ? v : v.toFixed(1)) + " " + steps[i];
-    }
-    if (unit === "percentunit") return (v * 100).toFixed(v < 0.1 ? 1 : 0) + "%";
-    if (unit === "s") return v < 1 ? Math.round(v * 1000) + " ms" : v.toFixed(v < 10 ? 1 : 0) + " s";
-    const n = Number.isInteger(v) || Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(1) : v.toFixed(2);
-    return unit === "reqps" ? n + " req/s" : unit === "ops" ? n + " /s" : n;
-  };
-  const grid = document.getElementById("grid");
-  let bottom = 0;
-  const plots = [];
-  for (const p of panels) {
-    const { x, y, w, h } = p.gridPos;
-    bottom = Math.max(bottom, (y + h) * ROW);
-    if (p.type === "row") {
-      const row = document.createElement("div");
-      row.className = "row";
-      Object.assign(row.style, { left: x * COL + "px", top: y * ROW + "px" });
-      row.textContent = p.title;
-      grid.append(row);
-      continue;
-    }
-    const el = document.createElement("div");
-    el.className = "panel";
-    Object.assign(el.style, { left: x * COL + 4 + "px", top: y * ROW + 4 + "px", width: w * COL - 8 + "px", height: h * ROW - 8 + "px" });
-    el.innerHTML = "<h3></h3>";
-    el.querySelector("h3").textContent = p.title;
-    grid.append(el);
-    if (p.type === "stat") {
-      const value = document.createElement("div");
-      value.className = "stat";
-      value.textContent = fmt(p.unit, p.value ?? 0);
-      el.append(value);
-      continue;
-    }
-    if (p.series.length === 0) {
-      // As Grafana says when a query matches no series (here: no 5xx at all).
-      const none = document.createElement("div");
-      none.className = "nodata";
-      none.textContent = "No data";
-      el.append(none);
-      continue;
-    }
-    const times = [];
-    for (let t = range[0]; t <= range[1]; t += ${STEP_SEC}) times.push(t);
-    const data = [times, ...p.series.map((s) => {
-      const byTime = new Map(s.points);
-      return times.map((t) => (byTime.has(t) ? byTime.get(t) : null));
-    })];
-    const series = [{}, ...p.series.map((s, i) => ({
-      label: s.name, stroke: colors[i % colors.length], width: 1.5,
-      fill: colors[i % colors.length] + "22", value: (u, v) => fmt(p.unit, v),
-    }))];
-    const width = w * COL - 26;
-    const inner = h * ROW - 8 - 28 - 14;
-    const plot = new uPlot({
-      width, height: inner - 40, series,
-      legend: { live: false },
-      cursor: { show: false },
-      scales: { y: { range: (u, min, max) => [Math.min(0, min ?? 0), max > 0 ? max * 1.1 : 1] } },
-      axes: [
-        { stroke: "#8e8e9e", grid: { stroke: "#2c2f36", width: 1 }, ticks: { stroke: "#2c2f36" } },
-        { stroke: "#8e8e9e", grid: { stroke: "#2c2f36", width: 1 }, ticks: { stroke: "#2c2f36" }, size: 78,
-          values: (u, vals) => vals.map((v) => fmt(p.unit, v)) },
-      ],
-    }, data, el);
-    plots.push({ plot, width, inner });
-  }
-  grid.style.height = bottom + 8 + "px";
-  // Once uPlot has laid its charts out: the legend takes what it needs (some panels have many
-  // series), the plot the rest.
-  setTimeout(() => {
-    for (const { plot, width, inner } of plots) {
-      const legend = plot.root.querySelector(".u-legend").offsetHeight;
-      plot.setSize({ width, height: Math.max(80, inner - legend - 6) });
-    }
-    setTimeout(() => (document.body.dataset.ready = "1"), 100);
-  }, 100);
-  </script></body></html>`;
-}
-
 try {
   const hook = await startReceiver();
   const service = await startService();
@@ -378,7 +284,7 @@ try {
       viewport: { width: 1100, height: 900 },
       deviceScaleFactor: 2,
     });
-    await tab.setContent(page(panels, start, end));
+    await tab.setContent(page({ panels, start, end, stepSec: STEP_SEC, uplotDir }));
     await tab.waitForSelector("body[data-ready='1']");
     await tab.screenshot({ path: values.out, fullPage: true });
   } finally {
