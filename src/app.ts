@@ -1,27 +1,27 @@
 import type { RequestListener } from "node:http";
-import express, { type Express } from "express";
 import type { Logger } from "pino";
-import { createAuthMiddleware, type Authenticate } from "./auth/create-authenticator.js";
+import type { Authenticate } from "./auth/create-authenticator.js";
 import type { ChannelClient } from "./channels/channel-client.js";
 import type { ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
-import { createConsoleRouter } from "./console/create-console-router.js";
-import { createFilesRouter } from "./files/create-files-router.js";
-import { createHealthRouter, type RedisReadiness } from "./health/create-health-router.js";
-import { createErrorMiddleware, notFoundHandler } from "./http/error-middleware.js";
-import { createJsonBody } from "./http/json-body.js";
-import { createMcpRouter } from "./mcp/create-mcp-router.js";
+import { createConsoleLane } from "./console/console-lane.js";
+import { createPipeline } from "./edge/create-pipeline.js";
+import { createMetricsLane } from "./edge/metrics-lane.js";
+import { createHealthLane, type RedisReadiness } from "./health/health-lane.js";
+import type { Lane } from "./http/lane.js";
+import type { PublicOrigin } from "./http/public-base-url.js";
+import { createMcpLane } from "./mcp/mcp-lane.js";
 import type { Metrics } from "./metrics/create-metrics.js";
-import { createMetricsRouter } from "./metrics/create-metrics-router.js";
 import { createRequestObserver } from "./observability/observe-requests.js";
 import { NOOP_TRACER, type Tracer } from "./tracing/tracer.js";
-import { createModelsRouter } from "./models/create-models-router.js";
+import { createModelsLane } from "./models/models-lane.js";
 import type { ModelAccess } from "./models/model-access.js";
 import { createPassthrough } from "./proxy/create-passthrough-handler.js";
 import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
+import { createImageFilesLane } from "./tasks/http/image-files-lane.js";
 import { createTaskLane } from "./tasks/http/create-task-lane.js";
 import type { TaskBodyLimits } from "./tasks/http/task-answers.js";
 
@@ -50,38 +50,67 @@ export interface AppDeps {
 }
 
 /**
- * Builds the service's request listener: the proxy lane for the OpenAI
- * passthrough routes, the task lane for polls and submissions, Express for
- * everything else. No I/O here or on import,
+ * Builds the service's request listener: one pipeline (the edge: request
+ * context, auth, errors) in front of the lanes, asked in this order: the
+ * OpenAI passthrough (the hot path, first), the task API, image files,
+ * models, MCP, health, metrics, the web console. No I/O here or on import,
  * so tests and the server assemble the same app from the same parts.
  */
 export function createApp(deps: AppDeps): RequestListener {
   const { config, metrics, logger } = deps;
-  const limits = bodyLimits(config.server);
-  const app = createExpressApp(deps, limits);
-  const lane = createPassthroughLane(deps, limits);
-  const taskLane = createTaskLane({
+  return createPipeline({
+    lanes: createLanes(deps),
     authenticate: deps.authenticate,
-    tasks: deps.tasks,
-    limits,
-    pollIntervalSec: config.imageTasks.pollIntervalSec,
-    eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
-    events: config.events,
-    origin: { configured: config.server.publicBaseUrl, trustProxy: config.server.trustProxy },
-    metrics,
+    // Every request: its id, its access line, its metrics and its server span (see RequestContext).
+    observe: createRequestObserver({
+      metrics,
+      logger,
+      tracer: deps.tracer ?? NOOP_TRACER,
+      accessLog: config.logging.access,
+    }),
     logger,
   });
-  // Every request: its id, its access line, its metrics and its server span (see RequestContext).
-  const observe = createRequestObserver({
-    metrics,
-    logger,
-    tracer: deps.tracer ?? NOOP_TRACER,
-    accessLog: config.logging.access,
-  });
-  return (req, res) => {
-    const context = observe(req, res);
-    if (!lane(req, res, context) && !taskLane(req, res, context)) app(req, res);
-  };
+}
+
+/** Every lane of the service, in the order the edge asks them. */
+function createLanes(deps: AppDeps): Lane[] {
+  const { config, metrics, logger, tasks } = deps;
+  const { server } = config;
+  const limits = bodyLimits(server);
+  const origin: PublicOrigin = { configured: server.publicBaseUrl, trustProxy: server.trustProxy };
+  return [
+    createProxyLane(createPassthrough(passthroughDeps(deps, limits))),
+    createTaskLane({
+      tasks,
+      limits,
+      pollIntervalSec: config.imageTasks.pollIntervalSec,
+      eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+      events: config.events,
+      origin,
+      metrics,
+      logger,
+    }),
+    // Signed image URLs work without a bearer header: the signature is the credential.
+    createImageFilesLane({ images: tasks.images, signer: tasks.signer }),
+    createModelsLane({ access: deps.access }),
+    createMcpLane({
+      tasks,
+      pollIntervalSec: config.imageTasks.pollIntervalSec,
+      origin,
+      logger,
+      body: limits.taskJson,
+    }),
+    createHealthLane({
+      store: tasks.health.store,
+      images: tasks.health.images,
+      channels: deps.channelStatuses ?? (() => ({})),
+      isStopping: deps.isStopping,
+      redis: deps.redisStatus,
+    }),
+    createMetricsLane(metrics, config.metrics, logger),
+    // Static pages without a bearer header; the page itself sends the user's key to /v1.
+    createConsoleLane({ config, logger }),
+  ];
 }
 
 /** The body limits the routes share, from `server`. */
@@ -99,79 +128,22 @@ function bodyLimits(server: Config["server"]): TaskBodyLimits {
   };
 }
 
-/**
- * Express with everything the lanes leave to it: metrics, health, `/metrics`,
- * the files route, the web console, then (behind bearer auth) models, the task routes and
- * `/mcp`, the 404 and the one error middleware.
- */
-function createExpressApp(deps: AppDeps, limits: TaskBodyLimits): Express {
-  const { config, metrics, logger } = deps;
-  const { server } = config;
-  const app = express();
-  app.disable("x-powered-by");
-  app.set("etag", false);
-  app.set("trust proxy", server.trustProxy);
-
-  const auth = createAuthMiddleware(deps.authenticate);
-  const taskJson = createJsonBody(limits.taskJson);
-
-  app.use(
-    createHealthRouter({
-      store: deps.tasks.health.store,
-      images: deps.tasks.health.images,
-      channels: deps.channelStatuses ?? (() => ({})),
-      isStopping: deps.isStopping,
-      redis: deps.redisStatus,
-    }),
-  );
-  app.use(createMetricsRouter(metrics, config.metrics, logger));
-  // Signed image URLs work without a bearer header: the signature is the credential.
-  app.use(createFilesRouter({ images: deps.tasks.images, signer: deps.tasks.signer }));
-  // Static pages without a bearer header; the page itself sends the user's key to /v1.
-  app.use(createConsoleRouter({ config, logger }));
-
-  app.use("/v1", auth);
-  app.use(createModelsRouter({ access: deps.access }));
-  app.use(
-    "/mcp",
-    auth,
-    // Read here, under the service's size and time limits: the MCP transport would read the
-    // body itself without a deadline, so a client trickling bytes could hold a request forever.
-    taskJson,
-    createMcpRouter({
-      tasks: deps.tasks,
-      pollIntervalSec: config.imageTasks.pollIntervalSec,
-      origin: { configured: server.publicBaseUrl, trustProxy: server.trustProxy },
-      logger,
-    }),
-  );
-
-  app.use(notFoundHandler);
-  app.use(createErrorMiddleware(logger));
-  return app;
-}
-
-/** The proxy lane with its passthrough: every OpenAI route that names a model. */
-function createPassthroughLane(deps: AppDeps, limits: TaskBodyLimits) {
-  const { metrics, logger } = deps;
+/** What the passthrough calls channels with. */
+function passthroughDeps(deps: AppDeps, limits: TaskBodyLimits) {
   const { server } = deps.config;
-  return createProxyLane({
-    authenticate: deps.authenticate,
-    logger,
-    passthrough: createPassthrough({
-      client: deps.channelClient,
-      registry: deps.registry,
-      access: deps.access,
-      metrics,
-      logger,
-      responseOwners: deps.responseOwners,
-      limits: {
-        maxBodyBytes: server.maxBodyBytes,
-        maxUploadBytes: server.maxUploadBytes,
-        bodyTimeoutMs: limits.timing.timeoutMs,
-        bodyIdleMs: limits.timing.idleMs,
-        maxResponseBytes: server.maxResponseBytes,
-      },
-    }),
-  });
+  return {
+    client: deps.channelClient,
+    registry: deps.registry,
+    access: deps.access,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    responseOwners: deps.responseOwners,
+    limits: {
+      maxBodyBytes: server.maxBodyBytes,
+      maxUploadBytes: server.maxUploadBytes,
+      bodyTimeoutMs: limits.timing.timeoutMs,
+      bodyIdleMs: limits.timing.idleMs,
+      maxResponseBytes: server.maxResponseBytes,
+    },
+  };
 }

@@ -15,7 +15,7 @@ import { createChannelChecks, type ChannelChecks } from "./channels/channel-chec
 import { createChannelClient, type ChannelClient } from "./channels/channel-client.js";
 import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
-import { startConfiguredChannels } from "./demo/start-configured-channels.js";
+import { startConfiguredChannels } from "./channels/start-configured-channels.js";
 import { createGuardedServer, type ConnectionLimits } from "./http/connection-guard.js";
 import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
@@ -23,7 +23,7 @@ import { createLogger } from "./logging/create-logger.js";
 import { configSecrets } from "./logging/secret-scrubber.js";
 import { createMetrics, type Metrics } from "./metrics/create-metrics.js";
 import { followRedisPrimary } from "./metrics/redis-metrics.js";
-import { startMetricsListener } from "./metrics/start-metrics-listener.js";
+import { startMetricsListener } from "./edge/start-metrics-listener.js";
 import { createModelAccess, type ModelAccess } from "./models/model-access.js";
 import { createResponseOwners } from "./proxy/response-owners.js";
 import { createImageTasks, type ImageTasks } from "./tasks/create-image-tasks.js";

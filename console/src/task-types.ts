@@ -1,67 +1,19 @@
-/** The four states of a task, in the order a task moves through them. */
-export const TASK_STATUSES = ["queued", "in_progress", "completed", "failed"] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
-
-/** An image of a task: a link, or its base64 (never in a list). */
-export interface TaskImage {
-  url?: string;
-  b64_json?: string;
-  revised_prompt?: string;
-}
-
-/** A partial image of a running task. */
-export interface TaskPartial extends TaskImage {
-  index: number;
-}
-
-/** What the task was submitted with, as the API shows its owner. */
-export interface TaskParameters {
-  size?: string;
-  quality?: string;
-  n?: number;
-  background?: string;
-  output_format?: string;
-  output_compression?: number;
-  moderation?: string;
-  input_fidelity?: string;
-  partial_images?: number;
-  response_format?: "url" | "b64_json";
-}
-
-/** A task as `GET /v1/images/tasks/{id}`, the list and the events show it. */
-export interface Task {
-  id: string;
-  object: "image.task";
-  status: TaskStatus;
-  created: number;
-  model: string;
-  kind?: "generation" | "edit";
-  prompt?: string;
-  parameters?: TaskParameters;
-  started_at?: number;
-  completed_at?: number;
-  expires_at?: number;
-  data?: TaskImage[];
-  partial_images?: TaskPartial[];
-  /** On a partial image's event: which one it announces. */
-  partial_image_index?: number;
-  usage?: unknown;
-  error?: { code: string; message: string; type?: string };
-}
-
-/** A page of `GET /v1/images/tasks`. */
-export interface TaskPage {
-  object: "list";
-  data: Task[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
-
-/** Whether the task has ended and will not change again. */
-export function isFinished(status: TaskStatus): boolean {
-  return status === "completed" || status === "failed";
-}
-
-/** Task ids as the service makes them: anything else is not looked up. */
-export const TASK_ID = /^task_[A-Za-z0-9_-]{22,64}$/;
+/*
+ * The task as the API shows it: the service's own contract module, compiled
+ * beside the console (console/tsconfig.json includes it), so the browser
+ * renders exactly the shape the service presents. Named here as the
+ * console's modules know them.
+ */
+export {
+  TASK_STATUSES,
+  isFinished,
+  TASK_ID_PATTERN as TASK_ID,
+} from "../../src/contract/task-contract.js";
+export type {
+  TaskStatus,
+  TaskParameters,
+  TaskViewImage as TaskImage,
+  TaskViewPartial as TaskPartial,
+  TaskView as Task,
+  TaskPage,
+} from "../../src/contract/task-contract.js";

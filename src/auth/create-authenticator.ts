@@ -1,8 +1,6 @@
 import type { IncomingMessage } from "node:http";
-import type { RequestHandler } from "express";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
-import { noteCaller } from "../observability/request-context.js";
 import { clientAddressOf } from "../net/client-address.js";
 import type { ForwardAuthenticate } from "./forward-authenticator.js";
 import { createJwtVerifier, looksLikeJwt } from "./jwt-verifier.js";
@@ -34,19 +32,6 @@ export function createAuthenticate(config: Config, forward?: ForwardAuthenticate
     if (verifyJwt && looksLikeJwt(token)) return verifyJwt(token);
     if (forward) return forward(token, req ? clientAddressOf(req, trustProxy) : undefined);
     return undefined;
-  };
-}
-
-/**
- * Express middleware: `Authorization: Bearer <key or JWT>` to
- * `res.locals.principal`, or 401 with `missing_api_key` / `invalid_api_key`.
- */
-export function createAuthMiddleware(authenticate: Authenticate): RequestHandler {
-  return async (req, res, next) => {
-    const principal = await authenticateHeader(authenticate, req.headers.authorization, req);
-    res.locals.principal = principal;
-    noteCaller(res, principal);
-    next();
   };
 }
 

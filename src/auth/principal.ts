@@ -1,6 +1,4 @@
-import type { Response } from "express";
 import type { ModelInfo } from "../channels/channel-registry.js";
-import { ServiceError } from "../errors/service-error.js";
 import type { UpstreamCredential } from "./upstream-credential.js";
 
 /**
@@ -46,11 +44,4 @@ export interface ForwardUpstream {
 export interface GatewayModels {
   readonly ids: ReadonlySet<string>;
   readonly list: readonly ModelInfo[];
-}
-
-/** The principal the auth middleware attached; a route behind it always has one. */
-export function getPrincipal(res: Response): Principal {
-  const principal = res.locals.principal as Principal | undefined;
-  if (!principal) throw new ServiceError("missing_api_key", "You didn't provide an API key.");
-  return principal;
 }

@@ -24,7 +24,7 @@ export interface ConsoleAsset {
   gzip?: Buffer;
 }
 
-/** The console's files by their path below `/console/` (`index.html`, `js/main.js`, ...). */
+/** The console's files by their path below `/console/` (`index.html`, `js/console/src/main.js`, ...). */
 export type ConsoleAssets = ReadonlyMap<string, ConsoleAsset>;
 
 /**

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from "node:http";
-import type { RequestHandler } from "express";
 import { MAX_JSON_DEPTH, parseJson, type ParsedJson } from "./inspect-json.js";
 import { readRequestBody, type ReadBodyOptions } from "./read-body.js";
 
@@ -21,14 +20,4 @@ export async function readJsonBody(
   const body = await readRequestBody(req, options);
   if (body.length === 0) return undefined;
   return parseJson(body, options.maxDepth ?? MAX_JSON_DEPTH);
-}
-
-/** Express middleware for {@link readJsonBody}: the value lands in `req.body`. */
-export function createJsonBody(options: JsonBodyOptions): RequestHandler {
-  return (req, _res, next) => {
-    readJsonBody(req, options).then((parsed) => {
-      req.body = parsed?.value;
-      next();
-    }, next);
-  };
 }

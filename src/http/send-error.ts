@@ -1,35 +1,20 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { ServiceError } from "../errors/service-error.js";
-import { contextOf } from "../observability/request-context.js";
 import { ERROR_CODES } from "./error-codes.js";
-
-/** body-parser errors carry a `type`; these are the ones a client can cause. */
-const BODY_PARSER_ERRORS: Record<string, () => ServiceError> = {
-  "entity.parse.failed": () =>
-    new ServiceError("invalid_json", "The request body is not valid JSON."),
-  "entity.too.large": () =>
-    new ServiceError("request_too_large", "The request body is larger than the service accepts."),
-  "encoding.unsupported": () =>
-    new ServiceError("invalid_value", "The request body has an unsupported content encoding."),
-  "charset.unsupported": () =>
-    new ServiceError("invalid_value", "The request body has an unsupported charset."),
-  "request.aborted": () => new ServiceError("invalid_value", "The request was aborted."),
-  "request.size.invalid": () =>
-    new ServiceError("invalid_value", "The request body does not match its Content-Length."),
-};
 
 /** Turns anything thrown into a {@link ServiceError}; unknown errors become a bland 500. */
 export function toServiceError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
-  const type = (err as { type?: unknown } | null)?.type;
-  if (typeof type === "string" && BODY_PARSER_ERRORS[type]) return BODY_PARSER_ERRORS[type]();
-  // Other client errors Express raises (a corrupt gzip body, a broken %-escape in the path)
-  // are the client's fault: a 400 envelope, not a 500.
+  // A client error a Node or library layer raised with a status (a corrupt compressed body,
+  // say) is the client's fault: a 400 envelope, not a 500.
   const status = (err as { status?: unknown } | null)?.status;
   if (typeof status === "number" && status >= 400 && status < 500) {
     return status === 413
-      ? BODY_PARSER_ERRORS["entity.too.large"]!()
+      ? new ServiceError(
+          "request_too_large",
+          "The request body is larger than the service accepts.",
+        )
       : new ServiceError("invalid_value", "The request could not be read.", { cause: err });
   }
   return new ServiceError("internal_error", "The service failed to handle the request.", {
@@ -69,25 +54,25 @@ export function errorResponse(err: unknown): ErrorResponse {
 
 /**
  * The one place errors become responses: writes any error as the OpenAI
- * envelope on a plain Node response. The Express error middleware and the
- * lanes beside Express all end here; a 500 is logged, never shown.
+ * envelope on a plain Node response (every lane's failures end here, through
+ * the edge); a 500 is logged, never shown. Returns the error's code, for the
+ * caller to record in the request's context (its access line, its span).
  */
 export function sendError(
   req: IncomingMessage,
   res: ServerResponse,
   err: unknown,
   logger: Logger,
-): void {
+): string {
   const answer = errorResponse(err);
-  const context = contextOf(res);
-  if (context) context.errorCode = answer.body.error.code ?? undefined;
+  const code = answer.body.error.code as string;
   if (answer.status === 500) {
     logger.error({ err, method: req.method, path: req.url?.split("?")[0] }, "unhandled error");
   }
   if (res.headersSent) {
     // A stream was already under way: all that is left is to cut it.
     res.destroy();
-    return;
+    return code;
   }
   const body = JSON.stringify(answer.body);
   res.writeHead(answer.status, {
@@ -99,4 +84,5 @@ export function sendError(
     ...(req.complete ? {} : { connection: "close" }),
   });
   res.end(body);
+  return code;
 }

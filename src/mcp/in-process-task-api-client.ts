@@ -1,23 +1,20 @@
 import type { Principal } from "../auth/principal.js";
-import type { Span } from "../tracing/tracer.js";
+import { MAX_WAIT_SEC, isFinished } from "../contract/task-contract.js";
+import { parseBody } from "../errors/parse-body.js";
 import { ServiceError } from "../errors/service-error.js";
-import { parseBody } from "../http/parse-body.js";
-import { errorResponse } from "../http/send-error.js";
+import type { Span } from "../tracing/tracer.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
-import { runEventStream } from "../tasks/http/task-event-stream.js";
-import { presentTask, type PresentDeps } from "../tasks/view/present-task.js";
-import { isFinished, type TaskRecord } from "../tasks/core/task-record.js";
-import { MAX_WAIT_SEC } from "../tasks/http/task-query.js";
+import type { TaskRecord } from "../tasks/core/task-record.js";
 import { submitTaskSchema } from "../tasks/service/task-schemas.js";
-import {
-  apiError,
-  type DownloadedImage,
-  type ImageTask,
-  type ImageTaskApiClient,
-  type ImageTaskSnapshot,
-  type WatchTaskOptions,
+import { presentTask, type PresentDeps } from "../tasks/view/present-task.js";
+import type {
+  DownloadedImage,
+  ImageTask,
+  ImageTaskApiClient,
+  ImageTaskSnapshot,
+  WatchTaskOptions,
 } from "./client/image-task-api-client.js";
-import { ImageTaskApiError } from "./client/image-task-api-error.js";
+import { ImageTaskApiError, serviceRefusal } from "./client/image-task-api-error.js";
 
 /** What {@link createInProcessTaskApiClient} needs. */
 export interface InProcessTaskApiClientOptions {
@@ -37,9 +34,10 @@ export interface InProcessTaskApiClientOptions {
 /**
  * The MCP tools' API client for `/mcp`: the task service called in process,
  * with the principal the request authenticated, rather than an HTTP round
- * trip to the service's own port. Answers and errors are those of the HTTP
- * API (the same views, the same messages), so the tools cannot tell the two
- * apart; `getTask`'s wait is the service's own, woken by the task's end.
+ * trip to the service's own port: the same operations the HTTP lanes call
+ * (submit, wait, watch, cancel), the same views. A refusal reads from its
+ * error code, as the service raised it; `getTask`'s wait is the service's
+ * own, woken by the task's end.
  */
 export function createInProcessTaskApiClient(
   options: InProcessTaskApiClientOptions,
@@ -70,20 +68,18 @@ async function view(
   return (await presentTask(record, { images, baseUrl: o.publicOrigin, data })) as ImageTask;
 }
 
-/** Runs `step`; the service's refusals become what the HTTP client reports. */
+/** Runs `step`; the service's refusals become tool errors read from their codes. */
 async function call<T>(o: InProcessTaskApiClientOptions, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (err) {
     if (!(err instanceof ServiceError)) throw err;
-    // Answered as the HTTP API would answer it: the same status and Retry-After.
-    const answer = errorResponse(err);
-    throw apiError(
+    const retryAfter = Number(err.retryAfter);
+    throw serviceRefusal(
       {
-        status: answer.status,
         code: err.code,
         message: err.message,
-        retryAfter: answer.headers["Retry-After"],
+        retryAfterSec: Number.isFinite(retryAfter) ? retryAfter : undefined,
       },
       o.credentialHint,
     );
@@ -101,14 +97,14 @@ async function submitTask(o: InProcessTaskApiClientOptions, body: unknown): Prom
   return view(o, record, "none");
 }
 
-/** {@link ImageTaskApiClient.getTask}: the service's own wait, up to what `?wait=` takes. */
+/** {@link ImageTaskApiClient.getTask}: the service's own wait (capped by the service). */
 async function getTask(
   o: InProcessTaskApiClientOptions,
   taskId: string,
   waitSeconds: number,
   signal: AbortSignal | undefined,
 ): Promise<ImageTaskSnapshot> {
-  const waitMs = Math.min(MAX_WAIT_SEC, Math.max(0, waitSeconds)) * 1000;
+  const waitMs = Math.max(0, waitSeconds) * 1000;
   const record = await o.tasks.service.waitFor(o.principal, taskId, waitMs, signal);
   return {
     task: await view(o, record),
@@ -116,19 +112,15 @@ async function getTask(
   };
 }
 
-/** {@link ImageTaskApiClient.watchTask}: the service's own event stream, in process. */
+/** {@link ImageTaskApiClient.watchTask}: the service's own watch, in process. */
 async function watchTask(
   o: InProcessTaskApiClientOptions,
   taskId: string,
   { waitSeconds, signal, onEvent }: WatchTaskOptions,
 ): Promise<ImageTask | undefined> {
-  const { tasks, principal } = o;
   const over = AbortSignal.timeout(Math.min(MAX_WAIT_SEC, Math.max(0, waitSeconds)) * 1000);
   let final: ImageTask | undefined;
-  await runEventStream({
-    taskId,
-    feed: tasks.feed,
-    read: () => tasks.service.get(principal, taskId),
+  await o.tasks.service.watch(o.principal, taskId, {
     sink: {
       signal: signal ? AbortSignal.any([signal, over]) : over,
       open: () => undefined,

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { createLineWriter, type LineWriter } from "../logging/line-writer.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { NOOP_SPAN, type Tracer } from "../tracing/tracer.js";
-import { bindContext, type RequestContext } from "./request-context.js";
+import type { RequestContext } from "./request-context.js";
 import { requestIdOf } from "./request-id.js";
 
 /** Dependencies of {@link createRequestObserver}. */
@@ -82,7 +82,6 @@ export function createRequestObserver(
       tracer,
     };
     res.setHeader("X-Request-Id", context.reqId);
-    bindContext(res, context);
     const started = performance.now();
     // "close" always comes, once, after "finish" when there is one (`on`: `once` costs a wrapper).
     res.on("close", () => finish(access, req, res, context, started, probe));
@@ -92,14 +91,6 @@ export function createRequestObserver(
 
 function headerOf(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** The route Express matched, for the requests no lane took. */
-function expressRoute(req: IncomingMessage): string | undefined {
-  const { route, baseUrl } = req as { route?: { path?: unknown }; baseUrl?: string };
-  if (typeof route?.path !== "string") return undefined;
-  if (!baseUrl) return route.path;
-  return route.path === "/" ? baseUrl : baseUrl + route.path;
 }
 
 /** What {@link finish} needs: the deps, and the access lines' writer. */
@@ -117,7 +108,7 @@ function finish(
   probe: boolean,
 ): void {
   const seconds = (performance.now() - started) / 1000;
-  const route = context.route ?? expressRoute(req) ?? "unmatched";
+  const route = context.route ?? "unmatched";
   const aborted = !res.writableFinished;
   const method = req.method ?? "";
   const status = aborted ? "aborted" : String(res.statusCode);

@@ -1,4 +1,3 @@
-import type { ServerResponse } from "node:http";
 import type { Span, Tracer } from "../tracing/tracer.js";
 
 /**
@@ -10,7 +9,7 @@ import type { Span, Tracer } from "../tracing/tracer.js";
 export interface RequestContext {
   /** `X-Request-Id`: the client's when sane, else made here; answered and sent on. */
   readonly reqId: string;
-  /** The route's template (`/v1/images/tasks/:taskId`), once a lane or router matched it. */
+  /** The route's template (`/v1/images/tasks/:taskId`), once a lane matched it. */
   route: string | undefined;
   /** The caller, once authenticated: its `key_name` (never a key) and group. */
   keyName: string | undefined;
@@ -27,27 +26,4 @@ export interface RequestContext {
   readonly span: Span;
   /** Makes the request's other spans (channel tries, a task's). */
   readonly tracer: Tracer;
-}
-
-const contexts = new WeakMap<ServerResponse, RequestContext>();
-
-/** The context of the request `res` answers, when the edge made one. */
-export function contextOf(res: ServerResponse): RequestContext | undefined {
-  return contexts.get(res);
-}
-
-/** Binds `context` to the request `res` answers (the edge does, once per request). */
-export function bindContext(res: ServerResponse, context: RequestContext): void {
-  contexts.set(res, context);
-}
-
-/** Who the caller is, once authenticated. */
-export function noteCaller(
-  res: ServerResponse,
-  principal: { keyName: string; group: string },
-): void {
-  const context = contexts.get(res);
-  if (!context) return;
-  context.keyName = principal.keyName;
-  context.group = principal.group;
 }

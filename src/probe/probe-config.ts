@@ -3,7 +3,7 @@ import { createChannelClient } from "../channels/channel-client.js";
 import { checkChannel } from "../channels/check-channel.js";
 import { ConfigError } from "../config/config-error.js";
 import type { Config } from "../config/config-schema.js";
-import { startConfiguredChannels } from "../demo/start-configured-channels.js";
+import { startConfiguredChannels } from "../channels/start-configured-channels.js";
 import { describeImageStore, openImageStore } from "../images/open-image-store.js";
 import { createMetrics } from "../metrics/create-metrics.js";
 import { probeTaskStore } from "../tasks/probe-task-store.js";

@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { Principal } from "../auth/principal.js";
 import { ServiceError } from "../errors/service-error.js";
 import { readJsonBody } from "../http/json-body.js";
-import { requireJsonObject } from "../http/parse-body.js";
+import { requireJsonObject } from "../errors/parse-body.js";
 import { readRequestBody } from "../http/read-body.js";
 import { shorten } from "../errors/shorten.js";
 import type { ModelAccess } from "../models/model-access.js";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
-import { createImageUrlSigner, type ImageUrlSigner } from "../files/image-url-signer.js";
+import { createImageUrlSigner, type ImageUrlSigner } from "./images/image-url-signer.js";
 import type { ImageStore } from "../images/image-store.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
@@ -179,7 +179,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   });
   const service = createTaskService({
     ...{ config, store, images, queue, finisher, access, sealer },
-    ...{ metrics, logger, waiters, now, stores: health },
+    ...{ metrics, logger, waiters, feed, now, stores: health },
     adoptSoon: () => maintenance.adoptSoon(),
   });
   const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);

@@ -75,15 +75,17 @@ function cycles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
-const folderOf = (file: string) => relative(SRC, dirname(file)) || ".";
+/** A file's folder below src/, cut to its first `depth` levels (`tasks/http` -> `tasks`). */
+const folderOf = (file: string, depth = Infinity) =>
+  relative(SRC, dirname(file)).split("/").slice(0, depth).join("/") || ".";
 
 /** Folder -> the folders its files import. */
-function folderGraph(graph: Map<string, string[]>): Map<string, Set<string>> {
+function folderGraph(graph: Map<string, string[]>, depth = Infinity): Map<string, Set<string>> {
   const folders = new Map<string, Set<string>>();
   for (const [file, targets] of graph) {
     for (const target of targets) {
-      const from = folderOf(file);
-      const to = folderOf(target);
+      const from = folderOf(file, depth);
+      const to = folderOf(target, depth);
       if (from === to) continue;
       if (!folders.has(from)) folders.set(from, new Set());
       folders.get(from)!.add(to);
@@ -107,6 +109,14 @@ describe("the import graph of src/", () => {
 
   it("has no cycle between files, type imports included", () => {
     expect(cycles(graph).map((cycle) => cycle.map((file) => relative(SRC, file)))).toEqual([]);
+  });
+
+  it("has no circle of folders, at any depth and between top-level folders", () => {
+    for (const depth of [Infinity, 1]) {
+      const folders = folderGraph(graph, depth);
+      const asFiles = new Map([...folders].map(([from, to]) => [from, [...to]]));
+      expect(cycles(asFiles), `folders at depth ${depth}`).toEqual([]);
+    }
   });
 
   it("has no two folders importing each other", () => {
@@ -155,5 +165,50 @@ describe("the task store's interface", () => {
     expect(members.length).toBeGreaterThan(5);
     expect(members.length).toBeLessThanOrEqual(16);
     expect(members.filter((name) => /Image|Input/.test(name ?? ""))).toEqual([]);
+  });
+});
+
+describe("the task contract", () => {
+  const CONTRACT = join(SRC, "contract/task-contract.ts");
+  const CONSOLE = resolve(SRC, "../console/src");
+
+  it("is free of dependencies", () => {
+    expect(readFileSync(CONTRACT, "utf8")).not.toMatch(/\bimport\b|\brequire\(/);
+  });
+
+  it("is what the task presenter, the MCP client and the console import", () => {
+    const importsContract = (file: string) =>
+      [...readFileSync(file, "utf8").matchAll(IMPORT)].some(
+        (match) =>
+          resolve(dirname(file), (match[1] ?? match[2]) as string).replace(/\.js$/, ".ts") ===
+          CONTRACT,
+      );
+    for (const file of [
+      join(SRC, "tasks/view/present-task.ts"),
+      join(SRC, "mcp/client/image-task.ts"),
+      join(CONSOLE, "task-types.ts"),
+    ]) {
+      expect(importsContract(file), relative(SRC, file)).toBe(true);
+    }
+  });
+
+  it("holds the only task id pattern of the service, the MCP client and the console", () => {
+    const holders = [...files, ...sourceFiles(CONSOLE)].filter((file) =>
+      /\/\^task_/.test(readFileSync(file, "utf8")),
+    );
+    expect(holders.map((file) => relative(SRC, file))).toEqual(["contract/task-contract.ts"]);
+  });
+});
+
+describe("the MCP tools", () => {
+  it("call the task service, not the HTTP adapter: only their HTTP transport imports http/", () => {
+    const offending = files
+      .filter((file) => folderOf(file, 1) === "mcp" && !file.endsWith("mcp-lane.ts"))
+      .flatMap((file) =>
+        (graph.get(file) ?? [])
+          .filter((target) => ["http", "tasks/http"].includes(folderOf(target)))
+          .map((target) => `${relative(SRC, file)} -> ${relative(SRC, target)}`),
+      );
+    expect(offending).toEqual([]);
   });
 });

@@ -82,7 +82,7 @@ describe("the web console's files", () => {
       "base.css",
       "icon.svg",
       "icon.svg",
-      "js/main.js",
+      "js/console/src/main.js",
       "views.css",
     ]);
     for (const reference of references) {
@@ -92,7 +92,7 @@ describe("the web console's files", () => {
       expect(asset.headers.get("x-content-type-options")).toBe("nosniff");
     }
     const types = await Promise.all(
-      ["js/main.js", "views.css", "icon.svg"].map(async (name) =>
+      ["js/console/src/main.js", "views.css", "icon.svg"].map(async (name) =>
         (await fetch(`${server.url}/console/${name}`)).headers.get("content-type"),
       ),
     );
@@ -104,21 +104,21 @@ describe("the web console's files", () => {
   });
 
   it("are gzipped for clients that take it, and answered 304 when unchanged", async () => {
-    const plain = await raw(server.url, "/console/js/main.js");
+    const plain = await raw(server.url, "/console/js/console/src/main.js");
     expect(plain.headers["content-encoding"]).toBeUndefined();
-    const zipped = await raw(server.url, "/console/js/main.js", {
+    const zipped = await raw(server.url, "/console/js/console/src/main.js", {
       headers: { "accept-encoding": "br, gzip;q=0.8" },
     });
     expect(zipped.headers["content-encoding"]).toBe("gzip");
     expect(zipped.headers.vary).toBe("Accept-Encoding");
     expect(gunzipSync(zipped.body).equals(plain.body)).toBe(true);
-    const refused = await raw(server.url, "/console/js/main.js", {
+    const refused = await raw(server.url, "/console/js/console/src/main.js", {
       headers: { "accept-encoding": "gzip;q=0" },
     });
     expect(refused.headers["content-encoding"]).toBeUndefined();
 
     const etag = String(plain.headers.etag);
-    const again = await raw(server.url, "/console/js/main.js", {
+    const again = await raw(server.url, "/console/js/console/src/main.js", {
       headers: { "if-none-match": etag },
     });
     expect(again.status).toBe(304);
@@ -171,7 +171,7 @@ describe("the web console's files", () => {
 describe("console.enabled: false", () => {
   it("answers 404 not_found for the whole console, and the banner does not name it", async () => {
     const app = await useApp({ config: { console: { enabled: false } } });
-    for (const path of ["/console", "/console/", "/console/js/main.js"]) {
+    for (const path of ["/console", "/console/", "/console/js/console/src/main.js"]) {
       const answer = await fetch(`${app.url}${path}`, { redirect: "manual" });
       expect(answer.status, path).toBe(404);
       expect(((await answer.json()) as { error: { code: string } }).error.code).toBe("not_found");

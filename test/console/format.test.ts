@@ -26,10 +26,16 @@ const task: Task = {
 describe("formatting a task", () => {
   it("calls a cancelled task cancelled, not failed", () => {
     expect(statusLabel({ status: "in_progress" })).toBe("In progress");
-    expect(statusLabel({ status: "failed", error: { code: "timeout", message: "" } })).toBe(
-      "Failed",
-    );
-    const cancelled = { status: "failed", error: { code: "cancelled", message: "" } } as const;
+    expect(
+      statusLabel({
+        status: "failed",
+        error: { code: "timeout", message: "", type: "server_error" },
+      }),
+    ).toBe("Failed");
+    const cancelled = {
+      status: "failed",
+      error: { code: "cancelled", message: "", type: "invalid_request_error" },
+    } as const;
     expect(statusLabel(cancelled)).toBe("Cancelled");
     expect(statusTone(cancelled)).toBe("cancelled");
   });
@@ -74,7 +80,11 @@ describe("formatting a task", () => {
       "task_AAAAAAAAAAAAAAAAAAAAAA-2.jpg",
     );
     expect(
-      downloadName({ id: "task_B", parameters: { output_format: "webp" } }, 0, "https://x/y"),
+      downloadName(
+        { id: "task_B", parameters: { output_format: "webp", response_format: "url" } },
+        0,
+        "https://x/y",
+      ),
     ).toBe("task_B-1.webp");
   });
 });

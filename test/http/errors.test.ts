@@ -36,7 +36,8 @@ const chat = (content: string) =>
 describe("the error envelope", () => {
   it("answers an unknown route under /v1 with 404 not_found", async () => {
     const error = await expectError(await request("/v1/no-such-route"), 404, "not_found");
-    expect(error.message).toContain("/v1/no-such-route");
+    // A client's bytes are never echoed back: not even the path it asked for.
+    expect(error.message).not.toContain("no-such-route");
     await expectError(await request("/v1/chat/completions", { method: "GET" }), 404, "not_found");
     await expectError(await request("/v1/models", { method: "DELETE" }), 404, "not_found");
   });

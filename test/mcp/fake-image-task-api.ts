@@ -112,7 +112,7 @@ export async function startFakeImageTaskApi(options: { key?: string } = {}) {
       );
     }
     const body = req.body as { model?: string; response_format?: string };
-    const id = `task_fake${++seq}x${Math.random().toString(36).slice(2, 10)}`;
+    const id = `task_fake${++seq}x${Math.random().toString(36).slice(2, 10)}`.padEnd(27, "0");
     const task: FakeTask = {
       id,
       model: body.model ?? "?",

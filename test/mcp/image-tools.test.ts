@@ -146,7 +146,7 @@ describe("MCP image tools (in memory, fake API)", () => {
     ["../x"],
     ["/etc/passwd"],
     ["task_../../etc/passwd"],
-    ["task_a/../../b"],
+    ["task_a000000000000000000000/../../b"],
     ["task_\u0000"],
     [""],
   ])("refuses the task id %j without calling the API or writing", async (taskId) => {
@@ -174,7 +174,7 @@ describe("MCP image tools (in memory, fake API)", () => {
 
   it("turns API errors into clear tool errors", async () => {
     const unknown = await call("check_image_task", {
-      task_id: "task_doesnotexist",
+      task_id: "task_doesnotexist0000000000",
       wait_seconds: 0,
     });
     expect(unknown.isError).toBe(true);
@@ -196,7 +196,10 @@ describe("MCP image tools (in memory, fake API)", () => {
 
     await closeClient();
     await connect({ baseURL: "http://127.0.0.1:1/v1" });
-    const down = await call("check_image_task", { task_id: "task_abc", wait_seconds: 0 });
+    const down = await call("check_image_task", {
+      task_id: "task_abc0000000000000000000",
+      wait_seconds: 0,
+    });
     expect(down.isError).toBe(true);
     expect(text(down)).toContain("Could not reach the image service at http://127.0.0.1:1/v1");
   });

@@ -128,7 +128,7 @@ describe("MCP over Streamable HTTP at /mcp", () => {
         arguments: { task_id: taskId, wait_seconds: 0 },
       })) as CallToolResult;
       expect(other.isError).toBe(true);
-      expect(text(other)).toContain("404 task_not_found");
+      expect(text(other)).toContain("refused (task_not_found)");
     } finally {
       await vip.close();
       await mine.close();

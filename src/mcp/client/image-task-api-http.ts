@@ -1,5 +1,5 @@
 import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
-import { ImageTaskApiError } from "./image-task-api-error.js";
+import { ImageTaskApiError, refusalHint } from "./image-task-api-error.js";
 
 /*
  * The HTTP steps of the MCP server's API client and how each failure reads:
@@ -131,8 +131,8 @@ export function httpError(
 }
 
 /**
- * The error a tool shows for an error answer of the API (over HTTP, or the
- * service's own `ServiceError` in process): status, code, message and what to do.
+ * The error a tool shows for an error answer of the HTTP API: status, code,
+ * message and what to do.
  */
 export function apiError(
   answer: { status: number; code?: string; message?: string; retryAfter?: string | null },
@@ -142,36 +142,14 @@ export function apiError(
   const { status, code, message } = answer;
   const label = code ? `HTTP ${status} ${code}` : `HTTP ${status}`;
   const parts = [`${prefix} ${label}${message ? `: ${truncate(message)}` : "."}`];
-  const hint = hintFor(status, code, answer.retryAfter ?? null, credentialHint);
+  const hint = refusalHint(
+    code,
+    status,
+    parseRetryAfter(answer.retryAfter ?? null),
+    credentialHint,
+  );
   if (hint) parts.push(hint);
   return new ImageTaskApiError("http", parts.join(" "), status, code);
-}
-
-function hintFor(
-  status: number,
-  code: string | undefined,
-  retryAfter: string | null,
-  credentialHint: string,
-): string | undefined {
-  if (status === 401 || status === 403) return credentialHint;
-  switch (code) {
-    case "task_not_found":
-      return "Tasks are visible only to the key that submitted them, and expire after a while.";
-    case "model_not_found":
-      return "Use a model this key may use (gpt-image-1 by default).";
-    case "unsupported_model":
-      return "Only gpt-image-* models run as image tasks.";
-    case "queue_full": {
-      const retry = parseRetryAfter(retryAfter);
-      return retry === undefined
-        ? "Try again in a little while."
-        : `Try again in about ${retry} s.`;
-    }
-    default:
-      return status >= 500
-        ? "The service or its upstream is having trouble; try again later."
-        : undefined;
-  }
 }
 
 /** An answer that is not what the service gives: the base URL points elsewhere. */

@@ -1,11 +1,16 @@
 import { z } from "zod";
+import { TASK_STATUSES, type TaskEventStage, type TaskView } from "../../contract/task-contract.js";
 
-/** A task as the HTTP API shows it, read loosely (unknown fields kept). */
+/**
+ * A task as the service shows it (the contract's `TaskView`), read loosely:
+ * unknown fields kept, and only what the tools use checked, so a newer
+ * service's additions never break an older MCP server.
+ */
 export const imageTaskSchema = z
   .object({
     id: z.string(),
     object: z.string().optional(),
-    status: z.enum(["queued", "in_progress", "completed", "failed"]),
+    status: z.enum(TASK_STATUSES),
     created: z.number().optional(),
     model: z.string().optional(),
     started_at: z.number().nullish(),
@@ -36,17 +41,14 @@ export const imageTaskSchema = z
 /** A task as the HTTP API returns it (`GET /v1/images/tasks/{id}`). */
 export type ImageTask = z.infer<typeof imageTaskSchema>;
 
-export const TASK_EVENT_STAGES = [
-  "queued",
-  "in_progress",
-  "partial_image",
-  "completed",
-  "failed",
-] as const;
+/** Every task the service shows reads as an {@link ImageTask}: the schema follows the contract. */
+export type ContractFits = TaskView extends ImageTask ? true : never;
+const _contractFits: ContractFits = true;
+void _contractFits;
 
 /** One event of a task's event stream (`GET /v1/images/tasks/{id}/events`). */
 export interface ImageTaskEvent {
-  type: (typeof TASK_EVENT_STAGES)[number];
+  type: TaskEventStage;
   /** The task as the event shows it. */
   task: ImageTask;
   /** Which partial image a `partial_image` event announces (0-based). */

@@ -1,10 +1,6 @@
+import { TASK_EVENT_STAGES, taskEventName } from "../../contract/task-contract.js";
 import { parseEventStream } from "../../net/parse-event-stream.js";
-import {
-  TASK_EVENT_STAGES,
-  imageTaskSchema,
-  type ImageTask,
-  type WatchTaskOptions,
-} from "./image-task.js";
+import { imageTaskSchema, type ImageTask, type WatchTaskOptions } from "./image-task.js";
 import { ImageTaskApiError } from "./image-task-api-error.js";
 import { httpError, networkError, protocolError, readText } from "./image-task-api-http.js";
 
@@ -54,7 +50,7 @@ export async function watchTaskEvents(
     }
     const body = response.body as unknown as AsyncIterable<Uint8Array>;
     for await (const event of parseEventStream(body, context.maxEventBytes)) {
-      const type = TASK_EVENT_STAGES.find((stage) => event.event === `image.task.${stage}`);
+      const type = TASK_EVENT_STAGES.find((stage) => event.event === taskEventName(stage));
       if (!type) continue;
       let json: unknown;
       try {

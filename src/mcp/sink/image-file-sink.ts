@@ -10,7 +10,7 @@ import {
 } from "./exclusive-files.js";
 import { ImageFileSinkError } from "./image-file-sink-error.js";
 import { checkEntry, readManifest, writeManifest, type ManifestEntry } from "./sink-manifest.js";
-import { isValidTaskId } from "../client/task-id.js";
+import { isTaskId } from "../../contract/task-contract.js";
 
 /** One image saved on disk, as `check_image_task` reports it. */
 export interface SavedImage {
@@ -80,7 +80,7 @@ function directory(s: SinkState): Promise<string> {
 }
 
 function checkTaskId(taskId: string): void {
-  if (!isValidTaskId(taskId)) {
+  if (!isTaskId(taskId)) {
     throw new ImageFileSinkError(
       `Refused task id ${JSON.stringify(taskId.slice(0, 80))}: ` +
         `a task id is "task_" followed by letters, digits, "_" or "-".`,

@@ -1,6 +1,6 @@
 import type { McpServer, RegisteredTool } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { TASK_ID_PATTERN } from "../client/task-id.js";
+import { TASK_ID_PATTERN } from "../../contract/task-contract.js";
 import type { ImageToolDeps } from "./image-tool-deps.js";
 import { describeToolFailure, toolError } from "./tool-result.js";
 

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { ImageTaskApiError } from "../client/image-task-api-error.js";
 import type { ImageTask } from "../client/image-task-api-client.js";
 import { createProgressNotifier, describeTaskEvent } from "../client/progress-notifier.js";
-import { TASK_ID_PATTERN } from "../client/task-id.js";
+import { TASK_ID_PATTERN } from "../../contract/task-contract.js";
 import { isFinished, waitForTask } from "../client/wait-for-task.js";
 import { deliverFiles, deliverLinks, filesResult, linkRebase } from "./deliver-task-images.js";
 import type { ImageToolDeps } from "./image-tool-deps.js";

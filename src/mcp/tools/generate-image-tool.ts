@@ -1,6 +1,6 @@
 import type { McpServer, RegisteredTool } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { isValidTaskId } from "../client/task-id.js";
+import { isTaskId } from "../../contract/task-contract.js";
 import type { ImageToolDeps } from "./image-tool-deps.js";
 import { describeToolFailure, toolError } from "./tool-result.js";
 
@@ -85,7 +85,7 @@ export function registerGenerateImageTool(server: McpServer, deps: ImageToolDeps
           },
           extra.signal,
         );
-        if (!isValidTaskId(task.id)) {
+        if (!isTaskId(task.id)) {
           return toolError("The image service returned a malformed task id; nothing to check.");
         }
         const structuredContent = {

@@ -1,14 +1,8 @@
 import { randomFillSync } from "node:crypto";
+import type { TaskError, TaskStatus } from "../../contract/task-contract.js";
 
-/** `queued -> in_progress -> completed | failed`, and `queued -> failed`. */
-export type TaskStatus = "queued" | "in_progress" | "completed" | "failed";
-
-/** Why a task failed, as clients see it in `error`. */
-export interface TaskError {
-  code: string;
-  message: string;
-  type: string;
-}
+export type { TaskError, TaskStatus } from "../../contract/task-contract.js";
+export { isFinished } from "../../contract/task-contract.js";
 
 /** What is kept about one generated image; its bytes are stored apart. */
 export interface TaskImage {
@@ -150,11 +144,6 @@ export function imageKeysOf(record: {
   );
 }
 
-/** Whether the task has ended and will not change again. */
-export function isFinished(status: TaskStatus): boolean {
-  return status === "completed" || status === "failed";
-}
-
 /** Random bytes drawn at once for this many ids: one call into the CSPRNG per batch, not per id. */
 const IDS_PER_DRAW = 256;
 let pool: Buffer | undefined;
@@ -170,6 +159,3 @@ export function newTaskId(): string {
   used += 16;
   return `task_${pool.toString("base64url", used - 16, used)}`;
 }
-
-/** The shape every id we issue has; anything else cannot be a task of ours. */
-export const TASK_ID_PATTERN = /^task_[A-Za-z0-9_-]{22,64}$/;

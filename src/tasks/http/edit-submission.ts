@@ -1,6 +1,6 @@
 import { sniffImageType } from "../../images/image-type.js";
 import { ServiceError } from "../../errors/service-error.js";
-import { parseBody, requireJsonObject } from "../../http/parse-body.js";
+import { parseBody, requireJsonObject } from "../../errors/parse-body.js";
 import type { MultipartForm } from "./read-multipart-form.js";
 import type { TaskInput } from "../core/task-record.js";
 import { submitEditSchema } from "../service/task-schemas.js";

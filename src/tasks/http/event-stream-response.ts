@@ -2,8 +2,8 @@ import type { ServerResponse } from "node:http";
 import type { TaskView } from "../view/present-task.js";
 import { openFirstImage, splitView, writeSplitView } from "./send-task-view.js";
 import type { TaskRecord } from "../core/task-record.js";
-import type { StageEvent } from "./event-ids.js";
-import type { EventSink } from "./task-event-stream.js";
+import type { StageEvent } from "../events/event-ids.js";
+import type { EventSink } from "../events/watch-task-events.js";
 import type { OpenStreams } from "./open-streams.js";
 
 /** The headers of every task event stream: nginx and CDNs must pass each event on at once. */

@@ -4,7 +4,7 @@ import type { Principal } from "../../auth/principal.js";
 import { clientGone } from "../../http/client-gone.js";
 import type { RequestContext } from "../../observability/request-context.js";
 import { readJsonBody, type JsonBodyOptions } from "../../http/json-body.js";
-import { parseBody } from "../../http/parse-body.js";
+import { parseBody } from "../../errors/parse-body.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { ImageReads } from "../images/image-reads.js";
 import type { Submission } from "../service/submission.js";

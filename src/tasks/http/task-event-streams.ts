@@ -1,18 +1,18 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Principal } from "../../auth/principal.js";
 import type { TaskRecord } from "../core/task-record.js";
-import { parseEventId } from "./event-ids.js";
+import { parseEventId } from "../events/event-ids.js";
 import { EVENT_STREAM_HEADERS, EventStreamResponse } from "./event-stream-response.js";
 import { OpenStreams, type OpenStreamsDeps } from "./open-streams.js";
-import type { TaskFeed } from "../events/task-feed.js";
-import { runEventStream } from "./task-event-stream.js";
+import type { TaskService } from "../service/task-service.js";
 import { StreamSlots, type StreamLimits } from "./stream-slots.js";
 
 /** Dependencies of {@link createTaskEventStreams}. */
 export interface TaskEventStreamsDeps extends OpenStreamsDeps {
-  feed: TaskFeed;
+  /** The task service's watch: the owner check, then the task's events. */
+  watch: TaskService["watch"];
   /** A task the principal owns, else 404 `task_not_found` (as `GET` reads it). */
-  read(principal: Principal, id: string): Promise<TaskRecord>;
+  read: TaskService["get"];
   /** Streams open at once, per key and in all. */
   limits: StreamLimits;
 }
@@ -56,8 +56,8 @@ export interface TaskEventStreams {
 
 /**
  * `GET /v1/images/tasks/{id}/events` and a submission's stream
- * (`Accept: text/event-stream`): each an SSE answer fed by the process's task
- * feed (see {@link runEventStream}). One timer for all of them writes the
+ * (`Accept: text/event-stream`): each an SSE answer to the task service's
+ * watch, fed by the process's task feed. One timer for all of them writes the
  * keep-alive comments, so an open stream costs its socket, a set entry and
  * the feed's, and nothing while its task is quiet.
  */
@@ -98,12 +98,10 @@ async function watch(
   const release = slots.take(principal.subject);
   try {
     const lastId = req.headers["last-event-id"];
-    await runEventStream({
-      taskId: id,
-      feed: deps.feed,
-      read: () => deps.read(principal, id),
+    const after = parseEventId(Array.isArray(lastId) ? lastId[0] : lastId);
+    await deps.watch(principal, id, {
       known,
-      after: parseEventId(Array.isArray(lastId) ? lastId[0] : lastId),
+      ...(after ? { after } : {}),
       sink: new EventStreamResponse(streams, res, baseUrl, {}),
       onLateError: streams.onLateError,
     });
@@ -122,10 +120,7 @@ async function watchSubmitted(
   baseUrl: string,
   headers: Record<string, string>,
 ): Promise<void> {
-  await runEventStream({
-    taskId: record.id,
-    feed: deps.feed,
-    read: () => deps.read(principal, record.id),
+  await deps.watch(principal, record.id, {
     known: record,
     sink: new EventStreamResponse(streams, res, baseUrl, headers),
     onLateError: streams.onLateError,

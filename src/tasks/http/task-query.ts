@@ -1,11 +1,13 @@
+import {
+  MAX_WAIT_SEC,
+  TASK_STATUSES,
+  isTaskId,
+  type TaskStatus,
+} from "../../contract/task-contract.js";
 import { ServiceError } from "../../errors/service-error.js";
-import { TASK_ID_PATTERN, type TaskStatus } from "../core/task-record.js";
 import type { ListQuery } from "../service/task-service.js";
 
-/** The longest wait a request may ask for, in seconds (`?wait=` and `Prefer: wait=`). */
-export const MAX_WAIT_SEC = 60;
-
-const STATUSES: readonly TaskStatus[] = ["queued", "in_progress", "completed", "failed"];
+const STATUSES: readonly TaskStatus[] = TASK_STATUSES;
 
 /** One query parameter as text; sent twice, or as `a[b]=`, it is refused. */
 function single(query: Record<string, unknown>, name: string): string | undefined {
@@ -38,7 +40,7 @@ export function parseListQuery(query: Record<string, unknown>): ListQuery {
     if (!(limit >= 1 && limit <= 100)) throw invalid("limit", "must be an integer from 1 to 100.");
   }
   const after = single(query, "after");
-  if (after !== undefined && !TASK_ID_PATTERN.test(after)) {
+  if (after !== undefined && !isTaskId(after)) {
     throw invalid("after", "must be the id of one of your tasks (task_...).");
   }
   const status = single(query, "status");

@@ -1,8 +1,36 @@
-import type { FileSource } from "../../files/create-files-router.js";
+import type { ImageObject } from "../../images/image-store.js";
 import { extensionOf } from "../../images/image-type.js";
 import { available } from "../../errors/store-unavailable.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskImages } from "./task-images.js";
+
+/** An image the files route serves, and when its task expires (links die with it). */
+export type ServedImage = ImageObject & {
+  /** Unix seconds: the link is refused from then on, and no cache keeps it longer. */
+  expiresAt?: number;
+};
+
+/** What the files route reads: a task's image by id, as a stream. */
+export interface FileSource {
+  /**
+   * Image `index` of the completed task `taskId`, if its type has extension
+   * `ext`; undefined otherwise. Rejects with `store_unavailable` /
+   * `storage_unavailable` when a store is away.
+   */
+  openCompleted(
+    taskId: string,
+    index: number,
+    ext: string,
+    signal?: AbortSignal,
+  ): Promise<ServedImage | undefined>;
+  /** Partial image `index` of task `taskId` (while the task is kept), if its extension is `ext`. */
+  openPartialFile(
+    taskId: string,
+    index: number,
+    ext: string,
+    signal?: AbortSignal,
+  ): Promise<ServedImage | undefined>;
+}
 
 /** A task's images as the HTTP routes and MCP read them. */
 export interface ImageReads extends FileSource {

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { ImagesConfig } from "../../config/schema/images-schema.js";
-import type { ImageUrlSigner } from "../../files/image-url-signer.js";
+import type { ImageUrlSigner } from "./image-url-signer.js";
 import type { ImageStore } from "../../images/image-store.js";
 
 /** Dependencies of `createTaskImages`. */

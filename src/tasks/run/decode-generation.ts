@@ -7,6 +7,7 @@ import { createGuardedAgent } from "../../net/create-guarded-agent.js";
 import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
+import { extractedIndex } from "./b64-extractor.js";
 
 import type { GeneratedImage } from "../core/generated-image.js";
 
@@ -19,6 +20,11 @@ export interface GenerationSource {
   requested: unknown;
   /** The task's signal: downloads of image URLs stop with it. */
   signal: AbortSignal;
+  /**
+   * The images taken out of the answer as it streamed (see `B64Extractor`),
+   * which `bytes` names by their markers.
+   */
+  extracted?: readonly Buffer[];
 }
 
 /** Objects nested deeper than this in `usage` are dropped rather than walked. */
@@ -54,7 +60,11 @@ export async function decodeGeneration(
   const images: GeneratedImage[] = [];
   for (const item of data as Array<Record<string, unknown> | null>) {
     let image: Buffer;
-    if (typeof item?.b64_json === "string" && item.b64_json.length > 0) {
+    const marker = extractedIndex(item?.b64_json);
+    const kept = marker === undefined ? undefined : source.extracted?.[marker];
+    if (kept) {
+      image = kept;
+    } else if (typeof item?.b64_json === "string" && item.b64_json.length > 0) {
       if (item.b64_json.length > base64Length(channel.maxImageBytes) + 4) {
         throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
       }
@@ -175,7 +185,8 @@ function forbiddenAddress(err: unknown): ForbiddenAddressError | undefined {
   return cause instanceof ForbiddenAddressError ? cause : undefined;
 }
 
-function invalidResponse(what: string): TaskFailure {
+/** A channel's answer that is not what a generation answers. */
+export function invalidResponse(what: string): TaskFailure {
   return new TaskFailure(
     "invalid_response",
     `The upstream channel's answer ${what}.`,

@@ -6,7 +6,8 @@ import { ChannelError } from "../../channels/channel-error.js";
 import type { KeyScrubber } from "../../channels/key-scrubber.js";
 import { extensionOf } from "../../images/image-type.js";
 import type { GeneratedImage } from "../core/generated-image.js";
-import { decodeGeneration } from "./decode-generation.js";
+import { B64Extractor } from "./b64-extractor.js";
+import { decodeGeneration, invalidResponse } from "./decode-generation.js";
 import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
@@ -77,13 +78,34 @@ export async function generateImages(
     return readStreamedAnswer(answer, { ...input.stream, n, signal });
   }
   const limit = answerLimit(input.body, answer.channel.maxImageBytes);
-  const bytes = await guarded(signal, () => answer.read(limit));
-  return decodeGeneration(bytes, {
+  const extractor = await guarded(signal, () => extractImages(answer, limit));
+  return decodeGeneration(extractor.rest, {
     channel: answer.channel,
     scrubber: answer.scrubber,
     requested: input.body.n,
     signal,
+    extracted: extractor.decoded,
   });
+}
+
+/**
+ * Reads a JSON answer of at most `limit` bytes, decoding its `b64_json`
+ * images as they stream (a 4 MB base64 string is never built, copied or
+ * parsed); an image over the channel's limit, or one that is not base64, is
+ * the channel's `invalid_response`.
+ */
+async function extractImages(answer: ChannelAnswer, limit: number): Promise<B64Extractor> {
+  const extractor = new B64Extractor(answer.channel.maxImageBytes);
+  try {
+    for await (const chunk of answer.chunks({ maxBytes: limit })) extractor.push(chunk);
+  } catch (err) {
+    if (err instanceof RangeError) {
+      throw invalidResponse(`has an image larger than ${answer.channel.maxImageBytes} bytes`);
+    }
+    if (err instanceof SyntaxError) throw invalidResponse("is not valid JSON");
+    throw err;
+  }
+  return extractor;
 }
 
 /** The call: a generation's JSON, or an edit's form (built once, sent again on failover). */

@@ -4,27 +4,18 @@ import { createChannelClient, type ChannelClient } from "../../channels/channel-
 import type { Config } from "../../config/config-schema.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
-import { claimTask, type ClaimDeps } from "./claim-task.js";
-import { keepPartials, type KeepPartialsDeps } from "./keep-partials.js";
-import { keepResult, type KeepResultDeps } from "./keep-result.js";
-import type { GeneratedImage } from "../core/generated-image.js";
-import { generateImages, type EditFile } from "./generate-images.js";
-import type { TaskLease } from "../core/task-queue.js";
-import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
-import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
-import { watchRun } from "./run-watch.js";
-import type { TaskStore } from "../core/task-store.js";
-import { TaskFailure } from "../core/task-failure.js";
-import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
-import { createCallObserver, type CallReport } from "../../observability/create-call-observer.js";
-import { NOOP_SPAN, NOOP_TRACER, type Span, type Tracer } from "../../tracing/tracer.js";
-import type { TaskImages } from "../images/task-images.js";
-import { isFinished, type TaskRecord } from "../core/task-record.js";
+import { NOOP_SPAN, NOOP_TRACER, type Tracer } from "../../tracing/tracer.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
-import { awaitImageStore } from "./await-image-store.js";
-
-/** How much longer than the task's timeout the channel's silence timer runs. */
-const IDLE_MARGIN_MS = 5_000;
+import type { TaskLease } from "../core/task-queue.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
+import type { TaskStore } from "../core/task-store.js";
+import type { TaskImages } from "../images/task-images.js";
+import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
+import { claimTask, type ClaimDeps } from "./claim-task.js";
+import { createImageRunStep } from "./image-run-step.js";
+import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
+import { stepKindOf, type RunSteps, type RunTelemetry } from "./run-step.js";
+import { watchRun } from "./run-watch.js";
 
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {
@@ -72,8 +63,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;
   const failure = { store, finisher, logger, timeoutSec: limits.timeoutSec };
   const stores = deps.stores ?? ALWAYS_AVAILABLE;
-  const writeRetryMs = deps.writeRetryMs ?? 60_000;
-  const s: RunnerState = {
+  const shared = {
     deps,
     // The runs' own pools: a generation holds its connection for minutes.
     client: createChannelClient({ metrics, logger }),
@@ -81,11 +71,8 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
     tracer: deps.tracer ?? NOOP_TRACER,
     failure,
     claim: { store, finisher, metrics, logger, maxAttempts: limits.maxAttempts, now: deps.now },
-    stores,
-    writeRetryMs,
-    keep: { images: deps.images, finisher, logger, now: deps.now, failure, stores, writeRetryMs },
-    partials: { store, images: deps.images, finisher, metrics, logger, stores },
   };
+  const s: RunnerState = { ...shared, steps: createRunSteps(shared, stores) };
   return {
     async run(lease) {
       const record = await store.get(lease.taskId);
@@ -104,32 +91,51 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   };
 }
 
-/** What the runner's steps share. */
+/** What the runner's parts share. */
 interface RunnerState {
   deps: TaskRunnerDeps;
   client: ChannelClient;
   checkEveryMs: number;
   tracer: Tracer;
   failure: RunFailureDeps;
-  stores: StoreAvailability;
-  writeRetryMs: number;
   claim: ClaimDeps;
-  keep: KeepResultDeps;
-  partials: KeepPartialsDeps;
+  /** Each kind's run step. */
+  steps: RunSteps;
 }
 
-/** A claimed run: the channel call, then its result kept or its failure written. */
+/** The run steps of the kinds of task, on the runner's parts. */
+function createRunSteps(s: Omit<RunnerState, "steps">, stores: StoreAvailability): RunSteps {
+  const { deps, failure } = s;
+  const writeRetryMs = deps.writeRetryMs ?? 60_000;
+  const { store, finisher, metrics, logger } = deps;
+  return {
+    image: createImageRunStep({
+      images: deps.images,
+      access: deps.access,
+      sealer: deps.sealer,
+      client: s.client,
+      metrics,
+      tracer: s.tracer,
+      timeoutSec: deps.limits.timeoutSec,
+      stores,
+      writeRetryMs,
+      keep: { images: deps.images, finisher, logger, now: deps.now, failure, stores, writeRetryMs },
+      partials: { store, images: deps.images, finisher, metrics, logger, stores },
+    }),
+  };
+}
+
+/** A claimed run: its kind's step, bounded by the lease, the timeout and a cancel. */
 async function runClaimed(
   s: RunnerState,
   started: TaskRecord,
   lease: TaskLease,
-  run: RunTelemetry,
+  telemetry: RunTelemetry,
 ): Promise<void> {
   const { deps } = s;
   // What the run learned of its channel goes with the end it writes (the task line).
   const startedMs = deps.now();
-  const end = (): RunEnd => ({ ...run.report, startedMs, span: run.span });
-  const files = await readEditFiles(deps.images, started);
+  const end = (): RunEnd => ({ ...telemetry.report, startedMs, span: telemetry.span });
   const watch = watchRun({
     store: deps.store,
     started,
@@ -138,70 +144,17 @@ async function runClaimed(
     checkEveryMs: s.checkEveryMs,
   });
   try {
-    let result: { images: GeneratedImage[]; usage?: unknown };
-    try {
-      // A task whose images could not be kept is never sent to a channel.
-      await awaitImageStore(s.stores, watch.signal, s.writeRetryMs);
-      result = await generate(s, started, files, watch.signal, run);
-    } catch (err) {
-      await settleRunFailure(s.failure, started, watch.signal, err, end(), watch.pastDeadline());
-      return;
-    }
-    await keepResult(s.keep, started, result, watch.signal, end());
+    await s.steps[stepKindOf(started)]({
+      started,
+      signal: watch.signal,
+      end,
+      telemetry,
+      fail: (err) =>
+        settleRunFailure(s.failure, started, watch.signal, err, end(), watch.pastDeadline()),
+    });
   } finally {
     watch.dispose();
   }
-}
-
-/** The channel call of a run: its candidates, its body and files, its partial images kept. */
-async function generate(
-  s: RunnerState,
-  started: TaskRecord,
-  files: EditFile[] | undefined,
-  signal: AbortSignal,
-  run: RunTelemetry,
-): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
-  const { deps } = s;
-  const candidates = deps.access.route(started.model, await openCredential(deps.sealer, started));
-  if (candidates.length === 0) {
-    throw new TaskFailure("upstream_unavailable", "No channel serves this model any more.");
-  }
-  assertEditFilesKept(files);
-  const { partialImages } = started;
-  return generateImages({
-    candidates,
-    body: started.request,
-    ...(files ? { files } : {}),
-    signal,
-    // The task's own deadline ends the call; the channel's silence timer only backs it up,
-    // so it must never fire first (undici's timers are coarse): a timeout is always `timeout`.
-    idleMs: deps.limits.timeoutSec * 1000 + IDLE_MARGIN_MS,
-    client: s.client,
-    observer: createCallObserver({
-      report: run.report,
-      operation: "image_generation",
-      model: started.model,
-      // The model passed the task's checks: one a channel serves, a bounded label.
-      modelLabel: started.model,
-      parent: run.span,
-      tracer: s.tracer,
-      metrics: deps.metrics,
-    }),
-    ...(partialImages
-      ? {
-          stream: {
-            partialImages,
-            onPartial: keepPartials(s.partials, started, signal, run.span),
-          },
-        }
-      : {}),
-  });
-}
-
-/** What a run reports: its channel tries (for the task line) and its span. */
-interface RunTelemetry {
-  report: CallReport;
-  span: Span;
 }
 
 /**
@@ -209,7 +162,7 @@ interface RunTelemetry {
  * started (wherever that was), with its first event.
  */
 function startRunTelemetry(tracer: Tracer, started: TaskRecord): RunTelemetry {
-  const report: CallReport = { channel: undefined, upstreamStatus: undefined, tries: 0 };
+  const report = { channel: undefined, upstreamStatus: undefined, tries: 0 };
   if (!tracer.enabled) return { report, span: NOOP_SPAN };
   const span = tracer.startSpan("image_task.run", {
     kind: "consumer",

@@ -15,6 +15,10 @@ import type { TaskFinisher } from "./task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { ListQuery, Submission, SubmitOptions } from "./submission.js";
+import { MAX_WAIT_SEC } from "../../contract/task-contract.js";
+import type { EventPosition } from "../events/event-ids.js";
+import type { TaskFeed } from "../events/task-feed.js";
+import { watchTaskEvents, type EventSink } from "../events/watch-task-events.js";
 
 export type { EditInput, ListQuery, Submission, SubmitOptions } from "./submission.js";
 import type { TaskWaiters } from "./task-waiters.js";
@@ -36,6 +40,8 @@ export interface TaskServiceDeps {
   logger: Logger;
   /** Requests waiting for tasks to finish. */
   waiters: TaskWaiters;
+  /** Every task's events this process hears (from any replica), for watchers. */
+  feed: TaskFeed;
   /** Milliseconds since the epoch; injectable for expiry tests. */
   now: () => number;
   /** Whether the stores work: a submission is refused before anything else while one does not. */
@@ -44,7 +50,23 @@ export interface TaskServiceDeps {
   adoptSoon?: () => void;
 }
 
-/** The task API's operations: submit, read, list, wait, cancel. */
+/** Options of {@link TaskService.watch}. */
+export interface WatchOptions {
+  /** Where the events go: an SSE answer, an MCP tool's progress. */
+  sink: EventSink;
+  /** The task as the caller already read it (its owner checked): sent before the first read. */
+  known?: TaskRecord;
+  /** The position of the last event the watcher has; none: from the start. */
+  after?: EventPosition;
+  /** Told of a failure after the first event went out (the watch then ends). */
+  onLateError?: (err: unknown) => void;
+}
+
+/**
+ * The task API's operations, the same whatever the transport (the HTTP lanes
+ * of every dialect, the MCP tools in process): submit, read, wait, watch,
+ * list, cancel.
+ */
 export interface TaskService {
   /** A task the principal owns, else 404 `task_not_found`. */
   get(principal: Principal, id: string): Promise<TaskRecord>;
@@ -55,7 +77,8 @@ export interface TaskService {
    * (before and after), whatever the wait. It listens for the task's
    * `finished` event (from whichever replica ends it) before its first read,
    * so a finish in between is not missed. A client that goes away
-   * (`signal`) or a service that stops ends the wait at once.
+   * (`signal`) or a service that stops ends the wait at once. Waits longer
+   * than `MAX_WAIT_SEC` are cut to it.
    */
   waitFor(
     principal: Principal,
@@ -63,6 +86,13 @@ export interface TaskService {
     waitMs: number,
     signal?: AbortSignal,
   ): Promise<TaskRecord>;
+  /**
+   * Follows a task the principal owns until its final event, the sink's
+   * signal, or the service's stop: the events its state stands for that the
+   * watcher has not seen, then each one as it happens, whichever replica runs
+   * the task. Another key's task rejects before anything is followed.
+   */
+  watch(principal: Principal, id: string, options: WatchOptions): Promise<void>;
   /**
    * A page of the principal's own tasks, newest first; `after` must be one
    * of them (an unknown one is the caller's mistake, or has expired).
@@ -113,8 +143,9 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       }
     },
 
-    async waitFor(principal, id, waitMs, signal) {
-      if (waitMs <= 0) return get(principal, id);
+    async waitFor(principal, id, asked, signal) {
+      const waitMs = Math.min(asked, MAX_WAIT_SEC * 1000);
+      if (!(waitMs > 0)) return get(principal, id);
       const watch = waiters.watch(id);
       const deadline = performance.now() + waitMs;
       try {
@@ -132,6 +163,20 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       } finally {
         watch.dispose();
       }
+    },
+
+    async watch(principal, id, options) {
+      // The owner check comes first: another key's watch follows (subscribes to) nothing.
+      const known = options.known ?? (await get(principal, id));
+      await watchTaskEvents({
+        taskId: id,
+        feed: deps.feed,
+        read: () => get(principal, id),
+        known,
+        sink: options.sink,
+        ...(options.after ? { after: options.after } : {}),
+        ...(options.onLateError ? { onLateError: options.onLateError } : {}),
+      });
     },
 
     async list(principal, query) {

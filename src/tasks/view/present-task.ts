@@ -2,7 +2,16 @@ import { randomBytes } from "node:crypto";
 import { ServiceError } from "../../errors/service-error.js";
 import type { ImageObject } from "../../images/image-store.js";
 import type { TaskImages } from "../images/task-images.js";
-import type { TaskError, TaskRecord, TaskStatus } from "../core/task-record.js";
+import type {
+  TaskParameters,
+  TaskUsage,
+  TaskView as ContractView,
+  TaskViewImage as ContractImage,
+  TaskViewPartial as ContractPartial,
+} from "../../contract/task-contract.js";
+import type { TaskRecord } from "../core/task-record.js";
+
+export type { TaskParameters } from "../../contract/task-contract.js";
 
 /** Per process: no text a channel or client sends can name a marker. */
 const NONCE = randomBytes(12).toString("hex");
@@ -29,40 +38,11 @@ export class PendingImage {
   }
 }
 
-/** One image of a task as clients see it. */
-export interface TaskViewImage {
-  url?: string;
-  b64_json?: PendingImage;
-  revised_prompt?: string;
-}
+/** One image of a task as clients see it, its base64 read when sent. */
+export type TaskViewImage = ContractImage<PendingImage>;
 
 /** A partial image of a running task as clients see it. */
-export interface TaskViewPartial {
-  /** Its `partial_image_index`. */
-  index: number;
-  url?: string;
-  b64_json?: PendingImage;
-}
-
-/**
- * What a task was submitted with, as its owner sees it: the values the
- * channel was sent (`quality` as mapped for gpt-image models), the partial
- * images asked for and the `response_format`. Never `user` or `webhook_url`.
- */
-export interface TaskParameters {
-  size?: string;
-  quality?: string;
-  n?: number;
-  background?: string;
-  output_format?: string;
-  output_compression?: number;
-  moderation?: string;
-  /** Edits only. */
-  input_fidelity?: string;
-  /** Partial images asked for (1 to 3); absent: none. */
-  partial_images?: number;
-  response_format: "url" | "b64_json";
-}
+export type TaskViewPartial = ContractPartial<PendingImage>;
 
 /**
  * The fields of the channel's body shown in {@link TaskParameters}, by type.
@@ -78,28 +58,8 @@ const SHOWN_TEXT = [
 ];
 const SHOWN_NUMBERS = ["n", "output_compression"];
 
-/** A task as clients see it. */
-export interface TaskView {
-  id: string;
-  object: "image.task";
-  status: TaskStatus;
-  created: number;
-  model: string;
-  /** `edit`: made by `POST /v1/images/edits/tasks`. Not in a submission's answer. */
-  kind?: "generation" | "edit";
-  /** As submitted; not in a submission's answer. */
-  prompt?: string;
-  /** As submitted; not in a submission's answer. */
-  parameters?: TaskParameters;
-  started_at?: number;
-  completed_at?: number;
-  expires_at?: number;
-  data?: TaskViewImage[];
-  /** While the task runs: the partial images of its run so far, oldest first. */
-  partial_images?: TaskViewPartial[];
-  usage?: unknown;
-  error?: TaskError;
-}
+/** A task as clients see it (the contract's view), `b64_json` payloads still to be read. */
+export type TaskView = ContractView<PendingImage>;
 
 /** What {@link presentTask} needs besides the record. */
 export interface PresentDeps {
@@ -171,7 +131,7 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
     const partials = await presentPartials(record, deps);
     if (partials.length > 0) view.partial_images = partials;
   }
-  if (record.usage !== undefined) view.usage = record.usage;
+  if (record.usage !== undefined) view.usage = record.usage as TaskUsage;
   return view;
 }
 

@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { createImageUrlSigner } from "../../../src/files/image-url-signer.js";
+import { createImageUrlSigner } from "../../../src/tasks/images/image-url-signer.js";
 import { createMemoryImageStore } from "../../../src/images/memory-image-store.js";
 import { createTaskImages } from "../../../src/tasks/images/task-images.js";
 import type { TaskRecord } from "../../../src/tasks/core/task-record.js";

@@ -5,8 +5,8 @@ import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
 import { createGuardedServer, type ConnectionLimits } from "../http/connection-guard.js";
 import { sendError } from "../http/send-error.js";
-import type { Metrics } from "./create-metrics.js";
-import { createMetricsHandler } from "./create-metrics-handler.js";
+import type { Metrics } from "../metrics/create-metrics.js";
+import { createMetricsHandler } from "./metrics-handler.js";
 
 /** Connections the metrics listener takes at once, whatever the main listener's caps. */
 export const METRICS_MAX_CONNECTIONS = 32;

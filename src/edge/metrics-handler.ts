@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
 import { sendError } from "../http/send-error.js";
-import type { Metrics } from "./create-metrics.js";
+import type { Metrics } from "../metrics/create-metrics.js";
 
 /** Answers one `GET /metrics` on a plain Node request, on whichever listener serves it. */
 export type MetricsHandler = (req: IncomingMessage, res: ServerResponse) => void;

@@ -7,7 +7,7 @@ import {
   type EventPosition,
   type StageEvent,
 } from "./event-ids.js";
-import type { FeedSignal, TaskFeed } from "../events/task-feed.js";
+import type { FeedSignal, TaskFeed } from "./task-feed.js";
 
 /** Where one watcher's events go: an SSE answer, or an MCP tool's progress. */
 export interface EventSink {
@@ -23,7 +23,7 @@ export interface EventSink {
   end(): void;
 }
 
-/** What {@link runEventStream} follows and reads. */
+/** What {@link watchTaskEvents} follows and reads. */
 export interface EventStreamRun {
   taskId: string;
   feed: TaskFeed;
@@ -47,7 +47,7 @@ export interface EventStreamRun {
  * service stops; after a cut in the bus (`resync`) it reads the task once
  * more. A failure before anything was sent rejects, for the caller to answer.
  */
-export async function runEventStream(run: EventStreamRun): Promise<void> {
+export async function watchTaskEvents(run: EventStreamRun): Promise<void> {
   const { sink } = run;
   const signals: FeedSignal[] = [];
   let wake: (() => void) | undefined;

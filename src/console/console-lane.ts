@@ -1,5 +1,6 @@
-import { Router, type Request, type Response } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import type { Lane, LaneMatch } from "../http/lane.js";
 import type { Config } from "../config/config-schema.js";
 import {
   defaultConsoleAssetsDir,
@@ -7,10 +8,11 @@ import {
   type ConsoleAsset,
   type ConsoleAssets,
 } from "./console-assets.js";
+import { ServiceError } from "../errors/service-error.js";
 import { consoleContentSecurityPolicy, consoleSecurityHeaders } from "./console-headers.js";
 
-/** Dependencies of {@link createConsoleRouter}. */
-export interface ConsoleRouterDeps {
+/** Dependencies of {@link createConsoleLane}. */
+export interface ConsoleLaneDeps {
   config: Pick<Config, "console" | "server" | "images">;
   logger: Logger;
   /** The built console. Default: `dist/console-ui/` of this package ({@link defaultConsoleAssetsDir}). */
@@ -28,9 +30,8 @@ const PREFIX = "/console/";
  * the user's own key: it adds no route of its own. Files are read on the
  * first request (not at start-up, not on import) and kept in memory.
  */
-export function createConsoleRouter(deps: ConsoleRouterDeps): Router {
-  const router = Router();
-  if (!deps.config.console.enabled) return router;
+export function createConsoleLane(deps: ConsoleLaneDeps): Lane {
+  if (!deps.config.console.enabled) return { match: () => undefined };
   const headers = consoleSecurityHeaders(consoleContentSecurityPolicy(deps.config));
   const dir = deps.assetsDir ?? defaultConsoleAssetsDir();
   let loading: Promise<ConsoleAssets | undefined> | undefined;
@@ -42,20 +43,33 @@ export function createConsoleRouter(deps: ConsoleRouterDeps): Router {
       );
       return undefined;
     }));
-
-  router.get("/console", (req, res, next) => {
-    if (req.path !== "/console") return next();
+  const redirect: LaneMatch = {
+    template: "/console",
+    auth: false,
     // Relative, so that it also holds behind a proxy that serves the service under a prefix.
-    res.redirect(301, "console/");
-  });
-  router.get("/console/{*asset}", async (req, res, next) => {
-    // The raw path, not decoded: only the exact names of the console's files are found.
-    const name = req.path.slice(PREFIX.length) || "index.html";
-    const asset = (await assets())?.get(name);
-    if (!asset) return next();
-    sendAsset(req, res, asset, headers);
-  });
-  return router;
+    serve: ({ res }) => void res.writeHead(301, { Location: "console/" }).end(),
+  };
+  return {
+    match(method, path) {
+      if (method !== "GET" && method !== "HEAD") return undefined;
+      if (path === "/console") return redirect;
+      if (!path.startsWith(PREFIX)) return undefined;
+      // The raw path, not decoded: only the exact names of the console's files are found.
+      const name = path.slice(PREFIX.length) || "index.html";
+      return {
+        template: "/console/{*asset}",
+        auth: false,
+        async serve({ req, res, fail }) {
+          const asset = (await assets())?.get(name);
+          if (!asset) {
+            fail(new ServiceError("not_found", "Unknown route: no console file has this name."));
+            return;
+          }
+          sendAsset(req, res, asset, headers);
+        },
+      };
+    },
+  };
 }
 
 /**
@@ -65,8 +79,8 @@ export function createConsoleRouter(deps: ConsoleRouterDeps): Router {
  * after an upgrade.
  */
 function sendAsset(
-  req: Request,
-  res: Response,
+  req: IncomingMessage,
+  res: ServerResponse,
   asset: ConsoleAsset,
   headers: Record<string, string>,
 ): void {

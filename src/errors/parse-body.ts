@@ -1,6 +1,6 @@
 import type { z } from "zod";
-import { ServiceError } from "../errors/service-error.js";
-import { shorten } from "../errors/shorten.js";
+import { ServiceError } from "./service-error.js";
+import { shorten } from "./shorten.js";
 
 /**
  * Parses a request body with a zod schema. The first problem becomes the

@@ -1,6 +1,6 @@
-import { createChannel, type Channel } from "../channels/channel.js";
+import { createChannel, type Channel } from "./channel.js";
 import type { ChannelConfig } from "../config/config-schema.js";
-import { startDemoChannel, type DemoChannel } from "./start-demo-channel.js";
+import { startDemoChannel, type DemoChannel } from "../demo/start-demo-channel.js";
 
 /** The configured channels, ready to call, and how to stop the demo channels among them. */
 export interface ConfiguredChannels {

@@ -1,0 +1,148 @@
+/**
+ * The image task as clients see it: its statuses, its id, its JSON shape and
+ * its events. One module, free of dependencies (no Node, no zod), imported
+ * alike by the service's presenters, the MCP client and the web console, so
+ * that the shape a dialect presents, the one MCP reads and the one the
+ * browser renders cannot drift apart.
+ */
+
+/** The four states of a task, in the order a task moves through them. */
+export const TASK_STATUSES = ["queued", "in_progress", "completed", "failed"] as const;
+
+/** `queued -> in_progress -> completed | failed`, and `queued -> failed`. */
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+/** Whether a task has ended and will not change again. */
+export function isFinished(status: TaskStatus): boolean {
+  return status === "completed" || status === "failed";
+}
+
+/**
+ * A native task id: `task_` and at least 128 random bits in base64url (the
+ * service makes 22 characters; up to 64 are accepted). No dots and no
+ * separators, so an id is safe as a file name and a URL segment.
+ */
+export const TASK_ID_PATTERN = /^task_[A-Za-z0-9_-]{22,64}$/;
+
+/** Whether `value` has the shape of a native task id ({@link TASK_ID_PATTERN}). */
+export function isTaskId(value: string): boolean {
+  return TASK_ID_PATTERN.test(value);
+}
+
+/** The longest a client may ask a poll or a submission to wait (`?wait=`, `Prefer: wait=`), in seconds. */
+export const MAX_WAIT_SEC = 60;
+
+// Type aliases rather than interfaces: they read as records with unknown fields (as a loose zod
+// schema infers them), so a reader can check that every view fits what it parses.
+
+/** Why a task failed, as clients see it in `error`. */
+export type TaskError = {
+  code: string;
+  message: string;
+  type: string;
+};
+
+/**
+ * One image of a task as clients see it. `B64` is the type of a `b64_json`
+ * payload: a string on the wire; the service writes it as a marker that is
+ * replaced by the image's base64 as it streams the answer.
+ */
+export type TaskViewImage<B64 = string> = {
+  url?: string;
+  b64_json?: B64;
+  revised_prompt?: string;
+  /**
+   * In a list, for a `b64_json` task (whose payloads a list leaves out): a
+   * signed link to the same image, for a thumbnail.
+   */
+  thumbnail_url?: string;
+};
+
+/** A partial image of a running task as clients see it. */
+export type TaskViewPartial<B64 = string> = {
+  /** Its `partial_image_index`. */
+  index: number;
+  url?: string;
+  b64_json?: B64;
+  /** As {@link TaskViewImage.thumbnail_url}. */
+  thumbnail_url?: string;
+};
+
+/**
+ * What a task was submitted with, as its owner sees it: the values the
+ * channel was sent, the partial images asked for and the `response_format`.
+ * Never `user` or `webhook_url`.
+ */
+export type TaskParameters = {
+  size?: string;
+  quality?: string;
+  n?: number;
+  background?: string;
+  output_format?: string;
+  output_compression?: number;
+  moderation?: string;
+  /** Edits only. */
+  input_fidelity?: string;
+  /** Partial images asked for (1 to 3); absent: none. */
+  partial_images?: number;
+  response_format: "url" | "b64_json";
+};
+
+/** Token usage as the channel reported it for the task's images. */
+export type TaskUsage = {
+  input_tokens?: number;
+  output_tokens?: number;
+  total_tokens?: number;
+  [detail: string]: unknown;
+};
+
+/** A task as `GET /v1/images/tasks/{id}`, the list, its events, webhooks and MCP show it. */
+export type TaskView<B64 = string> = {
+  id: string;
+  object: "image.task";
+  status: TaskStatus;
+  created: number;
+  model: string;
+  /** `edit`: made by `POST /v1/images/edits/tasks`. Not in a submission's answer. */
+  kind?: "generation" | "edit";
+  /** As submitted; not in a submission's answer. */
+  prompt?: string;
+  /** As submitted; not in a submission's answer. */
+  parameters?: TaskParameters;
+  started_at?: number;
+  completed_at?: number;
+  expires_at?: number;
+  data?: Array<TaskViewImage<B64>>;
+  /** While the task runs: the partial images of its run so far, oldest first. */
+  partial_images?: Array<TaskViewPartial<B64>>;
+  /** On a partial image's event: which one it announces. */
+  partial_image_index?: number;
+  usage?: TaskUsage;
+  error?: TaskError;
+};
+
+/** A page of `GET /v1/images/tasks`, newest first, in OpenAI's list shape. */
+export type TaskPage<B64 = string> = {
+  object: "list";
+  data: Array<TaskView<B64>>;
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+};
+
+/** The stages a task's event stream tells, each as `image.task.<stage>`. */
+export const TASK_EVENT_STAGES = [
+  "queued",
+  "in_progress",
+  "partial_image",
+  "completed",
+  "failed",
+] as const;
+
+/** One stage of {@link TASK_EVENT_STAGES}. */
+export type TaskEventStage = (typeof TASK_EVENT_STAGES)[number];
+
+/** The SSE `event:` name of a stage (`image.task.completed`). */
+export function taskEventName(stage: TaskEventStage): `image.task.${TaskEventStage}` {
+  return `image.task.${stage}`;
+}

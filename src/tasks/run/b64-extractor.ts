@@ -1,0 +1,201 @@
+/**
+ * Takes the `b64_json` images out of a JSON answer as it streams, decoding
+ * each as its bytes arrive, and keeps the rest of the answer (a few hundred
+ * bytes: `created`, `usage`, revised prompts) as JSON text where each
+ * `b64_json` string holds a marker instead (`"#b64:<n>"`, `n` counting from
+ * 0 in the order they came). A 3 MB image (4 MB of base64) is thus never
+ * held as one buffer, one string or a parsed JSON value: chunks are decoded
+ * on the way, and what is kept is the decoded bytes.
+ *
+ * The JSON itself is not checked here: the skeleton is parsed afterwards,
+ * and anything broken fails there.
+ */
+/** Keys are compared only when this short: `b64_json` is 8 bytes. */
+const MAX_KEY_BYTES = 16;
+
+export class B64Extractor {
+  /** The answer's JSON without its images. */
+  private skeleton: Buffer[] = [];
+  /** Decoded images, each as its chunks. */
+  private readonly images: Buffer[][] = [];
+  private readonly sizes: number[] = [];
+  /** Outside an image: where the scanner stands. */
+  private state: "value" | "string" | "escape" = "value";
+  /** The last string closed outside an image, while it may turn out to be a key. */
+  private lastString: number[] | undefined;
+  private current: number[] | undefined;
+  /** Whether a `:` followed the last string (it was a key). */
+  private keyIs: string | undefined;
+  /** In an image: base64 characters not decoded yet (fewer than 4), and an escape cut by a chunk. */
+  private inImage = false;
+  private carry = "";
+  private pendingEscape = "";
+
+  constructor(private readonly maxImageBytes: number) {}
+
+  /** The images so far, decoded, in the order they came. */
+  get decoded(): Buffer[] {
+    return this.images.map((parts) => (parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
+  }
+
+  /** The answer without its images (valid JSON when the answer was). */
+  get rest(): Buffer {
+    return Buffer.concat(this.skeleton);
+  }
+
+  /**
+   * Feeds the next chunk of the answer.
+   * @throws RangeError when an image decodes to more than `maxImageBytes`
+   * @throws SyntaxError when an image holds an escape base64 cannot
+   */
+  push(chunk: Buffer): void {
+    let start = 0;
+    let index = 0;
+    while (index < chunk.length) {
+      if (this.inImage) {
+        const end = this.scanImage(chunk, index);
+        if (end === -1) return;
+        index = end;
+        start = index;
+        continue;
+      }
+      const byte = chunk[index] as number;
+      index += 1;
+      if (this.state === "string") {
+        if (byte === 0x22) this.closeString();
+        else if (byte === 0x5c) this.state = "escape";
+        else this.keep(byte);
+        continue;
+      }
+      if (this.state === "escape") {
+        this.state = "string";
+        this.keep(0x5c);
+        this.keep(byte);
+        continue;
+      }
+      if (byte === 0x22) {
+        if (this.keyIs === "b64_json") {
+          // The opening quote of an image: the skeleton gets a marker in its place.
+          this.skeleton.push(chunk.subarray(start, index - 1));
+          this.skeleton.push(Buffer.from(`"#b64:${this.images.length}"`));
+          this.images.push([]);
+          this.sizes.push(0);
+          this.inImage = true;
+          this.keyIs = undefined;
+          this.lastString = undefined;
+          start = index;
+          continue;
+        }
+        this.state = "string";
+        this.current = [];
+        continue;
+      }
+      if (byte === 0x3a) {
+        this.keyIs = this.lastString ? Buffer.from(this.lastString).toString("utf8") : undefined;
+      } else if (byte > 0x20) {
+        this.keyIs = undefined;
+      }
+      if (byte !== 0x3a && byte > 0x20) this.lastString = undefined;
+    }
+    if (!this.inImage) this.skeleton.push(chunk.subarray(start));
+  }
+
+  /** A byte of a string outside an image: only the first ones matter (a key is short). */
+  private keep(byte: number): void {
+    if (this.current && this.current.length <= MAX_KEY_BYTES) this.current.push(byte);
+  }
+
+  /** Ends a string outside an image: it may be a key (short ones only are kept to compare). */
+  private closeString(): void {
+    this.state = "value";
+    this.lastString =
+      this.current && this.current.length <= MAX_KEY_BYTES ? this.current : undefined;
+    this.current = undefined;
+  }
+
+  /**
+   * Decodes the image's characters from `from` on; returns where the image
+   * ended (after its closing quote), or -1 when it goes on in the next chunk.
+   */
+  private scanImage(chunk: Buffer, from: number): number {
+    let index = from;
+    while (index < chunk.length) {
+      if (this.pendingEscape !== "" || chunk[index] === 0x5c) {
+        index = this.readEscape(chunk, index);
+        continue;
+      }
+      const quote = chunk.indexOf(0x22, index);
+      const slash = chunk.indexOf(0x5c, index);
+      const stop = Math.min(
+        quote === -1 ? chunk.length : quote,
+        slash === -1 ? chunk.length : slash,
+      );
+      this.decode(chunk.toString("latin1", index, stop));
+      index = stop;
+      if (stop === quote) {
+        this.finishImage();
+        return stop + 1;
+      }
+    }
+    return -1;
+  }
+
+  /** One escape inside an image (`\/`, or a line break some encoders put in base64). */
+  private readEscape(chunk: Buffer, index: number): number {
+    let at = index;
+    if (this.pendingEscape === "") {
+      this.pendingEscape = "\\";
+      at += 1;
+    }
+    while (at < chunk.length) {
+      this.pendingEscape += String.fromCharCode(chunk[at] as number);
+      at += 1;
+      const escape = this.pendingEscape;
+      if (escape.length === 2 && escape[1] !== "u") {
+        this.pendingEscape = "";
+        if (escape[1] === "/") this.decode("/");
+        // \n \r \t: whitespace, which base64 skips; anything else cannot be base64.
+        else if (!"nrt".includes(escape[1] as string)) {
+          throw new SyntaxError("an image holds an escape that is not base64");
+        }
+        return at;
+      }
+      if (escape.length === 6) {
+        this.pendingEscape = "";
+        this.decode(String.fromCharCode(Number.parseInt(escape.slice(2), 16)));
+        return at;
+      }
+    }
+    return at;
+  }
+
+  /** Decodes whole groups of four characters, carrying the rest to the next piece. */
+  private decode(text: string): void {
+    const all = this.carry + text;
+    const whole = all.length - (all.length % 4);
+    this.carry = all.slice(whole);
+    if (whole > 0) this.append(all.slice(0, whole));
+  }
+
+  private finishImage(): void {
+    if (this.carry !== "") this.append(this.carry);
+    this.carry = "";
+    this.inImage = false;
+  }
+
+  private append(base64: string): void {
+    const bytes = Buffer.from(base64, "base64");
+    const n = this.images.length - 1;
+    const size = (this.sizes[n] as number) + bytes.length;
+    if (size > this.maxImageBytes) throw new RangeError("an image is larger than allowed");
+    this.sizes[n] = size;
+    this.images[n]!.push(bytes);
+  }
+}
+
+/** The marker the skeleton holds in place of image `n`; undefined for any other value. */
+export function extractedIndex(value: unknown): number | undefined {
+  if (typeof value !== "string" || !value.startsWith("#b64:")) return undefined;
+  const n = Number(value.slice(5));
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}

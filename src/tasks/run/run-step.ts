@@ -1,0 +1,57 @@
+import type { CallReport } from "../../observability/create-call-observer.js";
+import type { Span } from "../../tracing/tracer.js";
+import type { TaskRecord } from "../core/task-record.js";
+import type { RunEnd } from "../service/task-finisher.js";
+
+/** What a run reports: its channel tries (for the task line) and its span. */
+export interface RunTelemetry {
+  report: CallReport;
+  span: Span;
+}
+
+/**
+ * One claimed run of a task, as a kind's run step sees it. The runner made
+ * it: the task is `in_progress` under this run's attempt, its lease is held,
+ * its timeout and cancel watched.
+ */
+export interface RunContext {
+  /** The task as this run claimed it. */
+  started: TaskRecord;
+  /**
+   * Aborted when the run must stop: its lease ended (cancel, hand-back,
+   * shutdown, lost), its timeout passed, or a re-read found the task finished
+   * or taken; the reason says which (see `settleRunFailure`).
+   */
+  signal: AbortSignal;
+  /** What the run learned of its channel so far, for the end it writes (the task line). */
+  end(): RunEnd;
+  /** The run's span and channel tries. */
+  telemetry: RunTelemetry;
+  /**
+   * Ends a run that did not succeed as the error and the signal say: the
+   * step's one way to fail (a timeout, a cancel, a hand-back, a channel's
+   * refusal are each written as they must be).
+   */
+  fail(err: unknown): Promise<void>;
+}
+
+/**
+ * What a kind of task does once claimed (an image generation or edit, a
+ * background response, ...): call its channel, keep what it made, and end
+ * the task through the finisher, or through {@link RunContext.fail}. Queue,
+ * lease, claim, timeout, cancel and telemetry are the runner's, shared by
+ * every kind. Rejects only when the run must be tried again later (a store
+ * that cannot be read or written).
+ */
+export type RunStep = (context: RunContext) => Promise<void>;
+
+/** The kinds of task the runner knows, each by its run step. */
+export interface RunSteps {
+  /** Generations and edits (`kind` `generation`, `edit`, or absent). */
+  image: RunStep;
+}
+
+/** Which run step runs `record`. */
+export function stepKindOf(_record: TaskRecord): keyof RunSteps {
+  return "image";
+}
