@@ -11,7 +11,7 @@ import { consoleContentSecurityPolicy, consoleSecurityHeaders } from "./console-
 
 /** Dependencies of {@link createConsoleRouter}. */
 export interface ConsoleRouterDeps {
-  config: Pick<Config, "console" | "server" | "images">;
+  config: Pick<Config, "console" | "server" | "images" | "deployment">;
   logger: Logger;
   /** The built console. Default: `dist/console-ui/` of this package ({@link defaultConsoleAssetsDir}). */
   assetsDir?: string;
