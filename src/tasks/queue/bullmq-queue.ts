@@ -42,10 +42,11 @@ interface JobData {
 
 /*
  * The admission ledger, beside BullMQ's own keys: every task admitted and not
- * started (`waiting`), the same per owner, and the tasks running. A reservation's score is the time it lapses;
- * once its task exists the score is +inf, and the place leaves the ledger when
- * the job starts (waiting) and when its run ends (running), both in the job's
- * processor, which BullMQ runs again until the job completes: no place leaks.
+ * started (`waiting`), the same per owner, and the tasks running. A
+ * reservation's score is the time it lapses; once its task exists the score
+ * is +inf, and the place leaves the ledger when the job starts (waiting) and
+ * when its run ends (running), both in the job's processor, which BullMQ runs
+ * again until the job completes: no place leaks.
  */
 
 /** KEYS: waiting, owner's waiting, running. */
