@@ -180,12 +180,17 @@ async function buildService(opened: OpenedParts, basics: Basics): Promise<Servic
     (open) => (backendOwned ? Promise.resolve() : open.close()),
   );
   if (backend.redis) followRedisPrimary(metrics, backend.redis);
-  await upgradeLegacyData({ legacy: backend.legacy, imageStore, config, logger });
+  await upgradeLegacyData({
+    legacy: backend.legacy,
+    forwardSecret: backend.forwardSecret,
+    imageStore,
+    config,
+    logger,
+  });
   const forwardSecret = config.auth.forward
     ? await resolveForwardSecret({
         configured: config.auth.forward.secret,
-        taskStore: config.deployment.taskStore,
-        logger,
+        home: backend.forwardSecret,
       })
     : undefined;
   const routing = createRouting(config, channels, channelClient, logger, forwardSecret);

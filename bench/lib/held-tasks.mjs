@@ -24,13 +24,12 @@ const PROBE = 1000;
  */
 export async function fillStore({ dist, config, count }) {
   const { parseConfig } = await import(pathToFileURL(join(dist, "config/load-config.js")).href);
-  const { createTaskStore } = await import(
-    pathToFileURL(join(dist, "tasks/store/create-task-store.js")).href
+  const { openTaskBackend } = await import(
+    pathToFileURL(join(dist, "tasks/open-task-backend.js")).href
   );
   const { pino } = await import("pino");
-  const opened = await createTaskStore(parseConfig(config), pino({ level: "silent" }));
-  // Builds before the legacy step answered the store itself; later ones `{ store }`.
-  const store = opened.store ?? opened;
+  const backend = await openTaskBackend(parseConfig(config), pino({ level: "silent" }));
+  const { store } = backend;
   const retentionMs = config.imageTasks.retentionSec * 1000;
   const ids = [];
   let probed;
@@ -58,7 +57,7 @@ export async function fillStore({ dist, config, count }) {
       ids.push(...batch.map((record) => record.id));
     }
   } finally {
-    await store.close();
+    await backend.close();
   }
   const cpu = process.cpuUsage(probed);
   return { ids, writeCpuUs: (cpu.user + cpu.system) / PROBE };

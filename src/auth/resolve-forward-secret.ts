@@ -2,53 +2,76 @@ import { randomBytes } from "node:crypto";
 import { chmod, open, readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
-import type { TaskStoreDeployment } from "../config/deployment.js";
 import { OWNER_FILE_MODE, reportTightened, tightenPaths } from "../fs/owner-only.js";
+
+/**
+ * Where a task backend keeps forward mode's secret when `auth.forward.secret`
+ * is not set (see `TaskBackend.forwardSecret`): never beside the keys it
+ * seals, so never in the task store itself.
+ */
+export interface ForwardSecretHome {
+  /** The secret kept there, `undefined` when there is none yet. */
+  read(): Promise<string | undefined>;
+  /** Keeps `secret` as the one to read from now on; resolves it. */
+  keep(secret: string): Promise<string>;
+}
 
 /** Options of {@link resolveForwardSecret}. */
 export interface ResolveForwardSecretOptions {
-  /** `auth.forward.secret` (required on Redis: the config refuses Redis without it). */
+  /** `auth.forward.secret`. */
   configured: string | undefined;
-  /** Where the task store is: beside a SQLite file, the secret has a file of its own. */
-  taskStore: TaskStoreDeployment;
-  logger: Logger;
+  /**
+   * Where the backend keeps a generated one; undefined where it can keep none
+   * (a store several replicas share), and `configured` is required.
+   */
+  home: ForwardSecretHome | undefined;
 }
 
 /** Shortest secret accepted from a file, as from `auth.forward.secret`. */
 const MIN_SECRET_LENGTH = 32;
 
-/** `…/sidecar.db` -> the secret's file beside it, `…/sidecar.db.forward-secret`. */
-export function forwardSecretFile(taskStore: TaskStoreDeployment): string | undefined {
-  return taskStore.kind === "sqlite" ? `${taskStore.file}.forward-secret` : undefined;
+/**
+ * Forward mode's root secret, resolved at start-up: `auth.forward.secret`
+ * when set, else the one the backend's home keeps, generated on first start
+ * (a file of its own beside a SQLite database; the process's memory beside
+ * `memory://`, where nothing outlives the process).
+ *
+ * @throws ConfigError when neither is there (the config refuses that already),
+ *   or for a secret file that cannot be read or is too short
+ */
+export async function resolveForwardSecret(options: ResolveForwardSecretOptions): Promise<string> {
+  const { configured, home } = options;
+  if (configured !== undefined) return configured;
+  if (!home) {
+    throw new ConfigError([
+      "auth.forward.secret: required with a store several replicas share (make one with `openssl rand -base64 48`)",
+    ]);
+  }
+  return (await home.read()) ?? (await home.keep(randomBytes(48).toString("base64url")));
+}
+
+/** A home in this process's memory: a new secret each start. */
+export function processForwardSecretHome(): ForwardSecretHome {
+  let kept: string | undefined;
+  return {
+    read: async () => kept,
+    keep: async (secret) => (kept = secret),
+  };
 }
 
 /**
- * Forward mode's root secret, resolved at start-up, never kept beside the
- * keys it seals:
- *
- * - `auth.forward.secret` when set;
- * - on SQLite, a file of its own beside the database (`<db>.forward-secret`,
- *   mode 0600), generated on first start;
- * - on `memory://`, a random one in memory (nothing outlives the process).
- *
- * @throws ConfigError for a secret file that cannot be read or is too short
+ * A home in `file`, readable by this user only (0600, tightened when an
+ * earlier release left it wider), written and synced on first start.
  */
-export async function resolveForwardSecret(options: ResolveForwardSecretOptions): Promise<string> {
-  const { configured, logger } = options;
-  if (configured !== undefined) return configured;
-  const file = forwardSecretFile(options.taskStore);
-  if (!file) return randomBytes(48).toString("base64url");
-  return (
-    (await readForwardSecretFile(file, logger)) ??
-    (await writeForwardSecretFile(file, randomBytes(48).toString("base64url")))
-  );
+export function fileForwardSecretHome(file: string, logger: Logger): ForwardSecretHome {
+  return {
+    read: () => readForwardSecretFile(file, logger),
+    keep: (secret) => writeForwardSecretFile(file, secret),
+  };
 }
 
 /** The secret in `file`, `undefined` when there is no such file. */
-export async function readForwardSecretFile(
-  file: string,
-  logger: Logger,
-): Promise<string | undefined> {
+async function readForwardSecretFile(file: string, logger: Logger): Promise<string | undefined> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
@@ -72,7 +95,7 @@ export async function readForwardSecretFile(
  * Writes `secret` to a new `file`, readable by this user only, synced to
  * disk before anything else relies on it; resolves the secret.
  */
-export async function writeForwardSecretFile(file: string, secret: string): Promise<string> {
+async function writeForwardSecretFile(file: string, secret: string): Promise<string> {
   const handle = await open(file, "wx", OWNER_FILE_MODE);
   try {
     await handle.writeFile(`${secret}\n`);

@@ -54,33 +54,45 @@ export function describeDeployment(config: {
   images: { url?: string | undefined };
   auth: { forward?: unknown };
 }): Deployment {
-  const taskStore = taskStoreOf(config.store.url);
+  const { taskStore, shared, imagesBeside } = taskStoreOf(config.store.url);
   return {
     taskStore,
-    images: imageStoreOf(config.images.url ?? defaultImagesUrl(taskStore)),
-    shared: taskStore.kind === "redis",
+    images: imageStoreOf(config.images.url ?? imagesBeside),
+    shared,
     forward: config.auth.forward !== undefined,
   };
 }
 
-function taskStoreOf(url: string): TaskStoreDeployment {
-  if (url.startsWith("memory://")) return { kind: "memory" };
-  if (url.startsWith("sqlite://")) return { kind: "sqlite", file: resolve(url.slice(9)) };
+/**
+ * What `store.url` names, whether replicas share it, and the image store
+ * beside it when `images.url` is unset: memory beside memory, a directory
+ * beside the SQLite file, `./data/images` beside Redis (which every replica
+ * must then mount).
+ */
+function taskStoreOf(url: string): {
+  taskStore: TaskStoreDeployment;
+  shared: boolean;
+  imagesBeside: string;
+} {
+  if (url.startsWith("memory://")) {
+    return { taskStore: { kind: "memory" }, shared: false, imagesBeside: "memory://" };
+  }
+  if (url.startsWith("sqlite://")) {
+    const file = resolve(url.slice(9));
+    return {
+      taskStore: { kind: "sqlite", file },
+      shared: false,
+      imagesBeside: `file://${resolve(dirname(file), "images")}`,
+    };
+  }
   // The schema admits nothing else, and checked the URL's form.
   const topology = parseRedisTopology(url);
   if (typeof topology === "string") throw new Error(`store.url: ${topology}`);
-  return { kind: "redis", url, topology };
-}
-
-/**
- * The image store beside a task store whose `images.url` is unset: memory
- * beside memory, a directory beside the SQLite file, `./data/images` beside
- * Redis (which every replica must then mount).
- */
-function defaultImagesUrl(taskStore: TaskStoreDeployment): string {
-  if (taskStore.kind === "memory") return "memory://";
-  if (taskStore.kind === "sqlite") return `file://${resolve(dirname(taskStore.file), "images")}`;
-  return SHARED_IMAGES_DEFAULT;
+  return {
+    taskStore: { kind: "redis", url, topology },
+    shared: true,
+    imagesBeside: SHARED_IMAGES_DEFAULT,
+  };
 }
 
 function imageStoreOf(url: string): ImageStoreDeployment {

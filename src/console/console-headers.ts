@@ -1,32 +1,27 @@
 import type { Config } from "../config/config-schema.js";
+import { presignedLinkOrigin } from "../images/open-image-store.js";
+
+/** What the console's headers are made from. */
+type ConsoleHeadersConfig = Pick<Config, "server" | "images" | "deployment">;
 
 /**
  * The origins image links may point at besides the service's own: the
  * `server.publicBaseUrl` origin (the service's links are made on it), a
- * CDN's (`links: public`), or the bucket's (`links: presigned`, addressed
- * as the S3 SDK addresses it: path-style on the endpoint when
- * `forcePathStyle` is set or the bucket name has a dot, else the bucket as
- * a subdomain of the endpoint or of AWS's regional host).
+ * CDN's (`links: public`), or the bucket's (`links: presigned`, as the image
+ * store presigns them: `presignedLinkOrigin`).
  */
-export function imageLinkOrigins(config: Pick<Config, "server" | "images">): string[] {
+export function imageLinkOrigins(config: ConsoleHeadersConfig): string[] {
   const origins = new Set<string>();
   if (config.server.publicBaseUrl) origins.add(new URL(config.server.publicBaseUrl).origin);
   const { images } = config;
   if (images.links === "public" && images.publicBaseUrl) {
     origins.add(new URL(images.publicBaseUrl).origin);
   }
-  if (images.links === "presigned" && images.url?.startsWith("s3://")) {
-    origins.add(presignedOrigin(images));
+  if (images.links === "presigned") {
+    const bucket = presignedLinkOrigin(config);
+    if (bucket) origins.add(bucket);
   }
   return [...origins];
-}
-
-function presignedOrigin(images: Config["images"]): string {
-  const bucket = images.url!.slice("s3://".length).split("/")[0]!;
-  const { endpoint, region, forcePathStyle } = images.s3;
-  const base = new URL(endpoint ?? `https://s3.${region}.amazonaws.com`);
-  if (forcePathStyle || bucket.includes(".")) return base.origin;
-  return `${base.protocol}//${bucket}.${base.host}`;
 }
 
 /**
@@ -37,7 +32,7 @@ function presignedOrigin(images: Config["images"]): string {
  * image links point ({@link imageLinkOrigins}). Trusted Types make any
  * HTML-parsing sink (`innerHTML`, ...) throw: the console only ever sets text.
  */
-export function consoleContentSecurityPolicy(config: Pick<Config, "server" | "images">): string {
+export function consoleContentSecurityPolicy(config: ConsoleHeadersConfig): string {
   const images = ["'self'", "data:", "blob:", ...imageLinkOrigins(config)];
   return [
     "default-src 'none'",

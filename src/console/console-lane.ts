@@ -13,7 +13,7 @@ import { consoleContentSecurityPolicy, consoleSecurityHeaders } from "./console-
 
 /** Dependencies of {@link createConsoleLane}. */
 export interface ConsoleLaneDeps {
-  config: Pick<Config, "console" | "server" | "images">;
+  config: Pick<Config, "console" | "server" | "images" | "deployment">;
   logger: Logger;
   /** The built console. Default: `dist/console-ui/` of this package ({@link defaultConsoleAssetsDir}). */
   assetsDir?: string;

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
+import type { ImageStoreDeployment } from "../config/deployment.js";
 import { reportTightened, tightenTree } from "../fs/owner-only.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { createFileImageStore } from "./file-image-store.js";
@@ -25,11 +26,21 @@ export interface OpenImageStoreDeps {
  * beside Redis, start-up warns that every replica must mount the directory.
  */
 export async function openImageStore(deps: OpenImageStoreDeps): Promise<ImageStore> {
-  const store = withImageStoreMetrics(await openBackend(deps), deps.metrics);
+  const { config, logger } = deps;
+  const backend = imageBackendOf(config);
+  const opened = await backend.open(logger);
+  if (config.images.links === "public") {
+    // The config refuses it beside memory://, where nothing else could serve the links.
+    logger.warn(
+      { publicBaseUrl: config.images.publicBaseUrl },
+      "images.links is public: image links (publicBaseUrl + the object key) never expire and need no key; whatever serves publicBaseUrl alone decides who may read them",
+    );
+  }
+  const store = withImageStoreMetrics(opened, deps.metrics);
   try {
     await waitForImageStore(store, {
       timeoutMs: deps.config.images.connectTimeoutSec * 1000,
-      where: describeImageStore(deps.config),
+      where: backend.where,
       logger: deps.logger,
     });
   } catch (err) {
@@ -40,64 +51,115 @@ export async function openImageStore(deps: OpenImageStoreDeps): Promise<ImageSto
 }
 
 /** Where the image store is, for a line a person reads: no credentials. */
-export function describeImageStore(config: Pick<Config, "images" | "deployment">): string {
-  const { images } = config.deployment;
-  if (images.kind !== "s3") return images.url;
-  const { endpoint, region } = config.images.s3;
-  if (!endpoint) return `${images.url} in AWS region ${region}`;
-  const shown = new URL(endpoint);
-  shown.username = "";
-  shown.password = "";
-  return `${images.url} at ${shown.origin}`;
+export function describeImageStore(config: ImageStoreConfig): string {
+  return imageBackendOf(config).where;
 }
 
-async function openBackend(deps: OpenImageStoreDeps): Promise<ImageStore> {
-  const { config, logger } = deps;
+/** What start-up's check does on the image store (`check-config --probe` says it). */
+export function describeImageCheck(config: ImageStoreConfig): string {
+  return imageBackendOf(config).check;
+}
+
+/**
+ * The origin `images.links: presigned` links point at: the bucket as the S3
+ * SDK addresses it (path-style on the endpoint when `forcePathStyle` is set
+ * or the bucket name has a dot, else the bucket as a subdomain of the
+ * endpoint or of AWS's regional host); undefined for a store that presigns none.
+ */
+export function presignedLinkOrigin(config: ImageStoreConfig): string | undefined {
+  return imageBackendOf(config).presignedOrigin?.();
+}
+
+/** What the configuration says of the image store. */
+type ImageStoreConfig = Pick<Config, "images" | "deployment">;
+
+/** One kind of image store, for one configuration. */
+interface ImageBackend {
+  /** Where it is, for a line a person reads: no credentials. */
+  where: string;
+  /** What start-up's check does there. */
+  check: string;
+  /** Where presigned links point, for a store that makes them. */
+  presignedOrigin?(): string;
+  open(logger: Logger): Promise<ImageStore>;
+}
+
+/** The kind of image store the deployment names: the one place that tells the kinds apart. */
+function imageBackendOf(config: ImageStoreConfig): ImageBackend {
   const { images, shared } = config.deployment;
-  let store: ImageStore;
-  if (images.kind === "memory") {
-    if (shared) {
-      logger.warn(
-        "images.url is memory:// with a Redis task store: other replicas cannot read this one's images; use s3:// or a shared file:// directory",
-      );
-    }
-    store = createMemoryImageStore();
-  } else if (images.kind === "directory") {
-    const { dir } = images;
-    if (shared) {
-      logger.warn(
-        { dir },
-        `images.url is a directory (${images.url}) with a Redis task store: every replica must mount the same directory, or use s3://`,
-      );
-    }
-    // Images an earlier release wrote under a permissive umask.
-    reportTightened(logger, `images.url: ${images.url}`, await tightenTree(dir));
-    store = createFileImageStore({ dir });
-  } else {
-    const { s3 } = config.images;
-    store = await openS3ImageStore({
-      bucket: images.bucket,
-      prefix: images.prefix,
-      region: s3.region,
-      forcePathStyle: s3.forcePathStyle,
-      ...(s3.endpoint ? { endpoint: s3.endpoint } : {}),
-      ...(s3.accessKeyId && s3.secretAccessKey
-        ? {
-            credentials: {
-              accessKeyId: s3.accessKeyId,
-              secretAccessKey: s3.secretAccessKey,
-              ...(s3.sessionToken ? { sessionToken: s3.sessionToken } : {}),
-            },
+  switch (images.kind) {
+    case "memory":
+      return {
+        where: images.url,
+        check: "this process's memory",
+        async open(logger) {
+          if (shared) {
+            logger.warn(
+              "images.url is memory:// with a Redis task store: other replicas cannot read this one's images; use s3:// or a shared file:// directory",
+            );
           }
-        : {}),
-    });
+          return createMemoryImageStore();
+        },
+      };
+    case "directory":
+      return {
+        where: images.url,
+        check: "a file written and removed",
+        async open(logger) {
+          const { dir } = images;
+          if (shared) {
+            logger.warn(
+              { dir },
+              `images.url is a directory (${images.url}) with a Redis task store: every replica must mount the same directory, or use s3://`,
+            );
+          }
+          // Images an earlier release wrote under a permissive umask.
+          reportTightened(logger, `images.url: ${images.url}`, await tightenTree(dir));
+          return createFileImageStore({ dir });
+        },
+      };
+    case "s3":
+      return s3Backend(config.images, images);
   }
-  if (config.images.links === "public") {
-    // The config refuses it beside memory://, where nothing else could serve the links.
-    logger.warn(
-      { publicBaseUrl: config.images.publicBaseUrl },
-      "images.links is public: image links (publicBaseUrl + the object key) never expire and need no key; whatever serves publicBaseUrl alone decides who may read them",
-    );
+}
+
+function s3Backend(
+  settings: Config["images"],
+  images: Extract<ImageStoreDeployment, { kind: "s3" }>,
+): ImageBackend {
+  const { s3 } = settings;
+  const { endpoint, region, forcePathStyle } = s3;
+  let where = `${images.url} in AWS region ${region}`;
+  if (endpoint) {
+    const shown = new URL(endpoint);
+    shown.username = "";
+    shown.password = "";
+    where = `${images.url} at ${shown.origin}`;
   }
-  return store;
+  return {
+    where,
+    check: "HeadBucket, then an object written, read back and deleted",
+    presignedOrigin() {
+      const base = new URL(endpoint ?? `https://s3.${region}.amazonaws.com`);
+      if (forcePathStyle || images.bucket.includes(".")) return base.origin;
+      return `${base.protocol}//${images.bucket}.${base.host}`;
+    },
+    open: () =>
+      openS3ImageStore({
+        bucket: images.bucket,
+        prefix: images.prefix,
+        region,
+        forcePathStyle,
+        ...(endpoint ? { endpoint } : {}),
+        ...(s3.accessKeyId && s3.secretAccessKey
+          ? {
+              credentials: {
+                accessKeyId: s3.accessKeyId,
+                secretAccessKey: s3.secretAccessKey,
+                ...(s3.sessionToken ? { sessionToken: s3.sessionToken } : {}),
+              },
+            }
+          : {}),
+      }),
+  };
 }

@@ -4,9 +4,13 @@ import { checkChannel } from "../channels/check-channel.js";
 import { ConfigError } from "../config/config-error.js";
 import type { Config } from "../config/config-schema.js";
 import { startConfiguredChannels } from "../channels/start-configured-channels.js";
-import { describeImageStore, openImageStore } from "../images/open-image-store.js";
+import {
+  describeImageCheck,
+  describeImageStore,
+  openImageStore,
+} from "../images/open-image-store.js";
 import { createMetrics } from "../metrics/create-metrics.js";
-import { probeTaskStore } from "../tasks/probe-task-store.js";
+import { probeTaskBackend } from "../tasks/open-task-backend.js";
 
 /** One check `check-config --probe` made. */
 export interface ProbeResult {
@@ -59,7 +63,7 @@ async function probeChannels(config: Config, logger: Logger): Promise<ProbeResul
 
 async function probeStore(config: Config, logger: Logger): Promise<ProbeResult> {
   try {
-    return { ok: true, line: `store.url: ${await probeTaskStore(config, logger)}` };
+    return { ok: true, line: `store.url: ${await probeTaskBackend(config, logger)}` };
   } catch (err) {
     return { ok: false, line: (err as Error).message };
   }
@@ -71,12 +75,7 @@ async function probeImages(config: Config, logger: Logger): Promise<ProbeResult>
     const metrics = createMetrics({ defaultMetrics: false });
     const store = await openImageStore({ config, metrics, logger });
     await store.close();
-    const what = {
-      memory: "this process's memory",
-      directory: "a file written and removed",
-      s3: "HeadBucket, then an object written, read back and deleted",
-    }[config.deployment.images.kind];
-    return { ok: true, line: `images.url: ${where}: ${what}` };
+    return { ok: true, line: `images.url: ${where}: ${describeImageCheck(config)}` };
   } catch (err) {
     if (err instanceof ConfigError) return { ok: false, line: err.problems.join("; ") };
     return { ok: false, line: `images.url: ${where}: ${(err as Error).message}` };

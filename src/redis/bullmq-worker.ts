@@ -1,8 +1,7 @@
 import type { Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { isCluster } from "./command-deadlines.js";
 import { watchRedisClient, type RedisClient } from "./open-redis-client.js";
+import { duplicateWaiting } from "./redis-topologies.js";
 
 /** The longest a stop waits for BullMQ to close a worker once its jobs were cancelled. */
 const CLOSE_BOUND_MS = 5_000;
@@ -19,39 +18,10 @@ export async function openWorkerConnection(
   logger: Logger,
   name: string,
 ): Promise<RedisClient> {
-  const connection = (
-    isCluster(client)
-      ? client.duplicate([], { enableOfflineQueue: true })
-      : client.duplicate({ enableOfflineQueue: true })
-  ) as RedisClient;
+  const connection = duplicateWaiting(client);
   watchRedisClient(connection, logger, name);
-  if (!isCluster(connection)) endsWhenDisconnected(connection);
   await connection.connect().catch(() => undefined);
   return connection;
-}
-
-/**
- * Makes the clients BullMQ duplicates from `connection` (its blocking one)
- * end when disconnected between two reconnect attempts. ioredis emits no `end`
- * then (redis/ioredis#1247: the socket is gone, the retry timer is cleared,
- * nothing else happens), and BullMQ's worker close waits for that `end`: a
- * replica stopped while Redis was down or failing over never stopped.
- */
-function endsWhenDisconnected(connection: Redis): void {
-  const duplicate = connection.duplicate.bind(connection);
-  connection.duplicate = (...args: Parameters<Redis["duplicate"]>) => {
-    const copy = duplicate(...args);
-    const disconnect = copy.disconnect.bind(copy);
-    copy.disconnect = (reconnect = false) => {
-      const between = copy.status === "reconnecting";
-      disconnect(reconnect);
-      if (between && !reconnect) {
-        copy.status = "end";
-        copy.emit("end");
-      }
-    };
-    return copy;
-  };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Cluster, Command, Redis } from "ioredis";
 import type { RedisClient } from "./redis-client.js";
+import { eachConnection } from "./redis-topologies.js";
 
 /**
  * Commands that wait on the server by design, and how long by their
@@ -48,23 +49,15 @@ export interface DeadlineOptions {
  * watched too.
  */
 export function watchCommandDeadlines(client: RedisClient, options: DeadlineOptions): RedisClient {
-  if (isCluster(client)) {
-    watch(client, options, { cut: undefined });
-    client.on("+node", (node: Redis) => watch(node, options, { cut: () => cut(node) }));
-  } else {
-    watch(client, options, { cut: () => cut(client) });
-  }
+  eachConnection(client, (target, connection) =>
+    watch(target, options, { cut: connection && (() => cut(connection)) }),
+  );
   const duplicate = client.duplicate.bind(client) as (...args: unknown[]) => RedisClient;
   client.duplicate = ((...args: unknown[]) => {
     const copy = duplicate(...args);
     return watchCommandDeadlines(copy, { ...options, name: `${options.name}+` });
   }) as RedisClient["duplicate"];
   return client;
-}
-
-/** Whether `client` is a Cluster (its own `isCluster` flag). */
-export function isCluster(client: RedisClient): client is Cluster {
-  return (client as { isCluster?: boolean }).isCluster === true;
 }
 
 /** Reconnects a hung connection: what waited on it fails, the client connects anew. */

@@ -1,10 +1,10 @@
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { RedisTopology } from "../config/schema/redis-topology.js";
 import { redactUrl } from "../logging/redact-url.js";
-import { isCluster, watchCommandDeadlines } from "./command-deadlines.js";
+import { watchCommandDeadlines } from "./command-deadlines.js";
 import type { RedisClient } from "./redis-client.js";
 import { watchRedisPrimary, type RedisPrimaryWatch } from "./redis-primary.js";
+import { createRedisClient } from "./redis-topologies.js";
 
 /** The one Redis client library of the service (ioredis), shared by store, queues and events. */
 export type { RedisClient } from "./redis-client.js";
@@ -59,66 +59,6 @@ export async function openRedisClient(options: OpenRedisOptions): Promise<Opened
   return { client, primary };
 }
 
-/** Retries back off to 2 s between attempts. */
-const backoff = (attempt: number) => Math.min(100 * 2 ** attempt, 2_000);
-
-/** What every connection shares, whatever the deployment. */
-function connectionOptions(): RedisOptions {
-  return {
-    lazyConnect: true,
-    connectTimeout: 5_000,
-    // While Redis is away (down, or mid-failover) commands fail at once: a request answers 503
-    // `store_unavailable` rather than wait. Worker connections wait instead (see bullmq-worker).
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: null,
-    // A command that was on a lost connection may have run: it fails, and is never sent again.
-    autoResendUnfulfilledCommands: false,
-    retryStrategy: backoff,
-    // A master demoted under a live connection answers writes READONLY: find the new one.
-    reconnectOnError: (err) => (err.message.startsWith("READONLY") ? 2 : false),
-  };
-}
-
-/** An ioredis client for `topology`, not connected yet. */
-export function createRedisClient(topology: RedisTopology, sentinelPassword?: string): RedisClient {
-  const common = connectionOptions();
-  switch (topology.mode) {
-    case "standalone":
-      return new Redis(topology.url, { ...common, ...(topology.tls ? { tls: {} } : {}) });
-    case "sentinel":
-      return new Redis({
-        ...common,
-        sentinels: topology.sentinels,
-        name: topology.masterName,
-        db: topology.db,
-        username: topology.username,
-        password: topology.password,
-        sentinelPassword,
-        sentinelRetryStrategy: backoff,
-        // Not ioredis's failoverDetector: its reconnect on the sentinels' +switch-master message
-        // could hang, right after the client had found the new master. A demoted master that
-        // stays up answers writes READONLY, which reconnects (reconnectOnError).
-        ...(topology.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
-      });
-    case "cluster": {
-      const clusterOptions: ClusterOptions = {
-        lazyConnect: true,
-        enableOfflineQueue: false,
-        clusterRetryStrategy: backoff,
-        // Managed clusters (ElastiCache, Memorystore) answer with names their certificates hold.
-        dnsLookup: (address, callback) => callback(null, address),
-        redisOptions: {
-          ...common,
-          username: topology.username,
-          password: topology.password,
-          ...(topology.tls ? { tls: {} } : {}),
-        },
-      };
-      return new Cluster(topology.nodes, clusterOptions);
-    }
-  }
-}
-
 /** Connects `client`; rejects with the last connection error once `deadline` passed. */
 async function readyBy(client: RedisClient, deadline: number): Promise<void> {
   let lastError: Error | undefined;
@@ -158,7 +98,8 @@ export function watchRedisClient(client: RedisClient, logger: Logger, name: stri
     logger.warn({ err: err.message, client: name }, "Redis connection lost; retrying");
   };
   client.on("error", lost);
-  if (isCluster(client)) client.on("node error", lost);
+  // A Cluster's nodes report theirs apart (one server or a Sentinel set never emit this).
+  client.on("node error", lost);
   client.on("reconnecting", () => logger.debug({ client: name }, "Redis reconnecting"));
   client.on("end", () => logger.debug({ client: name }, "Redis connection closed"));
   client.on("ready", () => {

@@ -1,8 +1,7 @@
-import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { RedisTopology } from "../config/schema/redis-topology.js";
-import { isCluster } from "./command-deadlines.js";
 import type { RedisClient } from "./redis-client.js";
+import { followPrimaries } from "./redis-topologies.js";
 
 /** Which Redis node the service writes to, and when that last changed. */
 export interface RedisPrimaryStatus {
@@ -55,19 +54,7 @@ export function watchRedisPrimary(
     current = seen;
     for (const listener of listeners) listener(status());
   };
-  if (isCluster(client)) {
-    const read = () => update(client.nodes("master").map(addressOf).sort());
-    client.on("ready", read);
-    client.on("refresh", read);
-    client.on("-node", read);
-  } else {
-    client.on("ready", () => {
-      const stream = (
-        client as Redis & { stream?: { remoteAddress?: string; remotePort?: number } }
-      ).stream;
-      if (stream?.remoteAddress) update([`${stream.remoteAddress}:${stream.remotePort}`]);
-    });
-  }
+  followPrimaries(client, update);
   return {
     status,
     onChange(listener) {
@@ -75,10 +62,6 @@ export function watchRedisPrimary(
       if (current.length > 0) listener(status());
     },
   };
-}
-
-function addressOf(node: Redis): string {
-  return `${node.options.host}:${node.options.port}`;
 }
 
 function same(a: string[], b: string[]): boolean {

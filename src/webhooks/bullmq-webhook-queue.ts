@@ -4,12 +4,11 @@ import type { WebhooksConfig } from "../config/config-schema.js";
 import { logQueueOutages } from "../redis/log-queue-outages.js";
 import { openWorkerConnection, stopWorker } from "../redis/bullmq-worker.js";
 import { closeRedisClient, type RedisClient } from "../redis/open-redis-client.js";
+import type { BullmqQueueKeys } from "../redis/redis-keys.js";
 import { retryDelaySec } from "./delivery-policy.js";
 import type { WebhookDelivery } from "./webhook-delivery.js";
 import type { AttemptDelivery, WebhookQueue } from "./webhook-queue.js";
 
-/** The BullMQ queue of webhook deliveries, beside (never inside) the task queue. */
-const QUEUE_NAME = "webhooks";
 /**
  * How long a delivered or given-up job is kept: while it is, adding the same
  * event again (the outbox pass after a crash) is a no-op.
@@ -20,8 +19,8 @@ const KEEP_FAILED_SEC = 24 * 3600;
 /** Options of {@link createBullmqWebhookQueue}. */
 export interface BullmqWebhookQueueOptions {
   client: RedisClient;
-  /** The deployment's namespace (`store.prefix`). */
-  prefix: string;
+  /** BullMQ's queue of webhook deliveries, beside (never inside) the task queue. */
+  queueKeys: BullmqQueueKeys;
   config: WebhooksConfig;
   /**
    * Job lock duration (`imageTasks.leaseSec`): the attempts of a replica that
@@ -43,8 +42,8 @@ export interface BullmqWebhookQueueOptions {
  */
 export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): WebhookQueue {
   const { client, logger, config } = options;
-  const prefix = `${options.prefix}::bull`;
-  const queue = new Queue<WebhookDelivery>(QUEUE_NAME, {
+  const { name, prefix } = options.queueKeys;
+  const queue = new Queue<WebhookDelivery>(name, {
     connection: client,
     prefix,
     streams: { events: { maxLen: 100 } },
@@ -87,7 +86,7 @@ export function createBullmqWebhookQueue(options: BullmqWebhookQueueOptions): We
         if (report.next.result !== "delivered") throw new UnrecoverableError(report.detail);
       };
       workerClient = await openWorkerConnection(client, logger, "webhook-worker");
-      worker = new Worker<WebhookDelivery>(QUEUE_NAME, process, {
+      worker = new Worker<WebhookDelivery>(name, process, {
         connection: workerClient,
         prefix,
         concurrency: config.maxConcurrent,

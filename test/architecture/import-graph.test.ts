@@ -158,13 +158,66 @@ describe("the import graph of src/", () => {
 });
 
 describe("the task store's interface", () => {
-  it("stays small: at most 16 members, none of them for image bytes", () => {
-    const text = readFileSync(join(SRC, "tasks/core/task-store.ts"), "utf8");
+  const text = readFileSync(join(SRC, "tasks/core/task-store.ts"), "utf8");
+
+  it("stays small: at most 15 members, none of them for image bytes or one backend alone", () => {
     const body = /export interface TaskStore \{([\s\S]*?)\n\}/.exec(text)?.[1] ?? "";
-    const members = [...body.matchAll(/^ {2}(?:readonly )?(\w+)\??[(:<]/gm)].map((m) => m[1]);
+    const members = [...body.matchAll(/^ {2}(?:readonly )?(\w+)(\??)[(:<]/gm)];
     expect(members.length).toBeGreaterThan(5);
-    expect(members.length).toBeLessThanOrEqual(16);
-    expect(members.filter((name) => /Image|Input/.test(name ?? ""))).toEqual([]);
+    expect(members.length).toBeLessThanOrEqual(15);
+    const names = members.map((m) => m[1]);
+    expect(names.filter((name) => /Image|Input/.test(name ?? ""))).toEqual([]);
+    // What only some backends offer (a webhook journal, key-value entries) is the backend's.
+    expect(members.filter((m) => m[2] === "?").map((m) => m[1])).toEqual([]);
+  });
+
+  it("imports neither Keyv nor the webhooks", () => {
+    const imports = [...text.matchAll(/from\s+["']([^"']+)["']/g)].map((m) => m[1]);
+    expect(imports.filter((from) => /keyv|webhooks/.test(from ?? ""))).toEqual([]);
+  });
+});
+
+describe("what the deployment is, told apart once", () => {
+  const outsideConfig = files.filter((file) => !relative(SRC, file).startsWith("config/"));
+  /** Files outside `src/config/` whose text matches `pattern`, relative to src/. */
+  const matching = (pattern: RegExp) =>
+    outsideConfig
+      .filter((file) => pattern.test(readFileSync(file, "utf8")))
+      .map((file) => relative(SRC, file))
+      .sort();
+
+  it("reads no store URL's scheme outside the config (the deployment says what it is)", () => {
+    // Masking credentials reads a URL's shape (several hosts), not what the deployment is.
+    const masking = "logging/redact-url.ts";
+    const scheme = String.raw`(?:rediss?|sqlite|s3|file|memory)(?:\+\w+)?:`;
+    expect(
+      matching(
+        new RegExp(
+          [
+            String.raw`startsWith\(\s*["'\`]${scheme}`,
+            String.raw`[!=]==?\s*["'\`]${scheme}`,
+            String.raw`/\^\(?${scheme.slice(0, -1)}`,
+          ].join("|"),
+        ),
+      ).filter((file) => file !== masking),
+    ).toEqual([]);
+  });
+
+  it("tells the task backends apart in one file, the image stores in one, Redis topologies in one", () => {
+    expect(matching(/(?:case |kind [!=]==? )"(?:sqlite|redis)"/)).toEqual([
+      "tasks/open-task-backend.ts",
+    ]);
+    expect(matching(/(?:case |kind [!=]==? )"(?:directory|s3)"/)).toEqual([
+      "images/open-image-store.ts",
+    ]);
+    expect(
+      matching(/isCluster\b|\.mode [!=]==? "|case "(?:standalone|sentinel|cluster)"|new Cluster\(/),
+    ).toEqual(["redis/redis-topologies.ts"]);
+  });
+
+  it("names each Redis key in one file", () => {
+    // A key is `<prefix>::<name>`: a template that joins a prefix to `::`.
+    expect(matching(/\}::[\w-]|`[^`]*::\$\{/)).toEqual(["redis/redis-keys.ts"]);
   });
 });
 

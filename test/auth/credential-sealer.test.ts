@@ -5,7 +5,8 @@ import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createCredentialSealer, CredentialSealError } from "../../src/auth/credential-sealer.js";
 import {
-  forwardSecretFile,
+  fileForwardSecretHome,
+  processForwardSecretHome,
   resolveForwardSecret as resolveSecret,
   type ResolveForwardSecretOptions,
 } from "../../src/auth/resolve-forward-secret.js";
@@ -104,6 +105,8 @@ describe("createCredentialSealer", () => {
   });
 });
 
+const logger = pino({ level: "silent" });
+
 /**
  * Start-up's two steps on forward mode's secret: the upgrade step moves what an earlier
  * version kept in the task store (`meta`), then the secret is resolved.
@@ -116,9 +119,13 @@ async function resolveForwardSecret(
     };
   },
 ): Promise<string> {
-  await moveLegacyForwardSecret({ ...options, legacy: options.meta });
+  await moveLegacyForwardSecret({ ...options, legacy: options.meta, logger });
   return resolveSecret(options);
 }
+
+/** The home the SQLite backend gives a database in `dir`: a file of its own beside it. */
+const homeBeside = (dir: string) =>
+  fileForwardSecretHome(join(dir, "tasks.db.forward-secret"), logger);
 
 describe("resolveForwardSecret", () => {
   /** A task store's meta, in memory, holding what an earlier version left in it. */
@@ -131,36 +138,42 @@ describe("resolveForwardSecret", () => {
       deleteMeta: async (key: string) => void values.delete(key),
     };
   };
-  const logger = pino({ level: "silent" });
+  const tempDir = async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    return dir;
+  };
 
   it("uses auth.forward.secret when set, and deletes a copy an earlier version kept in the store", async () => {
     const meta = metaHolding(SECRET);
-    const secret = await resolveForwardSecret({
-      configured: SECRET,
-      taskStore: {
-        kind: "redis",
-        url: "redis://127.0.0.1:6379",
-        topology: { mode: "standalone", url: "redis://127.0.0.1:6379", tls: false },
-      },
-      meta,
-      logger,
-    });
+    // Redis keeps no secret of its own: the configured one is all there is.
+    const secret = await resolveForwardSecret({ configured: SECRET, home: undefined, meta });
     expect(secret).toBe(SECRET);
     expect(meta.values.size).toBe(0);
   });
 
-  it("on SQLite, generates one into a 0600 file beside the database, never into the store, and reads it back", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const taskStore = { kind: "sqlite", file: join(dir, "tasks.db") } as const;
+  it("refuses to make one where the backend cannot keep it (a shared store)", async () => {
+    const error = await resolveSecret({ configured: undefined, home: undefined }).catch(
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems[0]).toMatch(/^auth\.forward\.secret: required/);
+  });
+
+  it("in a file home, generates one into a 0600 file, never into the store, and reads it back", async () => {
+    const dir = await tempDir();
     const meta = metaHolding();
-    const first = await resolveForwardSecret({ configured: undefined, taskStore, meta, logger });
+    const first = await resolveForwardSecret({
+      configured: undefined,
+      home: homeBeside(dir),
+      meta,
+    });
     expect(first.length).toBeGreaterThanOrEqual(32);
     const file = join(dir, "tasks.db.forward-secret");
-    expect(forwardSecretFile(taskStore)).toBe(file);
+    expect((await readFile(file, "utf8")).trim()).toBe(first);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect(meta.values.size).toBe(0);
-    expect(await resolveForwardSecret({ configured: undefined, taskStore, meta, logger })).toBe(
+    expect(await resolveForwardSecret({ configured: undefined, home: homeBeside(dir), meta })).toBe(
       first,
     );
     // Seals and owner hashes made with it hold across a restart.
@@ -168,12 +181,10 @@ describe("resolveForwardSecret", () => {
     expect(await sealerWith(first).unseal(sealed, TASK)).toBe(KEY);
   });
 
-  it("on SQLite, moves the secret an earlier version kept in the store to the file", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const taskStore = { kind: "sqlite", file: join(dir, "tasks.db") } as const;
+  it("in a file home, moves the secret an earlier version kept in the store to the file", async () => {
+    const dir = await tempDir();
     const meta = metaHolding(SECRET);
-    expect(await resolveForwardSecret({ configured: undefined, taskStore, meta, logger })).toBe(
+    expect(await resolveForwardSecret({ configured: undefined, home: homeBeside(dir), meta })).toBe(
       SECRET,
     );
     expect((await readFile(join(dir, "tasks.db.forward-secret"), "utf8")).trim()).toBe(SECRET);
@@ -181,28 +192,24 @@ describe("resolveForwardSecret", () => {
   });
 
   it("refuses a secret file that is too short, naming it", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "forward-secret-"));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const dir = await tempDir();
     await writeFile(join(dir, "tasks.db.forward-secret"), "short\n", { mode: 0o600 });
     const error = await resolveForwardSecret({
       configured: undefined,
-      taskStore: { kind: "sqlite", file: join(dir, "tasks.db") },
+      home: homeBeside(dir),
       meta: metaHolding(),
-      logger,
     }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems[0]).toContain("tasks.db.forward-secret");
   });
 
-  it("on memory://, makes one in memory and leaves the store alone", async () => {
+  it("in this process's memory (memory://), makes a new one each start and leaves the store alone", async () => {
     const meta = metaHolding();
-    const secret = await resolveForwardSecret({
-      configured: undefined,
-      taskStore: { kind: "memory" },
-      meta,
-      logger,
-    });
+    const options = { configured: undefined, meta };
+    const secret = await resolveForwardSecret({ ...options, home: processForwardSecretHome() });
     expect(secret.length).toBeGreaterThanOrEqual(32);
     expect(meta.values.size).toBe(0);
+    const next = await resolveForwardSecret({ ...options, home: processForwardSecretHome() });
+    expect(next).not.toBe(secret);
   });
 });

@@ -5,6 +5,7 @@ import { Redis } from "ioredis";
 import Keyv from "keyv";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { pino } from "pino";
+import { redisKeys } from "../../src/redis/redis-keys.js";
 import { createKeyvTaskStore } from "../../src/tasks/store/keyv-task-store.js";
 import { openSqliteTaskStore } from "../../src/tasks/store/open-sqlite-task-store.js";
 import { createRedisTaskStore } from "../../src/tasks/store/redis-task-store.js";
@@ -62,7 +63,7 @@ const BACKENDS: Array<{ name: string; open: (clock: Clock) => Promise<TaskStore>
       });
       return createRedisTaskStore({
         client,
-        prefix,
+        keys: redisKeys(prefix, { mode: "standalone", url: REDIS_URL, tls: false }).store,
         idempotencyTtlMs: 60_000,
         now: () => clock.now,
       });

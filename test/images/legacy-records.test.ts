@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createStaticKeyLookup } from "../../src/auth/static-keys.js";
-import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
+import { openTaskBackend } from "../../src/tasks/open-task-backend.js";
 import { newTaskId, type TaskImage, type TaskRecord } from "../../src/tasks/core/task-record.js";
 import { writeLegacyBytes } from "../support/legacy-writers.js";
 import { deleteKeys, uniquePrefix } from "../support/redis.js";
@@ -37,34 +37,27 @@ async function writeOldTask(
   bytes: Buffer,
 ): Promise<string> {
   const config = testConfig("http://127.0.0.1:9/v1", options);
-  const opened = await createTaskStore(config, pino({ level: "silent" }));
-  const { store } = opened;
+  const backend = await openTaskBackend(config, pino({ level: "silent" }));
+  const { store } = backend;
+  const owner = createStaticKeyLookup(config.auth.keys)(TEST_KEYS.default)!.subject;
+  const nowSec = Math.floor(Date.now() / 1000);
+  const record: TaskRecord = {
+    id: newTaskId(),
+    owner,
+    status: "queued",
+    model: "gpt-image-1",
+    request: { prompt: "from before" },
+    responseFormat: format,
+    created: nowSec,
+    attempts: 0,
+  };
   try {
-    const owner = createStaticKeyLookup(config.auth.keys)(TEST_KEYS.default)!.subject;
-    const nowSec = Math.floor(Date.now() / 1000);
-    const record: TaskRecord = {
-      id: newTaskId(),
-      owner,
-      status: "queued",
-      model: "gpt-image-1",
-      request: { prompt: "from before" },
-      responseFormat: format,
-      created: nowSec,
-      attempts: 0,
-    };
     await store.create(record);
     await store.transition(record.id, "queued", {
       status: "in_progress",
       started_at: nowSec,
       attempts: 1,
     });
-    await writeLegacyBytes(
-      config,
-      opened,
-      { kind: "image", id: record.id, index: 0 },
-      bytes,
-      3600_000,
-    );
     await store.transition(
       record.id,
       "in_progress",
@@ -77,10 +70,11 @@ async function writeOldTask(
       },
       { ttlMs: 3600_000 },
     );
-    return record.id;
   } finally {
-    await store.close();
+    await backend.close();
   }
+  await writeLegacyBytes(config, [{ kind: "image", id: record.id, index: 0, bytes }], 3600_000);
+  return record.id;
 }
 
 const png = () =>

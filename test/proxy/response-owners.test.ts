@@ -1,7 +1,7 @@
 import Keyv from "keyv";
 import { describe, expect, it } from "vitest";
 import { createResponseOwners } from "../../src/proxy/response-owners.js";
-import { BoundedMap } from "../../src/tasks/open-task-backend.js";
+import { BoundedMap } from "../../src/tasks/backends/bounded-map.js";
 
 describe("ResponseOwners on a Keyv", () => {
   it("remembers, looks up and forgets who created a response, and on which channel", async () => {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { createTaskStore } from "../../src/tasks/store/create-task-store.js";
+import { openTaskBackend } from "../../src/tasks/open-task-backend.js";
 import { newTaskId, type TaskRecord } from "../../src/tasks/core/task-record.js";
 import { TEST_KEYS, startTestApp, testConfig } from "../support/start-test-app.js";
 import { call, useTempDir, waitForStatus } from "./task-api.js";
@@ -26,16 +26,15 @@ describe("adopting what the store holds unfinished", () => {
     });
     const lostInQueue = record("never enqueued");
     const orphaned = record("left in progress");
-    const store = (
-      await createTaskStore(
-        testConfig("http://127.0.0.1:9/v1", { storeUrl }),
-        pino({ level: "silent" }),
-      )
-    ).store;
+    const backend = await openTaskBackend(
+      testConfig("http://127.0.0.1:9/v1", { storeUrl }),
+      pino({ level: "silent" }),
+    );
+    const { store } = backend;
     await store.create(lostInQueue);
     await store.create(orphaned);
     await store.transition(orphaned.id, "queued", { status: "in_progress", attempts: 1 });
-    await store.close();
+    await backend.close();
 
     const app = await startTestApp({ storeUrl });
     onTestFinished(() => app.close());
@@ -58,13 +57,11 @@ async function ownerOf(key: string): Promise<string> {
     json: { model: "gpt-image-1", prompt: "probe" },
   });
   await app.close();
-  const store = (
-    await createTaskStore(
-      testConfig("http://127.0.0.1:9/v1", { storeUrl }),
-      pino({ level: "silent" }),
-    )
-  ).store;
-  const owner = (await store.get(submitted.body.id))!.owner;
-  await store.close();
+  const backend = await openTaskBackend(
+    testConfig("http://127.0.0.1:9/v1", { storeUrl }),
+    pino({ level: "silent" }),
+  );
+  const owner = (await backend.store.get(submitted.body.id))!.owner;
+  await backend.close();
   return owner;
 }

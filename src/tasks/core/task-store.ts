@@ -1,5 +1,3 @@
-import type { KeyvStoreAdapter } from "keyv";
-import type { WebhookJournal } from "../../webhooks/webhook-queue.js";
 import type { TaskRecord, TaskStatus } from "./task-record.js";
 
 /** An idempotency key, scoped to the owner, and a fingerprint of the body. */
@@ -74,7 +72,8 @@ export interface OutboxEntry {
  * Where tasks live (their images live in the image store). Small on purpose: every backend
  * (memory, SQLite, Redis) passes one conformance suite. Admission (how many
  * tasks may wait) is the queue's business; the store only keeps each owner
- * within its share of the store.
+ * within its share of the store. What only some backends offer beside it (the
+ * webhook journal, key-value entries) is the backend's (`tasks/backends/`).
  */
 export interface TaskStore {
   get(id: string): Promise<TaskRecord | undefined>;
@@ -115,18 +114,6 @@ export interface TaskStore {
   webhookOutbox(limit: number): Promise<OutboxEntry[]>;
   /** Takes a task out of the webhook outbox (its delivery is queued). */
   clearWebhookOutbox(id: string): Promise<void>;
-  /**
-   * The embedded stores keep the in-process webhook queue's pending
-   * deliveries; on Redis, BullMQ keeps them (undefined).
-   */
-  readonly webhookJournal?: WebhookJournal;
-  /**
-   * SQLite: a Keyv storage adapter on a table of its own, for small entries
-   * kept as long as tasks and swept with them (the Responses owners). The
-   * memory store has none (the caller keeps them in a bounded map); on Redis,
-   * Keyv uses Redis itself.
-   */
-  readonly keyValueStore?: KeyvStoreAdapter;
   /** A value set once for all processes sharing the store (the URL signing secret). */
   getOrSetMeta(key: string, create: () => string): Promise<string>;
   /**

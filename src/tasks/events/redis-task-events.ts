@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import { isCluster } from "../../redis/command-deadlines.js";
 import { watchRedisClient, type RedisClient } from "../../redis/open-redis-client.js";
+import type { RedisEventChannels } from "../../redis/redis-keys.js";
+import { onNodeLost } from "../../redis/redis-topologies.js";
 import { createListeners, type TaskEvent, type TaskEvents } from "../core/task-events.js";
 
 /** How long a cluster takes to subscribe again on another node, about. */
@@ -14,20 +15,19 @@ const MAX_UNSENT = 10_000;
  * The bus of a deployment on Redis, on a subscriber connection of its own
  * (ioredis resubscribes after a reconnect, to the master of the moment or,
  * on a cluster, to another node when its node is lost; messages sent
- * meanwhile are missed, so listeners are told to `resync`):
- * `<prefix>::events` carries every `cancel`, `<prefix>::task:<id>` the stages
- * of one task, subscribed to while this process listens to it. A message
+ * meanwhile are missed, so listeners are told to `resync`): one channel
+ * carries every `cancel`, and one per task its stages, subscribed to while
+ * this process listens to it (see `redis/redis-keys.ts`). A message
  * starts with the id of the process that sent it (which heard it already)
  * and a newline, so that a process skips its own without parsing them.
  */
 export async function createRedisTaskEvents(options: {
   client: RedisClient;
-  prefix: string;
+  channels: RedisEventChannels;
   logger: Logger;
 }): Promise<TaskEvents> {
   const { client, logger } = options;
-  const cancels = `${options.prefix}::events`;
-  const taskChannel = (taskId: string) => `${options.prefix}::task:${taskId}`;
+  const { cancels, task: taskChannel } = options.channels;
   const origin = `${randomBytes(9).toString("base64url")}\n`;
   const listeners = createListeners(logger);
   const subscriber = client.duplicate();
@@ -40,14 +40,12 @@ export async function createRedisTaskEvents(options: {
   };
   subscriber.on("reconnecting", () => (cutOff = true));
   subscriber.on("ready", resync);
-  if (isCluster(subscriber)) {
-    // A lost node may have been the one subscribed to: the cluster subscribes on another one
-    // at once, and what was sent meanwhile is read again by the listeners a moment later.
-    subscriber.on("-node", () => {
-      cutOff = true;
-      setTimeout(resync, RESUBSCRIBE_MS).unref();
-    });
-  }
+  // A lost node may have been the one subscribed to: the cluster subscribes on another one
+  // at once, and what was sent meanwhile is read again by the listeners a moment later.
+  onNodeLost(subscriber, () => {
+    cutOff = true;
+    setTimeout(resync, RESUBSCRIBE_MS).unref();
+  });
   const onMessage = (_channel: string, message: string) => {
     if (message.startsWith(origin)) return;
     let event: TaskEvent;

@@ -1,10 +1,5 @@
 import type { Logger } from "pino";
-import type { TaskStoreDeployment } from "../../config/deployment.js";
-import {
-  forwardSecretFile,
-  readForwardSecretFile,
-  writeForwardSecretFile,
-} from "../../auth/resolve-forward-secret.js";
+import type { ForwardSecretHome } from "../../auth/resolve-forward-secret.js";
 import type { LegacyTaskData } from "./legacy-task-data.js";
 
 /** The task store's meta key under which earlier releases kept a generated forward secret. */
@@ -15,31 +10,29 @@ export interface MoveLegacyForwardSecretOptions {
   legacy: Pick<LegacyTaskData, "getMeta" | "deleteMeta">;
   /** `auth.forward.secret`. */
   configured: string | undefined;
-  taskStore: TaskStoreDeployment;
+  /** Where the backend keeps a generated secret (`TaskBackend.forwardSecret`), if anywhere. */
+  home: ForwardSecretHome | undefined;
   logger: Logger;
 }
 
 /**
  * Earlier releases generated forward mode's secret and kept it in the task
- * store, beside the keys it seals. Such a secret leaves the store: on SQLite
- * without a secret file yet, it becomes that file (written and synced before
- * it leaves the store), so the sealed keys of tasks in flight still open and
- * owners stay the same; beside a configured secret or an existing file it is
- * deleted, and if it was another one, the tasks it sealed cannot be opened
- * any more, which is said once in the log.
+ * store, beside the keys it seals. Such a secret leaves the store: where the
+ * backend keeps one elsewhere (SQLite: a file beside the database) and holds
+ * none yet, it becomes that one (written and synced before it leaves the
+ * store), so the sealed keys of tasks in flight still open and owners stay
+ * the same; beside a configured secret or one already kept it is deleted, and
+ * if it was another one, the tasks it sealed cannot be opened any more, which
+ * is said once in the log.
  */
 export async function moveLegacyForwardSecret(
   options: MoveLegacyForwardSecretOptions,
 ): Promise<void> {
-  const { legacy, configured, logger } = options;
+  const { legacy, home, logger } = options;
   const kept = await legacy.getMeta(FORWARD_SECRET_META_KEY);
   if (kept === undefined) return;
-  const file = forwardSecretFile(options.taskStore);
-  let secret = configured;
-  if (secret === undefined && file) {
-    secret =
-      (await readForwardSecretFile(file, logger)) ?? (await writeForwardSecretFile(file, kept));
-  }
+  let secret = options.configured;
+  if (secret === undefined && home) secret = (await home.read()) ?? (await home.keep(kept));
   await legacy.deleteMeta(FORWARD_SECRET_META_KEY);
   if (secret !== kept) {
     logger.warn(

@@ -1,5 +1,6 @@
 import Keyv from "keyv";
 import type { Redis } from "ioredis";
+import type { RedisLegacyKeys, RedisStoreKeys } from "../../redis/redis-keys.js";
 import { redisScript } from "../../redis/redis-script.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import { createKeyvCodec, type KeyvEntry } from "../store/keyv-codec.js";
@@ -37,8 +38,10 @@ return 1
 export interface RedisLegacyDataOptions {
   /** One server or a Sentinel set's master (a cluster never held legacy data). */
   client: Redis;
-  /** `store.prefix`: every key starts with `<prefix>::`. */
-  prefix: string;
+  /** The records and indexes the bytes move beside (see `redis/redis-keys.ts`). */
+  storeKeys: RedisStoreKeys;
+  /** Where the bytes are. */
+  legacyKeys: RedisLegacyKeys;
   now: () => number;
 }
 
@@ -49,11 +52,10 @@ export interface RedisLegacyDataOptions {
  * once: each settle is a compare-and-set on the record's `rev`.
  */
 export function createRedisLegacyData(options: RedisLegacyDataOptions): LegacyTaskData {
-  const { client } = options;
-  const base = `${options.prefix}::`;
+  const { client, storeKeys, legacyKeys } = options;
   const codec = createKeyvCodec(new Keyv());
-  const names = scanTaskIds(client, base);
-  const read = (id: string) => readTask(client, codec, base, id, options.now());
+  const names = scanTaskIds(client, legacyKeys);
+  const read = (id: string) => readTask(options, codec, id, options.now());
   return {
     async tasksWithBytes(limit) {
       const ids: string[] = [];
@@ -73,7 +75,7 @@ export function createRedisLegacyData(options: RedisLegacyDataOptions): LegacyTa
           : undefined;
       const answer = await SETTLE.run(
         client,
-        [`${base}task:${task.id}`, `${base}expiring-images`, ...byteKeys(base, task.id)],
+        [storeKeys.task(task.id), storeKeys.expiringImages, ...byteKeys(legacyKeys, task.id)],
         [
           record ? task.version : "",
           entry ? codec.serialize({ ...entry, expires }) : "",
@@ -86,11 +88,11 @@ export function createRedisLegacyData(options: RedisLegacyDataOptions): LegacyTa
     reload: read,
     async finish() {},
     async getMeta(key) {
-      const text = await client.get(`${base}meta:${key}`);
+      const text = await client.get(storeKeys.meta(key));
       return text === null ? undefined : (codec.deserialize<KeyvEntry>(text).value as string);
     },
     async deleteMeta(key) {
-      await client.del(`${base}meta:${key}`);
+      await client.del(storeKeys.meta(key));
     },
   };
 }
@@ -104,30 +106,29 @@ function keysOf(record: TaskRecord): string[] {
   return [...(record.images ?? []), ...(record.inputs ?? [])].map((item) => item.key);
 }
 
-function byteKeys(base: string, id: string): string[] {
+function byteKeys(keys: RedisLegacyKeys, id: string): string[] {
   return [
-    ...Array.from({ length: MAX_IMAGES }, (_, index) => `${base}image:${id}:${index}`),
-    ...Array.from({ length: MAX_INPUTS }, (_, index) => `${base}input:${id}:${index}`),
+    ...Array.from({ length: MAX_IMAGES }, (_, index) => keys.bytes("image", id, index)),
+    ...Array.from({ length: MAX_INPUTS }, (_, index) => keys.bytes("input", id, index)),
   ];
 }
 
 /** The ids of tasks with legacy byte keys, each once (SCAN may repeat a key). */
-async function* scanTaskIds(client: Redis, base: string): AsyncGenerator<string> {
+async function* scanTaskIds(client: Redis, legacyKeys: RedisLegacyKeys): AsyncGenerator<string> {
   const seen = new Set<string>();
-  const name = /^(?:image|input):(.+):\d+$/;
-  for (const kind of ["image", "input"]) {
+  for (const kind of ["image", "input"] as const) {
     let cursor = "0";
     do {
       const [next, keys] = await client.scan(
         cursor,
         "MATCH",
-        `${base}${kind}:*`,
+        legacyKeys.bytesPattern(kind),
         "COUNT",
         SCAN_COUNT,
       );
       cursor = next;
       for (const key of keys) {
-        const id = name.exec(key.slice(base.length))?.[1];
+        const id = legacyKeys.taskOfBytes(key);
         if (id === undefined || seen.has(id)) continue;
         seen.add(id);
         yield id;
@@ -139,14 +140,13 @@ async function* scanTaskIds(client: Redis, base: string): AsyncGenerator<string>
 type RedisLegacyTask = LegacyTask & { expires: number | undefined };
 
 async function readTask(
-  client: Redis,
+  { client, storeKeys, legacyKeys }: RedisLegacyDataOptions,
   codec: ReturnType<typeof createKeyvCodec>,
-  base: string,
   id: string,
   nowMs: number,
 ): Promise<RedisLegacyTask> {
-  const keys = byteKeys(base, id);
-  const [recordText, ...byteTexts] = await client.mget([`${base}task:${id}`, ...keys]);
+  const keys = byteKeys(legacyKeys, id);
+  const [recordText, ...byteTexts] = await client.mget([storeKeys.task(id), ...keys]);
   const entry = recordText ? codec.deserialize<KeyvEntry>(recordText) : undefined;
   const stored = entry?.value as (TaskRecord & { rev: number }) | undefined;
   const bytesAt = (from: number, count: number) => {

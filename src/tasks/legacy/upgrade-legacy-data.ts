@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { ForwardSecretHome } from "../../auth/resolve-forward-secret.js";
 import type { Config } from "../../config/config-schema.js";
 import type { ImageStore } from "../../images/image-store.js";
 import { moveLegacyForwardSecret } from "./legacy-forward-secret.js";
@@ -9,8 +10,10 @@ import { moveLegacyImages } from "./move-legacy-images.js";
 export interface UpgradeLegacyDataOptions {
   /** What the task store holds of earlier releases; undefined for a store that cannot hold any. */
   legacy: LegacyTaskData | undefined;
+  /** Where the backend keeps forward mode's secret (`TaskBackend.forwardSecret`), if anywhere. */
+  forwardSecret: ForwardSecretHome | undefined;
   imageStore: ImageStore;
-  config: Pick<Config, "auth" | "imageTasks" | "deployment">;
+  config: Pick<Config, "auth" | "imageTasks">;
   logger: Logger;
 }
 
@@ -39,7 +42,7 @@ export async function upgradeLegacyData(options: UpgradeLegacyDataOptions): Prom
     await moveLegacyForwardSecret({
       legacy,
       configured: config.auth.forward.secret,
-      taskStore: config.deployment.taskStore,
+      home: options.forwardSecret,
       logger,
     });
   }

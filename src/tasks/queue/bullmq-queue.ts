@@ -4,6 +4,7 @@ import type { RedisClient } from "../../redis/open-redis-client.js";
 import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
 import { closeRedisClient } from "../../redis/open-redis-client.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
+import type { BullmqQueueKeys, RedisAdmissionKeys } from "../../redis/redis-keys.js";
 import { execAll, redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../core/task-events.js";
 import type {
@@ -15,16 +16,16 @@ import type {
   TaskQueue,
 } from "../core/task-queue.js";
 
-/** The BullMQ queue of image tasks (a deployment's keys start with its prefix). */
-const QUEUE_NAME = "image-tasks";
 /** How long an admitted place waits for its task to be created before it lapses. */
 const RESERVATION_MS = 60_000;
 
 /** Options of {@link createBullmqQueue}. */
 export interface BullmqQueueOptions {
   client: RedisClient;
-  /** The deployment's namespace (`store.prefix`). */
-  prefix: string;
+  /** BullMQ's queue of image tasks (see `redis/redis-keys.ts`). */
+  queueKeys: BullmqQueueKeys;
+  /** The admission ledger beside it. */
+  admission: RedisAdmissionKeys;
   /** Tasks in progress across every replica (BullMQ's global concurrency). */
   maxConcurrent: number;
   /** Job lock duration: a dead replica's tasks are picked up within about three times this. */
@@ -40,12 +41,12 @@ interface JobData {
 }
 
 /*
- * The admission ledger, beside BullMQ's own keys: `admission:waiting` (every
- * task admitted and not started), `admission:waiting:<owner>` (the same per
- * owner) and `admission:running`. A reservation's score is the time it lapses;
- * once its task exists the score is +inf, and the place leaves the ledger when
- * the job starts (waiting) and when its run ends (running), both in the job's
- * processor, which BullMQ runs again until the job completes: no place leaks.
+ * The admission ledger, beside BullMQ's own keys: every task admitted and not
+ * started (`waiting`), the same per owner, and the tasks running. A
+ * reservation's score is the time it lapses; once its task exists the score
+ * is +inf, and the place leaves the ledger when the job starts (waiting) and
+ * when its run ends (running), both in the job's processor, which BullMQ runs
+ * again until the job completes: no place leaks.
  */
 
 /** KEYS: waiting, owner's waiting, running. */
@@ -71,11 +72,10 @@ return 'ok'
  * reach the replica running a task.
  */
 export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
-  const { client, logger } = options;
-  const bullPrefix = `${options.prefix}::bull`;
-  const queue = new Queue<JobData>(QUEUE_NAME, {
+  const { client, logger, queueKeys } = options;
+  const queue = new Queue<JobData>(queueKeys.name, {
     connection: client,
-    prefix: bullPrefix,
+    prefix: queueKeys.prefix,
     // BullMQ's event stream is read by no one here: keep it short.
     streams: { events: { maxLen: 100 } },
   });
@@ -84,10 +84,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     options,
     client,
     queue,
-    bullPrefix,
-    ledgerPrefix: `${options.prefix}::admission:`,
-    waiting: `${options.prefix}::admission:waiting`,
-    running: `${options.prefix}::admission:running`,
+    waiting: options.admission.waiting,
+    running: options.admission.running,
   };
 
   return {
@@ -119,9 +117,6 @@ interface BullmqState {
   options: BullmqQueueOptions;
   client: RedisClient;
   queue: Queue<JobData>;
-  bullPrefix: string;
-  /** `<prefix>::admission:`, the admission ledger's keys. */
-  ledgerPrefix: string;
   waiting: string;
   running: string;
   handler?: TaskHandler;
@@ -130,7 +125,7 @@ interface BullmqState {
   unsubscribe?: () => void;
 }
 
-const ownerWaiting = (s: BullmqState, owner: string) => `${s.ledgerPrefix}waiting:${owner}`;
+const ownerWaiting = (s: BullmqState, owner: string) => s.options.admission.ownerWaiting(owner);
 
 function addJob(s: BullmqState, entry: QueueEntry) {
   return s.queue.add(
@@ -257,9 +252,9 @@ async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
   // Three parameters: BullMQ hands the AbortSignal only to a processor that declares it.
   const processor = (job: Job<JobData>, token: string | undefined, signal?: AbortSignal) =>
     processJob(s, job, token, signal);
-  const worker = new Worker<JobData>(QUEUE_NAME, processor, {
+  const worker = new Worker<JobData>(options.queueKeys.name, processor, {
     connection: s.workerClient,
-    prefix: s.bullPrefix,
+    prefix: options.queueKeys.prefix,
     concurrency: options.maxConcurrent,
     lockDuration: options.leaseMs,
     stalledInterval: options.leaseMs,

@@ -21,7 +21,10 @@ export interface KeyvTaskState {
  * Runs `step` once every step queued before it has settled: with one process
  * writing, that is enough to make read-modify-write steps atomic.
  */
-export function exclusive<T>(state: KeyvTaskState, step: () => Promise<T>): Promise<T> {
+export function exclusive<T>(
+  state: Pick<KeyvTaskState, "chain">,
+  step: () => Promise<T>,
+): Promise<T> {
   const result = state.chain.then(step);
   state.chain = result.catch(() => undefined);
   return result;

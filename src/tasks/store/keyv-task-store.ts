@@ -17,7 +17,6 @@ import {
   UNFINISHED,
   type KeyvTaskState,
 } from "./keyv-task-state.js";
-import { createKeyvWebhookJournal } from "./keyv-webhook-journal.js";
 import type {
   CreateOptions,
   CreateResult,
@@ -72,7 +71,6 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
       return (await readOutbox(keyv)).slice(0, limit).map(([id, sinceMs]) => ({ id, sinceMs }));
     },
     clearWebhookOutbox: (id) => exclusive(s, () => clearWebhookOutbox(keyv, id)),
-    webhookJournal: createKeyvWebhookJournal(keyv, (step) => exclusive(s, step)),
 
     getOrSetMeta: (key, createValue) => exclusive(s, () => getOrSetMeta(keyv, key, createValue)),
     sweepExpired: (dropImages) => exclusive(s, () => sweepBuckets(s, dropImages)),

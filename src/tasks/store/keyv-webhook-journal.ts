@@ -1,5 +1,6 @@
 import type Keyv from "keyv";
 import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
+import { exclusive } from "./keyv-task-state.js";
 
 /** Event ids of the pending webhook deliveries, each kept at `webhook:<eventId>`. */
 const DELIVERIES = "index:webhooks";
@@ -7,12 +8,11 @@ const deliveryKey = (eventId: string) => `webhook:${eventId}`;
 
 /**
  * The in-process webhook queue's pending deliveries, in the memory store's
- * Keyv; `exclusive` is the store's own one-step-at-a-time chain.
+ * Keyv beside the tasks (keys of their own, so its steps need not wait for
+ * the store's): each change of its list runs one at a time.
  */
-export function createKeyvWebhookJournal(
-  keyv: Keyv,
-  exclusive: <T>(step: () => Promise<T>) => Promise<T>,
-): WebhookJournal {
+export function createKeyvWebhookJournal(keyv: Keyv): WebhookJournal {
+  const steps = { chain: Promise.resolve() as Promise<unknown> };
   const readDeliveries = async () => ((await keyv.get(DELIVERIES)) as string[] | undefined) ?? [];
   return {
     async list() {
@@ -22,7 +22,7 @@ export function createKeyvWebhookJournal(
       return pending.filter((entry): entry is PendingDelivery => entry !== undefined);
     },
     save(pending) {
-      return exclusive(async () => {
+      return exclusive(steps, async () => {
         const { eventId } = pending.delivery;
         await keyv.set(deliveryKey(eventId), pending);
         const listed = await readDeliveries();
@@ -30,7 +30,7 @@ export function createKeyvWebhookJournal(
       });
     },
     remove(eventId) {
-      return exclusive(async () => {
+      return exclusive(steps, async () => {
         await keyv.delete(deliveryKey(eventId));
         const listed = await readDeliveries();
         if (listed.includes(eventId)) {

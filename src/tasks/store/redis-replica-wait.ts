@@ -1,5 +1,5 @@
-import { isCluster } from "../../redis/command-deadlines.js";
 import type { RedisClient } from "../../redis/redis-client.js";
+import { waitForReplicas } from "../../redis/redis-topologies.js";
 import { storeUnavailable } from "../../errors/store-unavailable.js";
 
 /** `store.minReplicas` and how long to wait for them. */
@@ -36,7 +36,7 @@ export async function confirmOnReplicas(
   const { minReplicas, waitMs } = confirmation;
   let acknowledged = 0;
   try {
-    acknowledged = await waitOn(task, minReplicas, waitMs);
+    acknowledged = await waitForReplicas(task.client, task.key, minReplicas, waitMs);
   } catch {
     acknowledged = -1;
   }
@@ -49,15 +49,4 @@ export async function confirmOnReplicas(
         : `${acknowledged} of ${minReplicas} Redis replicas confirmed the task in ${waitMs} ms`,
     ),
   );
-}
-
-async function waitOn(task: CreatedTask, replicas: number, waitMs: number): Promise<number> {
-  const { client } = task;
-  if (!isCluster(client)) return Number(await client.call("WAIT", replicas, waitMs));
-  // A pipeline goes to the node of its keyed command's slot: WAIT rides along on that connection.
-  const results =
-    (await client.pipeline().exists(task.key).call("WAIT", replicas, waitMs).exec()) ?? [];
-  const [err, answer] = results[1] ?? [new Error("no answer to WAIT"), 0];
-  if (err) throw err;
-  return Number(answer);
 }

@@ -1,5 +1,6 @@
 import Keyv from "keyv";
 import type { RedisClient } from "../../redis/open-redis-client.js";
+import type { RedisStoreKeys } from "../../redis/redis-keys.js";
 import { createKeyvCodec, type KeyvCodec, type KeyvEntry } from "./keyv-codec.js";
 import { CREATE, LIST, TRANSITION } from "./redis-task-scripts.js";
 import { sweepExpired } from "./redis-task-sweep.js";
@@ -32,12 +33,11 @@ interface IdempotencyEntry {
 
 /** Options of {@link createRedisTaskStore}. */
 export interface RedisTaskStoreOptions {
+  /** The backend's client (closed by the backend, not by the store). */
   client: RedisClient;
-  /** The deployment's namespace: every key starts with `<prefix>::`. */
-  prefix: string;
+  /** Where each record, key and index lives (see `redis/redis-keys.ts`). */
+  keys: RedisStoreKeys;
   idempotencyTtlMs: number;
-  /** Whether {@link TaskStore.close} closes the client (the store opened it). */
-  ownsClient?: boolean;
   /**
    * `store.minReplicas` and the wait for them (`WAIT`): a task they do not
    * confirm is cancelled and `create` rejects. None by default.
@@ -46,31 +46,24 @@ export interface RedisTaskStoreOptions {
   now?: () => number;
 }
 
-/** What the store's steps share: the client, the entry codec, and the index keys. */
+/** What the store's steps share: the client, the entry codec, and the keys. */
 interface RedisTaskState {
   client: RedisClient;
   codec: KeyvCodec;
   replicas: ReplicaConfirmation | undefined;
   now: () => number;
   idempotencyTtlMs: number;
-  /** `<prefix>::`, what every key starts with. */
-  base: string;
-  unfinished: string;
-  expiring: string;
-  outbox: string;
-  /** Image store keys of finished tasks by expiry time: what the sweep hands on to delete. */
-  expiringImages: string;
+  keys: RedisStoreKeys;
 }
 
 /**
  * The {@link TaskStore} many replicas share: entries in Keyv's format
  * (`{"value": ..., "expires": ...}`, as earlier releases wrote them through
  * Keyv), Lua scripts for the compare-and-set steps and the indexes. On a
- * cluster `prefix` is hash-tagged, so every key sits in one slot.
+ * cluster every key of `keys` sits in one slot (the prefix is hash-tagged).
  */
 export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore {
-  const { client, prefix } = options;
-  const base = `${prefix}::`;
+  const { client, keys } = options;
   const s: RedisTaskState = {
     client,
     // Keyv's format at native JSON's cost: every read of a record parses one.
@@ -78,11 +71,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     replicas: options.replicas,
     now: options.now ?? Date.now,
     idempotencyTtlMs: options.idempotencyTtlMs,
-    base,
-    unfinished: `${base}unfinished`,
-    expiring: `${base}expiring`,
-    outbox: `${base}webhook-outbox`,
-    expiringImages: `${base}expiring-images`,
+    keys,
   };
   return {
     persistent: true,
@@ -95,7 +84,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     listOwned: (owner, query) => listOwned(s, owner, query),
 
     async webhookOutbox(limit) {
-      const flat = await client.zrange(s.outbox, 0, limit - 1, "WITHSCORES");
+      const flat = await client.zrange(keys.webhookOutbox, 0, limit - 1, "WITHSCORES");
       const entries: Array<{ id: string; sinceMs: number }> = [];
       for (let at = 0; at < flat.length; at += 2) {
         entries.push({ id: flat[at]!, sinceMs: Number(flat[at + 1]) });
@@ -103,7 +92,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
       return entries;
     },
     async clearWebhookOutbox(id) {
-      await client.zrem(s.outbox, id);
+      await client.zrem(keys.webhookOutbox, id);
     },
 
     getOrSetMeta: (key, createValue) => getOrSetMeta(s, key, createValue),
@@ -112,13 +101,13 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
         {
           client,
           now: s.now,
-          expiring: s.expiring,
-          expiringImages: s.expiringImages,
-          outbox: s.outbox,
+          expiring: keys.expiring,
+          expiringImages: keys.expiringImages,
+          outbox: keys.webhookOutbox,
           keysOfTask: (id, owner) => [
-            raw(s, taskKey(id)),
-            ownerIndex(s, owner),
-            ...STATUSES.map((status) => statusIndex(s, status, owner)),
+            keys.task(id),
+            keys.owner(owner),
+            ...STATUSES.map((status) => keys.owned(status, owner)),
           ],
         },
         dropImages,
@@ -127,18 +116,11 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     async ping() {
       await client.ping();
     },
-    async close() {
-      if (options.ownsClient) await client.quit().catch(() => client.disconnect());
-    },
+    // The client is the backend's: it closes it with the bus and the queues.
+    async close() {},
   };
 }
 
-const raw = (s: RedisTaskState, key: string) => `${s.base}${key}`;
-const taskKey = (id: string) => `task:${id}`;
-const idemKey = (owner: string, key: string) => `idem:${owner}:${key}`;
-const ownerIndex = (s: RedisTaskState, owner: string) => raw(s, `owner:${owner}`);
-const statusIndex = (s: RedisTaskState, status: TaskStatus, owner: string) =>
-  raw(s, `owned:${status}:${owner}`);
 const serialize = (s: RedisTaskState, value: unknown, expires?: number) =>
   s.codec.serialize({ value, expires });
 
@@ -151,14 +133,14 @@ function valueOf(s: RedisTaskState, text: string | null | undefined): unknown {
 }
 
 async function readStored(s: RedisTaskState, id: string): Promise<StoredRecord | undefined> {
-  return valueOf(s, await s.client.get(raw(s, taskKey(id)))) as StoredRecord | undefined;
+  return valueOf(s, await s.client.get(s.keys.task(id))) as StoredRecord | undefined;
 }
 
 async function readMany(
   s: RedisTaskState,
   ids: string[],
 ): Promise<Array<StoredRecord | undefined>> {
-  const texts = await s.client.mget(ids.map((id) => raw(s, taskKey(id))));
+  const texts = await s.client.mget(ids.map((id) => s.keys.task(id)));
   return texts.map((text) => valueOf(s, text) as StoredRecord | undefined);
 }
 
@@ -173,7 +155,7 @@ async function findIdempotent(
   owner: string,
   idempotency: Idempotency,
 ): Promise<IdempotentAnswer | undefined> {
-  const text = await s.client.get(raw(s, idemKey(owner, idempotency.key)));
+  const text = await s.client.get(s.keys.idempotency(owner, idempotency.key));
   const seen = valueOf(s, text) as IdempotencyEntry | undefined;
   const earlier = seen && strip(await readStored(s, seen.taskId));
   if (!seen || !earlier) return undefined;
@@ -191,16 +173,17 @@ async function create(
   const { idempotency, maxPerOwner } = options;
   const stored: StoredRecord = { ...record, rev: 1 };
   const idemTtl = s.idempotencyTtlMs;
+  const { keys } = s;
   const answer = (await CREATE.run(
     s.client,
     [
-      raw(s, taskKey(record.id)),
-      ownerIndex(s, record.owner),
-      s.unfinished,
+      keys.task(record.id),
+      keys.owner(record.owner),
+      keys.unfinished,
       // With no key, a stand-in in the deployment's slot (a cluster refuses a key elsewhere).
-      raw(s, idempotency ? idemKey(record.owner, idempotency.key) : "idem:none"),
-      raw(s, "sequence"),
-      statusIndex(s, record.status, record.owner),
+      idempotency ? keys.idempotency(record.owner, idempotency.key) : keys.noIdempotency,
+      keys.sequence,
+      keys.owned(record.status, record.owner),
     ],
     [
       serialize(s, stored),
@@ -238,7 +221,7 @@ async function create(
 function created(s: RedisTaskState, record: TaskRecord, idempotency: Idempotency | undefined) {
   return {
     client: s.client,
-    key: raw(s, taskKey(record.id)),
+    key: s.keys.task(record.id),
     async cancel(ttlMs: number) {
       await transition(
         s,
@@ -259,7 +242,7 @@ function created(s: RedisTaskState, record: TaskRecord, idempotency: Idempotency
         { ttlMs },
       );
       // A retry with the same key makes a new task, not a replay of this one.
-      if (idempotency) await s.client.del(raw(s, idemKey(record.owner, idempotency.key)));
+      if (idempotency) await s.client.del(s.keys.idempotency(record.owner, idempotency.key));
     },
   };
 }
@@ -296,17 +279,18 @@ function writeTransition(
   const { id } = next;
   const finished = isFinished(next.status);
   const ttl = finished ? ttlMs : undefined;
+  const { keys } = s;
   return TRANSITION.run(
     s.client,
     [
-      raw(s, taskKey(id)),
-      s.unfinished,
-      s.expiring,
-      ownerIndex(s, next.owner),
-      statusIndex(s, current.status, next.owner),
-      statusIndex(s, next.status, next.owner),
-      s.outbox,
-      s.expiringImages,
+      keys.task(id),
+      keys.unfinished,
+      keys.expiring,
+      keys.owner(next.owner),
+      keys.owned(current.status, next.owner),
+      keys.owned(next.status, next.owner),
+      keys.webhookOutbox,
+      keys.expiringImages,
     ],
     [
       current.rev,
@@ -324,7 +308,7 @@ function writeTransition(
 }
 
 async function listUnfinished(s: RedisTaskState): Promise<TaskRecord[]> {
-  const ids = await s.client.zrange(s.unfinished, 0, -1);
+  const ids = await s.client.zrange(s.keys.unfinished, 0, -1);
   if (ids.length === 0) return [];
   const records = await readMany(s, ids);
   return records
@@ -338,7 +322,7 @@ async function listOwned(
   owner: string,
   { limit, after, status, nowSec }: OwnedQuery,
 ): Promise<OwnedPage | undefined> {
-  const index = status ? statusIndex(s, status, owner) : ownerIndex(s, owner);
+  const index = status ? s.keys.owned(status, owner) : s.keys.owner(owner);
   const records: TaskRecord[] = [];
   let from: { after?: string; max?: string } = { after };
   // Records that expired before the sweep took them out of the index are skipped.
@@ -346,7 +330,7 @@ async function listOwned(
     const want = limit + 1 - records.length;
     const page = (await LIST.run(
       s.client,
-      [ownerIndex(s, owner), index],
+      [s.keys.owner(owner), index],
       [from.after ?? "", from.max ?? "", want],
     )) as string[] | null;
     if (page === null) return undefined;
@@ -370,10 +354,10 @@ async function getOrSetMeta(
   key: string,
   createValue: () => string,
 ): Promise<string> {
-  const metaKey = `meta:${key}`;
+  const metaKey = s.keys.meta(key);
   // Several replicas may start at once: the first value written wins for all.
-  await s.client.set(raw(s, metaKey), serialize(s, createValue()), "NX");
-  return valueOf(s, await s.client.get(raw(s, metaKey))) as string;
+  await s.client.set(metaKey, serialize(s, createValue()), "NX");
+  return valueOf(s, await s.client.get(metaKey)) as string;
 }
 
 /** Every status an owner has an index of. */

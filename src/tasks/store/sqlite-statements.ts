@@ -78,13 +78,6 @@ export function prepareTaskStatements(db: Database): TaskStatements {
     ),
     clearOutbox: statement("DELETE FROM webhook_outbox WHERE task_id = ?"),
 
-    journal: value("SELECT pending FROM webhook_journal ORDER BY seq"),
-    saveJournal: statement(
-      `INSERT INTO webhook_journal (event_id, pending) VALUES (?, ?)
-       ON CONFLICT (event_id) DO UPDATE SET pending = excluded.pending`,
-    ),
-    removeJournal: statement("DELETE FROM webhook_journal WHERE event_id = ?"),
-
     getMeta: value("SELECT value FROM meta WHERE key = ?"),
     putMeta: statement("INSERT INTO meta (key, value) VALUES (?, ?)"),
 
@@ -118,9 +111,6 @@ type StatementName =
   | "outbox"
   | "putOutbox"
   | "clearOutbox"
-  | "journal"
-  | "saveJournal"
-  | "removeJournal"
   | "getMeta"
   | "putMeta"
   | "deleteExpiredValues"

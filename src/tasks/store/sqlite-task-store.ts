@@ -1,5 +1,4 @@
 import type { Database } from "better-sqlite3";
-import type { PendingDelivery, WebhookJournal } from "../../webhooks/webhook-queue.js";
 import {
   imageKeysOf,
   isFinished,
@@ -7,7 +6,6 @@ import {
   type TaskRecord,
   type TaskStatus,
 } from "../core/task-record.js";
-import { createSqliteKeyValueStore } from "./sqlite-key-value-store.js";
 import { prepareTaskStatements, type TaskRow, type TaskStatements } from "./sqlite-statements.js";
 import type {
   CreateOptions,
@@ -68,10 +66,6 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
     async clearWebhookOutbox(id) {
       q.clearOutbox.run(id);
     },
-
-    webhookJournal: createJournal(q),
-
-    keyValueStore: createSqliteKeyValueStore(db, now),
 
     getOrSetMeta: async (key, createValue) => getOrSetMeta.immediate(key, createValue),
 
@@ -204,21 +198,6 @@ function listOwned(
   ) as TaskRow[];
   const records = rows.slice(0, limit).map((row) => JSON.parse(row.record) as TaskRecord);
   return { records, hasMore: rows.length > limit };
-}
-
-/** The in-process webhook queue's pending deliveries, one row each. */
-function createJournal(q: TaskStatements): WebhookJournal {
-  return {
-    async list() {
-      return (q.journal.all() as string[]).map((text) => JSON.parse(text) as PendingDelivery);
-    },
-    async save(pending) {
-      q.saveJournal.run(pending.delivery.eventId, JSON.stringify(pending));
-    },
-    async remove(eventId) {
-      q.removeJournal.run(eventId);
-    },
-  };
 }
 
 /**

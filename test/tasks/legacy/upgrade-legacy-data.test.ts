@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { Config } from "../../../src/config/config-schema.js";
+import type { ImageStore } from "../../../src/images/image-store.js";
 import { createMemoryImageStore } from "../../../src/images/memory-image-store.js";
 import {
   newTaskId,
@@ -11,7 +12,6 @@ import {
 } from "../../../src/tasks/core/task-record.js";
 import { upgradeLegacyData } from "../../../src/tasks/legacy/upgrade-legacy-data.js";
 import { openTaskBackend, type TaskBackend } from "../../../src/tasks/open-task-backend.js";
-import { createTaskStore } from "../../../src/tasks/store/create-task-store.js";
 import { readAll } from "../../images/read-all.js";
 import { writeLegacyBytes } from "../../support/legacy-writers.js";
 import { deleteKeys, uniquePrefix } from "../../support/redis.js";
@@ -48,8 +48,8 @@ const bytesOf = (text: string) => Buffer.from(`\x89PNG-${text}`);
 
 /** An unfinished edit and a finished generation, as the earlier release wrote them. */
 async function writeOldTasks(config: Config, createdSec = Math.floor(Date.now() / 1000)) {
-  const opened = await createTaskStore(config, logger);
-  const { store } = opened;
+  const backend = await openTaskBackend(config, logger);
+  const { store } = backend;
   const nowSec = Math.floor(Date.now() / 1000);
   const base = { owner: "key:old", model: "gpt-image-1", created: createdSec, attempts: 0 };
   const edit: TaskRecord = {
@@ -74,30 +74,6 @@ async function writeOldTasks(config: Config, createdSec = Math.floor(Date.now() 
   try {
     await store.create(edit);
     await store.create(done);
-    for (const [index, text] of ["image", "mask"].entries()) {
-      await writeLegacyBytes(
-        config,
-        opened,
-        { kind: "input", id: edit.id, index },
-        bytesOf(text),
-        3_600_000,
-      );
-    }
-    await writeLegacyBytes(
-      config,
-      opened,
-      { kind: "image", id: done.id, index: 0 },
-      bytesOf("result"),
-      3_600_000,
-    );
-    // Bytes of a task that is gone: orphans, deleted.
-    await writeLegacyBytes(
-      config,
-      opened,
-      { kind: "image", id: newTaskId(), index: 0 },
-      bytesOf("orphan"),
-      3_600_000,
-    );
     await store.transition(done.id, "queued", { status: "in_progress", attempts: 1 });
     const images = [
       { mime: "image/png", bytes: 12 },
@@ -110,9 +86,39 @@ async function writeOldTasks(config: Config, createdSec = Math.floor(Date.now() 
       { ttlMs: 3_600_000 },
     );
   } finally {
-    await store.close();
+    await backend.close();
   }
+  await writeLegacyBytes(
+    config,
+    [
+      ...["image", "mask"].map((text, index) => ({
+        kind: "input" as const,
+        id: edit.id,
+        index,
+        bytes: bytesOf(text),
+      })),
+      { kind: "image", id: done.id, index: 0, bytes: bytesOf("result") },
+      // Bytes of a task that is gone: orphans, deleted.
+      { kind: "image", id: newTaskId(), index: 0, bytes: bytesOf("orphan") },
+    ],
+    3_600_000,
+  );
   return { edit: edit.id, done: done.id };
+}
+
+/** The upgrade step as start-up runs it on `backend`. */
+function upgrade(
+  backend: Pick<TaskBackend, "legacy" | "forwardSecret">,
+  imageStore: ImageStore,
+  config: Config,
+) {
+  return upgradeLegacyData({
+    legacy: backend.legacy,
+    forwardSecret: backend.forwardSecret,
+    imageStore,
+    config,
+    logger,
+  });
 }
 
 async function openBackend(config: Config): Promise<TaskBackend> {
@@ -131,12 +137,9 @@ describe.each(PLACES)("the upgrade step ($name)", ({ name, config: makeConfig })
       name === "redis"
         ? await Promise.all([openBackend(config), openBackend(config)])
         : [await openBackend(config)];
-    await Promise.all(
-      backends.map((backend) =>
-        upgradeLegacyData({ legacy: backend.legacy, imageStore, config, logger }),
-      ),
-    );
-    const { store, legacy } = backends[0]!;
+    await Promise.all(backends.map((backend) => upgrade(backend, imageStore, config)));
+    const [first] = backends as [TaskBackend];
+    const { store, legacy } = first;
 
     const edit = (await store.get(ids.edit))!;
     expect(edit.status).toBe("queued");
@@ -155,7 +158,7 @@ describe.each(PLACES)("the upgrade step ($name)", ({ name, config: makeConfig })
 
     expect(await legacy!.tasksWithBytes(10)).toEqual([]);
     // Run again (the next start): nothing to do, nothing changes.
-    await upgradeLegacyData({ legacy, imageStore, config, logger });
+    await upgrade(first, imageStore, config);
     expect(await store.get(ids.done)).toEqual(done);
   });
 
@@ -164,8 +167,9 @@ describe.each(PLACES)("the upgrade step ($name)", ({ name, config: makeConfig })
     const weekAgo = Math.floor(Date.now() / 1000) - 7 * 24 * 3600;
     const ids = await writeOldTasks(config, weekAgo);
     const imageStore = createMemoryImageStore();
-    const { store, legacy } = await openBackend(config);
-    await upgradeLegacyData({ legacy, imageStore, config, logger });
+    const backend = await openBackend(config);
+    const { store } = backend;
+    await upgrade(backend, imageStore, config);
     // Image keys start with the day they expire: the sweep deletes a key whose day has passed.
     const today = new Date().toISOString().slice(0, 10);
     const days = (await store.get(ids.edit))!.inputs!.map((input) => input.key.slice(0, 10));

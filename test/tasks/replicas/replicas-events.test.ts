@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { pino } from "pino";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { openRedisClient } from "../../../src/redis/open-redis-client.js";
+import { redisKeys } from "../../../src/redis/redis-keys.js";
 import { type TaskEvent } from "../../../src/tasks/core/task-events.js";
 import { createRedisTaskEvents } from "../../../src/tasks/events/redis-task-events.js";
 import type { TaskRecord } from "../../../src/tasks/core/task-record.js";
@@ -129,13 +130,11 @@ describe("the Redis bus", () => {
     const redis = await startPrivateRedis();
     onTestFinished(() => redis.close());
     const logger = pino({ level: "silent" });
+    const topology = { mode: "standalone", url: redis.url, tls: false } as const;
     const open = async () => {
-      const { client } = await openRedisClient({
-        url: redis.url,
-        topology: { mode: "standalone", url: redis.url, tls: false },
-        logger,
-      });
-      const events = await createRedisTaskEvents({ client, prefix: "bus", logger });
+      const { client } = await openRedisClient({ url: redis.url, topology, logger });
+      const channels = redisKeys("bus", topology).events;
+      const events = await createRedisTaskEvents({ client, channels, logger });
       const heard: Array<{ event: TaskEvent; local: boolean }> = [];
       events.subscribe((event, local) => heard.push({ event, local }));
       onTestFinished(async () => {

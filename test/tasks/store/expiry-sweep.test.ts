@@ -6,6 +6,7 @@ import Keyv from "keyv";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteTaskStore } from "../../../src/tasks/store/open-sqlite-task-store.js";
+import { createSqliteKeyValueStore } from "../../../src/tasks/store/sqlite-key-value-store.js";
 import type { TaskStore } from "../../../src/tasks/core/task-store.js";
 import { newTaskId, type TaskRecord } from "../../../src/tasks/core/task-record.js";
 
@@ -14,15 +15,18 @@ describe("expired tasks leave the SQLite file", () => {
   let file: string;
   let clock: number;
   let store: TaskStore;
+  /** The store's connection, which the backend's key-value entries share. */
+  let db: Database.Database;
 
-  const open = async () =>
-    (
-      await openSqliteTaskStore(file, {
-        idempotencyTtlMs: 5 * 60_000,
-        logger: pino({ level: "silent" }),
-        now: () => clock,
-      })
-    ).store;
+  const open = async () => {
+    const opened = await openSqliteTaskStore(file, {
+      idempotencyTtlMs: 5 * 60_000,
+      logger: pino({ level: "silent" }),
+      now: () => clock,
+    });
+    db = opened.db;
+    return opened.store;
+  };
   /** The image store keys the sweeps handed over, to be deleted with their tasks. */
   let dropped: string[];
   const drop = async (keys: string[]) => void dropped.push(...keys);
@@ -33,11 +37,11 @@ describe("expired tasks leave the SQLite file", () => {
    */
   async function rows(table: string, where = "1"): Promise<number> {
     await store.close();
-    const db = new Database(file, { readonly: true });
-    const { n } = db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`).get() as {
+    const reader = new Database(file, { readonly: true });
+    const { n } = reader.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`).get() as {
       n: number;
     };
-    db.close();
+    reader.close();
     store = await open();
     return n;
   }
@@ -117,7 +121,10 @@ describe("expired tasks leave the SQLite file", () => {
   });
 
   it("sweeps a backlog in batches, and the Responses owners' entries with it", async () => {
-    const keyv = new Keyv({ store: store.keyValueStore!, namespace: "responses" });
+    const keyv = new Keyv({
+      store: createSqliteKeyValueStore(db, () => clock),
+      namespace: "responses",
+    });
     await keyv.set("response-owner:resp_1", { channel: "c", owner: "o" }, 60_000);
     const owner: TaskRecord["owner"] = "key:owner";
     for (let i = 0; i < 1_200; i += 1) {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, onTestFinished } from "vitest";
-import { createTaskStore } from "../../../src/tasks/store/create-task-store.js";
+import { openTaskBackend, type TaskBackend } from "../../../src/tasks/open-task-backend.js";
 import type { TaskStore } from "../../../src/tasks/core/task-store.js";
 import { newTaskId, type TaskRecord } from "../../../src/tasks/core/task-record.js";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../../support/redis.js";
@@ -61,24 +61,31 @@ function topologyBackends(): StoreBackend[] {
 }
 
 /**
- * Opens a store at `place` (default a fresh one of the backend), closed (and its Redis keys
- * deleted) when the test ends. Opening a place again is a restart.
+ * Opens the backend at `place` (default a fresh one of the backend) the way the service
+ * opens it, closed (and its Redis keys deleted) when the test ends. Opening a place again is
+ * a restart.
  */
-export function storeOpener(url: () => string) {
-  return async function open(place = url()): Promise<TaskStore> {
+export function backendOpener(url: () => string) {
+  return async function open(place = url()): Promise<TaskBackend> {
     const [storeUrl, prefix] = place.split("#") as [string, string | undefined];
     const config = testConfig("http://127.0.0.1:9/v1", {
       storeUrl,
       config: prefix ? { store: { url: storeUrl, prefix } } : {},
     });
-    const store = (await createTaskStore(config, pino({ level: "silent" }))).store;
+    const backend = await openTaskBackend(config, pino({ level: "silent" }));
     onTestFinished(async () => {
-      await store.close().catch(() => undefined);
+      await backend.close().catch(() => undefined);
       // The topologies are stopped with their keys after the file.
       if (prefix && storeUrl.startsWith("redis://")) await deleteKeys(prefix);
     });
-    return store;
+    return backend;
   };
+}
+
+/** {@link backendOpener}'s store. */
+export function storeOpener(url: () => string) {
+  const openBackend = backendOpener(url);
+  return async (place?: string): Promise<TaskStore> => (await openBackend(place)).store;
 }
 
 /** A queued task of `key:owner-a`, new id each call. */

@@ -1,15 +1,17 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { newTaskId } from "../../../src/tasks/core/task-record.js";
-import { record, storeBackends, storeOpener } from "./task-store-backends.js";
+import { backendOpener, record, storeBackends, storeOpener } from "./task-store-backends.js";
 
 // The store conformance suite, the webhook outbox and journal, expiry, meta values: the same
 // assertions on every backend. (Image bytes live in the image store: its own conformance suite.)
+// The journal is the embedded backends' own, beside their store.
 
 describe.each(storeBackends())(
   "TaskStore on $name: the webhook outbox and journal, expiry, meta values",
   ({ url, persistent }) => {
     const open = storeOpener(url);
+    const openBackend = backendOpener(url);
 
     it("puts a task that finishes with a webhook into the outbox, in the same step", async () => {
       const store = await open();
@@ -34,8 +36,8 @@ describe.each(storeBackends())(
 
     it("keeps pending webhook deliveries in its journal (embedded stores), across a restart", async () => {
       const place = url();
-      const store = await open(place);
-      const journal = store.webhookJournal;
+      const backend = await openBackend(place);
+      const journal = backend.webhookJournal;
       if (place.startsWith("redis")) {
         expect(journal).toBeUndefined(); // BullMQ keeps them
         return;
@@ -59,8 +61,8 @@ describe.each(storeBackends())(
       await journal!.remove("evt_unknown");
       expect((await journal!.list()).map((entry) => entry.delivery.eventId)).toEqual(["evt_a"]);
       if (persistent) {
-        await store.close();
-        const reopened = await open(place);
+        await backend.close();
+        const reopened = await openBackend(place);
         expect(await reopened.webhookJournal!.list()).toEqual([
           { delivery: delivery("evt_a"), attempt: 2, dueAt: 30 },
         ]);
