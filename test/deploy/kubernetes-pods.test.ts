@@ -14,6 +14,7 @@ import {
   ofKind,
   render,
   secretExample,
+  secretFilledIn,
   type K8sObject,
   type Overlay,
 } from "./kustomize.js";
@@ -66,7 +67,7 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s pods", (overlay) => {
   let config: Config;
   beforeAll(() => {
     objects = rendered(overlay);
-    config = parseConfig(parseYaml(configText(objects)), secretExample(overlay));
+    config = parseConfig(parseYaml(configText(objects)), secretFilledIn(overlay));
   });
 
   it("every workload runs non-root, read-only, unprivileged, seccomp RuntimeDefault, within limits", () => {
