@@ -1,4 +1,4 @@
-import type { Task, TaskPage, TaskStatus } from "./task-types.js";
+import type { Task, TaskDeleted, TaskPage, TaskStatus } from "./task-types.js";
 
 /** A refusal of the API (its error envelope), or the service out of reach (`status` 0). */
 export class ApiError extends Error {
@@ -24,6 +24,8 @@ export interface Api {
   list(query: ListQuery, signal?: AbortSignal): Promise<TaskPage>;
   get(id: string, signal?: AbortSignal): Promise<Task>;
   cancel(id: string): Promise<Task>;
+  /** `DELETE /v1/images/tasks/{id}`: the task and its images, at once (a running one is cancelled). */
+  remove(id: string): Promise<TaskDeleted>;
   /** The task's event stream, resuming after `lastEventId`; the body is read by the caller. */
   events(id: string, lastEventId: string | undefined, signal?: AbortSignal): Promise<Response>;
 }
@@ -87,6 +89,7 @@ export function createApi(options: ApiOptions): Api {
     },
     get: (id, signal) => json<Task>(task(id), { signal }),
     cancel: (id) => json<Task>(`${task(id)}/cancel`, { method: "POST" }),
+    remove: (id) => json<TaskDeleted>(task(id), { method: "DELETE" }),
     events: (id, lastEventId, signal) =>
       call(`${task(id)}/events`, {
         signal,

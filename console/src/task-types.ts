@@ -6,6 +6,8 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
 export interface TaskImage {
   url?: string;
   b64_json?: string;
+  /** In a list, for a `b64_json` task: a signed link to the same image (no bearer needed). */
+  thumbnail_url?: string;
   revised_prompt?: string;
 }
 
@@ -28,6 +30,13 @@ export interface TaskParameters {
   response_format?: "url" | "b64_json";
 }
 
+/** A finished task's token counts, each where the channel gave it. */
+export interface TaskUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  total_tokens?: number;
+}
+
 /** A task as `GET /v1/images/tasks/{id}`, the list and the events show it. */
 export interface Task {
   id: string;
@@ -45,7 +54,8 @@ export interface Task {
   partial_images?: TaskPartial[];
   /** On a partial image's event: which one it announces. */
   partial_image_index?: number;
-  usage?: unknown;
+  /** As the channel reported it (gpt-image: input, output and total tokens). */
+  usage?: TaskUsage;
   error?: { code: string; message: string; type?: string };
 }
 
@@ -65,3 +75,10 @@ export function isFinished(status: TaskStatus): boolean {
 
 /** Task ids as the service makes them: anything else is not looked up. */
 export const TASK_ID = /^task_[A-Za-z0-9_-]{22,64}$/;
+
+/** `DELETE /v1/images/tasks/{id}`'s answer. */
+export interface TaskDeleted {
+  id: string;
+  object: "image.task.deleted";
+  deleted: true;
+}

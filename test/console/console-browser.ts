@@ -57,13 +57,21 @@ export interface PageWatch {
  */
 export async function openPage(
   browser: Browser,
-  options: { width?: number; height?: number; colorScheme?: "light" | "dark" } = {},
+  options: {
+    width?: number;
+    height?: number;
+    colorScheme?: "light" | "dark";
+    /** Lets the page write and the test read the clipboard (copy buttons). */
+    clipboard?: boolean;
+  } = {},
 ): Promise<PageWatch> {
   const context: BrowserContext = await browser.newContext({
     viewport: { width: options.width ?? 1000, height: options.height ?? 800 },
     colorScheme: options.colorScheme ?? "light",
     locale: "en-US",
     timezoneId: "UTC",
+    acceptDownloads: true,
+    ...(options.clipboard ? { permissions: ["clipboard-read", "clipboard-write"] } : {}),
   });
   onTestFinished(() => context.close());
   const page = await context.newPage();
@@ -163,4 +171,50 @@ export async function focusState(page: Page): Promise<{ element: string; visible
 /** Whether anything sticks out sideways (the page would scroll horizontally). */
 export function overflowsSideways(page: Page): Promise<boolean> {
   return page.evaluate("document.documentElement.scrollWidth > window.innerWidth");
+}
+
+/** The clipboard's text, as a paste would give it (the page needs `clipboard: true`). */
+export function clipboardText(page: Page): Promise<string> {
+  return page.evaluate("navigator.clipboard.readText()");
+}
+
+/** A task as the API answers it, in what these tests look at. */
+export interface ApiTask {
+  id: string;
+  status: string;
+  kind?: string;
+  prompt?: string;
+  parameters?: Record<string, unknown>;
+  data?: Array<{ url?: string; b64_json?: string }>;
+  usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number };
+  error?: { code: string; message: string };
+}
+
+/** A call of the API as a script makes it, with the demo key: its status and JSON. */
+export async function apiCall(
+  server: RunningServer,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: ApiTask & { error?: { code: string } } }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${DEMO_KEY}`, "Content-Type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, json: (await response.json()) as ApiTask };
+}
+
+/** Submits a task (gpt-image-1 unless told) and, with `wait`, waits for it to finish. */
+export async function makeTask(
+  server: RunningServer,
+  body: Record<string, unknown>,
+  wait = true,
+): Promise<ApiTask> {
+  const made = await apiCall(server, "POST", "/v1/images/tasks", { model: "gpt-image-1", ...body });
+  expect(made.status, JSON.stringify(made.json)).toBe(202);
+  if (!wait) return made.json;
+  const done = await apiCall(server, "GET", `/v1/images/tasks/${made.json.id}?wait=60`);
+  expect(done.json.status).toBe("completed");
+  return done.json;
 }
