@@ -116,7 +116,7 @@ export function createCreateView(options: CreateViewOptions) {
       panel?.dispose();
       panel = undefined;
       options.state.saveLiveTask(undefined);
-      replaceChildren(live, h("p", { class: "empty" }, "Your image appears here as it is made."));
+      replaceChildren(live, placeholder());
     },
     // One column (a phone): the live task is below the form, out of sight after Generate.
     reveal() {
@@ -125,7 +125,7 @@ export function createCreateView(options: CreateViewOptions) {
       livePanel.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
     },
   };
-  parts.clearLive();
+  replaceChildren(live, placeholder());
   for (const radio of controls.modeRadios) radio.addEventListener("change", setMode);
   controls.images.addEventListener("change", () => showPreviews(controls));
   controls.mask.addEventListener("change", () => showPreviews(controls));
@@ -179,6 +179,10 @@ export function createCreateView(options: CreateViewOptions) {
     focusForm: parts.focusForm,
     dispose: () => panel?.dispose(),
   };
+}
+
+function placeholder(): HTMLElement {
+  return h("p", { class: "empty" }, "Your image appears here as it is made.");
 }
 
 /** After a reload: the task that was being watched, watched again (and the last result shown). */

@@ -84,7 +84,7 @@ export function createCard(first: Task): GalleryCard {
     badge.className = `badge badge-${statusTone(task)}`;
     badge.textContent = statusLabel(task);
     prompt.textContent = task.prompt ?? task.id;
-    hiddenName.textContent = `: ${task.prompt?.slice(0, 80) ?? task.id}`;
+    hiddenName.textContent = `task: ${task.prompt?.slice(0, 80) ?? task.id}`;
     time.textContent = formatTime(task.created);
     const picture = cardPicture(task);
     const key = picture.final ? "final" : String(task.partial_images?.length ?? 0);

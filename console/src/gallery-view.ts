@@ -214,6 +214,6 @@ async function deleteTasks(
       else failures.push(err instanceof Error ? err.message : String(err));
     }
   }
-  const done = `Deleted ${deleted} task${deleted === 1 ? "" : "s"}.`;
-  return failures.length > 0 ? `${done} Not deleted: ${failures.join("; ")}` : done;
+  const done = deleted > 0 ? `Deleted ${deleted} task${deleted === 1 ? "" : "s"}. ` : "";
+  return failures.length > 0 ? `${done}Not deleted: ${failures.join("; ")}` : done.trim();
 }

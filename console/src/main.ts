@@ -37,6 +37,8 @@ interface Session {
   focusNext?: () => void;
   /** A line the gallery shows first when it is shown next. */
   galleryNotice?: string;
+  /** The gallery's page last shown: where "Gallery" and "← Gallery" go back to. */
+  galleryRoute: Route;
 }
 
 let session: Session | undefined;
@@ -79,7 +81,7 @@ async function start(key: string, signedIn = false): Promise<void> {
     h("a", { href: routeHash({ name: "create" }), "data-route": "create" }, "New image"),
     h("a", { href: routeHash(GALLERY), "data-route": "gallery" }, "Gallery"),
   );
-  session = { api, models };
+  session = { api, models, galleryRoute: GALLERY };
   show(parseRoute(location.hash), !signedIn);
 }
 
@@ -119,8 +121,9 @@ function taskView(s: Session, id: string): View {
     },
     onDeleted(task: Task) {
       s.galleryNotice = `Deleted ${task.id}.`;
-      location.hash = routeHash(GALLERY);
+      location.hash = routeHash(s.galleryRoute);
     },
+    galleryHash: routeHash(s.galleryRoute),
   });
 }
 
@@ -142,6 +145,8 @@ function show(route: Route, onLoad = false): void {
     view = createView(s);
   } else if (route.name === "gallery") {
     s.gallery ??= createGalleryView({ api: s.api, onUnauthorized: unauthorized });
+    s.galleryRoute = route;
+    nav.querySelector("[data-route=gallery]")?.setAttribute("href", routeHash(route));
     void s.gallery.show(route.paging, s.galleryNotice);
     s.galleryNotice = undefined;
     view = s.gallery;

@@ -2,7 +2,6 @@ import { ApiError, isAbort, type Api } from "./api.js";
 import { confirmDialog } from "./confirm-dialog.js";
 import { copyText } from "./copy-text.js";
 import { h, replaceChildren } from "./dom.js";
-import { GALLERY, routeHash } from "./routes.js";
 import { createTaskPanel, type TaskPanel } from "./task-panel.js";
 import type { Task } from "./task-types.js";
 
@@ -16,6 +15,8 @@ export interface TaskViewOptions {
   onEditImage(task: Task, index: number): void;
   /** The task was deleted. */
   onDeleted(task: Task): void;
+  /** Where "← Gallery" goes: the gallery's page last shown. */
+  galleryHash: string;
 }
 
 /**
@@ -29,7 +30,7 @@ export function createTaskView(options: TaskViewOptions) {
   const element = h(
     "section",
     { class: "task-view panel", "aria-labelledby": "task-heading" },
-    h("p", {}, h("a", { href: routeHash(GALLERY), class: "back" }, "← Gallery")),
+    h("p", {}, h("a", { href: options.galleryHash, class: "back" }, "← Gallery")),
     heading,
     body,
   );
