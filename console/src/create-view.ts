@@ -4,7 +4,7 @@ import type { SnippetFile, SnippetRequest } from "./code-snippets.js";
 import { h, replaceChildren } from "./dom.js";
 import { downloadName, imageSource } from "./format.js";
 import { formFromTask, type createSessionState, type FormFields } from "./form-state.js";
-import { imageBlob } from "./image-bytes.js";
+import { fetchableImages, imageBlob } from "./image-bytes.js";
 import { routeHash } from "./routes.js";
 import { createTaskPanel, type TaskPanel } from "./task-panel.js";
 import { buildSubmission, editFormData, type FieldProblem } from "./task-form.js";
@@ -197,10 +197,12 @@ function resumeLive(parts: Parts): void {
 
 /** "Edit image N": an edit whose input is that image, the task's model and size kept. */
 async function editImage(parts: Parts, task: Task, index: number): Promise<boolean> {
-  const image = task.data?.[index];
-  const source = image && imageSource(image);
-  if (!image || !source) return false;
+  const shown = task.data?.[index];
+  const source = shown && imageSource(shown);
+  if (!shown || !source) return false;
   try {
+    const image = (await fetchableImages(parts.options.api, task))[index];
+    if (!image) throw new Error("The image is no longer there.");
     const blob = await imageBlob(image);
     const file = new File([blob], downloadName(task, index, source), { type: blob.type });
     const fields = { ...formFromTask(task), mode: "edit", prompt: "", n: "1" } as const;

@@ -1,5 +1,6 @@
+import type { Api } from "./api.js";
 import { imageSource } from "./format.js";
-import type { TaskImage } from "./task-types.js";
+import type { Task, TaskImage } from "./task-types.js";
 
 /** The bytes of base64 text. */
 export function base64Bytes(text: string): Uint8Array<ArrayBuffer> {
@@ -28,4 +29,19 @@ export async function imageBlob(image: TaskImage, signal?: AbortSignal): Promise
   });
   if (!response.ok) throw new Error(`The image could not be read (${response.status}).`);
   return response.blob();
+}
+
+/**
+ * The task's images with links this page may fetch: its CSP lets it fetch
+ * its own origin only (`connect-src 'self'`), so when a link points
+ * elsewhere (presigned S3 links, a CDN) the task is read again with the
+ * service's own links. Base64 images need no fetch.
+ */
+export async function fetchableImages(api: Api, task: Task): Promise<TaskImage[]> {
+  const images = task.data ?? [];
+  const elsewhere = images.some(
+    (image) => image.url && new URL(image.url, location.href).origin !== location.origin,
+  );
+  if (!elsewhere) return images;
+  return (await api.get(task.id, undefined, "service")).data ?? [];
 }

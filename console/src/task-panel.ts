@@ -1,6 +1,7 @@
 import { ApiError, isAbort, type Api } from "./api.js";
 import { h, replaceChildren, type Child } from "./dom.js";
 import { detailRows, formatDuration, imageSource, statusLabel, statusTone } from "./format.js";
+import { fetchableImages } from "./image-bytes.js";
 import { createImageViewer } from "./image-viewer.js";
 import { resultNodes, type ResultsOptions } from "./task-results.js";
 import { isFinished, type Task } from "./task-types.js";
@@ -51,6 +52,7 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
     onEditImage ? { onEdit: (index) => onEditImage(state.task, index) } : {},
   );
   const results: ResultsOptions = {
+    fetchable: (task) => fetchableImages(api, task),
     view: (images, index, from) => viewer.open(images, index, from),
     ...(onEditImage ? { onEditImage: (index: number) => onEditImage(state.task, index) } : {}),
   };
@@ -89,7 +91,10 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
         h("span", {}, task.error.message),
       );
     }
+    const focused = document.activeElement === cancel;
     cancel.hidden = isFinished(task.status);
+    // Cancel pressed, or the task ended under the focus: it stays on a control on screen.
+    if (cancel.hidden && focused) focusFirstVisible(actions, status);
     replaceChildren(
       details,
       ...detailRows(task).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
@@ -112,11 +117,7 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
     cancel.setAttribute("aria-busy", "true");
     api
       .cancel(state.task.id)
-      .then((task) => {
-        update({ task });
-        // The button is gone now: the focus stays on a control on screen, not on <body>.
-        if (cancel.hidden) focusFirstVisible(actions, status);
-      })
+      .then((task) => update({ task }))
       .catch(fail)
       .finally(() => {
         cancelling = false;

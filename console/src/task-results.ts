@@ -2,10 +2,12 @@ import { h } from "./dom.js";
 import { downloadName, imageSource } from "./format.js";
 import { imageBlob } from "./image-bytes.js";
 import type { ViewerImage } from "./image-viewer.js";
-import type { Task } from "./task-types.js";
+import type { Task, TaskImage } from "./task-types.js";
 import { zipStore, type ZipEntry } from "./zip.js";
 
 export interface ResultsOptions {
+  /** The task's images with links the page may fetch (for "Download all"). */
+  fetchable(task: Task): Promise<TaskImage[]>;
   /** Opens the images full size, on image `index`; `from` gets the focus back. */
   view(images: readonly ViewerImage[], index: number, from: HTMLElement): void;
   /** "Edit image N": offered when given. */
@@ -57,12 +59,12 @@ export function resultNodes(task: Task, options: ResultsOptions): Node[] {
     );
   });
   const nodes: Node[] = [h("ul", { class: "results" }, ...items)];
-  if (shown.length > 1) nodes.push(downloadAllControl(task));
+  if (shown.length > 1) nodes.push(downloadAllControl(task, options));
   return nodes;
 }
 
 /** "Download all": the images in one ZIP file, `task_….zip`, made in the page. */
-function downloadAllControl(task: Task): HTMLElement {
+function downloadAllControl(task: Task, options: ResultsOptions): HTMLElement {
   const button = h("button", { type: "button", class: "secondary" }, "Download all (ZIP)");
   const status = h("span", { class: "hint", role: "status" });
   let busy = false;
@@ -71,7 +73,9 @@ function downloadAllControl(task: Task): HTMLElement {
     busy = true;
     button.setAttribute("aria-busy", "true");
     status.textContent = "Packing the images…";
-    zipOfTask(task)
+    options
+      .fetchable(task)
+      .then((images) => zipOfTask({ ...task, data: images }))
       .then((zip) => {
         saveFile(zip, `${task.id}.zip`);
         status.textContent = `Saved ${task.id}.zip.`;

@@ -1,8 +1,9 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { pino } from "pino";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { expect, onTestFinished } from "vitest";
-import { loadConfig } from "../../src/config/load-config.js";
+import { parse as parseYaml } from "yaml";
+import { DEFAULT_CONFIG_FILE, loadConfig, parseConfig } from "../../src/config/load-config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 
 /** Debian's Chromium, which scripts/ensure-test-tools.sh installs when it is missing. */
@@ -25,10 +26,19 @@ export const DEMO_KEY = "sk-demo-image-task-sidecar";
 
 /**
  * The service as `npm start` runs it (config/default.yaml: the demo channel,
- * the demo key), in memory, on a free port, with the demo's image delay set.
+ * the demo key), in memory, on a free port, with the demo's image delay set;
+ * `images`: another `images:` section (an S3 bucket, say).
  */
-export async function startDemoService(imageDelayMs: number): Promise<RunningServer> {
-  const { config } = loadConfig({ env: { PORT: "0", STORE_URL: "memory://" } });
+export async function startDemoService(
+  imageDelayMs: number,
+  images?: Record<string, unknown>,
+): Promise<RunningServer> {
+  const env = { PORT: "0", STORE_URL: "memory://" };
+  let { config } = loadConfig({ env });
+  if (images) {
+    const raw = parseYaml(readFileSync(DEFAULT_CONFIG_FILE, "utf8")) as Record<string, unknown>;
+    config = parseConfig({ ...raw, images }, env);
+  }
   config.channels = config.channels.map((channel) => ({ ...channel, imageDelayMs }));
   return startServer({ config, logger: pino({ level: "silent" }), defaultMetrics: false });
 }

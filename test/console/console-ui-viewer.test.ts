@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import type { RunningServer } from "../../src/server.js";
+import { startS3Server } from "../support/s3-server.js";
 import {
   accessibleControls,
   focusState,
@@ -227,6 +228,37 @@ describe("the console shows images whole, with what they cost", { timeout: 90_00
       expect.arrayContaining([`checkbox "Select task: a wide field"`, 'button "Delete selected"']),
     );
     expect(await unlabelledFields(page)).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+
+  it("downloads and edits images whose links are on another origin (presigned S3)", async () => {
+    const s3 = await startS3Server();
+    onTestFinished(() => s3.close());
+    const bucketed = await startDemoService(100, {
+      ...s3.imagesConfig("console"),
+      links: "presigned",
+    });
+    onTestFinished(() => bucketed.close(200));
+    const task = await makeTask(bucketed, { prompt: "two buckets", n: 2, response_format: "url" });
+    expect(new URL(task.data![0]!.url!).origin).not.toBe(new URL(bucketed.url).origin);
+    const { page, problems } = await openPage(browser);
+    await signIn(page, bucketed.url);
+    await openTask(page, bucketed, task.id);
+    // Shown from the bucket; fetched (the page may fetch its own origin only) from the service.
+    expect(await page.locator("img[data-kind=result]").first().getAttribute("src")).toBe(
+      task.data![0]!.url,
+    );
+    const files = await downloadAll(page);
+    const expected = await imageBytes(task);
+    expect(files.get(`${task.id}-1.png`)).toEqual(expected[0]);
+    expect(files.get(`${task.id}-2.png`)).toEqual(expected[1]);
+    await page.getByRole("button", { name: "Edit image 2" }).click();
+    await page.getByRole("heading", { name: "New image" }).waitFor();
+    const picked = (await page.evaluate(`(async () => {
+      const file = document.querySelector("input[name=image]").files[0];
+      return [...new Uint8Array(await file.arrayBuffer())];
+    })()`)) as number[];
+    expect(new Uint8Array(picked)).toEqual(expected[1]);
     expect(problems).toEqual([]);
   });
 });
