@@ -77,7 +77,12 @@ describe("the console shows images whole, with what they cost", { timeout: 90_00
 
   it("opens an image full size from the keyboard and goes round the task's images", async () => {
     const { page, problems } = await openPage(browser);
-    const task = await makeTask(service, { prompt: "three kites", n: 3, response_format: "url" });
+    const task = await makeTask(service, {
+      prompt: "three kites",
+      n: 3,
+      size: "1024x1536",
+      response_format: "url",
+    });
     await signIn(page, service.url);
     await openTask(page, service, task.id);
 
@@ -117,6 +122,10 @@ describe("the console shows images whole, with what they cost", { timeout: 90_00
       .toBe(1024);
     const box = (await shown.boundingBox())!;
     expect(Math.max(box.width, box.height)).toBeGreaterThan(600);
+    // Whole: inside the dialog, not cut by it.
+    const frame = (await viewer(page).boundingBox())!;
+    expect(box.y + box.height).toBeLessThanOrEqual(frame.y + frame.height);
+    expect(box.x + box.width).toBeLessThanOrEqual(frame.x + frame.width);
 
     const controls = await accessibleControls(page);
     expect(controls.unnamed).toEqual([]);
