@@ -157,7 +157,7 @@ describe("the console makes a task again, and shows it as code", { timeout: 90_0
     await signIn(page, service.url);
     const prompt = `it's a "cat" $HOME`;
     await page.getByLabel("Prompt").fill(prompt);
-    await page.getByLabel("Size").fill("1536x1024");
+    await page.getByLabel("Size", { exact: true }).fill("1536x1024");
     await page.getByLabel("Quality").selectOption("low");
     await page.getByText("Show the code").click();
     await page.getByRole("button", { name: "Copy as curl" }).click();

@@ -70,7 +70,7 @@ describe("the console's fixes", { timeout: 90_000 }, () => {
     const { page, problems } = await openPage(browser);
     await signIn(page, demo.url);
     await page.getByLabel("Prompt").fill("a lighthouse through a reload");
-    await page.getByLabel("Size").fill("1024x1536");
+    await page.getByLabel("Size", { exact: true }).fill("1024x1536");
     await page.getByLabel("Quality").selectOption("medium");
     await page.getByLabel("Partial images").selectOption("2");
     await page.getByRole("button", { name: "Generate" }).click();
@@ -79,7 +79,7 @@ describe("the console's fixes", { timeout: 90_000 }, () => {
     await page.reload();
     await page.getByRole("button", { name: "Sign out" }).waitFor({ timeout: 30_000 });
     expect(await page.getByLabel("Prompt").inputValue()).toBe("a lighthouse through a reload");
-    expect(await page.getByLabel("Size").inputValue()).toBe("1024x1536");
+    expect(await page.getByLabel("Size", { exact: true }).inputValue()).toBe("1024x1536");
     expect(await page.getByLabel("Quality").inputValue()).toBe("medium");
     expect(await page.getByLabel("Partial images").inputValue()).toBe("2");
     expect(await liveTaskId(page)).toBe(id);

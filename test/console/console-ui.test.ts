@@ -189,7 +189,7 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
     );
     await apiCall(service, "POST", `/v1/images/tasks/${storm}/cancel`);
     const prompt = "a red fox in the snow";
-    await page.getByLabel("Size").fill("1024x1536");
+    await page.getByLabel("Size", { exact: true }).fill("1024x1536");
     await page.getByLabel("Quality").selectOption("high");
     await generate(page, prompt, "1");
     await live(page).locator("img[data-kind=result]").waitFor({ timeout: 45_000 });
