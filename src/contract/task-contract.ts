@@ -130,6 +130,13 @@ export type TaskPage<B64 = string> = {
   has_more: boolean;
 };
 
+/** The answer of `DELETE /v1/images/tasks/{task_id}`. */
+export type TaskDeleted = {
+  id: string;
+  object: "image.task.deleted";
+  deleted: true;
+};
+
 /** The stages a task's event stream tells, each as `image.task.<stage>`. */
 export const TASK_EVENT_STAGES = [
   "queued",
