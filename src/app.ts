@@ -21,8 +21,10 @@ import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
+import { createBifrostLane } from "./tasks/http/bifrost-lane.js";
 import { createImageFilesLane } from "./tasks/http/image-files-lane.js";
-import { createTaskLane } from "./tasks/http/create-task-lane.js";
+import { createTaskLane, type TaskLaneDeps } from "./tasks/http/create-task-lane.js";
+import { createSub2apiLane } from "./tasks/http/sub2api-lane.js";
 import type { TaskBodyLimits } from "./tasks/http/task-answers.js";
 
 /** Everything the HTTP layer needs, built by the caller (see `startServer`). */
@@ -52,8 +54,9 @@ export interface AppDeps {
 /**
  * Builds the service's request listener: one pipeline (the edge: request
  * context, auth, errors) in front of the lanes, asked in this order: the
- * OpenAI passthrough (the hot path, first), the task API, image files,
- * models, MCP, health, metrics, the web console. No I/O here or on import,
+ * OpenAI passthrough (the hot path, first), the task API and the async
+ * dialects over it (sub2api's, Bifrost's), image files, models, MCP,
+ * health, metrics, the web console. No I/O here or on import,
  * so tests and the server assemble the same app from the same parts.
  */
 export function createApp(deps: AppDeps): RequestListener {
@@ -78,18 +81,23 @@ function createLanes(deps: AppDeps): Lane[] {
   const { server } = config;
   const limits = bodyLimits(server);
   const origin: PublicOrigin = { configured: server.publicBaseUrl, trustProxy: server.trustProxy };
+  const taskLane: TaskLaneDeps = {
+    tasks,
+    limits,
+    pollIntervalSec: config.imageTasks.pollIntervalSec,
+    taskLimits: config.imageTasks,
+    eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+    events: config.events,
+    origin,
+    metrics,
+    logger,
+  };
   return [
     createProxyLane(createPassthrough(passthroughDeps(deps, limits))),
-    createTaskLane({
-      tasks,
-      limits,
-      pollIntervalSec: config.imageTasks.pollIntervalSec,
-      eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
-      events: config.events,
-      origin,
-      metrics,
-      logger,
-    }),
+    createTaskLane(taskLane),
+    // The same tasks, as the clients of other gateways submit and poll them.
+    createSub2apiLane(taskLane),
+    createBifrostLane(taskLane),
     // Signed image URLs work without a bearer header: the signature is the credential.
     createImageFilesLane({ images: tasks.images, signer: tasks.signer }),
     createModelsLane({ access: deps.access }),

@@ -169,7 +169,10 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },
     writeRetryMs: config.images.writeRetrySec * 1000,
   });
-  const webhooks = createTaskWebhooks({ store, queue: backend.webhooks, images, logger, now });
+  const webhooks = createTaskWebhooks({
+    ...{ store, queue: backend.webhooks, images, logger, now },
+    limits,
+  });
   const deliverer = createWebhookDeliverer({
     config: config.webhooks,
     metrics,

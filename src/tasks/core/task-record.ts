@@ -91,6 +91,22 @@ export interface TaskRecord {
    * that runs the task continues its trace.
    */
   trace?: string;
+  /**
+   * The async dialect it was submitted in, which decides how it is shown;
+   * absent: the service's own (records of earlier releases too).
+   */
+  dialect?: "sub2api" | "bifrost";
+  /**
+   * Seconds the task is kept once finished, where its submission asked for
+   * less than `imageTasks.retentionSec` (Bifrost's
+   * `x-bf-async-job-result-ttl`); absent: `imageTasks.retentionSec`.
+   */
+  retentionSec?: number;
+  /**
+   * Failed on a channel's error answer: the status the synchronous route
+   * answers for it (the channel's own, passed on). The dialects show it.
+   */
+  failureStatus?: number;
 }
 
 /** Transitions a record may make; anything else is a bug or a race lost. */
@@ -149,13 +165,25 @@ const IDS_PER_DRAW = 256;
 let pool: Buffer | undefined;
 let used = 0;
 
-/** `task_` and 128 random bits (base64url, 22 characters); each bit is used once. */
-export function newTaskId(): string {
+/**
+ * `task_` (or another `prefix`: sub2api's `imgtask_`) and 128 random bits
+ * (base64url, 22 characters); each bit is used once.
+ */
+export function newTaskId(prefix: "task_" | "imgtask_" = "task_"): string {
   if (!pool || used === pool.length) {
     pool ??= Buffer.allocUnsafeSlow(16 * IDS_PER_DRAW);
     randomFillSync(pool);
     used = 0;
   }
   used += 16;
-  return `task_${pool.toString("base64url", used - 16, used)}`;
+  return `${prefix}${pool.toString("base64url", used - 16, used)}`;
+}
+
+/**
+ * Seconds a task is kept once finished: its own retention where it asked for
+ * less, else `configuredSec` (`imageTasks.retentionSec`, which also caps it).
+ */
+export function retentionSecOf(record: Pick<TaskRecord, "retentionSec">, configuredSec: number) {
+  const own = record.retentionSec;
+  return own !== undefined && own > 0 && own < configuredSec ? own : configuredSec;
 }
