@@ -116,8 +116,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const opened = new OpenedParts();
   try {
-    const tracer = opened.keep(await startTracer(options.tracing, replica), (started) =>
-      started.shutdown(),
+    const tracer = opened.keep(
+      await startTracer(options.tracing, { replica, trustParent: config.tracing.trustParent }),
+      (started) => started.shutdown(),
     );
     const parts = await buildService(opened, { config, metrics, logger, tracer });
     const state: ServerState = { parts, stopping: false };

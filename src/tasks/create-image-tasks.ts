@@ -157,7 +157,10 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     now,
     runLimitSec: limits.timeoutSec + limits.retentionSec,
   });
-  const health = createTaskHealth({ store, imageStore: deps.imageStore, metrics, logger });
+  const health = createTaskHealth({
+    ...{ store, imageStore: deps.imageStore, metrics, logger },
+    imageCheckIntervalMs: config.images.checkIntervalSec * 1000,
+  });
   const feed = createTaskFeed(events);
   const waiters = createTaskWaiters(feed);
   const finisher = createTaskFinisher({ store, events, metrics, logger, limits, images, now });

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
+import { maskPrompt } from "../../logging/mask-prompt.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { FINISH_REASONS } from "../../metrics/task-metrics.js";
 import type { TaskStore } from "../core/task-store.js";
@@ -210,7 +211,8 @@ async function complete(
 /**
  * `task.completed`, `task.cancelled` or `task.failed`: the task line of an
  * end, with what the run knew of its channel; the same as the run span's
- * last event. The message is the one the client sees (never a channel's key).
+ * last event. The message is the one the client sees (never a channel's key),
+ * with the task's prompt masked where it repeats it.
  */
 function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
   const startedMs = end.startedMs ?? (record.started_at ?? NaN) * 1000;
@@ -230,7 +232,9 @@ function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
   }
   const code = record.error?.code;
   fields.error_code = code;
-  fields.error_message = record.error?.message;
+  // A channel's message may repeat the prompt ("Invalid prompt: ..."): the task keeps it, the
+  // line does not.
+  fields.error_message = maskPrompt(record.error?.message, record.request.prompt);
   fields.upstream_status = end.upstreamStatus;
   s.logger.info(fields, code === "cancelled" ? "task.cancelled" : "task.failed");
   end.span?.addEvent(code === "cancelled" ? "image.task.cancelled" : "image.task.failed", {
