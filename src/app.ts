@@ -7,7 +7,7 @@ import type { Config } from "./config/config-schema.js";
 import { createConsoleLane } from "./console/console-lane.js";
 import { createPipeline } from "./edge/create-pipeline.js";
 import { createMetricsLane } from "./edge/metrics-lane.js";
-import { createHealthLane, type RedisReadiness } from "./health/health-lane.js";
+import { createHealthLane } from "./health/health-lane.js";
 import type { Lane } from "./http/lane.js";
 import type { PublicOrigin } from "./http/public-base-url.js";
 import { createMcpLane } from "./mcp/mcp-lane.js";
@@ -43,12 +43,12 @@ export interface AppDeps {
   responseOwners: ResponseOwners;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
   isStopping: () => boolean;
+  /** True until start-up finished (tasks earlier processes left picked up): `/readyz` 503. */
+  isStarting?: () => boolean;
   /** Each channel's last model-list check, for `/readyz` (see `channels/channel-checks.ts`). */
   channelStatuses?: () => Record<string, string>;
   /** Spans of requests, channel tries and tasks. Default: tracing off. */
   tracer?: Tracer;
-  /** On Redis: the primary and its last switch, for `/readyz`. */
-  redisStatus?: (() => RedisReadiness) | undefined;
 }
 
 /**
@@ -113,7 +113,7 @@ function createLanes(deps: AppDeps): Lane[] {
       images: tasks.health.images,
       channels: deps.channelStatuses ?? (() => ({})),
       isStopping: deps.isStopping,
-      redis: deps.redisStatus,
+      ...(deps.isStarting ? { isStarting: deps.isStarting } : {}),
     }),
     createMetricsLane(metrics, config.metrics, logger),
     // Static pages without a bearer header; the page itself sends the user's key to /v1.

@@ -45,7 +45,8 @@ describe("a password in the store URL's query", () => {
       "config",
       configOn(`redis://127.0.0.1:${port}/0?password=${password}`, dir, prefix),
     );
-    const served = await serve(file, dir, { LOG_LEVEL: "debug" });
+    // The banner for a person: its store line is what is checked.
+    const served = await serve(file, dir, { LOG_LEVEL: "debug", LOG_FORMAT: "pretty" });
     // It did sign in with it: the service answers, on Redis.
     const models = await fetch(`${served.url}/v1/models`, {
       headers: { authorization: "Bearer sk-query-credentials-test" },

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { listeningUrlIn } from "../support/serve-process.js";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -75,7 +76,7 @@ describe.each(["single", "replicas"])(
     it("does not start: serve exits 2 with the same lines", async () => {
       const { code, stdout, stderr } = await cli(["serve", "--config", config], env);
       expect(code).toBe(2);
-      expect(stdout).not.toContain("listening");
+      expect(listeningUrlIn(stdout)).toBeUndefined();
       expect(stderr).toMatch(/^auth\.keys\[0\]\.key: contains an example's placeholder/m);
     });
 
