@@ -70,6 +70,7 @@ export function createApp(deps: AppDeps): RequestListener {
       logger,
       tracer: deps.tracer ?? NOOP_TRACER,
       accessLog: config.logging.access,
+      trustProxy: config.server.trustProxy,
     }),
     logger,
   });

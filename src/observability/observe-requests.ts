@@ -6,6 +6,8 @@ import type { Metrics } from "../metrics/create-metrics.js";
 import { NOOP_SPAN, type Tracer } from "../tracing/tracer.js";
 import type { RequestContext } from "./request-context.js";
 import { requestIdOf } from "./request-id.js";
+import { clientAddressOf } from "../net/client-address.js";
+import type { TrustProxySetting } from "../net/trusted-proxies.js";
 
 /** Dependencies of {@link createRequestObserver}. */
 export interface RequestObserverDeps {
@@ -14,6 +16,15 @@ export interface RequestObserverDeps {
   tracer: Tracer;
   /** `logging.access`: one line per request. */
   accessLog: boolean;
+  /** `server.trustProxy`: which peers' `X-Forwarded-For` gives the `client_ip`. */
+  trustProxy?: TrustProxySetting;
+}
+
+/** A `User-Agent` as an access line shows it: cut to its first 200 characters. */
+function userAgentOf(header: string | undefined): string | undefined {
+  return header === undefined || header.length <= MAX_USER_AGENT
+    ? header
+    : header.slice(0, MAX_USER_AGENT);
 }
 
 /** Probes and scrapes: logged at `debug`, never traced. */
@@ -37,7 +48,13 @@ const ACCESS_FIELDS = [
   "error_code",
   "aborted",
   "trace_id",
+  "task_id",
+  "client_ip",
+  "user_agent",
 ] as const;
+
+/** The longest `user_agent` an access line keeps. */
+const MAX_USER_AGENT = 200;
 
 /** Bytes a socket had read and written when its last request ended: each request's share. */
 const marks = new WeakMap<Socket, { read: number; written: number }>();
@@ -67,6 +84,7 @@ export function createRequestObserver(
       keyName: undefined,
       group: undefined,
       model: undefined,
+      taskId: undefined,
       channel: undefined,
       upstreamStatus: undefined,
       tries: 0,
@@ -136,7 +154,7 @@ function finish(
  * wire, headers included.
  */
 function logAccess(
-  { logger, line }: Observing,
+  deps: Observing,
   req: IncomingMessage,
   res: ServerResponse,
   context: RequestContext,
@@ -156,8 +174,8 @@ function logAccess(
   mark.read = socket.bytesRead;
   mark.written = socket.bytesWritten;
   const level = probe ? "debug" : "info";
-  if (!logger.isLevelEnabled(level)) return;
-  line(
+  if (!deps.logger.isLevelEnabled(level)) return;
+  deps.line(
     level,
     [
       context.reqId, // req_id
@@ -176,6 +194,9 @@ function logAccess(
       context.errorCode, // error_code
       aborted ? true : undefined, // aborted
       context.span.traceId || undefined, // trace_id
+      context.taskId, // task_id
+      clientAddressOf(req, deps.trustProxy ?? false), // client_ip
+      userAgentOf(req.headers["user-agent"]), // user_agent
     ],
     "request",
   );

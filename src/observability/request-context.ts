@@ -16,6 +16,8 @@ export interface RequestContext {
   group: string | undefined;
   /** The model the request named, where it names one. */
   model: string | undefined;
+  /** The task the request is about (a task route's id, or the task a submission made). */
+  taskId: string | undefined;
   /** The channel that answered last, its status, and how many channels were tried. */
   channel: string | undefined;
   upstreamStatus: number | undefined;

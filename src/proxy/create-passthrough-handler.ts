@@ -174,7 +174,7 @@ async function serve(
     return;
   }
   if (clientGone()) answer.discard();
-  else answerWith(s, request, answer, res, fail, clientGone);
+  else answerWith(s, request, answer, res, fail, clientGone, context);
 }
 
 /** Writes the answer that ended the call: the channel's error, or its answer. */
@@ -185,6 +185,7 @@ function answerWith(
   res: ServerResponse,
   fail: (err: unknown) => void,
   clientGone: () => boolean,
+  context: RequestContext,
 ): void {
   const { logger } = s;
   const failLogged = (err: unknown) => {
@@ -194,7 +195,13 @@ function answerWith(
     fail(err);
   };
   if (answer.status >= 400) {
-    passOnChannelError(answer, res, { logger, fail: failLogged, clientGone });
+    passOnChannelError(answer, res, {
+      logger,
+      fail: failLogged,
+      clientGone,
+      // The channel's own code (or type) goes in the access line, as ours would.
+      onCode: (code) => (context.errorCode = code),
+    });
     return;
   }
   deliverAnswer(answer, res, answerContext(s, request, answer, failLogged, clientGone));

@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { ChannelAnswer } from "../channels/channel-answer.js";
 import { ServiceError } from "../errors/service-error.js";
+import { shorten } from "../errors/shorten.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
 
 /** How {@link passOnChannelError} reports back to the request it serves. */
@@ -10,6 +11,8 @@ export interface ChannelErrorContext {
   /** Hands an error to the one error writer. */
   fail: (err: unknown) => void;
   clientGone: () => boolean;
+  /** Told of the channel's error `code` (else its `type`), scrubbed and shortened, when it has one. */
+  onCode?: (code: string) => void;
 }
 
 /** Larger error bodies are not OpenAI errors. */
@@ -31,7 +34,8 @@ export function passOnChannelError(
   answer.read(MAX_ERROR_BODY_BYTES).then(
     (body) => {
       if (context.clientGone()) return;
-      if (!isErrorEnvelope(body)) {
+      const code = errorCodeOf(body);
+      if (code === undefined) {
         context.logger.warn(
           { channel: answer.channel.name, status },
           "channel answered an error without an OpenAI error body",
@@ -39,6 +43,7 @@ export function passOnChannelError(
         context.fail(envelopeFor(status, headers["retry-after"]));
         return;
       }
+      if (code !== null) context.onCode?.(shorten(scrubber.scrubString(code)));
       const out = scrubber.scrub(body);
       res.statusCode = status;
       copyResponseHeaders(headers, (name, value) => res.setHeader(name, value), scrubber.scrubText);
@@ -78,12 +83,19 @@ function envelopeFor(status: number, retryAfter: string | string[] | undefined):
   );
 }
 
-/** Whether `body` is an OpenAI error envelope (`{"error": {...}}`). */
-function isErrorEnvelope(body: Buffer): boolean {
+/**
+ * The `code` (else the `type`) of an OpenAI error envelope (`{"error": {...}}`);
+ * null for an envelope with neither; undefined for a body that is no envelope.
+ */
+function errorCodeOf(body: Buffer): string | null | undefined {
+  let error: unknown;
   try {
-    const parsed = JSON.parse(body.toString("utf8")) as { error?: unknown } | null;
-    return Boolean(parsed && typeof parsed.error === "object" && parsed.error !== null);
+    error = (JSON.parse(body.toString("utf8")) as { error?: unknown } | null)?.error;
   } catch {
-    return false;
+    return undefined;
   }
+  if (typeof error !== "object" || error === null) return undefined;
+  const { code, type } = error as { code?: unknown; type?: unknown };
+  if (typeof code === "string" && code !== "") return code;
+  return typeof type === "string" && type !== "" ? type : null;
 }

@@ -118,19 +118,59 @@ describe("access lines", () => {
       route: "/v1/images/tasks",
       status: 202,
       model: "gpt-image-1",
+      task_id: task.id,
     });
     expect(await lineOf("poll-1")).toMatchObject({
       route: "/v1/images/tasks/:taskId",
       status: 200,
       model: "gpt-image-1",
+      task_id: task.id,
     });
     expect(await lineOf("list-1")).toMatchObject({ route: "/v1/images/tasks", status: 200 });
+    expect((await lineOf("list-1")).task_id).toBeUndefined();
     expect(await lineOf("cancel-1")).toMatchObject({
       route: "/v1/images/tasks/:taskId/cancel",
       status: 200,
+      task_id: task.id,
+    });
+    // The task's lines name the request that caused each: its submission, then its cancel.
+    const taskLines = lines.filter((line) => line.task_id === task.id && line.msg !== "request");
+    expect(taskLines.find((line) => line.msg === "task.submitted")).toMatchObject({
+      req_id: "submit-1",
+    });
+    expect(taskLines.find((line) => line.msg === "task.cancelled")).toMatchObject({
+      req_id: "cancel-1",
     });
     // Never a raw task id in a route.
     expect(requests().some((line) => String(line.route).includes("task_"))).toBe(false);
+  });
+
+  it("the client's address and user agent, and a channel's own error code", async () => {
+    const agent = `tester/${"x".repeat(300)}`;
+    const answer = await fetch(`${app.baseURL}/models`, {
+      headers: { authorization: `Bearer ${app.key}`, "user-agent": agent, "x-request-id": "ua-1" },
+    });
+    expect(answer.status).toBe(200);
+    const line = await lineOf("ua-1");
+    expect(line.client_ip).toBe("127.0.0.1");
+    expect(line.user_agent).toBe(agent.slice(0, 200));
+
+    app.upstream.behave("chat", {
+      kind: "status",
+      status: 500,
+      body: { error: { message: "it broke", type: "server_error", code: "boom" } },
+    });
+    await client.chat.completions
+      .create(
+        { model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }] },
+        withId("boom-1"),
+      )
+      .catch(() => undefined);
+    expect(await lineOf("boom-1")).toMatchObject({
+      status: 500,
+      upstream_status: 500,
+      error_code: "boom",
+    });
   });
 
   it("refusals carry their error code: 401, 404, 429", async () => {

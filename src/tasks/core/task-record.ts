@@ -86,6 +86,8 @@ export interface TaskRecord {
   sealedCredential?: string;
   /** The submitter's `key_name` (a configured key's name, a fingerprint, a JWT `sub`): for task lines. */
   keyName?: string;
+  /** The submission's `req_id` (`X-Request-Id`): task lines carry it, to tie them to its access line. */
+  reqId?: string;
   /**
    * The submission's span as a W3C `traceparent`, when tracing: the replica
    * that runs the task continues its trace.

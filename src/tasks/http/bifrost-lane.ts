@@ -88,9 +88,11 @@ async function submitJob(deps: TaskLaneDeps, r: TaskRequest, kind: JobKind): Pro
     idempotencyKey: idempotencyKeyOf(r.req),
     baseUrl,
     span: r.context.span,
+    reqId: r.context.reqId,
     dialect: "bifrost",
     ...(retentionSec === undefined ? {} : { retentionSec }),
   });
+  r.context.taskId = record.id;
   const view = await showTask(
     record,
     { images, baseUrl, data: replayed ? "full" : "none", limits: deps.taskLimits },

@@ -56,8 +56,10 @@ async function submit(
     idempotencyKey: idempotencyKeyOf(r.req),
     baseUrl,
     span: r.context.span,
+    reqId: r.context.reqId,
     dialect: "sub2api",
   });
+  r.context.taskId = record.id;
   const view = await showTask(
     record,
     { images, baseUrl, data: replayed ? "full" : "none", limits: deps.taskLimits },

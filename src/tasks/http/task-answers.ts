@@ -99,7 +99,7 @@ export class TaskAnswers {
 
   /** `POST /v1/images/tasks/{id}/cancel`. */
   async cancel(r: TaskRequest): Promise<void> {
-    const record = await this.deps.service.cancel(r.principal, r.taskId);
+    const record = await this.deps.service.cancel(r.principal, r.taskId, r.context.reqId);
     r.context.model = record.model;
     setHeaders(r.res, pollHeaders(record, this.deps.pollIntervalSec));
     await sendTaskView(r.res, 200, await this.view(record, r.baseUrlOf(), "full"));
@@ -134,7 +134,9 @@ export class TaskAnswers {
       idempotencyKey,
       baseUrl,
       span: context.span,
+      reqId: context.reqId,
     });
+    context.taskId = record.id;
     const location = `${baseUrl}/v1/images/tasks/${record.id}`;
     if (wantsEventStream(req)) {
       await this.deps.eventStreams.watchSubmitted(res, principal, record, baseUrl, {

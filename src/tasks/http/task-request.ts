@@ -40,6 +40,7 @@ export function taskRequest(
   const taskId = raw === undefined ? "" : decodeSegment(raw);
   if (taskId === undefined)
     throw new ServiceError("invalid_value", "The request could not be read.");
+  if (taskId !== "") context.taskId = taskId;
   return {
     req,
     res,

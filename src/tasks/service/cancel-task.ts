@@ -24,14 +24,18 @@ export interface CancelDeps {
  * as it is. The failure is written first, so a run's own completion loses the
  * race; then the run is stopped wherever it runs.
  */
-export async function cancelTask(deps: CancelDeps, record: TaskRecord): Promise<TaskRecord> {
+export async function cancelTask(
+  deps: CancelDeps,
+  record: TaskRecord,
+  reqId?: string,
+): Promise<TaskRecord> {
   const { store, queue, finisher, logger } = deps;
   const { id } = record;
   // Finished already: nothing to fail, and the record was just read.
   if (isFinished(record.status)) return record;
   return available(async () => {
     if (record.status === "queued") {
-      const failed = await finisher.fail(record, "queued", CANCELLED);
+      const failed = await finisher.fail(record, "queued", CANCELLED, { end: { reqId } });
       if (failed) {
         // Best effort: a job left behind finds its task failed and ends at once.
         await queue.remove({ taskId: id, owner: record.owner }).catch(() => false);
@@ -40,7 +44,7 @@ export async function cancelTask(deps: CancelDeps, record: TaskRecord): Promise<
     }
     if (record.status === "queued" || record.status === "in_progress") {
       // Queued a moment ago, or running: it may have started since.
-      const failed = await finisher.fail(record, "in_progress", CANCELLED);
+      const failed = await finisher.fail(record, "in_progress", CANCELLED, { end: { reqId } });
       if (failed) {
         // Best effort: a run that misses the message sees the failure on its next check.
         await queue.cancel(id).catch((err: unknown) => {

@@ -24,6 +24,8 @@ export interface SubmitOptions {
   baseUrl: string;
   /** The submission's span: the task's trace starts there (a no-op span when tracing is off). */
   span?: Span;
+  /** The submission's `req_id`: the task's lines carry it. */
+  reqId?: string;
   /**
    * The async dialect it came in, which decides how the task is shown (and
    * sub2api's, its `imgtask_` id); absent: the service's own.

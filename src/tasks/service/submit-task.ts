@@ -166,6 +166,7 @@ async function newTaskRecord(
   }
   if (webhookUrl) record.webhook = { url: webhookUrl, baseUrl: options.baseUrl };
   if (options.span?.traceparent) record.trace = options.span.traceparent;
+  if (options.reqId) record.reqId = options.reqId;
   const { upstream } = principal;
   if (upstream) {
     const { sealer } = deps;

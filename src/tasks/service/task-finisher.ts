@@ -38,6 +38,8 @@ export interface RunEnd {
   /** When the run started, in ms (the record keeps seconds). */
   startedMs?: number;
   span?: Span;
+  /** The request that ended the task (a cancel, a delete): its `req_id` goes in the task line. */
+  reqId?: string;
 }
 
 /**
@@ -238,7 +240,7 @@ function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
   const startedMs = end.startedMs ?? (record.started_at ?? NaN) * 1000;
   const runMs = Number.isNaN(startedMs) ? undefined : Math.max(0, s.now() - startedMs);
   const fields: Record<string, unknown> = {
-    ...taskLine(record),
+    ...taskLine(record, end.reqId ?? record.reqId),
     channel: end.channel,
     run_ms: runMs,
   };

@@ -4,12 +4,17 @@ import type { TaskRecord } from "../core/task-record.js";
 /**
  * The fields every task line starts with (`task.submitted`, `task.started`,
  * `task.completed`, `task.failed`, `task.cancelled`): the task, who submitted
- * it (its `key_name`, never a key), its model and its trace. The replica is
- * the logger's own binding.
+ * it (its `key_name`, never a key), the `req_id` of the request that caused
+ * the line (the submission's, unless another request ended the task: a
+ * cancel), its model and its trace. The replica is the logger's own binding.
  */
-export function taskLine(record: TaskRecord): Record<string, string | undefined> {
+export function taskLine(
+  record: TaskRecord,
+  reqId: string | undefined = record.reqId,
+): Record<string, string | undefined> {
   return {
     task_id: record.id,
+    req_id: reqId,
     key_name: record.keyName,
     model: record.model,
     trace_id: traceIdOf(record.trace),

@@ -98,8 +98,11 @@ export interface TaskService {
    * of them (an unknown one is the caller's mistake, or has expired).
    */
   list(principal: Principal, query: ListQuery): Promise<OwnedPage>;
-  /** Fails a queued or running task with `cancelled`; a finished one is returned as it is. */
-  cancel(principal: Principal, id: string): Promise<TaskRecord>;
+  /**
+   * Fails a queued or running task with `cancelled`; a finished one is
+   * returned as it is. `reqId`: the cancelling request's, for the task line.
+   */
+  cancel(principal: Principal, id: string, reqId?: string): Promise<TaskRecord>;
   /**
    * New submissions get 503 from now on (the service is stopping), and
    * waiting requests answer at once with the task as it is.
@@ -193,8 +196,8 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
       return page;
     },
 
-    async cancel(principal, id) {
-      return cancelTask(deps, await get(principal, id));
+    async cancel(principal, id, reqId) {
+      return cancelTask(deps, await get(principal, id), reqId);
     },
 
     stopAccepting() {
