@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { CredentialSealer } from "../auth/credential-sealer.js";
 import type { Config } from "../config/config-schema.js";
 import { createImageUrlSigner, type ImageUrlSigner } from "./images/image-url-signer.js";
+import { urlSigningSecret } from "./images/url-signing-secret.js";
 import type { ImageStore } from "../images/image-store.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { ModelAccess } from "../models/model-access.js";
@@ -97,7 +97,7 @@ interface TaskParts {
  */
 export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks> {
   const { backend } = deps;
-  const signer = createImageUrlSigner(await signingSecret(deps.config, backend));
+  const signer = createImageUrlSigner(await urlSigningSecret(deps.config, backend.store));
   const parts = createParts(deps, signer);
   return {
     service: parts.service,
@@ -203,12 +203,3 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   };
 }
 
-/** The secret of image URLs: configured, else made once and kept in the store for every replica. */
-async function signingSecret(config: Config, backend: TaskBackend): Promise<string> {
-  return (
-    config.server.urlSigningSecret ??
-    (await backend.store.getOrSetMeta("url-signing-secret", () =>
-      randomBytes(32).toString("base64url"),
-    ))
-  );
-}

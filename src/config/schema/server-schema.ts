@@ -120,9 +120,12 @@ export const serverSchema = z
       .optional()
       .meta({
         description:
-          "Secret that signs image URLs (at least 16 characters); set it to rotate. Default: a " +
-          "random one generated once and kept in the task store, so URLs survive restarts and " +
-          "are valid on every replica.",
+          "Secret that signs image URLs (at least 16 characters); set it to rotate. Default: on " +
+          "SQLite and memory, a random one generated once and kept in the task store, so URLs " +
+          "survive restarts; on a shared store (Redis), one derived from the configuration's other " +
+          "secrets, the same on every replica and after Redis lost its data (links then change " +
+          "only when a key or secret in the configuration does; set this to keep them through " +
+          "rotations).",
       }),
     maxConnections: positiveInt("connections")
       .default(10_000)
