@@ -12,11 +12,14 @@ const BLOCKING: Record<string, (args: readonly unknown[]) => number> = {
   brpop: (args) => seconds(args.at(-1)),
   brpoplpush: (args) => seconds(args.at(-1)),
   blmove: (args) => seconds(args.at(-1)),
-  bzpopmin: (args) => seconds(args.at(-1)),
+  // BullMQ's blocking reads (a worker's fetch, QueueEvents) carry their own watchdog, which
+  // resets the connection when a read does not settle in time; a second watch cutting the same
+  // connection at another moment keeps both resetting it, in a loop, after Redis paused.
+  bzpopmin: () => Infinity,
   bzpopmax: (args) => seconds(args.at(-1)),
   blmpop: (args) => seconds(args[0]),
   bzmpop: (args) => seconds(args[0]),
-  xread: blockOption,
+  xread: () => Infinity,
   xreadgroup: blockOption,
   wait: (args) => millis(args[1]),
 };
@@ -72,8 +75,12 @@ interface DeadlineWatch {
   /** Cuts the connection; undefined on a Cluster, whose nodes are cut one by one. */
   cut: (() => void) | undefined;
   pending: Map<Command, number>;
-  /** The latest deadline of the commands waiting: replies come in order. */
-  horizon: number;
+  /**
+   * When the server is expected to be done with what this connection sent so
+   * far, counting the blocking commands' own waits: replies come in order,
+   * so a command sent behind a blocking one starts only when that one ends.
+   */
+  busyUntil: number;
   reported: boolean;
   timer: NodeJS.Timeout | undefined;
   lastCheck: number;
@@ -91,7 +98,7 @@ function watch(
     options,
     cut: cutConnection,
     pending: new Map(),
-    horizon: 0,
+    busyUntil: 0,
     reported: false,
     timer: undefined,
     lastCheck: 0,
@@ -102,7 +109,10 @@ function watch(
   holder.sendCommand = (command, ...rest) => {
     if (givenUp.has(command)) return command.promise;
     if (!w.cut) (command as ClusterCommand).clusterOwned = true;
-    if (!w.pending.has(command)) track(w, command);
+    // A command sent again (ioredis resends what a cut connection left unanswered) waits anew
+    // from now: kept at its first deadline, a resent blocking command would be late on the new
+    // connection by as long as the old one held it, cut it again, be resent again, in a loop.
+    track(w, command);
     return send(command, ...rest);
   };
   target.on("ready", () => {
@@ -114,17 +124,19 @@ function watch(
 /** Gives a command just sent its deadline, and takes it off when it settles. */
 function track(w: DeadlineWatch, command: Command): void {
   const waitMs = BLOCKING[command.name.toLowerCase()]?.(command.args) ?? 0;
-  // A blocking command's queue position is its own: later ones wait for it on the server too.
-  const deadline = Math.max(performance.now() + w.options.timeoutMs + waitMs, w.horizon);
-  w.horizon = deadline;
-  w.pending.set(command, deadline);
+  // Queued behind a blocking command, a command starts when that one ends: its own wait (two
+  // blocking commands back to back, as BullMQ sends after a reconnect) counts from then.
+  w.busyUntil = Math.max(performance.now(), w.busyUntil) + waitMs;
+  const resent = w.pending.has(command);
+  w.pending.set(command, w.busyUntil + w.options.timeoutMs);
   if (!w.timer) {
     w.lastCheck = performance.now();
     w.timer = setInterval(check, w.checkEvery, w).unref();
   }
+  if (resent) return;
   const done = () => {
     w.pending.delete(command);
-    if (w.pending.size === 0) w.horizon = 0;
+    if (w.pending.size === 0) w.busyUntil = 0;
   };
   command.promise.then(done, done);
 }
@@ -138,7 +150,7 @@ function check(w: DeadlineWatch): void {
   w.lastCheck = now;
   if (stalled > 0) {
     for (const [command, deadline] of pending) pending.set(command, deadline + stalled);
-    w.horizon += stalled;
+    w.busyUntil += stalled;
     return;
   }
   const overdue = [...pending].filter(([, deadline]) => deadline < now).map(([c]) => c);
@@ -157,7 +169,7 @@ function check(w: DeadlineWatch): void {
       givenUp.add(command);
       command.reject(error);
     }
-    if (pending.size === 0) w.horizon = 0;
+    if (pending.size === 0) w.busyUntil = 0;
     w.cut?.();
   }
   if (pending.size === 0) {
