@@ -115,6 +115,9 @@ describe.each(STORES)("DELETE /v1/images/tasks/{id} on the $name store", ({ opti
       "after",
     );
     expectError(await deleteTask(app, id), 404, "task_not_found", "task_id");
+    // Nothing is left to watch: a stream asked for now is the 404 too, at once.
+    const late = await openEvents(app, `/v1/images/tasks/${id}/events`);
+    expect(late.status).toBe(404);
     // The task left alone is as it was.
     expect((await getTask(app, kept)).body.status).toBe("completed");
     expect(await filesOf(dir, kept)).not.toEqual([]);
