@@ -3,7 +3,15 @@ import { confirmDialog } from "./confirm-dialog.js";
 import { field, h, select } from "./dom.js";
 import { statusLabel } from "./format.js";
 import { createCard, type GalleryCard } from "./gallery-card.js";
-import { firstPage, listQuery, nextPage, pageNumber, previousPage, type Paging } from "./paging.js";
+import {
+  firstPage,
+  galleryTasks,
+  listQuery,
+  nextPage,
+  pageNumber,
+  previousPage,
+  type Paging,
+} from "./paging.js";
 import { routeHash } from "./routes.js";
 import { createThumbnailLoader } from "./thumbnail-loader.js";
 import { isFinished, TASK_STATUSES, type TaskPage, type TaskStatus } from "./task-types.js";
@@ -69,7 +77,7 @@ export function createGalleryView(options: GalleryViewOptions) {
       shown = page;
       render(page);
       if (!quietly) describe(page);
-      if (page.data.some((task) => !isFinished(task.status))) {
+      if (galleryTasks(page).some((task) => !isFinished(task.status))) {
         timer = setTimeout(poll, POLL_MS);
       } else if (pageNumber(paging) === 1) {
         timer = setTimeout(poll, IDLE_POLL_MS);
@@ -93,7 +101,7 @@ export function createGalleryView(options: GalleryViewOptions) {
     else void load(true);
   };
   const describe = (page: TaskPage) => {
-    const count = page.data.length;
+    const count = galleryTasks(page).length;
     message.textContent =
       notice +
       (count > 0
@@ -108,7 +116,7 @@ export function createGalleryView(options: GalleryViewOptions) {
   };
   /** The page's cards, each made once and then updated in place. */
   const render = (page: TaskPage) => {
-    const next = page.data.map((task) => {
+    const next = galleryTasks(page).map((task) => {
       const card = cards.get(task.id) ?? createCard(task);
       card.update(task);
       thumbnails.watch(card);

@@ -1,5 +1,5 @@
 import type { ListQuery } from "./api.js";
-import type { TaskPage, TaskStatus } from "./task-types.js";
+import type { Task, TaskPage, TaskStatus } from "./task-types.js";
 
 /**
  * Where the gallery is in the key's task list. The API pages forward only
@@ -49,4 +49,14 @@ export function listQuery(page: Paging, limit = PAGE_SIZE): ListQuery {
     ...(page.after ? { after: page.after } : {}),
     ...(page.status ? { status: page.status } : {}),
   };
+}
+
+/**
+ * The tasks of a page the gallery shows: the service's own (`image.task`).
+ * A key's list also holds the tasks it made in another dialect, each in that
+ * dialect's shape (sub2api's `image.generation.task`: no `created`, no
+ * `model`), which the gallery's cards cannot show.
+ */
+export function galleryTasks(page: Pick<TaskPage, "data">): Task[] {
+  return page.data.filter((task: { object?: unknown }) => task.object === "image.task");
 }

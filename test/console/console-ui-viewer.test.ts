@@ -202,7 +202,7 @@ describe("the console shows images whole, with what they cost", { timeout: 90_00
       size: "1024x1536",
       response_format: "url",
     });
-    // b64_json: the list has no link; the card reads the task for its picture.
+    // b64_json: the list carries a signed thumbnail link, which the card shows.
     const wide = await makeTask(service, {
       prompt: "a wide field",
       size: "1536x1024",
@@ -228,7 +228,9 @@ describe("the console shows images whole, with what they cost", { timeout: 90_00
       .poll(() => size("a wide field").textContent(), { timeout: 30_000 })
       .toBe("gpt-image-1 · 1536x1024 · 1536 × 1024 px");
     const picture = page.locator(".card-item", { hasText: "a wide field" }).locator("img");
-    expect(await picture.getAttribute("src")).toMatch(/^blob:/);
+    expect(await picture.getAttribute("src")).toMatch(
+      new RegExp(`/v1/images/files/${wide.id}/0\\.png\\?expires=`),
+    );
     expect(wide.data![0]!.b64_json).toBeDefined();
 
     const controls = await accessibleControls(page);

@@ -99,6 +99,15 @@ export interface TaskStore {
     patch: Partial<TaskRecord> & { status: TaskStatus },
     options?: TransitionOptions,
   ): Promise<TaskRecord | undefined>;
+  /**
+   * Deletes a task in one atomic step: its record and every entry it has in
+   * the indexes (its owner's list and share of the store, the unfinished
+   * list, the webhook outbox, the expiry bookkeeping, so the sweep hands none
+   * of its image keys on later). An idempotency key that made it stays and
+   * then reads as unknown. Resolves the record as it was (its image keys are
+   * the caller's to delete), or `undefined` when there was none.
+   */
+  delete(id: string): Promise<TaskRecord | undefined>;
   /** Tasks not finished (queued or in progress), oldest first: what must have a place in the queue. */
   listUnfinished(): Promise<TaskRecord[]>;
   /**

@@ -45,6 +45,7 @@ const HANDLERS: Record<TaskRouteName, (answers: TaskAnswers, r: TaskRequest) => 
   get: (answers, r) => answers.get(r),
   events: (answers, r) => answers.events(r),
   cancel: (answers, r) => answers.cancel(r),
+  delete: (answers, r) => answers.delete(r),
 };
 
 /**

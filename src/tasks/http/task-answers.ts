@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import type { TaskDeleted } from "../../contract/task-contract.js";
 import { clientGone } from "../../http/client-gone.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { ImageReads } from "../images/image-reads.js";
@@ -57,9 +58,10 @@ export class TaskAnswers {
   async list(r: TaskRequest): Promise<void> {
     const page = await this.deps.service.list(r.principal, parseListQuery(r.query));
     const baseUrl = r.baseUrlOf();
-    // No b64_json in a list: a page of 100 tasks of 10 images would be gigabytes.
+    // No b64_json in a list: a page of 100 tasks of 10 images would be gigabytes. Signed links
+    // to them instead, so a gallery shows every task's images without reading each task.
     const data = await Promise.all(
-      page.records.map((record) => this.view(record, baseUrl, "listed")),
+      page.records.map((record) => this.view(record, baseUrl, "listed", { thumbnails: true })),
     );
     const body = JSON.stringify({
       object: "list",
@@ -88,7 +90,7 @@ export class TaskAnswers {
     const record = await this.deps.service.waitFor(r.principal, r.taskId, wait * 1000, gone);
     r.context.model = record.model;
     setHeaders(r.res, pollHeaders(record, this.deps.pollIntervalSec));
-    const links = r.query.links === "service" ? "service" : undefined;
+    const links = r.query.links === "service" ? { links: "service" as const } : {};
     await sendTaskView(r.res, 200, await this.view(record, r.baseUrlOf(), "full", links));
   }
 
@@ -103,6 +105,23 @@ export class TaskAnswers {
     r.context.model = record.model;
     setHeaders(r.res, pollHeaders(record, this.deps.pollIntervalSec));
     await sendTaskView(r.res, 200, await this.view(record, r.baseUrlOf(), "full"));
+  }
+
+  /**
+   * `DELETE /v1/images/tasks/{id}`: the task and its images, at once (a
+   * running one is cancelled first).
+   */
+  async delete(r: TaskRequest): Promise<void> {
+    const record = await this.deps.service.delete(r.principal, r.taskId);
+    r.context.model = record.model;
+    const deleted: TaskDeleted = { id: record.id, object: "image.task.deleted", deleted: true };
+    const body = JSON.stringify(deleted);
+    r.res.writeHead(200, {
+      "Cache-Control": "no-store",
+      "Content-Type": "application/json; charset=utf-8",
+      "Content-Length": Buffer.byteLength(body),
+    });
+    r.res.end(body);
   }
 
   /**
@@ -169,10 +188,10 @@ export class TaskAnswers {
     record: TaskRecord,
     baseUrl: string,
     data: PresentDeps["data"],
-    links?: PresentDeps["links"],
+    options: Pick<PresentDeps, "links" | "thumbnails"> = {},
   ): Promise<ShownTask> {
     const { images, taskLimits } = this.deps;
-    const deps = { images, baseUrl, data, limits: taskLimits, ...(links ? { links } : {}) };
+    const deps = { images, baseUrl, data, limits: taskLimits, ...options };
     return showTask(record, deps, nativeRouteDialect(record));
   }
 }

@@ -1,7 +1,8 @@
 import type { RouteDef } from "../../http/route-table.js";
 
 /** What each task route does; the lane has one handler per name. */
-export type TaskRouteName = "submit" | "submit_edit" | "list" | "get" | "events" | "cancel";
+export type TaskRouteName =
+  "submit" | "submit_edit" | "list" | "get" | "events" | "cancel" | "delete";
 
 /** One route of the task API. */
 export interface TaskRoute extends RouteDef {
@@ -26,4 +27,5 @@ export const TASK_ROUTES: readonly TaskRoute[] = [
   route("get", "GET", "/v1/images/tasks/:taskId"),
   route("events", "GET", "/v1/images/tasks/:taskId/events"),
   route("cancel", "POST", "/v1/images/tasks/:taskId/cancel"),
+  route("delete", "DELETE", "/v1/images/tasks/:taskId"),
 ];

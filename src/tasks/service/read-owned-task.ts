@@ -5,6 +5,13 @@ import { available } from "../../errors/store-unavailable.js";
 import { isAnyTaskId } from "../../contract/task-contract.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 
+/** The one 404 for a task a caller may not see: unknown, another key's, expired, deleted. */
+export function taskNotFound(id: string): ServiceError {
+  return new ServiceError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, {
+    param: "task_id",
+  });
+}
+
 /**
  * Reads a task the principal owns. An id of another shape, another key's
  * task and an expired one are the same 404, so nobody learns which ids exist.
@@ -15,10 +22,7 @@ export async function readOwnedTask(
   id: string,
   nowSec: number,
 ): Promise<TaskRecord> {
-  const notFound = () =>
-    new ServiceError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, {
-      param: "task_id",
-    });
+  const notFound = () => taskNotFound(id);
   if (!isAnyTaskId(id)) throw notFound();
   const record = await available(() => store.get(id));
   if (!record || record.owner !== principal.subject) throw notFound();

@@ -6,6 +6,7 @@ import { ServiceError } from "../../errors/service-error.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { cancelTask } from "./cancel-task.js";
+import { deleteTask } from "./delete-task.js";
 import type { TaskQueue } from "../core/task-queue.js";
 import { readOwnedTask } from "./read-owned-task.js";
 import type { OwnedPage, TaskStore } from "../core/task-store.js";
@@ -65,7 +66,7 @@ export interface WatchOptions {
 /**
  * The task API's operations, the same whatever the transport (the HTTP lanes
  * of every dialect, the MCP tools in process): submit, read, wait, watch,
- * list, cancel.
+ * list, cancel, delete.
  */
 export interface TaskService {
   /** A task the principal owns, else 404 `task_not_found`. */
@@ -104,6 +105,13 @@ export interface TaskService {
    */
   cancel(principal: Principal, id: string, reqId?: string): Promise<TaskRecord>;
   /**
+   * Deletes a task the principal owns, with its images and every index
+   * entry; a queued or running one is cancelled first. Resolves the record
+   * as it was deleted; another key's task, an unknown one and one deleted
+   * already are 404 `task_not_found`.
+   */
+  delete(principal: Principal, id: string): Promise<TaskRecord>;
+  /**
    * New submissions get 503 from now on (the service is stopping), and
    * waiting requests answer at once with the task as it is.
    */
@@ -111,7 +119,7 @@ export interface TaskService {
 }
 
 /**
- * Submit, read and cancel, over the store and the queue. Running a task is
+ * Submit, read, cancel and delete, over the store and the queue. Running a task is
  * the runner's job; ending one, the finisher's.
  */
 export function createTaskService(deps: TaskServiceDeps): TaskService {
@@ -198,6 +206,10 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
 
     async cancel(principal, id, reqId) {
       return cancelTask(deps, await get(principal, id), reqId);
+    },
+
+    async delete(principal, id) {
+      return deleteTask(deps, await get(principal, id));
     },
 
     stopAccepting() {

@@ -19,39 +19,61 @@ const OWNER_ENTRY = "owner-entry:";
 const IMAGE_ENTRY = "image-key:";
 const bucketKey = (bucket: number) => `expiring:${bucket}`;
 
-/** Lists `keys` in the bucket of the second after they expire. Call inside `exclusive`. */
+/**
+ * Lists `keys` in the bucket of the second after they expire; resolves the
+ * bucket. Call inside `exclusive`.
+ */
 export async function expireLater(
   { keyv, now }: KeyvTaskState,
   keys: string[],
   ttlMs: number,
-): Promise<void> {
+): Promise<number> {
   const bucket = Math.floor((now() + ttlMs) / BUCKET_MS) + 1;
   const listed = (await read<string[]>(keyv, bucketKey(bucket))) ?? [];
   // Appended in place: without a serializer the list read is the one held, and a copy
   // per finished task of a minute's list was most of the memory store's work.
   listed.push(...keys);
   await keyv.set(bucketKey(bucket), listed);
+  return bucket;
+}
+
+/** What a finished task lists in its bucket: its record, its owner entry, its image keys. */
+function taskEntries(record: TaskRecord): string[] {
+  return [
+    taskKey(record.id),
+    `${OWNER_ENTRY}${record.id}:${record.owner}`,
+    ...imageKeysOf(record).map((key) => `${IMAGE_ENTRY}${key}`),
+  ];
 }
 
 /**
  * Lists a finished task, its owner entry and its image store keys
- * for the sweep, `ttlMs` from now. Call inside `exclusive`.
+ * for the sweep, `ttlMs` from now; resolves the bucket. Call inside `exclusive`.
  */
-export async function expireWithTask(
+export function expireWithTask(
   state: KeyvTaskState,
   record: TaskRecord,
   ttlMs: number,
+): Promise<number> {
+  return expireLater(state, taskEntries(record), ttlMs + BUCKET_MS);
+}
+
+/**
+ * Takes a deleted task's entries out of `bucket` (where {@link expireWithTask}
+ * listed them): the sweep then hands none of its image keys on. Call inside `exclusive`.
+ */
+export async function forgetExpiry(
+  { keyv }: KeyvTaskState,
+  record: TaskRecord,
+  bucket: number,
 ): Promise<void> {
-  const { id } = record;
-  await expireLater(
-    state,
-    [
-      taskKey(id),
-      `${OWNER_ENTRY}${id}:${record.owner}`,
-      ...imageKeysOf(record).map((key) => `${IMAGE_ENTRY}${key}`),
-    ],
-    ttlMs + BUCKET_MS,
-  );
+  const listed = await read<string[]>(keyv, bucketKey(bucket));
+  if (!listed) return;
+  const entries = new Set(taskEntries(record));
+  const kept = listed.filter((key) => !entries.has(key));
+  if (kept.length === listed.length) return;
+  if (kept.length > 0) await keyv.set(bucketKey(bucket), kept);
+  else await keyv.delete(bucketKey(bucket));
 }
 
 /** Takes expired tasks out of their owners' indexes; an empty index is deleted. */

@@ -4,9 +4,11 @@ import type { TaskStatus } from "../core/task-record.js";
 /**
  * One task in its owner's index, in the order tasks were created, with its
  * status, so a list filtered by status reads only the records it returns.
- * (Entries written before the list existed have no status.)
+ * (Entries written before the list existed have no status.) A finished
+ * task's entry also names the expiry bucket it is listed in, so a delete
+ * takes it out of there without a search.
  */
-export type OwnerEntry = [id: string, created: number, status?: TaskStatus];
+export type OwnerEntry = [id: string, created: number, status?: TaskStatus, bucket?: number];
 
 /** What the memory store's steps share. */
 export interface KeyvTaskState {

@@ -5,7 +5,7 @@ import {
   type TaskRecord,
   type TaskStatus,
 } from "../core/task-record.js";
-import { expireLater, expireWithTask, sweepBuckets } from "./keyv-expiry-buckets.js";
+import { expireLater, expireWithTask, forgetExpiry, sweepBuckets } from "./keyv-expiry-buckets.js";
 import {
   exclusive,
   idemKey,
@@ -64,6 +64,7 @@ export function createKeyvTaskStore(keyv: Keyv, options: KeyvTaskStoreOptions): 
     create: (record, createOptions = {}) => exclusive(s, () => create(s, record, createOptions)),
     transition: (id, expected, patch, transitionOptions = {}) =>
       exclusive(s, () => transition(s, id, expected, patch, transitionOptions)),
+    delete: (id) => exclusive(s, () => deleteTask(s, id)),
     listUnfinished: () => listUnfinished(keyv),
     listOwned: (owner, query) => exclusive(s, () => listOwned(keyv, owner, query)),
 
@@ -150,37 +151,72 @@ async function transition(
   if (!next) return undefined;
   const finished = isFinished(next.status);
   await keyv.set(taskKey(id), next, finished ? ttlMs : undefined);
-  if (next.status !== expected) await reindexOwner(keyv, next);
-  if (finished) await finish(s, next, ttlMs);
+  const bucket = finished ? await finish(s, next, ttlMs) : undefined;
+  if (next.status !== expected) await reindexOwner(keyv, next, bucket);
   return next;
 }
 
-/** Writes a task's new status into its owner's index. */
-async function reindexOwner(keyv: Keyv, next: TaskRecord): Promise<void> {
+/** Writes a task's new status (and, finished, its expiry bucket) into its owner's index. */
+async function reindexOwner(keyv: Keyv, next: TaskRecord, bucket?: number): Promise<void> {
   const owned = await readOwner(keyv, next.owner);
   const at = owned.findIndex(([other]) => other === next.id);
   if (at !== -1) {
-    owned[at] = [next.id, owned[at]![1], next.status];
+    const created = owned[at]![1];
+    owned[at] =
+      bucket === undefined
+        ? [next.id, created, next.status]
+        : [next.id, created, next.status, bucket];
     await keyv.set(ownerKey(next.owner), owned);
   }
 }
 
-/** A finished task leaves the unfinished list, enters the outbox, expires. */
-async function finish(s: KeyvTaskState, next: TaskRecord, ttlMs: number | undefined) {
+/**
+ * A finished task leaves the unfinished list, enters the outbox, expires;
+ * resolves the expiry bucket it is listed in.
+ */
+async function finish(
+  s: KeyvTaskState,
+  next: TaskRecord,
+  ttlMs: number | undefined,
+): Promise<number | undefined> {
   const { keyv, now } = s;
   const { id } = next;
+  await dropUnfinished(keyv, id);
+  if (next.webhook) {
+    const outbox = await readOutbox(keyv);
+    outbox.push([id, now()]);
+    await keyv.set(OUTBOX, outbox);
+  }
+  return ttlMs === undefined ? undefined : expireWithTask(s, next, ttlMs);
+}
+
+async function dropUnfinished(keyv: Keyv, id: string): Promise<void> {
   const unfinished = await readUnfinished(keyv);
   const at = unfinished.indexOf(id);
   if (at !== -1) {
     unfinished.splice(at, 1);
     await keyv.set(UNFINISHED, unfinished);
   }
-  if (next.webhook) {
-    const outbox = await readOutbox(keyv);
-    outbox.push([id, now()]);
-    await keyv.set(OUTBOX, outbox);
+}
+
+/** `delete`'s body: the record, its owner entry, the unfinished list, the outbox, its bucket. */
+async function deleteTask(s: KeyvTaskState, id: string): Promise<TaskRecord | undefined> {
+  const { keyv } = s;
+  const record = await read<TaskRecord>(keyv, taskKey(id));
+  if (!record) return undefined;
+  await keyv.delete(taskKey(id));
+  const owned = await readOwner(keyv, record.owner);
+  const at = owned.findIndex(([other]) => other === id);
+  const bucket = at === -1 ? undefined : owned[at]![3];
+  if (at !== -1) {
+    const kept = owned.filter((_, index) => index !== at);
+    if (kept.length > 0) await keyv.set(ownerKey(record.owner), kept);
+    else await keyv.delete(ownerKey(record.owner));
   }
-  if (ttlMs !== undefined) await expireWithTask(s, next, ttlMs);
+  await dropUnfinished(keyv, id);
+  await clearWebhookOutbox(keyv, id);
+  if (bucket !== undefined) await forgetExpiry(s, record, bucket);
+  return record;
 }
 
 async function listUnfinished(keyv: Keyv): Promise<TaskRecord[]> {

@@ -108,3 +108,22 @@ end
 if max == '' then max = '+inf' end
 return redis.call('ZREVRANGEBYSCORE', KEYS[2], max, '-inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
 `);
+
+/**
+ * KEYS: task, owner index, the owner's four status indexes (queued, in_progress, completed,
+ * failed), unfinished index, expiring index, webhook outbox, expiring image keys.
+ * ARGV: rev read, id, expiring member (`<id>|<owner>`), then the image store keys the record
+ * holds. Deletes the record and takes the task out of every index (an idempotency key that
+ * made it stays: read, it names a task that is gone). 1 deleted, 0 gone, -1 changed since read.
+ */
+export const DELETE = redisScript(`
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+if tostring(cjson.decode(raw).value.rev) ~= ARGV[1] then return -1 end
+redis.call('DEL', KEYS[1])
+for k = 2, 7 do redis.call('ZREM', KEYS[k], ARGV[2]) end
+redis.call('ZREM', KEYS[8], ARGV[3])
+redis.call('ZREM', KEYS[9], ARGV[2])
+for i = 4, #ARGV do redis.call('ZREM', KEYS[10], ARGV[i]) end
+return 1
+`);

@@ -3,6 +3,7 @@ import type { RedisClient } from "../../redis/open-redis-client.js";
 import type { RedisStoreKeys } from "../../redis/redis-keys.js";
 import { createKeyvCodec, type KeyvCodec, type KeyvEntry } from "./keyv-codec.js";
 import { CREATE, LIST, TRANSITION } from "./redis-task-scripts.js";
+import { deleteRedisTask } from "./redis-task-delete.js";
 import { sweepExpired } from "./redis-task-sweep.js";
 import { confirmOnReplicas, type ReplicaConfirmation } from "./redis-replica-wait.js";
 import {
@@ -80,6 +81,8 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     create: (record, createOptions = {}) => create(s, record, createOptions),
     transition: (id, expected, patch, transitionOptions = {}) =>
       transition(s, id, expected, patch, transitionOptions),
+    delete: async (id) =>
+      strip(await deleteRedisTask({ client, keys, read: (taskId) => readStored(s, taskId) }, id)),
     listUnfinished: () => listUnfinished(s),
     listOwned: (owner, query) => listOwned(s, owner, query),
 

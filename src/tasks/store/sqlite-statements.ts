@@ -32,6 +32,8 @@ export function prepareTaskStatements(db: Database): TaskStatements {
        record = @record WHERE id = @id`,
     ),
     deleteTask: statement("DELETE FROM tasks WHERE seq = ?"),
+    // tasks.id, whatever its expiry: what a delete takes
+    taskById: statement("SELECT seq, owner, record FROM tasks WHERE id = ?"),
     // tasks_unfinished
     unfinished: statement(`SELECT record FROM tasks WHERE ${UNFINISHED} ORDER BY created, seq`),
     // tasks.id, then tasks_by_owner / tasks_by_owner_status
@@ -97,6 +99,7 @@ type StatementName =
   | "insertTask"
   | "updateTask"
   | "deleteTask"
+  | "taskById"
   | "unfinished"
   | "ownedSeq"
   | "owned"

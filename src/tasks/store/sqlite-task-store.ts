@@ -41,6 +41,7 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
   const steps: Steps = { q, now, idempotencyTtlMs: options.idempotencyTtlMs };
   const create = db.transaction(createStep(steps));
   const transition = db.transaction(transitionStep(steps));
+  const remove = db.transaction(deleteStep(steps));
   const getOrSetMeta = db.transaction(metaStep(q));
 
   return {
@@ -50,6 +51,7 @@ export function createSqliteTaskStore(db: Database, options: SqliteTaskStoreOpti
     create: async (record, createOptions = {}) => create.immediate(record, createOptions),
     transition: async (id, expected, patch, transitionOptions = {}) =>
       transition.immediate(id, expected, patch, transitionOptions),
+    delete: async (id) => remove.immediate(id),
 
     async listUnfinished() {
       return (q.unfinished.all() as TaskRow[]).map((row) => JSON.parse(row.record) as TaskRecord);
@@ -165,6 +167,24 @@ function transitionStep(steps: Steps) {
     });
     if (finished && next.webhook) q.putOutbox.run(id, now());
     return next;
+  };
+}
+
+/**
+ * `delete`'s body: the row (its status and expiry indexes go with it), its
+ * owner's count and its outbox entry (one transaction). A row past its
+ * expiry the sweep has not taken yet goes too, its record resolved: the
+ * sweep will not hand its image keys on any more.
+ */
+function deleteStep({ q }: Steps) {
+  return (id: string): TaskRecord | undefined => {
+    const row = q.taskById.get(id) as { seq: number; owner: string; record: string } | undefined;
+    if (!row) return undefined;
+    q.deleteTask.run(row.seq);
+    q.addOwnerTasks.run(row.owner, -1);
+    q.dropEmptyOwner.run(row.owner);
+    q.clearOutbox.run(id);
+    return JSON.parse(row.record) as TaskRecord;
   };
 }
 

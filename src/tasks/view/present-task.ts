@@ -76,6 +76,12 @@ export interface PresentDeps {
    * submission echoed back).
    */
   data: "full" | "listed" | "none";
+  /**
+   * With `data: "listed"` (the task list only): each image and partial image
+   * of a `b64_json` task carries `thumbnail_url`, the service's own signed
+   * link to it, in place of the payload the list leaves out.
+   */
+  thumbnails?: boolean;
 }
 
 /** A task whose record outlived its bytes by a moment: the same 404 as an expired one. */
@@ -119,7 +125,11 @@ export async function presentTask(record: TaskRecord, deps: PresentDeps): Promis
             ...extra,
           };
         }
-        if (deps.data === "listed") return extra;
+        if (deps.data === "listed") {
+          if (!deps.thumbnails) return extra;
+          const thumbnail = await deps.images.link(record, index, deps.baseUrl, "service");
+          return { thumbnail_url: thumbnail, ...extra };
+        }
         const pending = new PendingImage(image.bytes, (signal) =>
           deps.images.open(record, index, signal),
         );
@@ -149,7 +159,10 @@ function presentParameters(record: TaskRecord): TaskParameters {
   return { ...shown, response_format: record.responseFormat } as TaskParameters;
 }
 
-/** A running task's partial images: links, or base64 read when sent (not in a list). */
+/**
+ * A running task's partial images: links, or base64 read when sent (in a
+ * list, none, or signed links as thumbnails).
+ */
 async function presentPartials(record: TaskRecord, deps: PresentDeps): Promise<TaskViewPartial[]> {
   if (record.responseFormat === "url") {
     return Promise.all(
@@ -159,7 +172,15 @@ async function presentPartials(record: TaskRecord, deps: PresentDeps): Promise<T
       })),
     );
   }
-  if (deps.data === "listed") return [];
+  if (deps.data === "listed") {
+    if (!deps.thumbnails) return [];
+    return Promise.all(
+      (record.partials ?? []).map(async (_, index) => ({
+        index,
+        thumbnail_url: await deps.images.partialLink(record, index, deps.baseUrl, "service"),
+      })),
+    );
+  }
   return (record.partials ?? []).map((image, index) => ({
     index,
     b64_json: new PendingImage(image.bytes, (signal) =>

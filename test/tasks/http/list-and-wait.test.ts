@@ -120,13 +120,18 @@ describe.each(STORES)("the task list and waiting on $name", ({ options }) => {
     const otherKeysTask = await list(app, `?after=${theirs[0]}`);
     expectError(otherKeysTask, 400, "invalid_value", "after");
 
-    // Items are the task as GET shows it, without b64_json; a url item stays.
+    // Items are the task as GET shows it, without b64_json (a signed thumbnail link instead); a
+    // url item stays.
     const items = (await list(app)).list.data;
     const urlTask = items.find((task) => task.id === mine[0])!;
     expect(urlTask).toMatchObject({ object: "image.task", status: "completed" });
     expect(urlTask.data![0]!.url).toMatch(/\/v1\/images\/files\/task_/);
     const b64Task = items.find((task) => task.id === mine[1])!;
-    expect(b64Task.data).toEqual([{}]);
+    expect(b64Task.data).toEqual([
+      {
+        thumbnail_url: expect.stringMatching(new RegExp(`/v1/images/files/${mine[1]}/0\\.png\\?`)),
+      },
+    ]);
     expect(JSON.stringify(items)).not.toContain('"b64_json":');
     const polled = await getTask(app, mine[1]!);
     expect(polled.body.data![0]!.b64_json).toMatch(/^iVBORw0KGgo/);
