@@ -19,7 +19,7 @@ import { keepPartials, type KeepPartialsDeps } from "./keep-partials.js";
 import { keepResult, type KeepResultDeps } from "./keep-result.js";
 import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
 import type { RunContext, RunStep } from "./run-step.js";
-import { resumePoll, submitAndPoll, type SubmitPollDeps } from "./async/submit-poll.js";
+import { resumePoll, submitAndPoll, type SubmitPollDeps } from "./submit-poll.js";
 
 /** How much longer than the task's timeout the channel's silence timer runs. */
 const IDLE_MARGIN_MS = 5_000;

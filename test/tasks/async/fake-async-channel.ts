@@ -82,7 +82,7 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
     const raw = await readRaw(req);
     const contentType = String(req.headers["content-type"] ?? "");
     const body = contentType.startsWith("multipart/form-data")
-      ? (parseForm(contentType, raw).fields as Record<string, unknown>)
+      ? (parseForm(contentType, raw)?.fields ?? {})
       : (JSON.parse(raw.toString("utf8")) as Record<string, unknown>);
     submissions[dialect] += 1;
     if (behaviour.submitStatus) {
@@ -91,7 +91,8 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       });
       return;
     }
-    const prefix = dialect === "openai-background" ? "resp_" : dialect === "sub2api" ? "imgtask_" : "";
+    const prefix =
+      dialect === "openai-background" ? "resp_" : dialect === "sub2api" ? "imgtask_" : "";
     const job: FakeJob = {
       id: `${prefix}${randomBytes(12).toString("hex")}`,
       dialect,
@@ -105,10 +106,11 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
     };
     jobs.push(job);
     byId.set(job.id, job);
-    answerJob(res, job, dialect === "openai-background" ? 200 : 202, true);
+    answerJob(res, job, true);
   };
 
-  const answerJob = (res: ServerResponse, job: FakeJob, runningStatus: number, submission = false) => {
+  /** A job as its dialect shows it; a submission's answer shows it just made. */
+  const answerJob = (res: ServerResponse, job: FakeJob, submission = false) => {
     const state = submission ? "running" : stateOf(job);
     const key = job.authorizations[0]?.replace(/^Bearer /, "") ?? "";
     const failure = behaviour.fail && {
@@ -124,14 +126,21 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       res.setHeader("retry-after", String(behaviour.retryAfterSec));
     }
     if (job.dialect === "sub2api") {
-      const status = { running: behaviour.runningStatus ?? "processing", completed: "completed", failed: "failed", cancelled: "failed" }[state];
-      sendJson(res, runningStatus === 202 && submission ? 202 : 200, {
+      const status = {
+        running: behaviour.runningStatus ?? "processing",
+        completed: "completed",
+        failed: "failed",
+        cancelled: "failed",
+      }[state];
+      sendJson(res, submission ? 202 : 200, {
         id: job.id,
         task_id: job.id,
         object: "image.generation.task",
         status,
         ...(state === "completed" ? { result, http_status: 200 } : {}),
-        ...(state === "failed" && failure ? { error: failure, http_status: failure.status ?? 400 } : {}),
+        ...(state === "failed" && failure
+          ? { error: failure, http_status: failure.status ?? 400 }
+          : {}),
       });
       return;
     }
@@ -141,7 +150,9 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
         id: job.id,
         status: running ? (behaviour.runningStatus ?? "processing") : state,
         ...(state === "completed" ? { result } : {}),
-        ...(state === "failed" && failure ? { error: { message: failure.message, type: failure.code } } : {}),
+        ...(state === "failed" && failure
+          ? { error: { message: failure.message, type: failure.code } }
+          : {}),
       });
       return;
     }
@@ -153,9 +164,18 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       background: true,
       output:
         state === "completed"
-          ? [{ id: `ig_${job.id}`, type: "image_generation_call", status: "completed", result: JOB_PNG_B64 }]
+          ? [
+              {
+                id: `ig_${job.id}`,
+                type: "image_generation_call",
+                status: "completed",
+                result: JOB_PNG_B64,
+              },
+            ]
           : [],
-      ...(state === "failed" && failure ? { error: { code: failure.code, message: failure.message } } : { error: null }),
+      ...(state === "failed" && failure
+        ? { error: { code: failure.code, message: failure.message } }
+        : { error: null }),
       usage: state === "completed" ? { input_tokens: 5, output_tokens: 7, total_tokens: 12 } : null,
     });
   };
@@ -164,23 +184,27 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
     req.resume();
     const job = byId.get(id);
     if (!job) {
-      sendJson(res, 404, { error: { message: "no such job", type: "invalid_request_error", code: "not_found" } });
+      sendJson(res, 404, {
+        error: { message: "no such job", type: "invalid_request_error", code: "not_found" },
+      });
       return;
     }
     job.authorizations.push(String(req.headers.authorization ?? ""));
     if (cancel) {
       cancels.push(id);
       if (stateOf(job) === "running") job.cancelled = true;
-      answerJob(res, job, 200);
+      answerJob(res, job);
       return;
     }
     job.polls.push(Date.now());
     const scripted = behaviour.pollStatuses?.[job.polls.length - 1];
     if (scripted) {
-      sendJson(res, scripted, { error: { message: `scripted ${scripted}`, type: "server_error", code: null } });
+      sendJson(res, scripted, {
+        error: { message: `scripted ${scripted}`, type: "server_error", code: null },
+      });
       return;
     }
-    answerJob(res, job, 202);
+    answerJob(res, job);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -196,7 +220,10 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       poll(req, res, decodeURIComponent(match[1]!));
     } else if (method === "POST" && /^\/v1\/async\/images\/(generations|edits)$/.test(path)) {
       await submit(req, res, "bifrost");
-    } else if (method === "GET" && (match = /^\/v1\/async\/images\/(?:generations|edits)\/([^/]+)$/.exec(path))) {
+    } else if (
+      method === "GET" &&
+      (match = /^\/v1\/async\/images\/(?:generations|edits)\/([^/]+)$/.exec(path))
+    ) {
       poll(req, res, decodeURIComponent(match[1]!));
     } else if (method === "POST" && path === "/v1/responses") {
       await submit(req, res, "openai-background");
@@ -206,7 +233,13 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       poll(req, res, decodeURIComponent(match[1]!), true);
     } else {
       req.resume();
-      sendJson(res, 404, { error: { message: `Unknown route ${method} ${path}`, type: "invalid_request_error", code: "not_found" } });
+      sendJson(res, 404, {
+        error: {
+          message: `Unknown route ${method} ${path}`,
+          type: "invalid_request_error",
+          code: "not_found",
+        },
+      });
     }
   };
 

@@ -10,7 +10,11 @@ import {
   waitForStatus,
   waitUntil,
 } from "../task-api.js";
-import { startFakeAsyncChannel, type Dialect, type FakeAsyncChannel } from "./fake-async-channel.js";
+import {
+  startFakeAsyncChannel,
+  type Dialect,
+  type FakeAsyncChannel,
+} from "./fake-async-channel.js";
 
 /*
  * Channels with an async API, one service in front of a fake channel that
@@ -83,14 +87,25 @@ describe.each(DIALECTS)("a channel with async: %s", (dialect) => {
       expect(job!.body).toMatchObject({ prompt: `poll me ${dialect}`, model: "gpt-image-1" });
     }
     const metrics = (await call(app, "GET", "/metrics", { key: null })).text;
-    expect(counter(metrics, "upstream_async_submissions_total", { channel: "jobs", outcome: "accepted" })).toBe(1);
-    expect(counter(metrics, "upstream_async_polls_total", { channel: "jobs", outcome: "completed" })).toBe(1);
-    expect(counter(metrics, "upstream_async_submissions_total", { channel: "jobs", outcome: "refused" })).toBe(0);
+    expect(
+      counter(metrics, "upstream_async_submissions_total", {
+        channel: "jobs",
+        outcome: "accepted",
+      }),
+    ).toBe(1);
+    expect(
+      counter(metrics, "upstream_async_polls_total", { channel: "jobs", outcome: "completed" }),
+    ).toBe(1);
+    expect(
+      counter(metrics, "upstream_async_submissions_total", { channel: "jobs", outcome: "refused" }),
+    ).toBe(0);
   });
 
   it("fails the task with the job's error, scrubbed of the channel's key", async () => {
     const app = await appOn(dialect);
-    channel.behave({ fail: { code: "content_policy_violation", message: "rejected for key {key}", status: 400 } });
+    channel.behave({
+      fail: { code: "content_policy_violation", message: "rejected for key {key}", status: 400 },
+    });
     const id = await submitOk(app, { prompt: "fail me" });
     const done = await waitForStatus(app, id, ["completed", "failed"], 30_000);
     expect(done.body.status).toBe("failed");

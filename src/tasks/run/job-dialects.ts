@@ -1,4 +1,4 @@
-import type { AsyncDialect } from "../../../config/schema/channel-schema.js";
+import type { AsyncDialect } from "../../config/schema/channel-schema.js";
 import { bifrostJob } from "./bifrost-job.js";
 import type { JobDialect } from "./job-dialect.js";
 import { openaiBackgroundJob } from "./openai-background-job.js";

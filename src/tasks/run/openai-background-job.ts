@@ -1,11 +1,11 @@
-import { base64Length } from "../../../images/base64-length.js";
-import { sniffImageType } from "../../../images/image-type.js";
-import type { GeneratedImage } from "../../core/generated-image.js";
-import { TaskFailure } from "../../core/task-failure.js";
-import type { TaskRecord } from "../../core/task-record.js";
-import { extractedIndex } from "../b64-extractor.js";
-import { invalidResponse, scrubDeep, type GenerationSource } from "../decode-generation.js";
-import type { EditFile } from "../generate-images.js";
+import { base64Length } from "../../images/base64-length.js";
+import { sniffImageType } from "../../images/image-type.js";
+import type { GeneratedImage } from "../core/generated-image.js";
+import { TaskFailure } from "../core/task-failure.js";
+import type { TaskRecord } from "../core/task-record.js";
+import { extractedIndex } from "./b64-extractor.js";
+import { invalidResponse, scrubDeep, type GenerationSource } from "./decode-generation.js";
+import type { EditFile } from "./generate-images.js";
 import {
   isObject,
   jobFailure,

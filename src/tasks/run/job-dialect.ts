@@ -1,11 +1,11 @@
-import type { Channel } from "../../../channels/channel.js";
-import type { KeyScrubber } from "../../../channels/key-scrubber.js";
-import type { AsyncDialect } from "../../../config/schema/channel-schema.js";
-import type { GeneratedImage } from "../../core/generated-image.js";
-import { TaskFailure } from "../../core/task-failure.js";
-import type { TaskRecord } from "../../core/task-record.js";
-import type { GenerationSource } from "../decode-generation.js";
-import type { EditFile } from "../generate-images.js";
+import type { Channel } from "../../channels/channel.js";
+import type { KeyScrubber } from "../../channels/key-scrubber.js";
+import type { AsyncDialect } from "../../config/schema/channel-schema.js";
+import type { GeneratedImage } from "../core/generated-image.js";
+import { TaskFailure } from "../core/task-failure.js";
+import type { TaskRecord } from "../core/task-record.js";
+import type { GenerationSource } from "./decode-generation.js";
+import type { EditFile } from "./generate-images.js";
 
 /** Where a channel's job stands, as one of its answers tells. */
 export type JobState =

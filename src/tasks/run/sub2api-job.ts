@@ -1,5 +1,5 @@
-import { decodeGenerationBody } from "../decode-generation.js";
-import { encodeImageCall } from "../generate-images.js";
+import { decodeGenerationBody } from "./decode-generation.js";
+import { encodeImageCall } from "./generate-images.js";
 import { jobFailure, segment, text, type JobDialect } from "./job-dialect.js";
 
 /**

@@ -1,17 +1,17 @@
 import type { Logger } from "pino";
-import type { Channel } from "../../../channels/channel.js";
-import type { Metrics } from "../../../metrics/create-metrics.js";
-import { createCallObserver } from "../../../observability/create-call-observer.js";
-import type { Tracer } from "../../../tracing/tracer.js";
-import { TaskFailure } from "../../core/task-failure.js";
-import { HANDOVER } from "../../core/task-queue.js";
-import { isFinished, type TaskRecord, type UpstreamJob } from "../../core/task-record.js";
-import type { TaskStore } from "../../core/task-store.js";
-import { taskLine } from "../../service/task-line.js";
-import type { EditFile } from "../generate-images.js";
-import { keepResult, type KeepResultDeps } from "../keep-result.js";
-import type { AbortReason } from "../run-failure.js";
-import type { RunContext } from "../run-step.js";
+import type { Channel } from "../../channels/channel.js";
+import type { Metrics } from "../../metrics/create-metrics.js";
+import { createCallObserver } from "../../observability/create-call-observer.js";
+import type { Tracer } from "../../tracing/tracer.js";
+import { TaskFailure } from "../core/task-failure.js";
+import { HANDOVER } from "../core/task-queue.js";
+import { isFinished, type TaskRecord, type UpstreamJob } from "../core/task-record.js";
+import type { TaskStore } from "../core/task-store.js";
+import { taskLine } from "../service/task-line.js";
+import type { EditFile } from "./generate-images.js";
+import { keepResult, type KeepResultDeps } from "./keep-result.js";
+import type { AbortReason } from "./run-failure.js";
+import type { RunContext } from "./run-step.js";
 import {
   cancelJob,
   pollJob,

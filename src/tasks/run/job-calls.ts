@@ -1,14 +1,14 @@
 import type { Logger } from "pino";
-import type { CallObserver } from "../../../channels/call-observer.js";
-import type { Channel } from "../../../channels/channel.js";
-import type { ChannelAnswer } from "../../../channels/channel-answer.js";
-import type { ChannelClient, ChannelRequest } from "../../../channels/channel-client.js";
-import { ChannelError } from "../../../channels/channel-error.js";
-import { base64Length } from "../../../images/base64-length.js";
-import type { Metrics } from "../../../metrics/create-metrics.js";
-import { TaskFailure } from "../../core/task-failure.js";
-import type { TaskRecord } from "../../core/task-record.js";
-import { invalidResponse } from "../decode-generation.js";
+import type { CallObserver } from "../../channels/call-observer.js";
+import type { Channel } from "../../channels/channel.js";
+import type { ChannelAnswer } from "../../channels/channel-answer.js";
+import type { ChannelClient, ChannelRequest } from "../../channels/channel-client.js";
+import { ChannelError } from "../../channels/channel-error.js";
+import { base64Length } from "../../images/base64-length.js";
+import type { Metrics } from "../../metrics/create-metrics.js";
+import { TaskFailure } from "../core/task-failure.js";
+import type { TaskRecord } from "../core/task-record.js";
+import { invalidResponse } from "./decode-generation.js";
 import {
   answerLimit,
   extractImages,
@@ -16,7 +16,7 @@ import {
   readErrorText,
   upstreamFailure,
   type EditFile,
-} from "../generate-images.js";
+} from "./generate-images.js";
 import type { JobAnswer, JobCall, JobDialect, JobState } from "./job-dialect.js";
 import { JOB_DIALECTS } from "./job-dialects.js";
 
