@@ -6,7 +6,9 @@ import {
   isJsonObject,
   missingParam,
   sendJson,
+  wholeNumber,
 } from "./demo-http-helpers.js";
+import { streamBackgroundJob } from "./demo-background-stream.js";
 import type { DrawRequest } from "./draw-demo-images.js";
 import type { DemoContext, DemoHandler } from "./demo-route.js";
 import { parseDemoImageSize } from "./draw-demo-image.js";
@@ -26,18 +28,22 @@ type Json = Record<string, unknown>;
 export function isBackgroundImageRequest(body: Json): boolean {
   return (
     body.background === true &&
-    body.stream !== true &&
     Array.isArray(body.tools) &&
     body.tools.some((tool) => isJsonObject(tool) && tool.type === "image_generation")
   );
 }
 
-/** `POST /v1/responses`, background with the image tool: answered `queued`, drawn later. */
-export function startBackgroundImageResponse(
+/**
+ * `POST /v1/responses`, background with the image tool: answered `queued`,
+ * drawn later; with `stream: true`, its events (partial images included, as
+ * the tool's `partial_images` asks) until it ends. The job goes on if the
+ * stream's client leaves.
+ */
+export async function startBackgroundImageResponse(
   res: Parameters<DemoHandler>[1],
   body: Json,
   context: DemoContext,
-): void {
+): Promise<void> {
   if (typeof body.model !== "string" || body.model.length === 0) {
     throw new DemoRequestError(400, missingParam("model"));
   }
@@ -58,6 +64,7 @@ export function startBackgroundImageResponse(
     );
   }
   const { prompt, images } = promptOf(body.input);
+  const partials = wholeNumber(tool.partial_images, "partial_images", 0, 3, 0);
   const request: DrawRequest = {
     model: tool.model ?? "gpt-image-1",
     prompt,
@@ -72,6 +79,10 @@ export function startBackgroundImageResponse(
     tool_choice: body.tool_choice ?? "auto",
     tool,
   });
+  if (body.stream === true) {
+    await streamBackgroundJob(res, job, partials, context, responseOf);
+    return;
+  }
   sendJson(res, 200, responseOf(job, "queued"));
 }
 
@@ -142,7 +153,7 @@ function hashOf(values: string[]): string {
 }
 
 /** The Response object of a job, as OpenAI shapes a background response. */
-function responseOf(job: DemoJob, status?: string): Json {
+export function responseOf(job: DemoJob, status?: string): Json {
   const tool = isJsonObject(job.extra.tool) ? job.extra.tool : {};
   const done = job.state !== "running";
   const image = (job.result?.data as Json[] | undefined)?.[0];

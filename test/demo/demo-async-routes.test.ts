@@ -145,6 +145,40 @@ describe("background Responses with the image_generation tool", () => {
     );
   });
 
+  it("streams its events with partial images when asked (stream: true)", async () => {
+    const base = await start(400);
+    const res = await fetch(`${base}/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        ...body,
+        stream: true,
+        tools: [{ ...body.tools[0], partial_images: 2 }],
+      }),
+    });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = (await res.text())
+      .split("\n\n")
+      .filter((block) => block.includes("data: "))
+      .map(
+        (block) => JSON.parse(block.slice(block.indexOf("data: ") + 6)) as Record<string, unknown>,
+      );
+    const types = events.map((event) => event.type);
+    expect(types[0]).toBe("response.created");
+    expect(
+      types.filter((type) => type === "response.image_generation_call.partial_image"),
+    ).toHaveLength(2);
+    expect(types.at(-1)).toBe("response.completed");
+    const partial = events.find((e) => e.type === "response.image_generation_call.partial_image")!;
+    expect(inspectPng(Buffer.from(partial.partial_image_b64 as string, "base64"))).toMatchObject({
+      width: 48,
+    });
+    const final = events.at(-1)!.response as { id: string; status: string };
+    expect(final.status).toBe("completed");
+    // The same response, polled.
+    expect((await call(`${base}/responses/${final.id}`)).json.status).toBe("completed");
+  });
+
   it("finishes a job it made before a restart (an id in its form) from the id alone", async () => {
     let base = await start(200);
     const { json } = await call(`${base}/responses`, "POST", body);

@@ -69,7 +69,7 @@ export function createImageRunStep(deps: ImageRunDeps): RunStep {
       deps.metrics.asyncSubmissions.inc({ channel, outcome }, 0);
     for (const outcome of ASYNC_POLL_OUTCOMES) deps.metrics.asyncPolls.inc({ channel, outcome }, 0);
   }
-  const jobs: SubmitPollDeps = { ...deps, keep: deps.keep };
+  const jobs: SubmitPollDeps = { ...deps, keep: deps.keep, partials: deps.partials };
   return async (context) => {
     const { started, signal } = context;
     let candidates: readonly Channel[];

@@ -19,6 +19,8 @@ import {
 } from "./generate-images.js";
 import type { JobAnswer, JobCall, JobDialect, JobState } from "./job-dialect.js";
 import { JOB_DIALECTS } from "./job-dialects.js";
+import { openBackgroundStream, type BackgroundStream } from "./background-stream.js";
+import { isEventStream } from "./read-streamed-answer.js";
 
 /** What a job's calls go through and are counted in. */
 export interface JobCallDeps {
@@ -40,6 +42,12 @@ export interface JobReading {
   retryAfterMs: number;
 }
 
+/** A submission answered with a background response's event stream (partial images asked for). */
+export interface StreamedSubmission {
+  answer: ChannelAnswer;
+  stream: BackgroundStream;
+}
+
 /** The longest a cancel sent on may take: it is best effort, and the task has ended. */
 const CANCEL_BOUND_MS = 10_000;
 
@@ -58,8 +66,10 @@ export async function submitJob(
     candidates: readonly Channel[];
     signal: AbortSignal;
     observer: CallObserver;
+    /** Also ends the call (and an event stream its answer is): the run stops reading it. */
+    stop?: AbortSignal;
   },
-): Promise<FollowedJob & JobReading> {
+): Promise<FollowedJob & JobReading & { streamed?: StreamedSubmission }> {
   const { task, files, candidates, signal } = input;
   const calls = new Map<Channel, JobCall>();
   for (const channel of candidates) {
@@ -75,7 +85,7 @@ export async function submitJob(
         method: "POST",
         path: "",
         timeout: "chat",
-        signal,
+        signal: input.stop ? AbortSignal.any([signal, input.stop]) : signal,
         observer: input.observer,
         forChannel: (channel) => calls.get(channel) as JobCall,
       }),
@@ -89,6 +99,24 @@ export async function submitJob(
   if (answer.status >= 400) {
     counted(channel.name, "refused");
     throw upstreamFailure(answer.status, await readErrorText(answer, signal), answer.scrubber);
+  }
+  if (isEventStream(answer)) {
+    let stream: BackgroundStream;
+    try {
+      stream = await guarded(signal, () => openBackgroundStream(answer, task));
+    } catch (err) {
+      if (!signal.aborted) counted(channel.name, "failed");
+      throw err;
+    }
+    counted(channel.name, "accepted");
+    return {
+      channel,
+      dialect,
+      id: stream.id,
+      state: { kind: "running" },
+      retryAfterMs: 0,
+      streamed: { answer, stream },
+    };
   }
   let reading: JobAnswer;
   let id: string | undefined;

@@ -33,20 +33,27 @@ const TOOL_FIELDS = [
  * answered `{id, status: "queued"}`; polled at `GET /responses/{id}` until
  * `completed` (the images are the `result` of its `image_generation_call`
  * output items), `failed`, `cancelled` or `incomplete`; cancelled at
- * `POST /responses/{id}/cancel`. The tool makes one image per call.
+ * `POST /responses/{id}/cancel`. The tool makes one image per call. A task
+ * that asked for partial images is submitted with `stream: true`: the
+ * response's events bring them (see `background-stream.ts`), and the job is
+ * polled if the stream ends first.
  */
 export const openaiBackgroundJob: JobDialect = {
   name: "openai-background",
   imageKey: "result",
 
   async submission(task, files, channel) {
+    const tool = toolOf(task, files);
+    // Partial images come only in the response's event stream: asked for, it is read first.
+    if (task.partialImages) tool.partial_images = task.partialImages;
     const body = {
       model: channel.responsesModel,
       input: inputOf(task, files),
-      tools: [toolOf(task, files)],
+      tools: [tool],
       tool_choice: { type: "image_generation" },
       background: true,
       store: true,
+      ...(task.partialImages ? { stream: true } : {}),
     };
     return {
       path: "/responses",

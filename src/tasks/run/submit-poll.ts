@@ -10,6 +10,8 @@ import type { TaskStore } from "../core/task-store.js";
 import { taskLine } from "../service/task-line.js";
 import type { EditFile } from "./generate-images.js";
 import { keepResult, type KeepResultDeps } from "./keep-result.js";
+import { keepPartials, type KeepPartialsDeps } from "./keep-partials.js";
+import { readBackgroundStream } from "./background-stream.js";
 import type { AbortReason } from "./run-failure.js";
 import type { RunContext } from "./run-step.js";
 import {
@@ -19,6 +21,7 @@ import {
   type FollowedJob,
   type JobCallDeps,
   type JobReading,
+  type StreamedSubmission,
 } from "./job-calls.js";
 import type { JobState } from "./job-dialect.js";
 import { JOB_DIALECTS } from "./job-dialects.js";
@@ -32,6 +35,8 @@ export interface SubmitPollDeps extends JobCallDeps {
   tracer: Tracer;
   /** Keeping the result, as the hold strategy does. */
   keep: KeepResultDeps;
+  /** Keeping partial images, where the dialect streams them. */
+  partials?: KeepPartialsDeps;
 }
 
 /** A job a run follows, and whether the task's record names it yet. */
@@ -66,12 +71,16 @@ export async function submitAndPoll(
   const { started, signal, telemetry } = context;
   let job: Followed;
   let first: JobReading;
+  let streamed: StreamedSubmission | undefined;
+  // Stops reading an event stream the submission answered (a hand-over), not the job.
+  const streamStop = new AbortController();
   try {
     const submitted = await submitJob(deps, {
       task: started,
       files,
       candidates,
       signal,
+      stop: streamStop.signal,
       observer: createCallObserver({
         report: telemetry.report,
         operation: "image_generation",
@@ -82,20 +91,63 @@ export async function submitAndPoll(
         metrics: deps.metrics,
       }),
     });
-    job = { ...submitted, kept: false };
+    job = { channel: submitted.channel, dialect: submitted.dialect, id: submitted.id, kept: false };
     first = submitted;
+    streamed = submitted.streamed;
   } catch (err) {
     await context.fail(err);
     return;
   }
   describe(context, job, false);
+  let ended: JobEnd | typeof HANDOVER | undefined;
   try {
     // The one write that makes the generation this task's for good: kept before anything else.
     await keepJob(deps, context, job);
+    if (streamed) ended = await followStream(deps, context, job, streamed, streamStop);
   } catch (err) {
     return endEarly(deps, context, job, err);
   }
-  return follow(deps, context, job, first);
+  if (ended === HANDOVER) return handOver(deps, context, job);
+  if (ended) return finishWith(deps, context, ended);
+  // A stream that ended before the job did: polled from here, after a first pause.
+  return follow(deps, context, job, streamed ? { ...first, retryAfterMs: 0 } : first);
+}
+
+/**
+ * Reads a streamed submission's events (its partial images kept as they
+ * come) until the job ends, the stream does, or the process stops (then the
+ * stream is dropped and the job, kept, is handed over).
+ */
+async function followStream(
+  deps: SubmitPollDeps,
+  context: RunContext,
+  job: Followed,
+  streamed: StreamedSubmission,
+  streamStop: AbortController,
+): Promise<JobEnd | typeof HANDOVER | undefined> {
+  const { started, signal, draining, telemetry } = context;
+  const onPartial = deps.partials
+    ? keepPartials(deps.partials, started, signal, telemetry.span)
+    : undefined;
+  let drained = false;
+  const onDrain = () => {
+    if (!job.kept) return;
+    drained = true;
+    streamStop.abort();
+  };
+  if (draining.aborted) onDrain();
+  else draining.addEventListener("abort", onDrain, { once: true });
+  try {
+    const state = await readBackgroundStream(streamed.stream, job.dialect, streamed.answer, {
+      signal,
+      ...(onPartial ? { onPartial } : {}),
+    });
+    if (drained) return HANDOVER;
+    return state?.kind === "running" ? undefined : state;
+  } finally {
+    draining.removeEventListener("abort", onDrain);
+    streamed.answer.discard();
+  }
 }
 
 /**
@@ -146,6 +198,11 @@ async function follow(
     return endEarly(deps, context, job, err);
   }
   if (state === HANDOVER) return handOver(deps, context, job);
+  return finishWith(deps, context, state);
+}
+
+/** Ends the task as its job ended: its images kept and the task completed, or failed. */
+async function finishWith(deps: SubmitPollDeps, context: RunContext, state: JobEnd): Promise<void> {
   if (state.kind === "failed") {
     await context.fail(state.failure);
     return;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { join } from "node:path";
+import { startTestApp, UPSTREAM_KEY } from "../../support/start-test-app.js";
 import {
   call,
   cancelTask,
@@ -7,6 +8,7 @@ import {
   PNG_MAGIC,
   submitOk,
   useApp,
+  useTempDir,
   waitForStatus,
   waitUntil,
 } from "../task-api.js";
@@ -180,6 +182,82 @@ describe("polling", () => {
     const polls = channel.jobs[0]!.polls.length;
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect(channel.jobs[0]!.polls.length).toBe(polls);
+  });
+
+  it("keeps the partial images of openai-background's event stream (the demo channel's)", async () => {
+    const app = await useApp({
+      config: {
+        channels: [
+          {
+            name: "demo",
+            type: "demo",
+            models: ["gpt-image-1"],
+            imageDelayMs: 1500,
+            async: "openai-background",
+            responsesModel: "gpt-4.1-mini",
+            pollSec: 1,
+          },
+        ],
+      },
+      imageTasks: { timeoutSec: 60 },
+    });
+    const id = await submitOk(app, { prompt: "drafts", size: "64x64", partial_images: 2 });
+    const done = await waitForStatus(app, id, ["completed", "failed"], 30_000);
+    expect(done.body.status, done.text).toBe("completed");
+    const metrics = (await call(app, "GET", "/metrics", { key: null })).text;
+    expect(counter(metrics, "task_partial_images_total", { outcome: "stored" })).toBe(2);
+    expect(
+      counter(metrics, "upstream_async_submissions_total", {
+        channel: "demo",
+        outcome: "accepted",
+      }),
+    ).toBe(1);
+    // The stream brought the end: no poll was needed.
+    expect(
+      counter(metrics, "upstream_async_polls_total", { channel: "demo", outcome: "completed" }),
+    ).toBe(0);
+  });
+
+  it("a stop while the event stream runs hands the job over; the next start polls it (SQLite)", async () => {
+    const dir = await useTempDir();
+    const demoChannel = {
+      name: "demo",
+      type: "demo" as const,
+      models: ["gpt-image-1"],
+      imageDelayMs: 4000,
+      async: "openai-background" as const,
+      responsesModel: "gpt-4.1-mini",
+      pollSec: 1,
+    };
+    const options = {
+      storeUrl: `sqlite://${join(dir, "tasks.db")}`,
+      config: { channels: [demoChannel] },
+      imageTasks: { timeoutSec: 60 },
+    };
+    const first = await startTestApp(options);
+    const id = await submitOk(first, { prompt: "streamed then stopped", partial_images: 3 });
+    await waitUntil(async () => {
+      const metrics = (await call(first, "GET", "/metrics", { key: null })).text;
+      return counter(metrics, "task_partial_images_total", { outcome: "stored" }) >= 1;
+    }, "a first partial image");
+    const stopping = Date.now();
+    await first.close();
+    // A stop with only a job to follow does not wait for it.
+    expect(Date.now() - stopping).toBeLessThan(3000);
+
+    const second = await useApp(options);
+    const done = await waitForStatus(second, id, ["completed", "failed"], 30_000);
+    expect(done.body.status, done.text).toBe("completed");
+    const metrics = (await call(second, "GET", "/metrics", { key: null })).text;
+    expect(
+      counter(metrics, "upstream_async_submissions_total", {
+        channel: "demo",
+        outcome: "accepted",
+      }),
+    ).toBe(0);
+    expect(
+      counter(metrics, "upstream_async_polls_total", { channel: "demo", outcome: "completed" }),
+    ).toBe(1);
   });
 
   it("fails over a submission the first channel refused, to the next async channel", async () => {
