@@ -41,6 +41,8 @@ export interface FakeJob {
   finishedByTest: boolean;
   /** Authorization of every request about it. */
   authorizations: string[];
+  /** The `traceparent` of every request about it that had one. */
+  traceparents: string[];
 }
 
 /** A fake channel speaking sub2api's, Bifrost's and OpenAI's background async APIs. */
@@ -103,6 +105,7 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       cancelled: false,
       finishedByTest: false,
       authorizations: [String(req.headers.authorization ?? "")],
+      traceparents: req.headers.traceparent ? [String(req.headers.traceparent)] : [],
     };
     jobs.push(job);
     byId.set(job.id, job);
@@ -190,6 +193,7 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       return;
     }
     job.authorizations.push(String(req.headers.authorization ?? ""));
+    if (req.headers.traceparent) job.traceparents.push(String(req.headers.traceparent));
     if (cancel) {
       cancels.push(id);
       if (stateOf(job) === "running") job.cancelled = true;
