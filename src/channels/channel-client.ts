@@ -67,6 +67,11 @@ export interface ChannelRequest {
   signal?: CallSignal;
   /** Hears each try (access lines, task lines, client spans); see {@link CallObserver}. */
   observer?: CallObserver;
+  /**
+   * What changes with the channel tried, laid over the rest for its try: an
+   * async job's submission, whose path and body each channel's API names.
+   */
+  forChannel?: (channel: Channel) => Pick<ChannelRequest, "path" | "headers" | "body">;
 }
 
 /**
@@ -149,8 +154,9 @@ async function send(
   for (let index = 0; index < candidates.length; index += 1) {
     const channel = candidates[index] as Channel;
     const last = index === candidates.length - 1;
-    const outcome = await attempt(s, channel, request);
-    const canResend = canSendAgain(request.body);
+    const tried = request.forChannel ? { ...request, ...request.forChannel(channel) } : request;
+    const outcome = await attempt(s, channel, tried);
+    const canResend = canSendAgain(tried.body);
     if (outcome.kind === "answer") {
       const { answer } = outcome;
       const { status } = answer;

@@ -1,4 +1,5 @@
 import type { ChannelConfig } from "../config/config-schema.js";
+import type { AsyncDialect } from "../config/schema/channel-schema.js";
 import { compileModelPatterns, hasGlob } from "./model-pattern.js";
 
 /** A configured channel, ready to route to. */
@@ -24,13 +25,24 @@ export interface Channel {
   imageUrlOrigins: readonly string[];
   /** Largest image accepted from it, in bytes (`channels[].maxImageBytes`). */
   maxImageBytes: number;
+  /** The async image API an image task's generation runs on (`channels[].async`); none: held. */
+  async?: AsyncDialect | undefined;
+  /** With {@link async}: the pause between two polls of a job, in ms (`channels[].pollSec`). */
+  pollMs: number;
+  /** With `async: openai-background`: the Responses model that calls the image tool. */
+  responsesModel?: string | undefined;
 }
+
+/** `channels[].pollSec`'s default, for channels built from a config object of earlier releases. */
+const DEFAULT_POLL_SEC = 3;
 
 /**
  * Builds a {@link Channel} from its config. `baseUrl` must already be set
  * (demo channels get theirs when the demo server starts).
  */
-export function createChannel(config: ChannelConfig & { baseUrl: string }): Channel {
+export function createChannel(
+  config: Omit<ChannelConfig, "pollSec"> & { baseUrl: string; pollSec?: number },
+): Channel {
   return {
     name: config.name,
     baseUrl: config.baseUrl.replace(/\/+$/, ""),
@@ -45,5 +57,8 @@ export function createChannel(config: ChannelConfig & { baseUrl: string }): Chan
     modelsCacheMs: config.modelsCacheSec * 1000,
     imageUrlOrigins: config.imageUrlOrigins,
     maxImageBytes: config.maxImageBytes,
+    async: config.async,
+    pollMs: (config.pollSec ?? DEFAULT_POLL_SEC) * 1000,
+    responsesModel: config.responsesModel,
   };
 }

@@ -117,7 +117,15 @@ export const configSchema = z
     checkPlaceholderSecrets(config, ctx);
   })
   // What the URLs mean, worked out once: nothing else reads a scheme.
-  .transform((config) => ({ ...config, deployment: describeDeployment(config) }))
+  .transform((config) => ({
+    ...config,
+    // A default worked out from another section: the drain outlasts the longest generation.
+    server: {
+      ...config.server,
+      shutdownGraceSec: config.server.shutdownGraceSec ?? config.imageTasks.timeoutSec + 30,
+    },
+    deployment: describeDeployment(config),
+  }))
   .meta({
     title: "image-task-sidecar configuration",
     description:

@@ -16,6 +16,13 @@ import {
   handleInputItems,
 } from "./demo-responses.js";
 import type { DemoContext, DemoHandler } from "./demo-route.js";
+import { createDemoJobs, type DemoJobs } from "./demo-background-jobs.js";
+import {
+  backgroundJobsFirst,
+  handleCancelBackgroundResponse,
+  handleGetBackgroundResponse,
+} from "./demo-background-responses.js";
+import { bifrostPoll, bifrostSubmit, sub2apiPoll, sub2apiSubmit } from "./demo-async-images.js";
 
 /** What the demo channel's request handler needs. */
 export interface DemoChannelHandlerOptions {
@@ -25,6 +32,8 @@ export interface DemoChannelHandlerOptions {
   streamChunkDelayMs?: number;
   /** Where created responses are kept. Default: a fresh bounded in-memory store. */
   responses?: DemoResponseStore;
+  /** Where async image jobs are kept. Default: a fresh bounded in-memory store. */
+  jobs?: DemoJobs;
 }
 
 /** Fixed so `/v1/models` answers the same on every start. */
@@ -49,9 +58,13 @@ const ROUTES: Readonly<Record<string, DemoHandler>> = {
   },
   "POST /v1/chat/completions": handleChat,
   "POST /v1/responses": handleCreateResponse,
-  "GET /v1/responses/{id}": handleGetResponse,
+  // Background image jobs (demo-background-responses.ts) first, other responses as stored.
+  "GET /v1/responses/{id}": backgroundJobsFirst(handleGetBackgroundResponse, handleGetResponse),
   "DELETE /v1/responses/{id}": handleDeleteResponse,
-  "POST /v1/responses/{id}/cancel": handleCancelResponse,
+  "POST /v1/responses/{id}/cancel": backgroundJobsFirst(
+    handleCancelBackgroundResponse,
+    handleCancelResponse,
+  ),
   "GET /v1/responses/{id}/input_items": handleInputItems,
   "POST /v1/completions": handleCompletions,
   "POST /v1/embeddings": handleEmbeddings,
@@ -59,22 +72,37 @@ const ROUTES: Readonly<Record<string, DemoHandler>> = {
   "POST /v1/images/generations": handleImageGenerations,
   "POST /v1/images/edits": handleImageEdits,
   "POST /v1/images/variations": handleImageVariations,
+  // Async image APIs (demo-async-images.ts): sub2api's, then Bifrost's.
+  "POST /v1/images/generations/async": sub2apiSubmit("generations"),
+  "POST /v1/images/edits/async": sub2apiSubmit("edits"),
+  "GET /v1/images/tasks/{id}": sub2apiPoll,
+  "POST /v1/async/images/generations": bifrostSubmit("generations"),
+  "POST /v1/async/images/edits": bifrostSubmit("edits"),
+  "GET /v1/async/images/generations/{id}": bifrostPoll,
+  "GET /v1/async/images/edits/{id}": bifrostPoll,
   "POST /v1/audio/speech": handleSpeech,
   "POST /v1/audio/transcriptions": handleTranscriptions,
   "POST /v1/audio/translations": handleTranslations,
 };
 
-/** The route key of a path: an id segment after `/v1/models/` or `/v1/responses/` becomes `{id}`. */
+/**
+ * The route key of a path: an id segment after `/v1/models/`, `/v1/responses/`,
+ * `/v1/images/tasks/` or `/v1/async/images/{generations,edits}/` becomes `{id}`.
+ */
 function routeKey(method: string, path: string): string {
-  return `${method} ${path.replace(/^(\/v1\/(?:models|responses))\/[^/]+/, "$1/{id}")}`;
+  return `${method} ${path.replace(ID_SEGMENT, "$1/{id}")}`;
 }
+
+const ID_SEGMENT =
+  /^(\/v1\/(?:models|responses|images\/tasks|async\/images\/(?:generations|edits)))\/[^/]+/;
 
 /**
  * Builds the demo channel: a small OpenAI-compatible API answered in-process, so the service's
  * proxy can talk to it exactly like to a real gateway and a fresh install works with no account.
  * It answers every route the service passes through, with made-up content of the right shape:
  * chat, responses (and the stored-response routes), completions, embeddings, moderations, image
- * generations, edits and variations, speech, transcriptions and translations.
+ * generations, edits and variations, speech, transcriptions and translations; and image
+ * generations as jobs, in sub2api's, Bifrost's and OpenAI's background dialects.
  *
  * Any model id is accepted (the service decides which models reach a channel); `/v1/models`
  * lists {@link DEMO_MODELS}.
@@ -84,6 +112,7 @@ export function createDemoChannelHandler(options: DemoChannelHandlerOptions): Re
     imageDelayMs: options.imageDelayMs,
     streamDelayMs: options.streamChunkDelayMs ?? 20,
     responses: options.responses ?? createDemoResponseStore(),
+    jobs: options.jobs ?? createDemoJobs(),
   };
 
   return (req, res) => {

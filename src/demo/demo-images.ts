@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { estimateTokens } from "./demo-chat-reply.js";
 import {
   clientGoneSignal,
@@ -11,45 +11,38 @@ import {
   sendJson,
   wholeNumber,
 } from "./demo-http-helpers.js";
-import { readImageStream, streamImages, type ImageStreamRequest } from "./demo-image-stream.js";
+import { readImageStream, streamImages } from "./demo-image-stream.js";
 import type { DemoHandler } from "./demo-route.js";
 import {
-  drawDemoImage,
   MAX_DEMO_SIDE,
   MIN_DEMO_SIDE,
   parseDemoImageSize,
   type ImageSize,
 } from "./draw-demo-image.js";
-import { encodePng, type RawImage } from "./png-encoder.js";
 import { formField, isMultipartRequest, readDemoForm, readRequiredForm } from "./read-demo-form.js";
+import {
+  drawImages,
+  drawPicture,
+  refuseFailPrompt,
+  TOKENS_PER_INPUT_IMAGE,
+  usageOf,
+  type DrawRequest,
+} from "./draw-demo-images.js";
 
-/** A prompt starting with this fails like a moderation refusal, to show a failed task. */
-export const DEMO_FAIL_PREFIX = "!fail";
-
-/** Tokens an input image counts for in the demo's usage (a low-detail image's count). */
-const TOKENS_PER_INPUT_IMAGE = 85;
-
-/** What one image request asks the demo to draw. */
-interface DrawRequest {
-  model: unknown;
-  /** The prompt, when the route has one (variations have none). */
-  prompt?: string;
-  /** What the pictures are drawn from: the prompt, and for edits the input images' hashes. */
-  seed: string;
-  n: number;
-  size: ImageSize;
-  /** Input images (edits, variations): the pictures get a frame, and usage counts them. */
-  inputImages: number;
-  /** `stream: true`: answered as server-sent events, with partial images if asked. */
-  stream?: ImageStreamRequest;
-}
+export { DEMO_FAIL_PREFIX } from "./draw-demo-images.js";
+export type { DrawRequest } from "./draw-demo-images.js";
 
 /** `POST /v1/images/generations`: pictures drawn from the prompt after the configured delay. */
 export const handleImageGenerations: DemoHandler = async (req, res, context) => {
   const gone = clientGoneSignal(res);
   const { value: body } = await readObjectBody(req);
+  await answerImages(res, gone, context.imageDelayMs, generationRequest(body));
+};
+
+/** What a generation's JSON body asks to draw. */
+export function generationRequest(body: Record<string, unknown>): DrawRequest {
   const prompt = requirePrompt(body.prompt);
-  await answerImages(res, gone, context.imageDelayMs, {
+  return {
     model: body.model,
     prompt,
     seed: prompt,
@@ -57,8 +50,8 @@ export const handleImageGenerations: DemoHandler = async (req, res, context) => 
     size: requireSize(body.size, undefined),
     inputImages: 0,
     stream: readImageStream("image_generation", body.stream, body.partial_images),
-  });
-};
+  };
+}
 
 /**
  * `POST /v1/images/edits`: OpenAI's multipart form (`image` or `image[]` files, optional `mask`)
@@ -67,6 +60,11 @@ export const handleImageGenerations: DemoHandler = async (req, res, context) => 
  */
 export const handleImageEdits: DemoHandler = async (req, res, context) => {
   const gone = clientGoneSignal(res);
+  await answerImages(res, gone, context.imageDelayMs, await readEditRequest(req));
+};
+
+/** What an edit (its form or its JSON body) asks to draw. */
+export async function readEditRequest(req: Parameters<DemoHandler>[0]): Promise<DrawRequest> {
   let request: DrawRequest;
   if (isMultipartRequest(req)) {
     const form = await readDemoForm(req);
@@ -112,8 +110,8 @@ export const handleImageEdits: DemoHandler = async (req, res, context) => {
       stream: readImageStream("image_edit", body.stream, body.partial_images),
     };
   }
-  await answerImages(res, gone, context.imageDelayMs, request);
-};
+  return request;
+}
 
 /** `POST /v1/images/variations` (dall-e-2): pictures drawn from the input image's bytes. */
 export const handleImageVariations: DemoHandler = async (req, res, context) => {
@@ -177,7 +175,7 @@ async function answerImages(
   delayMs: number,
   request: DrawRequest,
 ): Promise<void> {
-  const { model, prompt, seed, n, size, inputImages } = request;
+  const { prompt, n, size, inputImages } = request;
   // A stream spreads the delay evenly before each of its events.
   const pauseMs = request.stream ? delayMs / (n * (request.stream.partials + 1)) : delayMs;
   try {
@@ -186,23 +184,11 @@ async function answerImages(
     return;
   }
   // Checked after the delay, like a real moderation refusal, so a demo task visibly runs first.
-  if (prompt?.trimStart().startsWith(DEMO_FAIL_PREFIX)) {
-    throw new DemoRequestError(400, {
-      message:
-        "Your request was rejected by the demo channel's safety system (the prompt starts with '!fail').",
-      type: "invalid_request_error",
-      code: "content_policy_violation",
-    });
-  }
-
+  refuseFailPrompt(prompt);
   const textTokens = estimateTokens(prompt ?? "");
   const imageTokens = inputImages * TOKENS_PER_INPUT_IMAGE;
   const tokensPerImage = Math.ceil((size.width * size.height) / 1000);
-  const draw = (i: number) => {
-    const image = drawDemoImage(seed, size, i);
-    if (inputImages > 0) drawFrame(image);
-    return image;
-  };
+  const draw = (i: number) => drawPicture(request, i);
   if (request.stream) {
     // The input counts once, with the first picture.
     const pictures = Array.from({ length: n }, (_, i) => ({
@@ -213,51 +199,6 @@ async function answerImages(
     return;
   }
 
-  const data: Array<Record<string, unknown>> = [];
-  for (let i = 0; i < n; i++) {
-    if (gone.aborted) return;
-    const image = draw(i);
-    const item: Record<string, unknown> = { b64_json: encodePng(image).toString("base64") };
-    if (prompt !== undefined && typeof model === "string" && model.startsWith("dall-e")) {
-      item.revised_prompt = prompt;
-    }
-    data.push(item);
-    // Big pictures take tens of milliseconds each; let other requests in between them.
-    await nextTurn();
-  }
-  if (gone.aborted) return;
-
-  sendJson(res, 200, {
-    created: Math.floor(Date.now() / 1000),
-    data,
-    output_format: "png",
-    size: `${size.width}x${size.height}`,
-    usage: usageOf(textTokens, imageTokens, n * tokensPerImage),
-  });
-}
-
-/** gpt-image's usage object. */
-function usageOf(textTokens: number, imageTokens: number, outputTokens: number) {
-  return {
-    input_tokens: textTokens + imageTokens,
-    input_tokens_details: { text_tokens: textTokens, image_tokens: imageTokens },
-    output_tokens: outputTokens,
-    total_tokens: textTokens + imageTokens + outputTokens,
-  };
-}
-
-/** A white frame, a thirty-second of the short side wide: marks a picture made from an input. */
-function drawFrame(image: RawImage): void {
-  const { width, height, channels, pixels } = image;
-  const border = Math.max(1, Math.round(Math.min(width, height) / 32));
-  for (let y = 0; y < height; y++) {
-    const edgeRow = y < border || y >= height - border;
-    for (let x = 0; x < width; x++) {
-      if (edgeRow || x < border || x >= width - border) {
-        pixels.fill(255, (y * width + x) * channels, (y * width + x + 1) * channels);
-      } else {
-        x = width - border - 1; // skip the inside of the row
-      }
-    }
-  }
+  const body = await drawImages(request, gone);
+  if (body) sendJson(res, 200, body);
 }

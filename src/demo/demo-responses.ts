@@ -12,6 +12,10 @@ import {
   wholeNumber,
 } from "./demo-http-helpers.js";
 import type { StoredResponse } from "./demo-response-store.js";
+import {
+  isBackgroundImageRequest,
+  startBackgroundImageResponse,
+} from "./demo-background-responses.js";
 import type { DemoContext, DemoHandler } from "./demo-route.js";
 import { ResponseDraft } from "./demo-response-draft.js";
 import { structuredReply } from "./demo-structured-reply.js";
@@ -28,6 +32,8 @@ const MIN_BACKGROUND_MS = 50;
 export const handleCreateResponse: DemoHandler = async (req, res, context) => {
   const gone = clientGoneSignal(res);
   const { value: body, bytes } = await readObjectBody(req);
+  // Background calls of the image tool are jobs: demo-background-responses.ts.
+  if (isBackgroundImageRequest(body)) return startBackgroundImageResponse(res, body, context);
   const { store, background } = checkCreateRequest(body, context);
   const items = inputItems(body.input);
   const echo = demoChatReply(items);

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { DemoJobs } from "./demo-background-jobs.js";
 import type { DemoResponseStore } from "./demo-response-store.js";
 
 /** What every demo route handler gets besides the request. */
@@ -9,6 +10,8 @@ export interface DemoContext {
   streamDelayMs: number;
   /** The Responses API objects the demo created, for the stored-response routes. */
   responses: DemoResponseStore;
+  /** Generations run as jobs of the demo's own (its async image APIs, background responses). */
+  jobs: DemoJobs;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createDemoChannelHandler } from "./create-demo-channel-handler.js";
+import { createDemoJobs } from "./demo-background-jobs.js";
 import { createDemoResponseStore } from "./demo-response-store.js";
 
 export { DEMO_MODELS } from "./demo-models.js";
@@ -19,7 +20,7 @@ export interface DemoChannel {
   baseUrl: string;
   /**
    * Stops listening and drops open connections, including pending image generations, and
-   * forgets the responses it kept.
+   * forgets the responses and jobs it kept.
    */
   close(): Promise<void>;
 }
@@ -32,8 +33,9 @@ export interface DemoChannel {
 export async function startDemoChannel(options: DemoChannelOptions): Promise<DemoChannel> {
   const host = options.host ?? "127.0.0.1";
   const responses = createDemoResponseStore();
+  const jobs = createDemoJobs();
   const server = createServer(
-    createDemoChannelHandler({ imageDelayMs: options.imageDelayMs, responses }),
+    createDemoChannelHandler({ imageDelayMs: options.imageDelayMs, responses, jobs }),
   );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -51,6 +53,7 @@ export async function startDemoChannel(options: DemoChannelOptions): Promise<Dem
     close() {
       closing ??= new Promise<void>((resolve, reject) => {
         responses.clear();
+        jobs.clear();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       });

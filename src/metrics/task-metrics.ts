@@ -19,8 +19,37 @@ export const FINISH_REASONS = new Set([
   "storage_unavailable",
 ]);
 
+/**
+ * Why a generation runs again (`task_reruns_total`): `lost`, its replica
+ * died or lost its lease mid-run; `grace`, its replica stopped and the
+ * shutdown grace ended before the generation did.
+ */
+export const RERUN_REASONS = ["lost", "grace"] as const;
+
+/**
+ * Why a poll of a channel's job moved to another run (`task_handovers_total`):
+ * `stop`, its replica stopped and handed it over; `lost`, its replica died
+ * or lost its lease, and another run took the poll over.
+ */
+export const HANDOVER_REASONS = ["stop", "lost"] as const;
+
 /** Image tasks: the queue's gauges, submissions, ends, timeouts and durations. */
 export function createTaskMetrics(registry: Registry) {
+  const taskReruns = new Counter({
+    name: `${p}task_reruns_total`,
+    help: "Generations run again because the run that started them ended first, by reason (lost: its replica died or lost its lease; grace: the shutdown grace ran out).",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  const taskHandovers = new Counter({
+    name: `${p}task_handovers_total`,
+    help: "Polls of a channel's async job taken over by another run, by reason (stop: a stopping replica handed it over; lost: its replica died or lost its lease); never submitted again.",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  // Known from the start, so a dashboard shows 0 rather than no data.
+  for (const reason of RERUN_REASONS) taskReruns.inc({ reason }, 0);
+  for (const reason of HANDOVER_REASONS) taskHandovers.inc({ reason }, 0);
   let queueCounts: () => Promise<{ waiting: number; running: number }> = async () => ({
     waiting: 0,
     running: 0,
@@ -74,6 +103,8 @@ export function createTaskMetrics(registry: Registry) {
       buckets: TASK_BUCKETS,
       registers: [registry],
     }),
+    taskReruns,
+    taskHandovers,
     taskQueueWait: new Histogram({
       name: `${p}task_queue_wait_seconds`,
       help: "Time a task waited queued before it started.",

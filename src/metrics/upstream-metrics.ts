@@ -5,6 +5,11 @@ import { LATENCY_BUCKETS, METRIC_PREFIX as p } from "./metric-conventions.js";
 const UPSTREAM_LABELS = ["channel", "route", "outcome"] as const;
 const TOKEN_LABELS = ["channel", "model", "group", "type"] as const;
 
+/** Outcomes of `upstream_async_submissions_total`. */
+export const ASYNC_SUBMISSION_OUTCOMES = ["accepted", "refused", "failed"] as const;
+/** Outcomes of `upstream_async_polls_total`. */
+export const ASYNC_POLL_OUTCOMES = ["running", "completed", "failed", "error"] as const;
+
 /** Calls to channels and the tokens their answers reported. */
 export function createUpstreamMetrics(registry: Registry) {
   // Every passthrough request moves these: counted per series here, handed to
@@ -41,5 +46,17 @@ export function createUpstreamMetrics(registry: Registry) {
     }),
     /** {@link tokens} by series, for the per-request path. */
     tokenSeries,
+    asyncSubmissions: new Counter({
+      name: `${p}upstream_async_submissions_total`,
+      help: "Image generations submitted as jobs to channels with an async API, by channel and outcome (accepted: the channel answered a job id; refused: it answered an error; failed: no usable answer).",
+      labelNames: ["channel", "outcome"] as const,
+      registers: [registry],
+    }),
+    asyncPolls: new Counter({
+      name: `${p}upstream_async_polls_total`,
+      help: "Polls of channels' async image jobs, by channel and outcome (running, completed, failed: the job's state; error: no usable answer, polled again).",
+      labelNames: ["channel", "outcome"] as const,
+      registers: [registry],
+    }),
   };
 }

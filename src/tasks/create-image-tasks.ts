@@ -66,10 +66,12 @@ export interface ImageTasks {
   start(): Promise<void>;
   /**
    * Stops taking submissions and tasks, and answers waiting requests at once;
-   * running tasks and webhook attempts get `graceMs`, then are handed back
-   * (persistent store: to another replica or the next start) or fail
-   * `interrupted` (memory store). Then closes the backend, once `drained` (the
-   * HTTP server's last requests) has settled too.
+   * polls of channels' async jobs are handed over at once (persistent store);
+   * other running tasks and webhook attempts get `graceMs` to end (the stop
+   * resolves as soon as they did), then are handed back (persistent store: to
+   * another replica or the next start) or fail `interrupted` (memory store).
+   * Then closes the backend, once `drained` (the HTTP server's last requests)
+   * has settled too.
    */
   stop(graceMs: number, drained?: Promise<unknown>): Promise<void>;
 }
@@ -168,6 +170,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     ...{ store, images, access, sealer, finisher },
     ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },
     writeRetryMs: config.images.writeRetrySec * 1000,
+    channels: config.channels,
   });
   const webhooks = createTaskWebhooks({
     ...{ store, queue: backend.webhooks, images, logger, now },

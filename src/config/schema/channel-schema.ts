@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { fromText, modelPatterns, origin, positiveInt, url } from "./field-types.js";
 
+/** The async image APIs a channel may speak (`channels[].async`). */
+export const ASYNC_DIALECTS = ["sub2api", "bifrost", "openai-background"] as const;
+/** One of {@link ASYNC_DIALECTS}. */
+export type AsyncDialect = (typeof ASYNC_DIALECTS)[number];
+
 /** An upstream OpenAI-compatible gateway or provider. */
 export const channelSchema = z
   .object({
@@ -80,10 +85,49 @@ export const channelSchema = z
     imageDelayMs: fromText(z.number().int().min(0, "must be >= 0"))
       .default(3000)
       .meta({ description: "Demo channel only: how long drawing an image takes, in ms." }),
+    async: z
+      .enum(ASYNC_DIALECTS, { error: "must be sub2api, bifrost or openai-background" })
+      .optional()
+      .meta({
+        description:
+          "The channel runs an image task's generation as a job of its own, which the service " +
+          "submits once and then polls by id, so no call is held open for minutes and a " +
+          "replica that stops hands the poll to another instead of running the generation " +
+          "again. `sub2api`: `POST /images/generations/async` (edits: `/images/edits/async`), " +
+          "polled at `GET /images/tasks/{id}`. `bifrost`: `POST /async/images/generations` (or " +
+          "edits), polled at `GET /async/images/generations/{id}`. `openai-background`: a " +
+          "Responses call with `background: true` and the `image_generation` tool, polled at " +
+          "`GET /responses/{id}` and cancelled at `POST /responses/{id}/cancel`. Default: none " +
+          "(the call is held open until the channel answers).",
+      }),
+    pollSec: positiveInt("seconds")
+      .default(3)
+      .meta({
+        description:
+          "With `async`: seconds between two polls of a job (never sooner than a " +
+          "`Retry-After` the channel sent).",
+      }),
+    responsesModel: z
+      .string({ error: "must be a model id" })
+      .min(1, "must be a model id")
+      .optional()
+      .meta({
+        description:
+          "With `async: openai-background`, required: the Responses model that calls the " +
+          "`image_generation` tool (e.g. `gpt-4.1-mini`); the task's image model and " +
+          "parameters go in the tool.",
+      }),
   })
   .strict()
   .superRefine((channel, ctx) => {
     if (channel.type === "openai" && !channel.baseUrl) {
       ctx.addIssue({ code: "custom", path: ["baseUrl"], message: "must be a URL" });
+    }
+    if (channel.async === "openai-background" && !channel.responsesModel) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["responsesModel"],
+        message: "required with async: openai-background (the Responses model that runs the tool)",
+      });
     }
   });

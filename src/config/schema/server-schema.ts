@@ -162,11 +162,14 @@ export const serverSchema = z
           "(AWS ALB: 60), so the service never closes a connection the balancer is reusing.",
       }),
     shutdownGraceSec: positiveInt("seconds")
-      .default(25)
+      .optional()
       .meta({
         description:
-          "Seconds SIGTERM gives in-flight requests and running tasks before the process " +
-          "hands the rest back and exits.",
+          "Seconds SIGTERM gives in-flight requests and running generations: the process " +
+          "exits as soon as they are done, and hands back what is still running at the end " +
+          "(which then runs again elsewhere). Polls of `channels[].async` jobs are handed to " +
+          "another replica at once, not waited for. Default: `imageTasks.timeoutSec` + 30 " +
+          "(630 with the defaults), so a generation that started is never cut.",
       }),
   })
   .strict()

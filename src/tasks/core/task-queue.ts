@@ -36,10 +36,28 @@ export interface TaskLease {
   taskId: string;
   /** Aborted with a {@link LeaseEnd} as its reason. */
   signal: AbortSignal;
+  /**
+   * Aborted when this process begins to stop and another run can take the
+   * task over (a persistent queue): a run that can give its task up at no
+   * cost (the poll of a channel's job) hands it over now, and its handler
+   * resolves {@link HANDOVER}; any other run goes on for the grace the stop
+   * gives. Never aborted where nothing would take the task over (memory).
+   */
+  draining: AbortSignal;
 }
 
-/** Runs one task under its lease; rejects only when the run must be tried again later. */
-export type TaskHandler = (lease: TaskLease) => Promise<void>;
+/**
+ * What a handler resolves when its run gave the task back by itself (its
+ * record is `queued` again): the queue puts it back in line at once, for
+ * another replica (or the next start) to take.
+ */
+export const HANDOVER = "handover";
+
+/**
+ * Runs one task under its lease; resolves {@link HANDOVER} when the run gave
+ * the task back, and rejects only when the run must be tried again later.
+ */
+export type TaskHandler = (lease: TaskLease) => Promise<typeof HANDOVER | void>;
 
 /** Tasks waiting and running, across the deployment (the queue gauges). */
 export interface QueueCounts {
@@ -81,9 +99,10 @@ export interface TaskQueue {
   /** Starts handing tasks to `handler`. */
   start(handler: TaskHandler): Promise<void>;
   /**
-   * Stops taking tasks; running ones get `graceMs` to finish, then their
-   * leases end (`handback` where another run will pick the task up, else
-   * `shutdown`); resolves when every handler returned.
+   * Stops taking tasks and aborts the leases' `draining` signal (where another
+   * run can take a task over); running ones get `graceMs` to finish, then
+   * their leases end (`handback` where another run will pick the task up,
+   * else `shutdown`); resolves when every handler returned.
    */
   stop(graceMs: number): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import { randomFillSync } from "node:crypto";
 import type { TaskError, TaskStatus } from "../../contract/task-contract.js";
+import type { AsyncDialect } from "../../config/schema/channel-schema.js";
 
 export type { TaskError, TaskStatus } from "../../contract/task-contract.js";
 export { isFinished } from "../../contract/task-contract.js";
@@ -35,6 +36,19 @@ export interface TaskWebhook {
 }
 
 /**
+ * The job a channel with an async API (`channels[].async`) runs a task's
+ * generation as: kept the moment the channel answers the submission, so
+ * that whichever run holds the task next polls it instead of submitting again.
+ */
+export interface UpstreamJob {
+  /** The channel's name (`channels[].name`). */
+  channel: string;
+  dialect: AsyncDialect;
+  /** The channel's id of the job. */
+  id: string;
+}
+
+/**
  * A task as stored. Never holds a channel key, and a client's key only sealed
  * (`sealedCredential`, forward mode) and only while the task is unfinished.
  */
@@ -61,6 +75,13 @@ export interface TaskRecord {
   /** The same in milliseconds (records of earlier releases have only `created`): for `queue_ms`. */
   createdMs?: number;
   started_at?: number;
+  /**
+   * `started_at` in milliseconds, from which the task's timeout counts; kept,
+   * like `started_at`, when a poll is handed to another run.
+   */
+  startedMs?: number;
+  /** The channel's job running the generation, once submitted (see {@link UpstreamJob}). */
+  upstream?: UpstreamJob;
   completed_at?: number;
   expires_at?: number;
   /**

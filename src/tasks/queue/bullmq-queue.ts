@@ -7,13 +7,14 @@ import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import type { BullmqQueueKeys, RedisAdmissionKeys } from "../../redis/redis-keys.js";
 import { execAll, redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../core/task-events.js";
-import type {
-  Admission,
-  AdmissionLimits,
-  LeaseEnd,
-  QueueEntry,
-  TaskHandler,
-  TaskQueue,
+import {
+  HANDOVER,
+  type Admission,
+  type AdmissionLimits,
+  type LeaseEnd,
+  type QueueEntry,
+  type TaskHandler,
+  type TaskQueue,
 } from "../core/task-queue.js";
 
 /** How long an admitted place waits for its task to be created before it lapses. */
@@ -86,6 +87,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     queue,
     waiting: options.admission.waiting,
     running: options.admission.running,
+    draining: new AbortController(),
   };
 
   return {
@@ -119,6 +121,8 @@ interface BullmqState {
   queue: Queue<JobData>;
   waiting: string;
   running: string;
+  /** Aborted when a stop begins (see `TaskLease.draining`). */
+  draining: AbortController;
   handler?: TaskHandler;
   worker?: Worker<JobData>;
   workerClient?: RedisClient;
@@ -230,10 +234,14 @@ async function processJob(
       .zadd(s.running, "+inf", taskId),
   );
   const { handler } = s;
-  await handler!({ taskId, signal: signal as AbortSignal });
+  const ended = await handler!({
+    taskId,
+    signal: signal as AbortSignal,
+    draining: s.draining.signal,
+  });
   const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
   if (end === "lost") throw new Error("the task's lease was lost"); // its new holder ends it
-  if (end === "handback") {
+  if (end === "handback" || ended === HANDOVER) {
     // Back to the line at once: another replica takes it now, not after a lock expiry.
     await hold(s, { taskId, owner });
     await client.zrem(s.running, taskId);
@@ -257,6 +265,10 @@ async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
     prefix: options.queueKeys.prefix,
     concurrency: options.maxConcurrent,
     lockDuration: options.leaseMs,
+    // BullMQ looks every half of this and renews the locks it has not renewed for as long:
+    // renewed every 1/12 to 1/6 of the lease (2.5 to 5 s by default), a lock outlives an event
+    // loop that stalls for up to 5/6 of it (25 s by default) before its holder counts as dead.
+    lockRenewTime: Math.max(1, Math.floor(options.leaseMs / 6)),
     stalledInterval: options.leaseMs,
     // Re-runs of a task whose holder died are counted and bounded by the runner
     // (imageTasks.maxAttempts), which fails it `interrupted`: BullMQ never gives up.
@@ -280,6 +292,8 @@ async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
 }
 
 async function stop(s: BullmqState, graceMs: number): Promise<void> {
+  // Runs that can be handed over (polls) go back to the line now, for the other replicas.
+  s.draining.abort();
   s.unsubscribe?.();
   if (s.worker)
     await stopWorker(s.worker, graceMs, "handback" satisfies LeaseEnd, s.options.logger);

@@ -1,10 +1,11 @@
-import type {
-  Admission,
-  AdmissionLimits,
-  LeaseEnd,
-  QueueEntry,
-  TaskHandler,
-  TaskQueue,
+import {
+  HANDOVER,
+  type Admission,
+  type AdmissionLimits,
+  type LeaseEnd,
+  type QueueEntry,
+  type TaskHandler,
+  type TaskQueue,
 } from "../core/task-queue.js";
 
 /** Options of {@link createInProcessQueue}. */
@@ -33,6 +34,7 @@ export function createInProcessQueue(options: InProcessQueueOptions): TaskQueue 
     runs: new Set(),
     handler: undefined,
     stopped: false,
+    draining: new AbortController(),
   };
   return {
     admit: async (entry, limits) => admit(s, entry, limits),
@@ -51,6 +53,7 @@ export function createInProcessQueue(options: InProcessQueueOptions): TaskQueue 
     async start(taskHandler) {
       s.handler = taskHandler;
       s.stopped = false;
+      if (s.draining.signal.aborted) s.draining = new AbortController();
       pump(s);
     },
     stop: (graceMs) => stop(s, graceMs),
@@ -67,17 +70,29 @@ interface QueueState {
   runs: Set<Promise<void>>;
   handler: TaskHandler | undefined;
   stopped: boolean;
+  /** Aborted when a stop begins, if tasks are handed back (see `TaskLease.draining`). */
+  draining: AbortController;
 }
 
 /** Starts waiting tasks while slots are free. */
 function pump(s: QueueState): void {
   const { waiting, running, runs } = s;
   while (s.handler && !s.stopped && running.size < s.options.maxConcurrent && waiting.length > 0) {
-    const { taskId } = waiting.shift() as QueueEntry;
+    const entry = waiting.shift() as QueueEntry;
+    const { taskId } = entry;
     const controller = new AbortController();
     running.set(taskId, controller);
     const handler = s.handler;
-    const run: Promise<void> = handler({ taskId, signal: controller.signal })
+    const run: Promise<void> = handler({
+      taskId,
+      signal: controller.signal,
+      draining: s.draining.signal,
+    })
+      .then((ended) => {
+        // Handed over while this queue still runs: back in line here. While it stops, the
+        // task stays queued in the store for the next process.
+        if (ended === HANDOVER && !s.stopped) waiting.push(entry);
+      })
       // A run that failed left its task unfinished in the store: the next adopt() picks it up.
       .catch(() => undefined)
       .finally(() => {
@@ -138,6 +153,8 @@ function remove({ waiting }: QueueState, entry: QueueEntry): boolean {
 /** Runs get `graceMs` to end; then their leases end, and the queue waits for them. */
 async function stop(s: QueueState, graceMs: number): Promise<void> {
   s.stopped = true;
+  // A persistent store's next process takes over what is handed back now.
+  if (s.options.handsBack) s.draining.abort();
   const drained = Promise.all([...s.runs]);
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);

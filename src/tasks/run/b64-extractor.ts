@@ -31,7 +31,14 @@ export class B64Extractor {
   private carry = "";
   private pendingEscape = "";
 
-  constructor(private readonly maxImageBytes: number) {}
+  /**
+   * @param imageKey the key whose string values are images: `b64_json` in an
+   *   image answer, `result` in a Responses `image_generation_call` item
+   */
+  constructor(
+    private readonly maxImageBytes: number,
+    private readonly imageKey = "b64_json",
+  ) {}
 
   /** The images so far, decoded, in the order they came. */
   get decoded(): Buffer[] {
@@ -74,7 +81,7 @@ export class B64Extractor {
         continue;
       }
       if (byte === 0x22) {
-        if (this.keyIs === "b64_json") {
+        if (this.keyIs === this.imageKey) {
           // The opening quote of an image: the skeleton gets a marker in its place.
           this.skeleton.push(chunk.subarray(start, index - 1));
           this.skeleton.push(Buffer.from(`"#b64:${this.images.length}"`));

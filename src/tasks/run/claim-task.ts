@@ -18,54 +18,64 @@ export interface ClaimDeps {
 
 /**
  * Starts a run: the task moves to `in_progress` under this run's attempt
- * number. A task already in progress lost its earlier run with its holder (a
- * crash, a lost lease, a failed write): it runs again until `maxAttempts`,
- * then fails `interrupted`. Undefined when the run must not go on (the race
- * was lost, or the task failed here).
+ * number. A task whose record names a channel's job (see `UpstreamJob`) is
+ * resumed: its `started_at` stays, and its run polls the job (after a
+ * hand-over, or its poller's death: not a new generation). Any other task
+ * already in progress lost its earlier run with its holder (a crash, a lost
+ * lease, a failed write): it runs again (a rerun, counted and logged) until
+ * `maxAttempts`, then fails `interrupted`. Undefined when the run must not
+ * go on (the race was lost, or the task failed here).
  */
 export async function claimTask(
   deps: ClaimDeps,
   record: TaskRecord,
 ): Promise<TaskRecord | undefined> {
   const { store, finisher, metrics, logger } = deps;
-  if (record.status === "in_progress") {
-    if (record.attempts >= deps.maxAttempts) {
-      await finisher.fail(
-        record,
-        "in_progress",
-        interrupted("The service stopped while the task was running, too often to retry."),
-        { attempts: record.attempts },
-      );
-      return undefined;
-    }
-    logger.info({ taskId: record.id }, "running again a task whose run was interrupted");
+  const resumed = record.upstream ? (record.status === "queued" ? "handover" : "lost") : undefined;
+  const rerun = record.status === "in_progress" && !resumed;
+  if (rerun && record.attempts >= deps.maxAttempts) {
+    await finisher.fail(
+      record,
+      "in_progress",
+      interrupted("The service stopped while the task was running, too often to retry."),
+      { attempts: record.attempts },
+    );
+    return undefined;
   }
   const startedAtMs = deps.now();
   const started = await store.transition(
     record.id,
     record.status,
-    {
-      status: "in_progress",
-      started_at: Math.floor(startedAtMs / 1000),
-      attempts: record.attempts + 1,
-      // A new run streams its own partial images; an earlier run's no longer show.
-      partials: undefined,
-    },
+    resumed
+      ? { status: "in_progress", attempts: record.attempts + 1 }
+      : {
+          status: "in_progress",
+          started_at: Math.floor(startedAtMs / 1000),
+          startedMs: startedAtMs,
+          attempts: record.attempts + 1,
+          // A new run streams its own partial images; an earlier run's no longer show.
+          partials: undefined,
+        },
     { attempts: record.attempts },
   );
-  if (started && record.status === "queued") {
+  if (!started) return undefined;
+  if (record.status === "queued" && !resumed) {
     metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - record.created));
   }
-  if (started) {
-    finisher.announce("in_progress", started);
-    logger.info(
-      {
-        ...taskLine(started),
-        attempt: started.attempts,
-        queue_ms: Math.max(0, startedAtMs - (record.createdMs ?? record.created * 1000)),
-      },
-      "task.started",
-    );
+  if (rerun) {
+    metrics.taskReruns.inc({ reason: "lost" });
+    logger.info({ ...taskLine(started), attempt: started.attempts, reason: "lost" }, "task.rerun");
   }
+  if (resumed === "lost") metrics.taskHandovers.inc({ reason: "lost" });
+  finisher.announce("in_progress", started);
+  logger.info(
+    {
+      ...taskLine(started),
+      attempt: started.attempts,
+      queue_ms: Math.max(0, startedAtMs - (record.createdMs ?? record.created * 1000)),
+      ...(resumed ? { resumed } : {}),
+    },
+    "task.started",
+  );
   return started;
 }

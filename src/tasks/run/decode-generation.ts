@@ -44,13 +44,24 @@ export async function decodeGeneration(
   bytes: Buffer,
   source: GenerationSource,
 ): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
-  const { channel, scrubber } = source;
   let parsed: unknown;
   try {
     parsed = JSON.parse(bytes.toString("utf8"));
   } catch {
     throw invalidResponse("is not valid JSON");
   }
+  return decodeGenerationBody(parsed, source);
+}
+
+/**
+ * {@link decodeGeneration} of an answer parsed already (an async job's
+ * result, inside the poll's answer).
+ */
+export async function decodeGenerationBody(
+  parsed: unknown,
+  source: GenerationSource,
+): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
+  const { channel, scrubber } = source;
   const data = (parsed as { data?: unknown } | null)?.data;
   if (!Array.isArray(data) || data.length === 0) throw invalidResponse("holds no images");
   const requested = typeof source.requested === "number" ? source.requested : 1;
@@ -195,7 +206,7 @@ export function invalidResponse(what: string): TaskFailure {
 }
 
 /** The scrub on every string (keys included) of a parsed JSON value. */
-function scrubDeep(value: unknown, scrubber: KeyScrubber, depth: number): unknown {
+export function scrubDeep(value: unknown, scrubber: KeyScrubber, depth: number): unknown {
   if (typeof value === "string") return scrubber.scrubString(value);
   if (value === null || typeof value !== "object") return value;
   if (depth >= MAX_USAGE_DEPTH) return undefined;

@@ -94,8 +94,12 @@ export async function generateImages(
  * parsed); an image over the channel's limit, or one that is not base64, is
  * the channel's `invalid_response`.
  */
-async function extractImages(answer: ChannelAnswer, limit: number): Promise<B64Extractor> {
-  const extractor = new B64Extractor(answer.channel.maxImageBytes);
+export async function extractImages(
+  answer: ChannelAnswer,
+  limit: number,
+  imageKey?: string,
+): Promise<B64Extractor> {
+  const extractor = new B64Extractor(answer.channel.maxImageBytes, imageKey);
   try {
     for await (const chunk of answer.chunks({ maxBytes: limit })) extractor.push(chunk);
   } catch (err) {
@@ -113,32 +117,31 @@ async function requestOf(input: GenerateImagesInput): Promise<ChannelRequest> {
   const body = input.stream
     ? { ...input.body, stream: true, partial_images: input.stream.partialImages }
     : input.body;
-  const common = {
-    route: "",
+  const encoded = await encodeImageCall(body, input.files);
+  return {
+    route: input.files ? "image_edit_tasks" : "image_tasks",
     method: "POST",
+    path: input.files ? "/images/edits" : "/images/generations",
+    headers: { "content-type": encoded.contentType },
+    body: encoded.bytes,
     timeout: { idleMs: input.idleMs },
     signal: input.signal,
     ...(input.observer ? { observer: input.observer } : {}),
-  } as const;
-  if (!input.files) {
-    return {
-      ...common,
-      route: "image_tasks",
-      path: "/images/generations",
-      headers: { "content-type": "application/json" },
-      body: Buffer.from(JSON.stringify(body)),
-    };
+  };
+}
+
+/** An image call's body: a generation's JSON, or an edit's `multipart/form-data` with its images. */
+export async function encodeImageCall(
+  body: Record<string, unknown>,
+  files: readonly EditFile[] | undefined,
+): Promise<{ contentType: string; bytes: Buffer }> {
+  if (!files) {
+    return { contentType: "application/json", bytes: Buffer.from(JSON.stringify(body)) };
   }
-  const form = new Request("http://form.invalid/", {
-    method: "POST",
-    body: editForm(body, input.files),
-  });
+  const form = new Request("http://form.invalid/", { method: "POST", body: editForm(body, files) });
   return {
-    ...common,
-    route: "image_edit_tasks",
-    path: "/images/edits",
-    headers: { "content-type": form.headers.get("content-type") ?? "multipart/form-data" },
-    body: Buffer.from(await form.arrayBuffer()),
+    contentType: form.headers.get("content-type") ?? "multipart/form-data",
+    bytes: Buffer.from(await form.arrayBuffer()),
   };
 }
 
@@ -161,7 +164,7 @@ function editForm(body: Record<string, unknown>, files: readonly EditFile[]): Fo
 }
 
 /** Runs a step of the call: an abort is rethrown as its reason, a channel's error as a task failure. */
-async function guarded<T>(signal: AbortSignal, step: () => Promise<T>): Promise<T> {
+export async function guarded<T>(signal: AbortSignal, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (err) {
@@ -172,13 +175,13 @@ async function guarded<T>(signal: AbortSignal, step: () => Promise<T>): Promise<
 }
 
 /** The most a successful answer for this request may hold: `n` images and some room. */
-function answerLimit(body: Record<string, unknown>, maxImageBytes: number): number {
+export function answerLimit(body: Record<string, unknown>, maxImageBytes: number): number {
   const n = typeof body.n === "number" && Number.isInteger(body.n) ? Math.min(10, body.n) : 1;
   return Math.max(1, n) * (base64Length(maxImageBytes) + ANSWER_OVERHEAD_BYTES);
 }
 
 /** The start of an error body, enough for its message. */
-async function readErrorText(answer: ChannelAnswer, signal: AbortSignal): Promise<string> {
+export async function readErrorText(answer: ChannelAnswer, signal: AbortSignal): Promise<string> {
   try {
     return (await answer.read(MAX_ERROR_BODY_BYTES)).toString("utf8");
   } catch {
@@ -189,7 +192,7 @@ async function readErrorText(answer: ChannelAnswer, signal: AbortSignal): Promis
 }
 
 /** The channel's own error, passed on with its code and message, scrubbed of its key. */
-function upstreamFailure(status: number, text: string, scrubber: KeyScrubber): TaskFailure {
+export function upstreamFailure(status: number, text: string, scrubber: KeyScrubber): TaskFailure {
   let code = status === 429 ? "rate_limit_exceeded" : "upstream_error";
   let message = `The upstream channel answered with status ${status}.`;
   let type = "upstream_error";

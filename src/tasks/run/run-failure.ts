@@ -1,9 +1,11 @@
 import type { Logger } from "pino";
+import type { Metrics } from "../../metrics/create-metrics.js";
 import type { LeaseEnd } from "../core/task-queue.js";
 import type { TaskStore } from "../core/task-store.js";
 import { TaskFailure } from "../core/task-failure.js";
 import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
 import type { TaskRecord } from "../core/task-record.js";
+import { taskLine } from "../service/task-line.js";
 
 /** Why a run's upstream call was aborted: its lease ended, or its own timeout. */
 export type AbortReason = LeaseEnd | "timeout";
@@ -17,6 +19,8 @@ export interface RunFailureDeps {
   store: TaskStore;
   finisher: TaskFinisher;
   logger: Logger;
+  /** Counts a generation cut by the end of the grace (`task_reruns_total{reason="grace"}`). */
+  metrics?: Pick<Metrics, "taskReruns">;
   timeoutSec: number;
 }
 
@@ -51,15 +55,20 @@ export async function settleRunFailure(
       return;
     case "lost": // another run holds the task now
       return;
-    case "handback":
-      // Not counted as a run: the next one starts it afresh.
-      await store.transition(
+    case "handback": {
+      // Not counted as a run: the next one starts it afresh, and makes its generation again.
+      const back = await store.transition(
         id,
         "in_progress",
-        { status: "queued", started_at: undefined, attempts: attempts - 1 },
+        { status: "queued", started_at: undefined, startedMs: undefined, attempts: attempts - 1 },
         { attempts },
       );
+      if (back) {
+        deps.metrics?.taskReruns.inc({ reason: "grace" });
+        logger.info({ ...taskLine(back), attempt: attempts, reason: "grace" }, "task.rerun");
+      }
       return;
+    }
     case "shutdown":
       await finisher.fail(
         started,

@@ -1,5 +1,6 @@
 import type { CallReport } from "../../observability/create-call-observer.js";
 import type { Span } from "../../tracing/tracer.js";
+import type { HANDOVER } from "../core/task-queue.js";
 import type { TaskRecord } from "../core/task-record.js";
 import type { RunEnd } from "../service/task-finisher.js";
 
@@ -23,6 +24,15 @@ export interface RunContext {
    * or taken; the reason says which (see `settleRunFailure`).
    */
   signal: AbortSignal;
+  /**
+   * Aborted when this process begins to stop and another run could take the
+   * task over (see `TaskLease.draining`): a step that can give its task up at
+   * no cost (the poll of a channel's job) hands it over and resolves
+   * `HANDOVER`; any other goes on.
+   */
+  draining: AbortSignal;
+  /** Whether the task's timeout (from its `started_at`) has passed, its timer fired or not. */
+  pastDeadline(): boolean;
   /** What the run learned of its channel so far, for the end it writes (the task line). */
   end(): RunEnd;
   /** The run's span and channel tries. */
@@ -40,10 +50,11 @@ export interface RunContext {
  * background response, ...): call its channel, keep what it made, and end
  * the task through the finisher, or through {@link RunContext.fail}. Queue,
  * lease, claim, timeout, cancel and telemetry are the runner's, shared by
- * every kind. Rejects only when the run must be tried again later (a store
- * that cannot be read or written).
+ * every kind. Resolves `HANDOVER` when it gave the task back to the queue
+ * (its record `queued` again), and rejects only when the run must be tried
+ * again later (a store that cannot be read or written).
  */
-export type RunStep = (context: RunContext) => Promise<void>;
+export type RunStep = (context: RunContext) => Promise<typeof HANDOVER | void>;
 
 /** The kinds of task the runner knows, each by its run step. */
 export interface RunSteps {

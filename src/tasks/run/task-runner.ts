@@ -6,7 +6,7 @@ import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { NOOP_SPAN, NOOP_TRACER, type Tracer } from "../../tracing/tracer.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
-import type { TaskLease } from "../core/task-queue.js";
+import type { HANDOVER, TaskLease } from "../core/task-queue.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskImages } from "../images/task-images.js";
@@ -38,6 +38,11 @@ export interface TaskRunnerDeps {
   /** `images.writeRetrySec` in milliseconds: how long a run waits for the image store. Default 60 s. */
   writeRetryMs?: number;
   /**
+   * The configured channels (`channels`): those with `async` start with their
+   * submission and poll counters at 0.
+   */
+  channels?: ReadonlyArray<{ name: string; async?: string | undefined }>;
+  /**
    * How often a run re-reads its task: a task that another process finished
    * (a cancel whose message was lost) or gave to another run stops here too.
    * Default 5 s.
@@ -47,7 +52,8 @@ export interface TaskRunnerDeps {
 
 /** Runs tasks the queue hands over, one lease each. */
 export interface TaskRunner {
-  run(lease: TaskLease): Promise<void>;
+  /** Resolves `HANDOVER` when the run gave its task back to the queue (see `TaskHandler`). */
+  run(lease: TaskLease): Promise<typeof HANDOVER | void>;
   close(): Promise<void>;
 }
 
@@ -61,7 +67,7 @@ export interface TaskRunner {
  */
 export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;
-  const failure = { store, finisher, logger, timeoutSec: limits.timeoutSec };
+  const failure = { store, finisher, logger, metrics, timeoutSec: limits.timeoutSec };
   const stores = deps.stores ?? ALWAYS_AVAILABLE;
   const shared = {
     deps,
@@ -81,7 +87,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       if (!started) return;
       const run = startRunTelemetry(s.tracer, started);
       try {
-        await runClaimed(s, started, lease, run);
+        return await runClaimed(s, started, lease, run);
       } finally {
         run.span.end();
       }
@@ -110,6 +116,9 @@ function createRunSteps(s: Omit<RunnerState, "steps">, stores: StoreAvailability
   const { store, finisher, metrics, logger } = deps;
   return {
     image: createImageRunStep({
+      store,
+      logger,
+      asyncChannels: (deps.channels ?? []).filter((c) => c.async).map((c) => c.name),
       images: deps.images,
       access: deps.access,
       sealer: deps.sealer,
@@ -131,22 +140,25 @@ async function runClaimed(
   started: TaskRecord,
   lease: TaskLease,
   telemetry: RunTelemetry,
-): Promise<void> {
+): Promise<typeof HANDOVER | void> {
   const { deps } = s;
+  // The timeout counts from the task's start, which a poll handed over keeps.
+  const startedMs = started.startedMs ?? (started.started_at ?? 0) * 1000;
   // What the run learned of its channel goes with the end it writes (the task line).
-  const startedMs = deps.now();
   const end = (): RunEnd => ({ ...telemetry.report, startedMs, span: telemetry.span });
   const watch = watchRun({
     store: deps.store,
     started,
     leaseSignal: lease.signal,
-    timeoutMs: deps.limits.timeoutSec * 1000,
+    timeoutMs: startedMs + deps.limits.timeoutSec * 1000 - deps.now(),
     checkEveryMs: s.checkEveryMs,
   });
   try {
-    await s.steps[stepKindOf(started)]({
+    return await s.steps[stepKindOf(started)]({
       started,
       signal: watch.signal,
+      draining: lease.draining,
+      pastDeadline: () => watch.pastDeadline(),
       end,
       telemetry,
       fail: (err) =>

@@ -38,7 +38,12 @@ export interface ClusterOptions {
   storeUrl?: string;
   maxConcurrent?: number;
   leaseSec?: number;
-  shutdownGraceSec?: number;
+  /** `null`: the service's default (`imageTasks.timeoutSec` + 30). Default 2. */
+  shutdownGraceSec?: number | null;
+  /** Laid over the cluster's `imageTasks` (an `undefined` field takes the service's default). */
+  imageTasks?: Record<string, unknown>;
+  /** The channels; default: the fake upstream, as `fake`. */
+  channels?: unknown[];
   webhooks?: Record<string, unknown>;
   /** The `images` section; default: a directory every replica mounts. */
   images?: Record<string, unknown>;
@@ -54,7 +59,13 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
     });
   }
   return writeConfig(dir, prefix, {
-    server: { port: 0, host: "127.0.0.1", shutdownGraceSec: options.shutdownGraceSec ?? 2 },
+    server: {
+      port: 0,
+      host: "127.0.0.1",
+      // JSON leaves an undefined field out: the service's default then.
+      shutdownGraceSec:
+        options.shutdownGraceSec === null ? undefined : (options.shutdownGraceSec ?? 2),
+    },
     store: { url: options.storeUrl ?? REDIS_URL, prefix },
     auth: {
       keys: [
@@ -63,7 +74,7 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
       ],
     },
     groups: { default: { models: ["gpt-4o-mini", "gpt-image-*"] } },
-    channels: [
+    channels: options.channels ?? [
       {
         name: "fake",
         baseUrl: upstream.baseUrl,
@@ -75,6 +86,7 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
       maxConcurrent: options.maxConcurrent ?? 2,
       leaseSec: options.leaseSec ?? 1,
       pollIntervalSec: 1,
+      ...options.imageTasks,
     },
     // Every replica mounts the same directory, as a shared volume would be.
     images: options.images ?? { url: `file://${join(dir, `${prefix}-images`)}` },
@@ -87,6 +99,39 @@ export const target = (replica: ServedProcess): Target => ({
   key: TEST_KEYS.default,
 });
 
-export async function startReplicas(configFile: string, count: number): Promise<ServedProcess[]> {
-  return Promise.all(Array.from({ length: count }, () => serve(configFile, dir)));
+export async function startReplicas(
+  configFile: string,
+  count: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<ServedProcess[]> {
+  return Promise.all(Array.from({ length: count }, () => serve(configFile, dir, env)));
+}
+
+/** The JSON lines a replica (started with `LOG_LEVEL=info`) wrote with this `msg`. */
+export function logLines(replica: ServedProcess, msg: string): Array<Record<string, unknown>> {
+  return replica
+    .stdout()
+    .split("\n")
+    .filter((line) => line.startsWith("{") && line.includes(`"msg":"${msg}"`))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** A counter's value on a replica's `/metrics`, by name (without the prefix) and labels. */
+export async function counterOf(
+  replica: ServedProcess,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const text = await (await fetch(`${replica.url}/metrics`)).text();
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`image_task_sidecar_${name}`) || line.startsWith("#")) continue;
+    const head = line.slice(0, line.lastIndexOf(" "));
+    if (head !== `image_task_sidecar_${name}` && !head.startsWith(`image_task_sidecar_${name}{`)) {
+      continue;
+    }
+    if (wanted.every((pair) => head.includes(pair)))
+      return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return NaN;
 }

@@ -44,7 +44,8 @@ describe("taking b64_json images out of an answer as it streams", () => {
 
   it("reads escaped slashes and line breaks inside the base64, as JSON allows them", () => {
     const base64 = one.toString("base64");
-    const escaped = base64.replaceAll("/", "\\/").replace(/(.{76})/g, "$1\\n");
+    // Lines cut first, then slashes escaped: a cut never falls inside an escape.
+    const escaped = base64.replace(/(.{76})/g, "$1\\n").replaceAll("/", "\\/");
     const text = `{"data":[{"b64_json":"${escaped}"}]}`;
     for (const size of [1, 3, 13, 1000]) {
       expect(extract(text, size).images[0]!.equals(one)).toBe(true);

@@ -1,0 +1,172 @@
+import { base64Length } from "../../images/base64-length.js";
+import { sniffImageType } from "../../images/image-type.js";
+import type { GeneratedImage } from "../core/generated-image.js";
+import { TaskFailure } from "../core/task-failure.js";
+import type { TaskRecord } from "../core/task-record.js";
+import { extractedIndex } from "./b64-extractor.js";
+import { invalidResponse, scrubDeep, type GenerationSource } from "./decode-generation.js";
+import type { EditFile } from "./generate-images.js";
+import {
+  isObject,
+  jobFailure,
+  segment,
+  text,
+  type JobDialect,
+  type JobState,
+} from "./job-dialect.js";
+
+/** The task's image parameters the `image_generation` tool takes, as the image routes name them. */
+const TOOL_FIELDS = [
+  "size",
+  "quality",
+  "background",
+  "output_format",
+  "output_compression",
+  "moderation",
+  "input_fidelity",
+] as const;
+
+/**
+ * OpenAI's background mode, as a client: a Responses call with
+ * `background: true` whose `image_generation` tool carries the task's image
+ * model and parameters (the Responses model is `channels[].responsesModel`),
+ * answered `{id, status: "queued"}`; polled at `GET /responses/{id}` until
+ * `completed` (the images are the `result` of its `image_generation_call`
+ * output items), `failed`, `cancelled` or `incomplete`; cancelled at
+ * `POST /responses/{id}/cancel`. The tool makes one image per call. A task
+ * that asked for partial images is submitted with `stream: true`: the
+ * response's events bring them (see `background-stream.ts`), and the job is
+ * polled if the stream ends first.
+ */
+export const openaiBackgroundJob: JobDialect = {
+  name: "openai-background",
+  imageKey: "result",
+
+  async submission(task, files, channel) {
+    const tool = toolOf(task, files);
+    // Partial images come only in the response's event stream: asked for, it is read first.
+    if (task.partialImages) tool.partial_images = task.partialImages;
+    const body = {
+      model: channel.responsesModel,
+      input: inputOf(task, files),
+      tools: [tool],
+      tool_choice: { type: "image_generation" },
+      background: true,
+      store: true,
+      ...(task.partialImages ? { stream: true } : {}),
+    };
+    return {
+      path: "/responses",
+      headers: { "content-type": "application/json" },
+      body: Buffer.from(JSON.stringify(body)),
+    };
+  },
+
+  poll: (id) => ({ path: `/responses/${segment(id)}` }),
+
+  cancel: (id) => ({ path: `/responses/${segment(id)}/cancel` }),
+
+  idOf: (body) => text(body.id),
+
+  async stateOf({ body, source }): Promise<JobState> {
+    const { scrubber } = source;
+    switch (body.status) {
+      case "completed": {
+        const images = imagesOf(body.output, source);
+        const usage = scrubDeep(body.usage, scrubber, 0);
+        return { kind: "completed", images, ...(usage === undefined ? {} : { usage }) };
+      }
+      case "failed":
+        return { kind: "failed", failure: jobFailure(body.error, undefined, scrubber) };
+      case "cancelled":
+        return {
+          kind: "failed",
+          failure: new TaskFailure(
+            "upstream_error",
+            "The upstream channel cancelled the background response.",
+            "upstream_error",
+          ),
+        };
+      case "incomplete": {
+        const details = isObject(body.incomplete_details) ? body.incomplete_details : {};
+        const reason = text(details.reason) ?? "unknown";
+        return {
+          kind: "failed",
+          failure: new TaskFailure(
+            "upstream_error",
+            `The upstream channel's background response ended incomplete (${scrubber.scrubString(reason).slice(0, 100)}).`,
+            "upstream_error",
+          ),
+        };
+      }
+      default:
+        return { kind: "running" };
+    }
+  },
+};
+
+/** The prompt as input; an edit's images as `input_image` data URLs beside it. */
+function inputOf(task: TaskRecord, files: EditFile[] | undefined): unknown {
+  const prompt = String(task.request.prompt ?? "");
+  const images = (files ?? []).filter((file) => file.field !== "mask");
+  if (images.length === 0) return prompt;
+  return [
+    {
+      role: "user",
+      content: [
+        { type: "input_text", text: prompt },
+        ...images.map((file) => ({ type: "input_image", image_url: dataUrl(file) })),
+      ],
+    },
+  ];
+}
+
+/** The `image_generation` tool: the task's model and image parameters, an edit's mask. */
+function toolOf(task: TaskRecord, files: EditFile[] | undefined): Record<string, unknown> {
+  const tool: Record<string, unknown> = { type: "image_generation", model: task.model };
+  for (const field of TOOL_FIELDS) {
+    const value = task.request[field];
+    if (value !== undefined && value !== null) tool[field] = value;
+  }
+  const mask = files?.find((file) => file.field === "mask");
+  if (mask) tool.input_image_mask = { image_url: dataUrl(mask) };
+  return tool;
+}
+
+function dataUrl(file: EditFile): string {
+  return `data:${file.mime};base64,${file.bytes.toString("base64")}`;
+}
+
+/** The images of a completed response: its `image_generation_call` items' `result`. */
+function imagesOf(output: unknown, source: GenerationSource): GeneratedImage[] {
+  const { channel, scrubber } = source;
+  const items = Array.isArray(output) ? output.filter(isObject) : [];
+  const calls = items.filter((item) => item.type === "image_generation_call");
+  const images: GeneratedImage[] = [];
+  for (const call of calls) {
+    const marker = extractedIndex(call.result);
+    let bytes = marker === undefined ? undefined : source.extracted?.[marker];
+    if (!bytes && typeof call.result === "string" && call.result.length > 0) {
+      if (call.result.length > base64Length(channel.maxImageBytes) + 4) {
+        throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+      }
+      bytes = Buffer.from(call.result, "base64");
+    }
+    if (!bytes) continue;
+    if (bytes.length > channel.maxImageBytes) {
+      throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+    }
+    const type = sniffImageType(bytes);
+    if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
+    const revised = text(call.revised_prompt);
+    images.push({
+      bytes,
+      mime: type.mimeType,
+      ...(revised ? { revised_prompt: scrubber.scrubString(revised) } : {}),
+    });
+  }
+  if (images.length === 0) {
+    throw invalidResponse("completed without an image (no image_generation_call result)");
+  }
+  return images;
+}
