@@ -205,4 +205,3 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     stopAnnouncing,
   };
 }
-
