@@ -21,6 +21,7 @@ import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
+import { createBackgroundResponses } from "./tasks/http/background-responses.js";
 import { createImageFilesLane } from "./tasks/http/image-files-lane.js";
 import { createTaskLane } from "./tasks/http/create-task-lane.js";
 import type { TaskBodyLimits } from "./tasks/http/task-answers.js";
@@ -79,7 +80,7 @@ function createLanes(deps: AppDeps): Lane[] {
   const limits = bodyLimits(server);
   const origin: PublicOrigin = { configured: server.publicBaseUrl, trustProxy: server.trustProxy };
   return [
-    createProxyLane(createPassthrough(passthroughDeps(deps, limits))),
+    createProxyLane(createPassthrough(passthroughDeps(deps, limits, origin))),
     createTaskLane({
       tasks,
       limits,
@@ -129,8 +130,9 @@ function bodyLimits(server: Config["server"]): TaskBodyLimits {
 }
 
 /** What the passthrough calls channels with. */
-function passthroughDeps(deps: AppDeps, limits: TaskBodyLimits) {
-  const { server } = deps.config;
+function passthroughDeps(deps: AppDeps, limits: TaskBodyLimits, origin: PublicOrigin) {
+  const { config } = deps;
+  const { server } = config;
   return {
     client: deps.channelClient,
     registry: deps.registry,
@@ -138,6 +140,15 @@ function passthroughDeps(deps: AppDeps, limits: TaskBodyLimits) {
     metrics: deps.metrics,
     logger: deps.logger,
     responseOwners: deps.responseOwners,
+    // Background responses the service runs itself, over any channel.
+    background: createBackgroundResponses({
+      responses: deps.tasks.responses,
+      origin,
+      events: config.events,
+      keepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+      timing: limits.timing,
+      metrics: deps.metrics,
+    }),
     limits: {
       maxBodyBytes: server.maxBodyBytes,
       maxUploadBytes: server.maxUploadBytes,

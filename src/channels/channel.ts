@@ -24,13 +24,18 @@ export interface Channel {
   imageUrlOrigins: readonly string[];
   /** Largest image accepted from it, in bytes (`channels[].maxImageBytes`). */
   maxImageBytes: number;
+  /** `channels[].responses.background: native`: `background: true` is sent on to it. */
+  nativeBackground: boolean;
 }
 
 /**
  * Builds a {@link Channel} from its config. `baseUrl` must already be set
  * (demo channels get theirs when the demo server starts).
  */
-export function createChannel(config: ChannelConfig & { baseUrl: string }): Channel {
+export function createChannel(
+  config: Omit<ChannelConfig, "responses"> &
+    Partial<Pick<ChannelConfig, "responses">> & { baseUrl: string },
+): Channel {
   return {
     name: config.name,
     baseUrl: config.baseUrl.replace(/\/+$/, ""),
@@ -45,5 +50,6 @@ export function createChannel(config: ChannelConfig & { baseUrl: string }): Chan
     modelsCacheMs: config.modelsCacheSec * 1000,
     imageUrlOrigins: config.imageUrlOrigins,
     maxImageBytes: config.maxImageBytes,
+    nativeBackground: config.responses?.background === "native",
   };
 }

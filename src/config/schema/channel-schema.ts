@@ -1,6 +1,26 @@
 import { z } from "zod";
 import { fromText, modelPatterns, origin, positiveInt, url } from "./field-types.js";
 
+/** How a channel takes the Responses API's background mode. */
+const channelResponsesSchema = z
+  .object({
+    background: z
+      .enum(["own", "native"], { error: "must be own or native" })
+      .default("own")
+      .meta({
+        description:
+          "`own` (default): a `POST /v1/responses` with `background: true` that this channel " +
+          "would serve runs as a task of the service, which calls the channel with a normal " +
+          "streamed request and answers retrieve, cancel, delete and stream resumption itself " +
+          "(most gateways do not implement background mode). `native`: `background: true` is " +
+          "sent on to the channel (OpenAI itself, or a gateway that implements it), and its " +
+          "response ids are followed to it as any other passed-through response.",
+      }),
+  })
+  .strict()
+  .prefault({})
+  .meta({ description: "How the channel takes the Responses API's background mode." });
+
 /** An upstream OpenAI-compatible gateway or provider. */
 export const channelSchema = z
   .object({
@@ -80,6 +100,8 @@ export const channelSchema = z
     imageDelayMs: fromText(z.number().int().min(0, "must be >= 0"))
       .default(3000)
       .meta({ description: "Demo channel only: how long drawing an image takes, in ms." }),
+    // Background responses (`POST /v1/responses` with `background: true`).
+    responses: channelResponsesSchema,
   })
   .strict()
   .superRefine((channel, ctx) => {

@@ -49,9 +49,11 @@ export type RunStep = (context: RunContext) => Promise<void>;
 export interface RunSteps {
   /** Generations and edits (`kind` `generation`, `edit`, or absent). */
   image: RunStep;
+  /** Background responses (`kind` `response`). */
+  response: RunStep;
 }
 
 /** Which run step runs `record`. */
-export function stepKindOf(_record: TaskRecord): keyof RunSteps {
-  return "image";
+export function stepKindOf(record: TaskRecord): keyof RunSteps {
+  return record.kind === "response" ? "response" : "image";
 }

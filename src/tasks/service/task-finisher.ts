@@ -51,7 +51,7 @@ export interface TaskFinisher {
     id: string,
     from: "queued" | "in_progress",
     error: TaskError,
-    options?: { attempts?: number; end?: RunEnd },
+    options?: { attempts?: number; end?: RunEnd; more?: KindFields },
   ): Promise<TaskRecord | undefined>;
   /**
    * `in_progress -> completed` by run `attempts`, with what the record keeps
@@ -62,9 +62,12 @@ export interface TaskFinisher {
     id: string,
     attempts: number,
     result: { images: TaskImage[]; usage?: unknown },
-    options?: { atMs?: number; end?: RunEnd },
+    options?: { atMs?: number; end?: RunEnd; more?: KindFields },
   ): Promise<TaskRecord | undefined>;
 }
+
+/** What a kind of task writes of its own in the step that ends it (a background response's state). */
+export type KindFields = Pick<Partial<TaskRecord>, "response">;
 
 /** The finisher's dependencies, and how long a finished task is kept. */
 interface FinisherState extends TaskFinisherDeps {
@@ -158,7 +161,7 @@ async function fail(
   id: string,
   from: "queued" | "in_progress",
   error: TaskError,
-  options: { attempts?: number; end?: RunEnd } = {},
+  options: { attempts?: number; end?: RunEnd; more?: KindFields } = {},
 ): Promise<TaskRecord | undefined> {
   const atMs = s.now();
   return finished(
@@ -172,6 +175,7 @@ async function fail(
         expires_at: expiresAt(s, atMs),
         error,
         sealedCredential: undefined,
+        ...options.more,
       },
       { ttlMs: s.retentionMs, attempts: options.attempts },
     ),
@@ -185,7 +189,7 @@ async function complete(
   id: string,
   attempts: number,
   result: { images: TaskImage[]; usage?: unknown },
-  options: { atMs?: number; end?: RunEnd } = {},
+  options: { atMs?: number; end?: RunEnd; more?: KindFields } = {},
 ): Promise<TaskRecord | undefined> {
   const atMs = options.atMs ?? s.now();
   return finished(
@@ -200,6 +204,7 @@ async function complete(
         images: result.images,
         ...(result.usage === undefined ? {} : { usage: result.usage }),
         sealedCredential: undefined,
+        ...options.more,
       },
       { ttlMs: s.retentionMs, attempts },
     ),

@@ -5,6 +5,7 @@ import type { WebhookQueue } from "../../webhooks/webhook-queue.js";
 import { presentTask, type PresentDeps } from "../view/present-task.js";
 import type { TaskStore } from "../core/task-store.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
+import { responseWebhookDelivery } from "./response-webhook.js";
 
 /** Outbox entries read per pass; the next pass takes the rest. */
 const OUTBOX_BATCH = 500;
@@ -45,16 +46,14 @@ export function createTaskWebhooks(deps: TaskWebhooksDeps) {
 
   async function announce(record: TaskRecord): Promise<void> {
     if (!record.webhook || !isFinished(record.status)) return;
-    const view = await presentTask(record, {
-      images,
-      baseUrl: record.webhook.baseUrl,
-      data: "listed",
-    });
-    const delivery = createWebhookDelivery(view, record.webhook.url, {
-      id: eventIdOf(record.id),
-      createdAt: record.completed_at,
-      trace: record.trace,
-    });
+    const delivery =
+      record.kind === "response"
+        ? responseWebhookDelivery(record, record.webhook.url)
+        : createWebhookDelivery(
+            await presentTask(record, { images, baseUrl: record.webhook.baseUrl, data: "listed" }),
+            record.webhook.url,
+            { id: eventIdOf(record.id), createdAt: record.completed_at, trace: record.trace },
+          );
     await queue.add(delivery);
     await store.clearWebhookOutbox(record.id);
   }
