@@ -39,6 +39,8 @@ export interface ScriptedChannel {
   readonly aborted: number;
   /** Calls answered (created a response). */
   readonly calls: number;
+  /** The ids of the responses it made, in order. */
+  readonly ids: string[];
   /** Resolves when the next call has sent its first events. */
   nextStarted(): Promise<void>;
 }
@@ -49,11 +51,15 @@ export interface ScriptedChannel {
  * do, and a retrieve of its ids is 404): plain calls answer the finished
  * response, streamed ones its events, with an image tool's output when asked.
  */
-export function scriptChannel(upstream: FakeUpstream, options: ScriptOptions = {}): ScriptedChannel {
+export function scriptChannel(
+  upstream: FakeUpstream,
+  options: ScriptOptions = {},
+): ScriptedChannel {
   let held = options.hold === true;
   let waiting: Array<() => void> = [];
   let startedWaiters: Array<() => void> = [];
   const state = { aborted: 0, calls: 0 };
+  const ids: string[] = [];
   const hold = (res: ServerResponse) =>
     new Promise<boolean>((resolve) => {
       if (!held) return resolve(true);
@@ -70,12 +76,17 @@ export function scriptChannel(upstream: FakeUpstream, options: ScriptOptions = {
       sendJson(
         res,
         400,
-        errorEnvelope("Background mode is not supported.", "invalid_request_error", "unsupported_parameter"),
+        errorEnvelope(
+          "Background mode is not supported.",
+          "invalid_request_error",
+          "unsupported_parameter",
+        ),
       );
       return;
     }
     state.calls += 1;
     const answer = new ScriptedAnswer(request, options);
+    ids.push(answer.id);
     if (request.stream !== true) {
       sendJson(res, 200, answer.final());
       return;
@@ -113,6 +124,7 @@ export function scriptChannel(upstream: FakeUpstream, options: ScriptOptions = {
     get calls() {
       return state.calls;
     },
+    ids,
     nextStarted: () => new Promise<void>((resolve) => startedWaiters.push(resolve)),
   };
 }
@@ -233,13 +245,19 @@ class ScriptedAnswer {
       output_index: outputIndex,
       item: this.message("in_progress", ""),
     });
-    add("response.content_part.added", { ...at, part: { type: "output_text", text: "", annotations: [] } });
+    add("response.content_part.added", {
+      ...at,
+      part: { type: "output_text", text: "", annotations: [] },
+    });
     for (const word of this.words) {
       add("response.output_text.delta", { ...at, delta: word, logprobs: [] });
     }
     const text = this.words.join("");
     add("response.output_text.done", { ...at, text, logprobs: [] });
-    add("response.content_part.done", { ...at, part: { type: "output_text", text, annotations: [] } });
+    add("response.content_part.done", {
+      ...at,
+      part: { type: "output_text", text, annotations: [] },
+    });
     add("response.output_item.done", {
       output_index: outputIndex,
       item: this.message("completed", text),
