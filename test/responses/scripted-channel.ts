@@ -6,14 +6,9 @@ import type { FakeUpstream, RouteHandler } from "../support/fake-upstream.js";
 
 type Json = Record<string, unknown>;
 
-/** A picture of `side` pixels, noisy enough that its PNG weighs what a real image does. */
-export function testPng(side: number, seed = 1): Buffer {
-  const pixels = new Uint8Array(side * side * 3);
-  let state = seed;
-  for (let i = 0; i < pixels.length; i += 1) {
-    state = (state * 1103515245 + 12345) & 0x7fffffff;
-    pixels[i] = state & 0xff;
-  }
+/** A picture of `side` pixels of noise: its PNG weighs what a real image's does. */
+export function testPng(side: number): Buffer {
+  const pixels = new Uint8Array(randomBytes(side * side * 3));
   return encodePng({ width: side, height: side, channels: 3, pixels });
 }
 
@@ -233,7 +228,7 @@ class ScriptedAnswer {
         add("response.image_generation_call.partial_image", {
           ...at,
           partial_image_index: index,
-          partial_image_b64: testPng(16, index + 7).toString("base64"),
+          partial_image_b64: testPng(16 + index).toString("base64"),
         });
       }
       add("response.image_generation_call.completed", at);

@@ -57,7 +57,7 @@ export function responseStatusOf(record: {
  * `partial_image_b64`): the key of its bytes in the image store.
  */
 export interface ImageRef {
-  $image: { key: string; bytes: number; mime: string };
+  $image: { key: string; bytes: number };
 }
 
 /** Whether `value` is an {@link ImageRef}. */

@@ -15,7 +15,8 @@ export function responseObject(record: TaskRecord): Json {
   const status = responseStatusOf(record);
   const { final } = record.response ?? {};
   if (final && (status === "completed" || status === "incomplete" || status === "failed")) {
-    const own = ownObject(record, final, status);
+    // Kept as what differs from the request's echo (see keptObject).
+    const own = ownObject(record, { ...responseShell(record, status), ...final }, status);
     own.completed_at ??= record.completed_at ?? null;
     return own;
   }
@@ -43,10 +44,27 @@ export function ownObject(record: TaskRecord, object: Json, status?: ResponseSta
     background: true,
   };
   if (status !== undefined) own.status = status;
-  if ("previous_response_id" in object || record.response?.previous !== undefined) {
-    own.previous_response_id = record.response?.previous ?? null;
-  }
+  own.previous_response_id = record.response?.previous ?? null;
   return own;
+}
+
+/** The fields {@link ownObject} sets: a final object is kept without them. */
+const OWN_FIELDS = ["id", "object", "created_at", "background", "previous_response_id"];
+
+/**
+ * A final Response object as the record keeps it: what differs from the
+ * object its request stands for ({@link responseShell}: the settings it
+ * echoes, OpenAI's defaults), without what {@link ownObject} puts back. So a
+ * long `instructions` or list of `tools` is kept once, in the request.
+ */
+export function keptObject(record: TaskRecord, object: Json): Json {
+  const shell = responseShell(record, "completed");
+  return Object.fromEntries(
+    Object.entries(object).filter(
+      ([name, value]) =>
+        !OWN_FIELDS.includes(name) && JSON.stringify(value) !== JSON.stringify(shell[name]),
+    ),
+  );
 }
 
 /** The Response object a request stands for, before its channel said anything (or after a cancel). */

@@ -98,7 +98,7 @@ export class ResponseImages {
     if (!image) return false;
     const kept = await (field.kind === "result" ? this.keepResult(image) : this.keepPartial(image));
     if (!kept) return false;
-    const ref: ImageRef = { $image: { key: kept.key, bytes: kept.bytes, mime: kept.mime } };
+    const ref: ImageRef = { $image: { key: kept.key, bytes: kept.bytes } };
     if (field.itemId !== undefined && field.kind === "result") this.byItem.set(field.itemId, ref);
     container[field.field] = ref;
     return true;

@@ -18,6 +18,7 @@ import type { TaskFinisher } from "../service/task-finisher.js";
 import { awaitImageStore } from "./await-image-store.js";
 import { ResponseImages, RunLost } from "./keep-response-images.js";
 import { readResponseEvents, responseRefusal } from "./read-response-stream.js";
+import { keptObject } from "../responses/response-object.js";
 import { ResponseRun } from "./response-run.js";
 import { interrupted } from "./run-failure.js";
 import { openCredential } from "./run-inputs.js";
@@ -86,8 +87,6 @@ interface Outcome {
   run: ResponseRun;
   images: ResponseImages;
   answer: ChannelAnswer;
-  /** The final response's usage, counted already. */
-  usage: unknown;
 }
 
 /** The channel call and its events, up to the final one. */
@@ -109,12 +108,12 @@ async function runResponse(
   const answer = await call(deps, context, candidates);
   if (answer.status >= 400) throw await responseRefusal(answer, signal);
   images.setLimit(answer.channel.maxImageBytes);
-  let usage: unknown;
   for await (const event of readResponseEvents(answer, signal)) {
     // Read to its end (the connection goes back to the pool), but nothing after the end counts.
     if (run.final) continue;
     await run.take(event);
-    if (run.final) usage = countUsage(deps, started, answer, run.final);
+    // Counted as soon as it is read: the try's span ends with its answer.
+    if (run.final) countUsage(deps, started, answer, run.final);
   }
   if (!run.final) {
     if (run.streamError) {
@@ -126,7 +125,7 @@ async function runResponse(
       "upstream_error",
     );
   }
-  return { run, images, answer, usage };
+  return { run, images, answer };
 }
 
 /** The Responses call: the request as the client sent it, streamed, not in the background. */
@@ -194,14 +193,14 @@ function asksForImages(request: Record<string, unknown>): boolean {
 async function finish(
   deps: ResponseRunDeps,
   context: RunContext,
-  { run, images, answer, usage }: Outcome,
+  { run, images, answer }: Outcome,
 ): Promise<void> {
   const { started } = context;
   const final = run.final as Record<string, unknown>;
   const response: ResponseState = {
     ...(started.response as ResponseState),
     channel: answer.channel.name,
-    final,
+    final: keptObject(started, final),
     events: run.events,
   };
   if (run.upstreamId !== undefined) response.upstreamId = run.upstreamId;
@@ -216,7 +215,8 @@ async function finish(
       : await deps.finisher.complete(
           started.id,
           started.attempts,
-          { images: images.results, ...(usage === undefined ? {} : { usage }) },
+          // The usage is the final response's own, not kept twice.
+          { images: images.results },
           { end, more: { response } },
         );
   if (done) {
@@ -234,19 +234,16 @@ function failureOf(final: Record<string, unknown>) {
   };
 }
 
-/**
- * The final response's usage (as the task keeps it), counted in the token
- * metrics and the try's span as soon as it is read.
- */
+/** The final response's usage, counted in the token metrics and the try's span. */
 function countUsage(
   deps: ResponseRunDeps,
   started: TaskRecord,
   answer: ChannelAnswer,
   final: Record<string, unknown>,
-): unknown {
+): void {
   const { usage } = final;
   const { input_tokens: input, output_tokens: output } = (usage ?? {}) as Record<string, unknown>;
-  if (typeof input !== "number" || typeof output !== "number") return undefined;
+  if (typeof input !== "number" || typeof output !== "number") return;
   const model = typeof final.model === "string" ? final.model : undefined;
   answer.observer?.usage?.({ input, output }, model);
   const group = started.response?.group ?? "other";
@@ -254,7 +251,6 @@ function countUsage(
   const channel = answer.channel.name;
   if (input > 0) tokens.get(channel, started.model, group, "input").inc(input);
   if (output > 0) tokens.get(channel, started.model, group, "output").inc(output);
-  return usage;
 }
 
 /**
