@@ -166,7 +166,9 @@ export function createResponseService(deps: ResponseServiceDeps): ResponseServic
         ...options,
       }),
     async previous(principal, id) {
-      const record = owned(principal, await lookup(id), id, "previous_response_id");
+      const found = await lookup(id);
+      if (!found) return undefined;
+      const record = owned(principal, found, id, "previous_response_id");
       const { channel, upstreamId } = record.response ?? {};
       if (record.status !== "completed" || channel === undefined || upstreamId === undefined) {
         throw new ServiceError(
