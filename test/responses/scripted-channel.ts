@@ -52,7 +52,7 @@ export function scriptChannel(
 ): ScriptedChannel {
   let held = options.hold === true;
   let waiting: Array<() => void> = [];
-  let startedWaiters: Array<() => void> = [];
+  const startedWaiters: Array<() => void> = [];
   const state = { aborted: 0, calls: 0 };
   const ids: string[] = [];
   const hold = (res: ServerResponse) =>

@@ -4,7 +4,6 @@ import { ServiceError } from "../../errors/service-error.js";
 import { shorten } from "../../errors/shorten.js";
 import { available } from "../../errors/store-unavailable.js";
 import { REFUSAL_REASONS } from "../../metrics/readiness-metrics.js";
-import type { ResponseEventLog } from "../core/response-state.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
 import { imageKeysOf, isFinished, type TaskRecord } from "../core/task-record.js";
 import type { TaskFeed } from "../events/task-feed.js";

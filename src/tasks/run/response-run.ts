@@ -1,9 +1,5 @@
 import type { Logger } from "pino";
-import {
-  FINAL_RESPONSE_EVENTS,
-  type ResponseEventLog,
-  type ResponseStatus,
-} from "../core/response-state.js";
+import type { ResponseEventLog, ResponseStatus } from "../core/response-state.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { imageFields } from "../responses/response-images.js";
 import { ownObject, responseShell } from "../responses/response-object.js";
