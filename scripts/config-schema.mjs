@@ -38,8 +38,18 @@ function valueOf(node) {
   return branches.length === 1 ? { ...branches[0] } : node;
 }
 
+/** The value branches of a node that takes several kinds of value (nested `anyOf` flattened). */
+function branchesOf(node) {
+  if (!node.anyOf) return [node];
+  return node.anyOf
+    .filter((branch) => branch.$ref !== "#/definitions/envReference")
+    .flatMap(branchesOf);
+}
+
 /** "integer > 0", "`openai` or `demo` (as a list)", "list of strings (at least 1)", ... */
 function typeOf(node) {
+  const branches = branchesOf(node);
+  if (branches.length > 1) return branches.map(typeOf).join(" or ");
   const value = valueOf(node);
   if (value.enum) return value.enum.map(code).join(" | ");
   if (value.type === "integer" || value.type === "number") {

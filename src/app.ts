@@ -7,7 +7,7 @@ import type { Config } from "./config/config-schema.js";
 import { createConsoleLane } from "./console/console-lane.js";
 import { createPipeline } from "./edge/create-pipeline.js";
 import { createMetricsLane } from "./edge/metrics-lane.js";
-import { createHealthLane, type RedisReadiness } from "./health/health-lane.js";
+import { createHealthLane } from "./health/health-lane.js";
 import type { Lane } from "./http/lane.js";
 import type { PublicOrigin } from "./http/public-base-url.js";
 import { createMcpLane } from "./mcp/mcp-lane.js";
@@ -22,8 +22,10 @@ import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
 import { createBackgroundResponses } from "./tasks/http/background-responses.js";
+import { createBifrostLane } from "./tasks/http/bifrost-lane.js";
 import { createImageFilesLane } from "./tasks/http/image-files-lane.js";
-import { createTaskLane } from "./tasks/http/create-task-lane.js";
+import { createTaskLane, type TaskLaneDeps } from "./tasks/http/create-task-lane.js";
+import { createSub2apiLane } from "./tasks/http/sub2api-lane.js";
 import type { TaskBodyLimits } from "./tasks/http/task-answers.js";
 
 /** Everything the HTTP layer needs, built by the caller (see `startServer`). */
@@ -42,19 +44,20 @@ export interface AppDeps {
   responseOwners: ResponseOwners;
   /** True once SIGTERM arrived: `/readyz` turns 503. */
   isStopping: () => boolean;
+  /** True until start-up finished (tasks earlier processes left picked up): `/readyz` 503. */
+  isStarting?: () => boolean;
   /** Each channel's last model-list check, for `/readyz` (see `channels/channel-checks.ts`). */
   channelStatuses?: () => Record<string, string>;
   /** Spans of requests, channel tries and tasks. Default: tracing off. */
   tracer?: Tracer;
-  /** On Redis: the primary and its last switch, for `/readyz`. */
-  redisStatus?: (() => RedisReadiness) | undefined;
 }
 
 /**
  * Builds the service's request listener: one pipeline (the edge: request
  * context, auth, errors) in front of the lanes, asked in this order: the
- * OpenAI passthrough (the hot path, first), the task API, image files,
- * models, MCP, health, metrics, the web console. No I/O here or on import,
+ * OpenAI passthrough (the hot path, first), the task API and the async
+ * dialects over it (sub2api's, Bifrost's), image files, models, MCP,
+ * health, metrics, the web console. No I/O here or on import,
  * so tests and the server assemble the same app from the same parts.
  */
 export function createApp(deps: AppDeps): RequestListener {
@@ -79,18 +82,23 @@ function createLanes(deps: AppDeps): Lane[] {
   const { server } = config;
   const limits = bodyLimits(server);
   const origin: PublicOrigin = { configured: server.publicBaseUrl, trustProxy: server.trustProxy };
+  const taskLane: TaskLaneDeps = {
+    tasks,
+    limits,
+    pollIntervalSec: config.imageTasks.pollIntervalSec,
+    taskLimits: config.imageTasks,
+    eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+    events: config.events,
+    origin,
+    metrics,
+    logger,
+  };
   return [
     createProxyLane(createPassthrough(passthroughDeps(deps, limits, origin))),
-    createTaskLane({
-      tasks,
-      limits,
-      pollIntervalSec: config.imageTasks.pollIntervalSec,
-      eventsKeepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
-      events: config.events,
-      origin,
-      metrics,
-      logger,
-    }),
+    createTaskLane(taskLane),
+    // The same tasks, as the clients of other gateways submit and poll them.
+    createSub2apiLane(taskLane),
+    createBifrostLane(taskLane),
     // Signed image URLs work without a bearer header: the signature is the credential.
     createImageFilesLane({ images: tasks.images, signer: tasks.signer }),
     createModelsLane({ access: deps.access }),
@@ -106,7 +114,7 @@ function createLanes(deps: AppDeps): Lane[] {
       images: tasks.health.images,
       channels: deps.channelStatuses ?? (() => ({})),
       isStopping: deps.isStopping,
-      redis: deps.redisStatus,
+      ...(deps.isStarting ? { isStarting: deps.isStarting } : {}),
     }),
     createMetricsLane(metrics, config.metrics, logger),
     // Static pages without a bearer header; the page itself sends the user's key to /v1.

@@ -116,11 +116,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const opened = new OpenedParts();
   try {
-    const tracer = opened.keep(await startTracer(options.tracing, replica), (started) =>
-      started.shutdown(),
+    const tracer = opened.keep(
+      await startTracer(options.tracing, { replica, trustParent: config.tracing.trustParent }),
+      (started) => started.shutdown(),
     );
     const parts = await buildService(opened, { config, metrics, logger, tracer });
-    const state: ServerState = { parts, stopping: false };
+    const state: ServerState = { parts, stopping: false, starting: true };
     const limits = connectionLimits(config.server);
     const server = opened.keep(
       createGuardedServer(createServiceApp(state), {
@@ -144,6 +145,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     );
     // What a previous process left: queued tasks run, interrupted ones run again.
     await parts.tasks.start();
+    state.starting = false;
     opened.keep(parts.channelChecks, async (checks) => checks.stop()).start();
     const close = (graceMs = config.server.shutdownGraceSec * 1000) =>
       (state.closing ??= closeServer(state, graceMs));
@@ -229,6 +231,8 @@ interface ServerState {
   metricsListener?: Awaited<ReturnType<typeof startMetricsListener>>;
   /** Set when closing begins: new passthrough calls and submissions are refused. */
   stopping: boolean;
+  /** Until what earlier processes left is picked up: `/readyz` answers 503 `starting`. */
+  starting: boolean;
   closing?: Promise<void>;
 }
 
@@ -290,9 +294,9 @@ function createServiceApp(state: ServerState): RequestListener {
       config.imageTasks.retentionSec * 1000,
     ),
     isStopping: () => state.stopping,
+    isStarting: () => state.starting,
     channelStatuses: () => state.parts.channelChecks.statuses(),
     tracer: state.parts.tracer,
-    redisStatus: backend.redis?.status,
   });
 }
 

@@ -1,4 +1,4 @@
-import type { Task, TaskPage, TaskStatus } from "./task-types.js";
+import type { Task, TaskDeleted, TaskPage, TaskStatus } from "./task-types.js";
 
 /** A refusal of the API (its error envelope), or the service out of reach (`status` 0). */
 export class ApiError extends Error {
@@ -22,8 +22,15 @@ export interface Api {
   /** `POST /v1/images/edits/tasks` with a multipart body. */
   submitEdit(form: FormData): Promise<Task>;
   list(query: ListQuery, signal?: AbortSignal): Promise<TaskPage>;
-  get(id: string, signal?: AbortSignal): Promise<Task>;
+  /**
+   * `GET /v1/images/tasks/{id}`; `links: "service"`: with the service's own
+   * image links, whatever `images.links` says (presigned or CDN links are on
+   * another origin, which the page may show but not fetch).
+   */
+  get(id: string, signal?: AbortSignal, links?: "service"): Promise<Task>;
   cancel(id: string): Promise<Task>;
+  /** `DELETE /v1/images/tasks/{id}`: the task and its images, at once (a running one is cancelled). */
+  remove(id: string): Promise<TaskDeleted>;
   /** The task's event stream, resuming after `lastEventId`; the body is read by the caller. */
   events(id: string, lastEventId: string | undefined, signal?: AbortSignal): Promise<Response>;
 }
@@ -85,8 +92,10 @@ export function createApi(options: ApiOptions): Api {
       if (query.status) params.set("status", query.status);
       return json<TaskPage>(`images/tasks?${params}`, { signal });
     },
-    get: (id, signal) => json<Task>(task(id), { signal }),
+    get: (id, signal, links) =>
+      json<Task>(links ? `${task(id)}?links=${links}` : task(id), { signal }),
     cancel: (id) => json<Task>(`${task(id)}/cancel`, { method: "POST" }),
+    remove: (id) => json<TaskDeleted>(task(id), { method: "DELETE" }),
     events: (id, lastEventId, signal) =>
       call(`${task(id)}/events`, {
         signal,

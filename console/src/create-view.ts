@@ -1,14 +1,22 @@
-import { ApiError, type Api } from "./api.js";
+import { ApiError, isAbort, type Api } from "./api.js";
+import { createCodePanel } from "./code-panel.js";
+import type { SnippetFile, SnippetRequest } from "./code-snippets.js";
 import { h, replaceChildren } from "./dom.js";
+import { downloadName, imageSource } from "./format.js";
+import { formFromTask, type createSessionState, type FormFields } from "./form-state.js";
+import { fetchableImages, imageBlob } from "./image-bytes.js";
 import { routeHash } from "./routes.js";
 import { createTaskPanel, type TaskPanel } from "./task-panel.js";
 import { buildSubmission, editFormData, type FieldProblem } from "./task-form.js";
 import {
   layoutForm,
   makeControls,
+  readFields,
   readForm,
+  setImages,
   showPreviews,
   showProblems,
+  writeFields,
   type Controls,
   type ProblemSlots,
 } from "./task-form-controls.js";
@@ -19,66 +27,215 @@ export interface CreateViewOptions {
   /** The key's `gpt-image-*` models. */
   models: readonly string[];
   onUnauthorized(error: ApiError): void;
+  /** Where the form and the task being watched are kept across a reload. */
+  state: ReturnType<typeof createSessionState>;
+  /** The API's base URL for the code shown, e.g. `https://host/v1`. */
+  apiBase: string;
+}
+
+/** The create page's parts that submitting and filling the form use. */
+interface Parts {
+  options: CreateViewOptions;
+  controls: Controls;
+  problems: ProblemSlots;
+  /** A submission is on its way. */
+  busy: boolean;
+  /** Fills the form: the fields given, the images to edit, and a line on what happened. */
+  fill(fields: Partial<FormFields>, images: readonly File[], note: string): void;
+  focusForm(): void;
+  showTask(task: Task): void;
+  clearLive(): void;
+  reveal(): void;
 }
 
 /**
  * The page to make an image: the form (generate, or edit images with an
- * optional mask; every option of the task API) and, beside it, the task just
- * submitted, followed live.
+ * optional mask; every option of the task API; the form as code) and,
+ * beside it, the task just submitted, followed live. The form and that
+ * task are kept across a reload of the tab.
  */
 export function createCreateView(options: CreateViewOptions) {
   const controls = makeControls(options.models);
   const { form, problems } = layoutForm(controls);
   const live = h("div", { class: "live-body" });
   const heading = h("h2", { id: "create-heading", tabindex: "-1" }, "New image");
+  const formPanel = h("div", { class: "panel form-panel" }, heading, form);
+  const livePanel = h(
+    "section",
+    { class: "panel live-panel", "aria-labelledby": "live-heading" },
+    h("h2", { id: "live-heading" }, "Live"),
+    live,
+  );
   const element = h(
     "section",
     { class: "create-view", "aria-labelledby": "create-heading" },
-    h("div", { class: "panel form-panel" }, heading, form),
-    h(
-      "section",
-      { class: "panel live-panel", "aria-labelledby": "live-heading" },
-      h("h2", { id: "live-heading" }, "Live"),
-      live,
-    ),
+    formPanel,
+    livePanel,
   );
   let panel: TaskPanel | undefined;
-  const showTask = (task: Task) => {
-    panel?.dispose();
-    panel = createTaskPanel({ api: options.api, task, onUnauthorized: options.onUnauthorized });
-    replaceChildren(
-      live,
-      panel.element,
-      h(
-        "p",
-        { class: "hint" },
-        "Kept in the gallery until it expires. ",
-        h("a", { href: routeHash({ name: "task", id: task.id }) }, "Open this task"),
-      ),
-    );
-  };
-  replaceChildren(live, h("p", { class: "empty" }, "Your image appears here as it is made."));
-
+  const save = () => options.state.saveForm(readFields(controls));
   const setMode = () => {
     const edit = controls.mode() === "edit";
     controls.editInputs.hidden = !edit;
     controls.submit.textContent = edit ? "Edit images" : "Generate";
   };
+  const parts: Parts = {
+    options,
+    controls,
+    problems,
+    busy: false,
+    fill(fields, images, note) {
+      showProblems(controls, problems, []);
+      writeFields(controls, fields);
+      setImages(controls, images);
+      setMode();
+      save();
+      controls.formStatus.textContent = note;
+    },
+    focusForm() {
+      const pick = controls.mode() === "edit" && !controls.images.files?.length;
+      (pick ? controls.images : controls.prompt).focus();
+    },
+    showTask(task) {
+      panel?.dispose();
+      panel = createTaskPanel({
+        api: options.api,
+        task,
+        onUnauthorized: options.onUnauthorized,
+        onEditImage: (shown, index) =>
+          void editImage(parts, shown, index).then((done) => done && parts.focusForm()),
+        actions: [h("a", { href: routeHash({ name: "task", id: task.id }) }, "Open this task")],
+      });
+      replaceChildren(
+        live,
+        panel.element,
+        h("p", { class: "hint" }, "Kept in the gallery until it expires."),
+      );
+    },
+    clearLive() {
+      panel?.dispose();
+      panel = undefined;
+      options.state.saveLiveTask(undefined);
+      replaceChildren(live, placeholder());
+    },
+    // One column (a phone): the live task is below the form, out of sight after Generate.
+    reveal() {
+      if (livePanel.offsetTop <= formPanel.offsetTop) return;
+      const still = matchMedia("(prefers-reduced-motion: reduce)").matches;
+      livePanel.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+    },
+  };
+  replaceChildren(live, placeholder());
   for (const radio of controls.modeRadios) radio.addEventListener("change", setMode);
   controls.images.addEventListener("change", () => showPreviews(controls));
   controls.mask.addEventListener("change", () => showPreviews(controls));
-  setMode();
-
+  form.append(createCodePanel({ request: () => snippetRequest(parts), apiBase: options.apiBase }));
+  form.addEventListener("input", save);
+  form.addEventListener("change", save);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    void submit(options, controls, problems, showTask);
+    void submit(parts);
+  });
+  form.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
   });
   if (options.models.length === 0) {
     controls.submit.disabled = true;
     controls.formStatus.textContent =
       "This key may not use any gpt-image-* model: there is nothing to make here.";
   }
-  return { element, heading, dispose: () => panel?.dispose() };
+  const kept = options.state.form();
+  if (kept) writeFields(controls, kept);
+  setMode();
+  resumeLive(parts);
+
+  return {
+    element,
+    heading,
+    /**
+     * Fills the form (make it again); `images`: an edit's input images.
+     * An edit without them asks for them again: a task does not keep them.
+     */
+    /**
+     * "Use these settings": the form as `task` was submitted. An edit's input
+     * images are not kept with a task: the form asks for them again.
+     */
+    useSettings(task: Task): void {
+      const fields = formFromTask(task);
+      parts.fill(
+        fields,
+        [],
+        fields.mode === "edit"
+          ? "Filled in from the task. Its input images are not kept: pick them again."
+          : "Filled in from the task.",
+      );
+    },
+    /** "Edit image N": resolves false (the reason shown) when the image could not be read. */
+    editImage: (task: Task, index: number) => editImage(parts, task, index),
+    /** Where the focus goes after the form was filled: the prompt, or the images to pick. */
+    focusForm: parts.focusForm,
+    dispose: () => panel?.dispose(),
+  };
+}
+
+function placeholder(): HTMLElement {
+  return h("p", { class: "empty" }, "Your image appears here as it is made.");
+}
+
+/** After a reload: the task that was being watched, watched again (and the last result shown). */
+function resumeLive(parts: Parts): void {
+  const id = parts.options.state.liveTask();
+  if (!id) return;
+  parts.options.api.get(id).then(parts.showTask, (err: unknown) => {
+    if (err instanceof ApiError && err.status === 401) return parts.options.onUnauthorized(err);
+    if (!isAbort(err)) parts.clearLive();
+  });
+}
+
+/** "Edit image N": an edit whose input is that image, the task's model and size kept. */
+async function editImage(parts: Parts, task: Task, index: number): Promise<boolean> {
+  const shown = task.data?.[index];
+  const source = shown && imageSource(shown);
+  if (!shown || !source) return false;
+  try {
+    const image = (await fetchableImages(parts.options.api, task))[index];
+    if (!image) throw new Error("The image is no longer there.");
+    const blob = await imageBlob(image);
+    const file = new File([blob], downloadName(task, index, source), { type: blob.type });
+    const fields = { ...formFromTask(task), mode: "edit", prompt: "", n: "1" } as const;
+    parts.fill(fields, [file], `Editing image ${index + 1} of ${task.id}: describe the change.`);
+    return true;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    parts.controls.formStatus.textContent = `The image could not be read: ${reason}`;
+    return false;
+  }
+}
+
+/** The form as code takes it; undefined (with the problems shown) when it has any. */
+function snippetRequest({ controls: c, problems }: Parts): SnippetRequest | undefined {
+  const input = readForm(c);
+  const built = buildSubmission(input);
+  if (!built.ok) {
+    showProblems(c, problems, built.problems);
+    return undefined;
+  }
+  showProblems(c, problems, []);
+  const { submission } = built;
+  if (submission.kind === "generate") return { kind: "generate", body: submission.body };
+  const file = (blob: Blob, fallback: string): SnippetFile => ({
+    name: blob instanceof File && blob.name ? blob.name : fallback,
+    type: blob.type || "image/png",
+  });
+  return {
+    kind: "edit",
+    body: submission.body,
+    images: submission.images.map((image, index) => file(image, `image-${index + 1}.png`)),
+    ...(submission.mask ? { mask: file(submission.mask, "mask.png") } : {}),
+  };
 }
 
 /** The API's `param` as the form's field, for its refusals. */
@@ -103,12 +260,9 @@ const PARAM_FIELDS: Record<string, FieldProblem["field"]> = {
   input_fidelity: "inputFidelity",
 };
 
-async function submit(
-  options: CreateViewOptions,
-  c: Controls,
-  problems: ProblemSlots,
-  showTask: (task: Task) => void,
-): Promise<void> {
+async function submit(parts: Parts): Promise<void> {
+  const { options, controls: c, problems } = parts;
+  if (parts.busy || c.submit.disabled) return;
   const built = buildSubmission(readForm(c));
   if (!built.ok) {
     showProblems(c, problems, built.problems);
@@ -116,7 +270,9 @@ async function submit(
     return;
   }
   showProblems(c, problems, []);
-  c.submit.disabled = true;
+  // Not `disabled`: a focused button that is disabled drops the focus to <body>.
+  parts.busy = true;
+  c.submit.setAttribute("aria-disabled", "true");
   c.formStatus.textContent = "Submitting…";
   try {
     const { submission } = built;
@@ -125,14 +281,19 @@ async function submit(
         ? await options.api.submit(submission.body)
         : await options.api.submitEdit(editFormData(submission));
     c.formStatus.textContent = "Submitted.";
-    showTask(task);
+    options.state.saveLiveTask(task.id);
+    parts.showTask(task);
+    parts.reveal();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return options.onUnauthorized(err);
+    // The live panel shows what this submission made: nothing.
+    parts.clearLive();
     const message = err instanceof Error ? err.message : "The task could not be submitted.";
     const name = err instanceof ApiError && err.param ? PARAM_FIELDS[err.param] : undefined;
     if (name) showProblems(c, problems, [{ field: name, message }]);
     c.formStatus.textContent = `Not submitted: ${message}`;
   } finally {
-    c.submit.disabled = false;
+    parts.busy = false;
+    c.submit.removeAttribute("aria-disabled");
   }
 }

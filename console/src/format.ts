@@ -1,4 +1,4 @@
-import type { Task, TaskImage, TaskStatus } from "./task-types.js";
+import type { Task, TaskImage, TaskStatus, TaskUsage } from "./task-types.js";
 
 const STATUS_LABELS: Record<TaskStatus, string> = {
   queued: "Queued",
@@ -80,7 +80,61 @@ export function detailRows(
     ]);
   }
   if (task.expires_at !== undefined) rows.push(["Kept until", time(task.expires_at)]);
-  return rows;
+  return [...rows, ...usageRows(task.usage, locale)];
+}
+
+const USAGE_LABELS: Array<[keyof TaskUsage, string]> = [
+  ["input_tokens", "Input tokens"],
+  ["output_tokens", "Output tokens"],
+  ["total_tokens", "Total tokens"],
+];
+
+/** A task's token counts (`usage`), each where the channel gave it: `1,290`. */
+export function usageRows(usage: TaskUsage | undefined, locale?: string): Array<[string, string]> {
+  const numbers = new Intl.NumberFormat(locale);
+  return USAGE_LABELS.flatMap(([name, label]): Array<[string, string]> => {
+    const value = usage?.[name];
+    return typeof value === "number" && Number.isFinite(value)
+      ? [[label, numbers.format(value)]]
+      : [];
+  });
+}
+
+/** The size a task asked for: `1024x1536`, or `auto` when it left it to the model. */
+export function askedSize(task: Pick<Task, "parameters">): string {
+  return task.parameters?.size ?? "auto";
+}
+
+/** An image's width and height as people read them: `1024 × 1536 px`. */
+export function pixelSize(width: number, height: number): string {
+  return `${width} × ${height} px`;
+}
+
+/** What a gallery card shows of a task. */
+export interface CardPicture {
+  /** Its `<img src>`: the first image, or a running task's latest partial image. */
+  source?: string;
+  /** The final image (not a partial one): its pixel size is the result's. */
+  final: boolean;
+  /**
+   * A finished `b64_json` task whose list item carries neither a link nor a
+   * thumbnail link: only the task itself (`GET`) has the image.
+   */
+  needsTask: boolean;
+}
+
+/** A card's picture: `url`, else the list's signed `thumbnail_url`, else base64. */
+export function cardPicture(task: Task): CardPicture {
+  const of = (image: TaskImage | undefined) =>
+    image && (image.url ?? image.thumbnail_url ?? imageSource(image));
+  if (task.status === "completed") {
+    const source = of(task.data?.[0]);
+    if (source) return { source, final: true, needsTask: false };
+    const b64 = task.parameters?.response_format !== "url" && (task.data?.length ?? 0) > 0;
+    return { final: true, needsTask: b64 };
+  }
+  const source = task.status === "in_progress" ? of(task.partial_images?.at(-1)) : undefined;
+  return { ...(source ? { source } : {}), final: false, needsTask: false };
 }
 
 /** The image types the service stores, by the first bytes of their base64. */

@@ -1,19 +1,29 @@
 import { ApiError, isAbort, type Api } from "./api.js";
-import { field, h, replaceChildren, select } from "./dom.js";
-import { formatTime, imageSource, statusLabel, statusTone } from "./format.js";
+import { confirmDialog } from "./confirm-dialog.js";
+import { field, h, select } from "./dom.js";
+import { statusLabel } from "./format.js";
+import { createCard, type GalleryCard } from "./gallery-card.js";
 import { firstPage, listQuery, nextPage, pageNumber, previousPage, type Paging } from "./paging.js";
 import { routeHash } from "./routes.js";
-import { TASK_STATUSES, type Task, type TaskPage, type TaskStatus } from "./task-types.js";
+import { createThumbnailLoader } from "./thumbnail-loader.js";
+import { isFinished, TASK_STATUSES, type TaskPage, type TaskStatus } from "./task-types.js";
 
 export interface GalleryViewOptions {
   api: Api;
   onUnauthorized(error: ApiError): void;
 }
 
+/** How often the page's list is read again while one of its tasks runs. */
+const POLL_MS = 2000;
+/** How often the first page is read again otherwise, to show tasks made elsewhere. */
+const IDLE_POLL_MS = 10_000;
+
 /**
  * The key's tasks, newest first, a page at a time, with a status filter:
- * a card per task with its first image (or latest partial image), status,
- * prompt and time; each opens the task.
+ * a card per task; each opens the task. The page (its cursor) and the
+ * filter are in the URL. While a task on the page runs, the page's list is
+ * read again every 2 s and the cards follow (one request for the page, not
+ * one connection per card). Cards can be selected and deleted together.
  */
 export function createGalleryView(options: GalleryViewOptions) {
   const heading = h("h2", { id: "gallery-heading", tabindex: "-1" }, "Gallery");
@@ -22,6 +32,7 @@ export function createGalleryView(options: GalleryViewOptions) {
     ...TASK_STATUSES.map((value) => [value, statusLabel({ status: value })] as const),
   ]);
   const refresh = h("button", { type: "button", class: "secondary" }, "Refresh");
+  const remove = h("button", { type: "button", class: "danger" }, "Delete selected");
   const grid = h("ul", { class: "gallery", "aria-labelledby": "gallery-heading" });
   const message = h("p", { class: "gallery-status", role: "status" });
   const newer = h("button", { type: "button", class: "secondary" }, "Newer");
@@ -30,83 +41,179 @@ export function createGalleryView(options: GalleryViewOptions) {
   const element = h(
     "section",
     { class: "gallery-view panel", "aria-labelledby": "gallery-heading" },
-    h("div", { class: "toolbar" }, heading, field("Status", status).wrapper, refresh),
+    h("div", { class: "toolbar" }, heading, field("Status", status).wrapper, refresh, remove),
     message,
     grid,
     h("nav", { class: "pager", "aria-label": "Gallery pages" }, newer, pageLabel, older),
   );
 
+  const thumbnails = createThumbnailLoader(options.api);
+  const cards = new Map<string, GalleryCard>();
   let paging: Paging = firstPage();
   let shown: TaskPage | undefined;
   let loading: AbortController | undefined;
-  const load = async () => {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let notice = "";
+
+  const stop = () => {
     loading?.abort();
+    clearTimeout(timer);
+  };
+  /** Reads the page; `quietly`: a poll, which says nothing unless something fails. */
+  const load = async (quietly = false) => {
+    stop();
     const controller = (loading = new AbortController());
-    message.textContent = "Loading…";
-    newer.disabled = older.disabled = true;
+    if (!quietly) message.textContent = "Loading…";
     try {
       const page = await options.api.list(listQuery(paging), controller.signal);
       shown = page;
-      replaceChildren(grid, ...page.data.map(card));
-      message.textContent =
-        page.data.length > 0
-          ? `Page ${pageNumber(paging)}: ${page.data.length} task${page.data.length === 1 ? "" : "s"}.`
-          : paging.status
-            ? "No task with this status."
-            : "No tasks yet: make one under New image.";
-      pageLabel.textContent = `Page ${pageNumber(paging)}`;
-      newer.disabled = pageNumber(paging) === 1;
-      older.disabled = !page.has_more;
+      render(page);
+      if (!quietly) describe(page);
+      if (page.data.some((task) => !isFinished(task.status))) {
+        timer = setTimeout(poll, POLL_MS);
+      } else if (pageNumber(paging) === 1) {
+        timer = setTimeout(poll, IDLE_POLL_MS);
+      }
     } catch (err) {
       if (isAbort(err)) return;
       if (err instanceof ApiError && err.status === 401) return options.onUnauthorized(err);
-      // A task the page started after expired meanwhile: start over.
+      // The task this page starts after is gone (expired, deleted): start over.
       if (err instanceof ApiError && err.param === "after") {
         paging = firstPage(paging.status);
+        history.replaceState(null, "", routeHash({ name: "gallery", paging }));
         return load();
       }
       message.textContent = err instanceof Error ? err.message : "The tasks could not be listed.";
+      if (quietly) timer = setTimeout(poll, POLL_MS * 2);
     }
   };
+  const poll = () => {
+    // A tab in the background asks nothing; it catches up when shown.
+    if (document.hidden) timer = setTimeout(poll, POLL_MS);
+    else void load(true);
+  };
+  const describe = (page: TaskPage) => {
+    const count = page.data.length;
+    message.textContent =
+      notice +
+      (count > 0
+        ? `Page ${pageNumber(paging)}: ${count} task${count === 1 ? "" : "s"}.`
+        : paging.status
+          ? "No task with this status."
+          : "No tasks yet: make one under New image.");
+    notice = "";
+    pageLabel.textContent = `Page ${pageNumber(paging)}`;
+    setEnabled(newer, pageNumber(paging) > 1);
+    setEnabled(older, page.has_more);
+  };
+  /** The page's cards, each made once and then updated in place. */
+  const render = (page: TaskPage) => {
+    const next = page.data.map((task) => {
+      const card = cards.get(task.id) ?? createCard(task);
+      card.update(task);
+      thumbnails.watch(card);
+      return card;
+    });
+    for (const [id, card] of cards) if (!next.includes(card)) cards.delete(id);
+    for (const card of next) cards.set(card.task().id, card);
+    // Only new cards are inserted and gone ones removed: moving a node would drop its focus.
+    const order = new Set(next.map((card) => card.element));
+    for (const child of [...grid.children]) if (!order.has(child as HTMLLIElement)) child.remove();
+    [...order].forEach((card, index) => {
+      if (grid.children[index] !== card) grid.insertBefore(card, grid.children[index] ?? null);
+    });
+    updateRemove();
+  };
+  const selected = () => [...cards.values()].filter((card) => card.checkbox.checked);
+  const updateRemove = () => {
+    const count = selected().length;
+    remove.textContent = count > 0 ? `Delete selected (${count})` : "Delete selected";
+  };
+  const navigate = (to: Paging) => {
+    location.hash = routeHash({ name: "gallery", paging: to });
+  };
 
+  grid.addEventListener("change", updateRemove);
   status.addEventListener("change", () => {
-    paging = firstPage((status.value || undefined) as TaskStatus | undefined);
-    void load();
+    navigate(firstPage((status.value || undefined) as TaskStatus | undefined));
   });
   refresh.addEventListener("click", () => void load());
+  remove.addEventListener("click", () => {
+    const chosen = selected().map((card) => card.task().id);
+    if (chosen.length === 0) {
+      message.textContent = "Select the tasks to delete first (the Select box on each card).";
+      return;
+    }
+    void deleteTasks(options, chosen).then((said) => {
+      if (said === undefined) return;
+      notice = `${said} `;
+      void load();
+    });
+  });
   older.addEventListener("click", () => {
-    if (!shown) return;
-    paging = nextPage(paging, shown);
-    void load();
+    if (shown && older.getAttribute("aria-disabled") !== "true") navigate(nextPage(paging, shown));
   });
   newer.addEventListener("click", () => {
-    paging = previousPage(paging);
-    void load();
+    if (newer.getAttribute("aria-disabled") !== "true") navigate(previousPage(paging));
   });
-  return { element, heading, show: load, dispose: () => loading?.abort() };
+  return {
+    element,
+    heading,
+    /** Shows the page `to` (from the URL); `said`: a line to show first, e.g. what was deleted. */
+    show(to: Paging, said?: string) {
+      const samePage =
+        routeHash({ name: "gallery", paging: to }) === routeHash({ name: "gallery", paging });
+      if (!samePage) for (const card of cards.values()) card.checkbox.checked = false;
+      paging = to;
+      status.value = to.status ?? "";
+      if (said) notice = `${said} `;
+      return load();
+    },
+    dispose() {
+      stop();
+      thumbnails.stop();
+    },
+  };
 }
 
-/** A task's card: a link to it, its picture, status, prompt and time. */
-function card(task: Task): HTMLElement {
-  const picture = task.data?.[0] ?? task.partial_images?.at(-1);
-  const source = picture ? imageSource(picture) : undefined;
-  const count = task.parameters?.n ?? task.data?.length ?? 1;
-  return h(
-    "li",
-    {},
-    h(
-      "a",
-      { class: "card", href: routeHash({ name: "task", id: task.id }) },
-      source
-        ? h("img", { src: source, alt: "", loading: "lazy", class: "thumb" })
-        : h("span", { class: "thumb thumb-empty", "aria-hidden": "true" }),
-      h("span", { class: `badge badge-${statusTone(task)}` }, statusLabel(task)),
-      h("span", { class: "card-prompt" }, task.prompt ?? task.id),
-      h(
-        "span",
-        { class: "card-meta" },
-        `${formatTime(task.created)} · ${task.kind === "edit" ? "edit" : task.model}${count > 1 ? ` · ${count} images` : ""}`,
-      ),
-    ),
-  );
+/** Not `disabled`, which would drop the focus of the button just pressed to <body>. */
+function setEnabled(button: HTMLButtonElement, enabled: boolean): void {
+  if (enabled) button.removeAttribute("aria-disabled");
+  else button.setAttribute("aria-disabled", "true");
+}
+
+/**
+ * Deletes the tasks after asking; resolves with what to tell the user, or
+ * undefined when they kept them. A task already gone counts as deleted.
+ */
+async function deleteTasks(
+  options: GalleryViewOptions,
+  ids: string[],
+): Promise<string | undefined> {
+  const many = ids.length === 1 ? "this task" : `these ${ids.length} tasks`;
+  const sure = await confirmDialog({
+    title: `Delete ${many}?`,
+    message:
+      "The tasks and their images are deleted at once, and their links stop working. " +
+      "Tasks still running are cancelled first.",
+    confirm: "Delete",
+  });
+  if (!sure) return undefined;
+  let deleted = 0;
+  const failures: string[] = [];
+  for (const id of ids) {
+    try {
+      await options.api.remove(id);
+      deleted += 1;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) {
+        options.onUnauthorized(err);
+        return undefined;
+      }
+      if (err instanceof ApiError && err.code === "task_not_found") deleted += 1;
+      else failures.push(err instanceof Error ? err.message : String(err));
+    }
+  }
+  const done = deleted > 0 ? `Deleted ${deleted} task${deleted === 1 ? "" : "s"}. ` : "";
+  return failures.length > 0 ? `${done}Not deleted: ${failures.join("; ")}` : done.trim();
 }

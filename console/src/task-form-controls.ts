@@ -1,4 +1,5 @@
 import { field, h, replaceChildren, select } from "./dom.js";
+import type { FormFields } from "./form-state.js";
 import { MAX_PROMPT, type FieldProblem, type TaskFormInput } from "./task-form.js";
 
 const DEFAULT = ["", "Default"] as const;
@@ -197,6 +198,15 @@ export function showPreviews(c: Controls): void {
 export function readForm(c: Controls): TaskFormInput {
   const mask = c.mask.files?.[0];
   return {
+    ...readFields(c),
+    images: [...(c.images.files ?? [])],
+    ...(mask ? { mask } : {}),
+  };
+}
+
+/** The form's fields without its files: what a reload keeps. */
+export function readFields(c: Controls): FormFields {
+  return {
     mode: c.mode(),
     model: c.model.value,
     prompt: c.prompt.value,
@@ -213,9 +223,57 @@ export function readForm(c: Controls): TaskFormInput {
     inputFidelity: c.inputFidelity.value,
     user: c.user.value,
     webhookUrl: c.webhookUrl.value,
-    images: [...(c.images.files ?? [])],
-    ...(mask ? { mask } : {}),
   };
+}
+
+/** The form's fields that are one control each, named as the control ("mode" is two radios). */
+const ONE_CONTROL = [
+  "model",
+  "prompt",
+  "size",
+  "quality",
+  "n",
+  "background",
+  "outputFormat",
+  "outputCompression",
+  "moderation",
+  "style",
+  "partialImages",
+  "responseFormat",
+  "inputFidelity",
+  "user",
+  "webhookUrl",
+] as const satisfies ReadonlyArray<keyof FormFields & keyof Controls>;
+
+/**
+ * Sets the fields given (the others keep their value). A model the key
+ * does not have is added to the list, so that the form shows the task as it
+ * was and the API names the problem if there is one.
+ */
+export function writeFields(c: Controls, fields: Partial<FormFields>): void {
+  if (fields.mode) for (const radio of c.modeRadios) radio.checked = radio.value === fields.mode;
+  if (fields.model && ![...c.model.options].some((option) => option.value === fields.model)) {
+    c.model.append(h("option", { value: fields.model }, fields.model));
+  }
+  for (const name of ONE_CONTROL) {
+    const value = fields[name];
+    if (value === undefined) continue;
+    const control = c[name];
+    control.value = value;
+    // A value no option has (kept from an older console, say): the first option, the default.
+    if (control instanceof HTMLSelectElement && control.selectedIndex < 0) {
+      control.selectedIndex = 0;
+    }
+  }
+}
+
+/** Puts `files` in the images field (and empties the mask), as if picked. */
+export function setImages(c: Controls, files: readonly File[]): void {
+  const picked = new DataTransfer();
+  for (const file of files) picked.items.add(file);
+  c.images.files = picked.files;
+  c.mask.value = "";
+  showPreviews(c);
 }
 
 /** Names each problem next to its field and marks the field invalid; focuses the first. */

@@ -32,9 +32,12 @@ export interface FieldProblem {
 
 /** A submission ready to send: a JSON body, or an edit's fields and files. */
 export type TaskSubmission =
-  | { kind: "generate"; body: Record<string, unknown> }
+  | { kind: "generate"; body: Record<string, string | number> }
   | {
       kind: "edit";
+      /** The fields as a JSON body would carry them (numbers as numbers). */
+      body: Record<string, string | number>;
+      /** The same fields as a multipart body carries them. */
       fields: Array<[string, string]>;
       images: readonly Blob[];
       mask?: Blob;
@@ -115,6 +118,7 @@ export function buildSubmission(
     ok: true,
     submission: {
       kind: "edit",
+      body: values,
       fields: Object.entries(values).map(([name, value]) => [name, String(value)]),
       images: input.images,
       ...(input.mask ? { mask: input.mask } : {}),

@@ -1,13 +1,9 @@
 import { ApiError, isAbort, type Api } from "./api.js";
-import { h, replaceChildren } from "./dom.js";
-import {
-  detailRows,
-  downloadName,
-  formatDuration,
-  imageSource,
-  statusLabel,
-  statusTone,
-} from "./format.js";
+import { h, replaceChildren, type Child } from "./dom.js";
+import { detailRows, formatDuration, imageSource, statusLabel, statusTone } from "./format.js";
+import { fetchableImages } from "./image-bytes.js";
+import { createImageViewer } from "./image-viewer.js";
+import { resultNodes, type ResultsOptions } from "./task-results.js";
 import { isFinished, type Task } from "./task-types.js";
 import { watchTask, type WatchState } from "./watch-task.js";
 
@@ -16,11 +12,17 @@ export interface TaskPanelOptions {
   task: Task;
   /** The key was refused (401): the console signs out. */
   onUnauthorized(error: ApiError): void;
+  /** More controls beside Cancel (the focus goes to the first after a cancel). */
+  actions?: Child[];
+  /** "Edit image N" on each image of a finished task, when given. */
+  onEditImage?(task: Task, index: number): void;
 }
 
 /** A task on screen, following it live until it finishes. */
 export interface TaskPanel {
   element: HTMLElement;
+  /** The task as last seen. */
+  task(): Task;
   /** Stops following the task (the page goes away). */
   dispose(): void;
 }
@@ -44,15 +46,25 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
   const problem = h("div", { class: "error-box", hidden: true });
   const details = h("dl", { class: "details" });
   const cancel = h("button", { type: "button", class: "secondary" }, "Cancel task");
+  const actions = h("div", { class: "actions" }, cancel, ...(options.actions ?? []));
+  const { onEditImage } = options;
+  const viewer = createImageViewer(
+    onEditImage ? { onEdit: (index) => onEditImage(state.task, index) } : {},
+  );
+  const results: ResultsOptions = {
+    fetchable: (task) => fetchableImages(api, task),
+    view: (images, index, from) => viewer.open(images, index, from),
+    ...(onEditImage ? { onEditImage: (index: number) => onEditImage(state.task, index) } : {}),
+  };
   const element = h(
     "article",
     { class: "task-panel", "aria-label": "Task" },
     h("div", { class: "task-head" }, badge, idLine),
     prompt,
     status,
-    preview,
     problem,
-    h("div", { class: "actions" }, cancel),
+    actions,
+    preview,
     details,
   );
 
@@ -68,7 +80,7 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
     const key = previewKey(state);
     if (key !== shownPreview) {
       shownPreview = key;
-      replaceChildren(preview, ...previewNodes(state));
+      replaceChildren(preview, ...previewNodes(state, results));
     }
     problem.hidden = !task.error;
     if (task.error) {
@@ -79,7 +91,10 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
         h("span", {}, task.error.message),
       );
     }
+    const focused = document.activeElement === cancel;
     cancel.hidden = isFinished(task.status);
+    // Cancel pressed, or the task ended under the focus: it stays on a control on screen.
+    if (cancel.hidden && focused) focusFirstVisible(actions, status);
     replaceChildren(
       details,
       ...detailRows(task).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
@@ -95,13 +110,19 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
     status.textContent = err instanceof Error ? err.message : "Something went wrong.";
   };
 
+  let cancelling = false;
   cancel.addEventListener("click", () => {
-    cancel.disabled = true;
+    if (cancelling) return;
+    cancelling = true;
+    cancel.setAttribute("aria-busy", "true");
     api
       .cancel(state.task.id)
       .then((task) => update({ task }))
       .catch(fail)
-      .finally(() => (cancel.disabled = false));
+      .finally(() => {
+        cancelling = false;
+        cancel.removeAttribute("aria-busy");
+      });
   });
 
   render();
@@ -110,7 +131,24 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
       .then(update)
       .catch(fail);
   }
-  return { element, dispose: () => controller.abort() };
+  return {
+    element,
+    task: () => state.task,
+    dispose() {
+      controller.abort();
+      viewer.dispose();
+    },
+  };
+}
+
+/** Focuses the first visible control in `within`, else `fallback` (made focusable). */
+function focusFirstVisible(within: HTMLElement, fallback: HTMLElement): void {
+  const control = [...within.querySelectorAll<HTMLElement>("button, a[href]")].find(
+    (node) => node.getClientRects().length > 0 && !(node as HTMLButtonElement).disabled,
+  );
+  if (control) return control.focus();
+  fallback.tabIndex = -1;
+  fallback.focus();
 }
 
 /** One line on where the task stands, read out by screen readers as it changes. */
@@ -142,42 +180,9 @@ function previewKey({ task, partial }: WatchState): string {
 }
 
 /** The latest partial image while it runs, the results when done. */
-function previewNodes({ task, partial }: WatchState): Node[] {
+function previewNodes({ task, partial }: WatchState, results: ResultsOptions): Node[] {
   const about = task.prompt ? `: ${task.prompt.slice(0, 120)}` : "";
-  if (task.status === "completed") {
-    const images = task.data ?? [];
-    return [
-      h(
-        "ul",
-        { class: "results" },
-        ...images.map((image, index) => {
-          const source = imageSource(image);
-          const label = `Image ${index + 1} of ${images.length}`;
-          if (!source) {
-            return h("li", {}, h("p", { class: "hint" }, `${label}: open the task to see it.`));
-          }
-          return h(
-            "li",
-            {},
-            h(
-              "figure",
-              {},
-              h("img", { src: source, alt: `${label}${about}`, "data-kind": "result" }),
-              h(
-                "figcaption",
-                {},
-                h(
-                  "a",
-                  { href: source, download: downloadName(task, index, source), class: "button" },
-                  `Download image ${index + 1}`,
-                ),
-              ),
-            ),
-          );
-        }),
-      ),
-    ];
-  }
+  if (task.status === "completed") return resultNodes(task, results);
   const source = partial ? imageSource(partial) : undefined;
   if (partial && source) {
     const label = `Partial image ${partial.index + 1}`;

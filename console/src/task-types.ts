@@ -12,6 +12,8 @@ export {
 export type {
   TaskStatus,
   TaskParameters,
+  TaskUsage,
+  TaskDeleted,
   TaskViewImage as TaskImage,
   TaskViewPartial as TaskPartial,
   TaskView as Task,

@@ -24,7 +24,8 @@ export type ForwardConfig = NonNullable<Config["auth"]["forward"]>;
  * refuses it. `client` is the address the request came from (see
  * `clientAddressOf`): new keys are checked within a share per address.
  * @throws ServiceError `upstream_unavailable` (502) when the gateway cannot say,
- *   (503) when the checks of new keys are at their bounds, `upstream_rate_limited`
+ *   (503) when the checks of new keys in all are at their bound; `rate_limited`
+ *   (429) when the client's address is at its share of them; `upstream_rate_limited`
  *   (429) when the gateway rate-limits the check
  */
 export type ForwardAuthenticate = (key: string, client?: string) => Promise<Principal | undefined>;
@@ -74,10 +75,11 @@ type CachedVerdict = { kind: "accepted"; models: GatewayModels } | { kind: "refu
  * - keys never accepted before are checked at most `maxChecksInFlight` at
  *   once and `maxChecksPerSec` a second, and from one client address at most
  *   `maxChecksInFlightPerClient` at once and `maxChecksPerClientPerSec` a
- *   second; beyond that they get 503 `upstream_unavailable` with
- *   `Retry-After` at once, so made-up keys sent as fast as an attacker likes
- *   never become a flood at the gateway, and one address sending them leaves
- *   the rest of the checks to everyone else. A key
+ *   second; beyond the bounds in all they get 503 `upstream_unavailable`,
+ *   beyond the address's share 429 `rate_limited` (the client's own doing),
+ *   both with `Retry-After` at once, so made-up keys sent as fast as an
+ *   attacker likes never become a flood at the gateway, and one address
+ *   sending them leaves the rest of the checks to everyone else. A key
  *   the gateway accepted in the last day is re-checked outside these bounds:
  *   real users keep working during such a flood;
  * - a gateway that cannot say (down, timeout, 5xx, garbage) is 502
@@ -173,7 +175,8 @@ async function authenticate(
 /**
  * A place for one check of a new key, within the client's share and the
  * bounds in all; its release.
- * @throws ServiceError `upstream_unavailable` (503) when either is full
+ * @throws ServiceError `rate_limited` (429) when the client's share is full,
+ *   `upstream_unavailable` (503) when the bounds in all are
  */
 function acquireCheck(s: ForwardState, client: string): () => void {
   const own = s.clients.tryAcquire(client);
@@ -265,9 +268,10 @@ function gatewayError(
 }
 
 /**
- * The 503 for a new key while the checks are at their bounds (in all, or the
- * client's share), with the time until one could start; each kind logged at
- * most once a minute, as one line per flood.
+ * The refusal of a new key while the checks are at their bounds: 503 in all
+ * (the service sheds load), 429 for an address over its own share; with the
+ * time until one could start; each kind logged at most once a minute, as one
+ * line per flood.
  */
 function createShedder(
   logger: Logger,
@@ -282,14 +286,19 @@ function createShedder(
         { channel: channelName },
         which === "all"
           ? "forward key checks are at their bounds; new keys get 503 until they ease"
-          : "a client address is at its share of forward key checks; its new keys get 503 until it eases",
+          : "a client address is at its share of forward key checks; its new keys get 429 until it eases",
+      );
+    }
+    if (which === "client") {
+      return new ServiceError(
+        "rate_limited",
+        "Too many new API keys from this address are being checked with the gateway right now; retry shortly.",
+        { retryAfter },
       );
     }
     return new ServiceError(
       "upstream_unavailable",
-      which === "all"
-        ? "Too many new API keys are being checked with the gateway right now; retry shortly."
-        : "Too many new API keys from this address are being checked with the gateway right now; retry shortly.",
+      "Too many new API keys are being checked with the gateway right now; retry shortly.",
       { overloaded: true, retryAfter },
     );
   };

@@ -1,6 +1,7 @@
 import type { Channel } from "./channel.js";
 import type { ChannelClient } from "./channel-client.js";
 import { MAX_MODEL_LIST_BYTES, parseModelList } from "./model-list.js";
+import { redactUrl } from "../logging/redact-url.js";
 
 /** The `User-Agent` of a check's request. */
 export const CHECK_USER_AGENT = "image-task-sidecar (model-list check)";
@@ -105,16 +106,9 @@ export async function checkChannel(
   return { ...base, answered: status, status: "ok" };
 }
 
-/** The base URL with any credentials in it masked, for a line a person reads. */
+/** The base URL with any credentials in it (user part, query) masked, for a line a person reads. */
 function shownUrl(baseUrl: string): string {
-  try {
-    const url = new URL(baseUrl);
-    if (url.password) url.password = "***";
-    else if (url.username) url.username = "***";
-    return url.toString().replace(/\/+$/, "");
-  } catch {
-    return baseUrl;
-  }
+  return redactUrl(baseUrl).replace(/\/+$/, "");
 }
 
 /** A loggable name for a call that got no answer: the client's reason, never a message. */

@@ -41,3 +41,30 @@ export function formatBanner(options: {
   lines.push("");
   return lines.join("\n");
 }
+
+/**
+ * The banner as the fields of a JSON log line (`msg: started`): where to
+ * reach the service, with credentials in URLs masked. No key, not even the
+ * demo's: a log line is read by more people than a terminal.
+ */
+export function bannerFields(options: {
+  url: string;
+  config: Config;
+  configFile: string;
+}): Record<string, string> {
+  const { url, config } = options;
+  return {
+    url,
+    base_url: `${url}/v1`,
+    ...(config.console.enabled ? { console_url: `${url}/console/` } : {}),
+    host: config.server.host || "0.0.0.0",
+    config: options.configFile,
+    store: redactUrl(config.store.url),
+    auth: describeAuth(config.auth),
+  };
+}
+
+/** A start or stop of the process as a JSON line in pino's shape (`level` 30, `time`, `msg`). */
+export function lifecycleLine(msg: string, fields: Record<string, string>): string {
+  return JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, ...fields, msg });
+}

@@ -9,7 +9,7 @@ import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
 import { createLogger } from "../logging/create-logger.js";
 import { configSecrets, createSecretScrubber, envSecrets } from "../logging/secret-scrubber.js";
 import { describeAuth } from "./describe-auth.js";
-import { formatBanner } from "./print-banner.js";
+import { bannerFields, formatBanner, lifecycleLine } from "./print-banner.js";
 
 const USAGE = `Usage: image-task-sidecar <command> [--config FILE]
 
@@ -118,13 +118,12 @@ async function serve(
     printError(err);
     process.exit(1);
   });
+  const logger = createLogger(config.logging.level, undefined, secrets);
+  // Among JSON lines (a log collector reading stdout), the banner and the shutdown are lines too.
+  const json = (config.logging.format ?? (process.stdout.isTTY ? "pretty" : "json")) === "json";
   let server: ServingProcess;
   try {
-    server = await deps.startServer({
-      config,
-      logger: createLogger(config.logging.level, undefined, secrets),
-      tracing,
-    });
+    server = await deps.startServer({ config, logger, tracing });
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const problem of err.problems) console.error(scrub(problem));
@@ -134,15 +133,26 @@ async function serve(
     return 1;
   }
   const demo = configFile === DEFAULT_CONFIG_FILE;
-  process.stdout.write(`${formatBanner({ url: server.url, config, demo, configFile })}\n`);
+  const banner = { url: server.url, config, demo, configFile };
+  // Written whatever `logging.level` says (a person or a collector must see them), through the
+  // same scrubbing as every line.
+  const line = (msg: string, fields: Record<string, string>) =>
+    process.stdout.write(`${scrub(lifecycleLine(msg, fields))}\n`);
+  if (json) line("started", bannerFields(banner));
+  else process.stdout.write(`${formatBanner(banner)}\n`);
+  const say = (signal: string, text: string, msg: string) =>
+    json ? line(msg, { signal }) : process.stdout.write(`${signal}: ${text}\n`);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
-      process.stdout.write(`${signal}: finishing in-flight work, then exiting\n`);
+      say(signal, "finishing in-flight work, then exiting", "stopping");
       server.close().then(
-        () => resolve(0),
+        () => {
+          if (json) line("stopped", { signal });
+          resolve(0);
+        },
         (err: unknown) => {
           printError(err);
           resolve(1);
@@ -155,7 +165,7 @@ async function serve(
     let interrupts = 0;
     process.on("SIGINT", () => {
       if (++interrupts > 1) {
-        process.stdout.write("SIGINT again: exiting without waiting\n");
+        say("SIGINT", "again: exiting without waiting", "stopped without waiting");
         resolve(130);
         return;
       }

@@ -3,6 +3,7 @@ import { describeDeployment } from "./deployment.js";
 import { authSchema } from "./schema/auth-schema.js";
 import { channelSchema } from "./schema/channel-schema.js";
 import { checkListenersAndKeys } from "./schema/config-rules.js";
+import { checkPlaceholderSecrets } from "./schema/placeholder-secrets.js";
 import { consoleSchema } from "./schema/console-schema.js";
 import { eventsSchema } from "./schema/events-schema.js";
 import { groupSchema } from "./schema/group-schema.js";
@@ -12,6 +13,7 @@ import { loggingSchema } from "./schema/logging-schema.js";
 import { metricsSchema } from "./schema/metrics-schema.js";
 import { serverSchema } from "./schema/server-schema.js";
 import { storeSchema } from "./schema/store-schema.js";
+import { tracingSchema } from "./schema/tracing-schema.js";
 import { webhooksSchema } from "./schema/webhooks-schema.js";
 
 export { webhooksSchema };
@@ -41,6 +43,7 @@ export const configSchema = z
     webhooks: webhooksSchema,
     metrics: metricsSchema,
     logging: loggingSchema,
+    tracing: tracingSchema,
     console: consoleSchema,
   })
   .strict()
@@ -111,6 +114,7 @@ export const configSchema = z
       seen.add(channel.name);
     });
     checkListenersAndKeys(config, ctx);
+    checkPlaceholderSecrets(config, ctx);
   })
   // What the URLs mean, worked out once: nothing else reads a scheme.
   .transform((config) => ({ ...config, deployment: describeDeployment(config) }))

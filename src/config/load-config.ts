@@ -193,6 +193,7 @@ const OVERRIDES: ReadonlyArray<{ name: string; section: string; field: string; n
       numeric: true,
     },
     { name: "LOG_LEVEL", section: "logging", field: "level", numeric: false },
+    { name: "LOG_FORMAT", section: "logging", field: "format", numeric: false },
     { name: "WEBHOOKS_SECRET", section: "webhooks", field: "secret", numeric: false },
     {
       name: "WEBHOOKS_ALLOW_PRIVATE_NETWORKS",

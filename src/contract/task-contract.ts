@@ -30,6 +30,34 @@ export function isTaskId(value: string): boolean {
 }
 
 /**
+ * The async dialects a task may be submitted in: the service's own routes
+ * (`native`), sub2api's (`/v1/images/generations/async`) and Bifrost's
+ * (`/v1/async/images/generations`). A task answers in the dialect it was
+ * submitted in.
+ */
+export const TASK_DIALECTS = ["native", "sub2api", "bifrost"] as const;
+
+/** One of {@link TASK_DIALECTS}. */
+export type TaskDialect = (typeof TASK_DIALECTS)[number];
+
+/**
+ * A task submitted in sub2api's dialect: `imgtask_` and at least 128 random
+ * bits in base64url, made by the same generator as native ids. A Bifrost job
+ * has a native id ({@link TASK_ID_PATTERN}).
+ */
+export const SUB2API_TASK_ID_PATTERN = /^imgtask_[A-Za-z0-9_-]{22,64}$/;
+
+/** Whether `value` has the shape of a sub2api task id ({@link SUB2API_TASK_ID_PATTERN}). */
+export function isSub2apiTaskId(value: string): boolean {
+  return SUB2API_TASK_ID_PATTERN.test(value);
+}
+
+/** Whether `value` has the shape of the id of any task the service keeps, native or sub2api. */
+export function isAnyTaskId(value: string): boolean {
+  return TASK_ID_PATTERN.test(value) || SUB2API_TASK_ID_PATTERN.test(value);
+}
+
+/**
  * A background response the service runs (`POST /v1/responses` with
  * `background: true`): `resp_` and at least 128 random bits in base64url (22
  * characters made; up to 64 accepted). A channel's own response ids may have
@@ -144,6 +172,13 @@ export type TaskPage<B64 = string> = {
   has_more: boolean;
 };
 
+/** The answer of `DELETE /v1/images/tasks/{task_id}`. */
+export type TaskDeleted = {
+  id: string;
+  object: "image.task.deleted";
+  deleted: true;
+};
+
 /** The stages a task's event stream tells, each as `image.task.<stage>`. */
 export const TASK_EVENT_STAGES = [
   "queued",
@@ -160,3 +195,73 @@ export type TaskEventStage = (typeof TASK_EVENT_STAGES)[number];
 export function taskEventName(stage: TaskEventStage): `image.task.${TaskEventStage}` {
   return `image.task.${stage}`;
 }
+
+/**
+ * The synchronous image routes' body (`POST /v1/images/generations`), as the
+ * dialects carry it in a finished task's `result`.
+ */
+export type SyncImagesBody<B64 = string> = {
+  created: number;
+  data: Array<TaskViewImage<B64>>;
+  usage?: TaskUsage;
+};
+
+/**
+ * A task in sub2api's dialect, as `POST /v1/images/generations/async`
+ * answers it and `GET /v1/images/tasks/{imgtask_id}` (with the events, the
+ * list and webhooks) shows it: `processing` while queued or running.
+ */
+export type Sub2apiTask<B64 = string> = {
+  id: string;
+  /** The same as `id`. */
+  task_id: string;
+  object: "image.generation.task";
+  status: "processing" | "completed" | "failed";
+  /** Unix seconds. */
+  created_at: number;
+  /**
+   * Unix seconds: once finished, when the task expires; before, when it
+   * would if it ran to its timeout from its creation.
+   */
+  expires_at: number;
+  /** `/v1/images/tasks/{id}`, relative to the service's origin. */
+  poll_url: string;
+  /** Finished: the status `POST /v1/images/generations` would have answered (499: cancelled). */
+  http_status?: number;
+  /** Completed: the synchronous route's body. */
+  result?: SyncImagesBody<B64>;
+  /** Completed: the first image's `url`, where the task asked for links. */
+  image_url?: string;
+  completed_at?: number;
+  error?: TaskError;
+  /** While the task runs, as the native view shows them. */
+  partial_images?: Array<TaskViewPartial<B64>>;
+  /** On a partial image's event: which one it announces. */
+  partial_image_index?: number;
+};
+
+/** A failure in Bifrost's dialect (its `BifrostError`). */
+export type BifrostError = {
+  is_bifrost_error: false;
+  status_code: number;
+  error: TaskError;
+};
+
+/**
+ * A task in Bifrost's dialect (its `AsyncJobResponse`), as
+ * `POST /v1/async/images/generations` answers it and
+ * `GET /v1/async/images/generations/{id}` shows it. Times are RFC 3339.
+ */
+export type BifrostJob<B64 = string> = {
+  id: string;
+  status: "pending" | "processing" | "completed" | "failed";
+  created_at: string;
+  completed_at?: string;
+  /** Once finished: when the job's result expires. */
+  expires_at?: string;
+  /** Finished: the status the synchronous route would have answered. */
+  status_code?: number;
+  /** Completed: the synchronous route's body. */
+  result?: SyncImagesBody<B64>;
+  error?: BifrostError;
+};

@@ -16,6 +16,7 @@ export type ErrorCode =
   | "too_many_tasks"
   | "too_many_event_streams"
   | "too_many_connections"
+  | "rate_limited"
   | "task_not_found"
   | "response_not_found"
   | "idempotency_key_conflict"

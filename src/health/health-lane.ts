@@ -11,23 +11,13 @@ const ROUTES = [
   { method: "GET", template: "/readyz" },
 ] as const;
 
-/** Dependencies of {@link createHealthLane}. */
-export type HealthLaneDeps = Omit<ReadinessDeps, "details"> & {
-  /** On Redis: which node is the primary and the last switch, shown in the ready answer. */
-  redis?: (() => RedisReadiness) | undefined;
-};
-
 /**
  * `GET /healthz` (the process answers) and `GET /readyz` (see
- * {@link readiness}), without auth, for probes.
+ * {@link readiness}: what the periodic checks last found, never a call to a
+ * store or a channel), without auth, for probes.
  */
-export function createHealthLane(deps: HealthLaneDeps): Lane {
+export function createHealthLane(deps: ReadinessDeps): Lane {
   const table = createRouteTable(ROUTES);
-  const { redis } = deps;
-  const ready: ReadinessDeps = {
-    ...deps,
-    ...(redis ? { details: () => ({ redis: redisField(redis()) }) } : {}),
-  };
   return {
     match(method, path) {
       const hit = table(method, path);
@@ -42,33 +32,13 @@ export function createHealthLane(deps: HealthLaneDeps): Lane {
       return {
         template: "/readyz",
         auth: false,
-        async serve({ res }) {
-          const { status, body } = await readiness(ready);
-          sendJson(
-            res,
-            status,
-            body,
-            status === 200 ? {} : { "Retry-After": String(RETRY_AFTER_SEC) },
-          );
+        serve({ res }) {
+          const { status, body } = readiness(deps);
+          const headers: Record<string, string> =
+            status === 200 ? {} : { "Retry-After": String(RETRY_AFTER_SEC) };
+          sendJson(res, status, body, headers);
         },
       };
     },
-  };
-}
-
-/** What `/readyz` shows of Redis (see `redis/redis-primary.ts`). */
-export interface RedisReadiness {
-  mode: string;
-  primary: string[];
-  switches: number;
-  switchedAt: Date | undefined;
-}
-
-function redisField(status: RedisReadiness) {
-  return {
-    mode: status.mode,
-    primary: status.primary,
-    switches: status.switches,
-    lastSwitchAt: status.switchedAt?.toISOString() ?? null,
   };
 }

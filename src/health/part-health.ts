@@ -21,9 +21,10 @@ export interface PartHealthOptions {
 
 /**
  * What the service knows of one part the tasks need (the task store, the
- * image store): the last check's result, cheap to read on every submission,
- * kept fresh by a periodic probe, by `/readyz`, and by failures the real
- * operations meet ({@link PartHealth.failed} checks again at once).
+ * image store): the last check's result, cheap to read on every submission
+ * and on every `/readyz`, kept fresh by a periodic probe and by failures the
+ * real operations meet ({@link PartHealth.failed}). Nothing a caller does
+ * probes more often than `retryMs`.
  */
 export interface PartHealth {
   /** The last check's result; `undefined` before the first. */
@@ -32,7 +33,11 @@ export interface PartHealth {
   available(): boolean;
   /** Probes now (one probe at a time: callers meanwhile share it) and resolves what it found. */
   refresh(): Promise<PartStatus>;
-  /** A real operation failed: probe again now (no more often than one at a time). */
+  /**
+   * A real operation failed: probe now when the part was thought to work
+   * (at most once per `retryMs`); one known to fail is probed every
+   * `retryMs` already.
+   */
   failed(): void;
   /** Starts the periodic probe. */
   start(): void;
@@ -44,6 +49,9 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
   let status: PartStatus | undefined = options.initial;
   let running: Promise<PartStatus> | undefined;
   let timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (ms since the epoch), while it is set. */
+  let timerAt = Infinity;
+  let lastProbeEnd = -Infinity;
   let started = false;
 
   const set = (next: PartStatus) => {
@@ -51,18 +59,22 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
     status = next;
     if (previous !== next) options.onChange?.(next, previous);
   };
-  const schedule = () => {
+  const scheduleIn = (ms: number) => {
     if (!started) return;
     clearTimeout(timer);
-    timer = setTimeout(
-      () => void refresh(),
-      status === "ok" || status === undefined ? options.intervalMs : options.retryMs,
-    );
+    timerAt = Date.now() + ms;
+    timer = setTimeout(() => {
+      timerAt = Infinity;
+      void refresh();
+    }, ms);
     timer.unref();
   };
+  const schedule = () =>
+    scheduleIn(status === "ok" || status === undefined ? options.intervalMs : options.retryMs);
   const refresh = (): Promise<PartStatus> => {
     running ??= probeOnce(options).then((found) => {
       running = undefined;
+      lastProbeEnd = Date.now();
       set(found);
       schedule();
       return found;
@@ -75,7 +87,11 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
     available: () => status === undefined || status === "ok",
     refresh,
     failed() {
-      void refresh();
+      if (running || (status !== undefined && status !== "ok")) return;
+      const wait = lastProbeEnd + options.retryMs - Date.now();
+      if (wait <= 0) void refresh();
+      // Probed a moment ago: again once `retryMs` has passed since, not at every failure.
+      else if (timerAt > Date.now() + wait) scheduleIn(wait);
     },
     start() {
       started = true;

@@ -1,21 +1,27 @@
+import { redactUrlsIn } from "../logging/redact-url.js";
 import type { PartHealth } from "./part-health.js";
 
-/** What `/readyz` reads. */
+/** What `/readyz` reads: state the periodic checks keep, never a store or a channel itself. */
 export interface ReadinessDeps {
-  /** The task store's and the image store's checks: checked again on each call. */
-  store: PartHealth;
-  images: PartHealth;
+  /** The task store's and the image store's last checks (see `tasks/task-health.ts`). */
+  store: Pick<PartHealth, "current">;
+  images: Pick<PartHealth, "current">;
   /** Each channel's last model-list check (see `channel-checks.ts`); reported, never fatal. */
   channels: () => Record<string, string>;
   /** True once the service is shutting down. */
   isStopping: () => boolean;
-  /** More top-level fields another part reports (the Redis primary's address, say). */
-  details?: () => Record<string, unknown>;
+  /** True until the service has started (tasks a previous process left picked up). Default: started. */
+  isStarting?: () => boolean;
 }
 
 /** The body of `/readyz`. */
 export interface ReadinessBody {
-  status: "ready" | "unavailable";
+  /**
+   * `ready`: everything works; `degraded`: passthrough works but a part the
+   * tasks need does not (its reason in `checks`); `unavailable`: this replica
+   * can serve nothing (starting, shutting down).
+   */
+  status: "ready" | "degraded" | "unavailable";
   /** Why it is unavailable, when it is. */
   reason?: string;
   checks: {
@@ -23,38 +29,42 @@ export interface ReadinessBody {
     images: string;
     channels: Record<string, string>;
   };
-  [more: string]: unknown;
 }
 
 /**
- * Whether this replica can take tasks: both stores checked now (probes in
- * flight are shared, each bounded), channels as their last check found them.
- * 503 while the task store or the image store is unavailable, or the service
- * is shutting down; a channel alone never makes it 503 (it is reported, as
- * `channel_up` is): a load balancer cannot route around a gateway every
- * replica shares.
+ * Whether this replica can serve. It reads what the periodic checks last
+ * found and calls nothing itself, so an unauthenticated caller polling it as
+ * fast as it likes costs the stores and the channels nothing.
+ *
+ * 503 `unavailable` only when the replica can serve nothing: starting or
+ * shutting down. A task store or image store that is down keeps it ready
+ * (`degraded`, 200): passthrough still works, and the task routes answer 503
+ * `store_unavailable` / `storage_unavailable` themselves; a balancer that
+ * took the replica out would lose what still works, on every replica at once
+ * since they share the stores. A channel alone never makes it 503 either (it
+ * is reported, as `channel_up` is). No address, version or endpoint of a
+ * store is shown (they are on the metrics listener), and any URL a reason
+ * quotes has its credentials masked.
  */
-export async function readiness(
-  deps: ReadinessDeps,
-): Promise<{ status: 200 | 503; body: ReadinessBody }> {
-  const stopping = deps.isStopping();
-  // A stopping service is not probed: it says what it last knew.
-  const [store, images] = stopping
-    ? [deps.store.current() ?? "ok", deps.images.current() ?? "ok"]
-    : await Promise.all([deps.store.refresh(), deps.images.refresh()]);
-  const checks = { store, images, channels: deps.channels() };
-  const reason = stopping
-    ? "the service is shutting down"
-    : store !== "ok"
-      ? "the task store is unavailable"
-      : images !== "ok"
-        ? "the image store is unavailable"
-        : undefined;
-  const body: ReadinessBody = {
-    ...deps.details?.(),
-    status: reason ? "unavailable" : "ready",
-    ...(reason ? { reason } : {}),
-    checks,
+export function readiness(deps: ReadinessDeps): { status: 200 | 503; body: ReadinessBody } {
+  const checks = {
+    store: shown(deps.store.current()),
+    images: shown(deps.images.current()),
+    channels: Object.fromEntries(
+      Object.entries(deps.channels()).map(([name, status]) => [name, shown(status)]),
+    ),
   };
-  return { status: reason ? 503 : 200, body };
+  const reason = deps.isStopping()
+    ? "the service is shutting down"
+    : deps.isStarting?.()
+      ? "the service is starting"
+      : undefined;
+  if (reason) return { status: 503, body: { status: "unavailable", reason, checks } };
+  const degraded = checks.store !== "ok" || checks.images !== "ok";
+  return { status: 200, body: { status: degraded ? "degraded" : "ready", checks } };
+}
+
+/** A part's last state as shown: `ok` before any check (start-up checked it), URLs masked. */
+function shown(status: string | undefined): string {
+  return status === undefined || status === "ok" ? "ok" : redactUrlsIn(status);
 }

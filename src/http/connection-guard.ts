@@ -3,6 +3,11 @@ import type { Socket } from "node:net";
 import type { Logger } from "pino";
 import { ServiceError } from "../errors/service-error.js";
 import { clientAddressOf, clientKeyOf, plainAddress } from "../net/client-address.js";
+import {
+  trustedProxiesOf,
+  type TrustedProxies,
+  type TrustProxySetting,
+} from "../net/trusted-proxies.js";
 import { createClientErrorHandler } from "./create-client-error-handler.js";
 import { closeAfterUnreadBody, hasBody } from "./drain-unread-body.js";
 import { sendError } from "./send-error.js";
@@ -15,10 +20,11 @@ export interface ConnectionLimits {
   /** Per client address (see `trustProxy`); undefined: no such cap. */
   maxConnectionsPerIp?: number;
   /**
-   * Behind a trusted proxy every connection comes from the proxy, so the
-   * per-address cap counts requests in flight per address the proxy names.
+   * `server.trustProxy`: the proxies in front. A connection from one of them
+   * carries many clients, so it is not counted; its requests in flight are,
+   * per address `X-Forwarded-For` names (see `clientAddressOf`).
    */
-  trustProxy: boolean;
+  trustProxy: TrustProxySetting;
   /** Time to send a request's headers (and, on a new connection, to start). */
   headersTimeoutMs: number;
   /** Time an idle keep-alive connection waits for its next request. */
@@ -72,23 +78,31 @@ export function createGuardedServer(
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.on("drop", () => onRefused("max_connections"));
-  if (limits.maxConnectionsPerIp !== undefined && !limits.trustProxy) {
-    capConnectionsPerAddress(server, limits.maxConnectionsPerIp, () => onRefused("per_ip"));
+  if (limits.maxConnectionsPerIp !== undefined) {
+    capConnectionsPerAddress(server, limits.maxConnectionsPerIp, {
+      proxies: trustedProxiesOf(limits.trustProxy),
+      refused: () => onRefused("per_ip"),
+    });
   }
   return server;
 }
 
-/** The listener, with the unread-body bound and (behind a trusted proxy) the per-address cap. */
+/**
+ * The listener, with the unread-body bound and, on requests that come through
+ * a trusted proxy, the per-address cap on requests in flight.
+ */
 function guardRequests(listener: RequestListener, options: GuardedServerOptions): RequestListener {
   const { limits, onRefused, logger } = options;
+  const proxies = trustedProxiesOf(limits.trustProxy);
   const perAddress =
-    limits.trustProxy && limits.maxConnectionsPerIp !== undefined
+    proxies.any && limits.maxConnectionsPerIp !== undefined
       ? new AddressCounts(limits.maxConnectionsPerIp)
       : undefined;
   return (req, res) => {
     if (hasBody(req)) closeAfterUnreadBody(req, res, limits.body);
-    if (perAddress) {
-      const key = clientKeyOf(clientAddressOf(req, true));
+    // A direct client's connections are counted already; a proxy's requests are counted here.
+    if (perAddress && proxies.trusts(plainAddress(req.socket.remoteAddress))) {
+      const key = clientKeyOf(clientAddressOf(req, limits.trustProxy));
       if (!perAddress.take(key)) {
         onRefused("per_ip");
         sendError(req, res, tooManyRequests(), logger);
@@ -110,12 +124,20 @@ function tooManyRequests(): ServiceError {
 
 /**
  * Closes at once a new connection from an address that holds `max` already,
- * before Node reads a byte of it (as Node does past `maxConnections`).
+ * before Node reads a byte of it (as Node does past `maxConnections`). A
+ * trusted proxy's connections are not counted: its requests are.
  */
-function capConnectionsPerAddress(server: Server, max: number, refused: () => void): void {
+function capConnectionsPerAddress(
+  server: Server,
+  max: number,
+  options: { proxies: TrustedProxies; refused: () => void },
+): void {
+  const { proxies, refused } = options;
   const counts = new AddressCounts(max);
   server.prependListener("connection", (socket: Socket) => {
-    const key = clientKeyOf(plainAddress(socket.remoteAddress));
+    const address = plainAddress(socket.remoteAddress);
+    if (proxies.trusts(address)) return;
+    const key = clientKeyOf(address);
     if (!counts.take(key)) {
       refused();
       socket.destroy();

@@ -27,6 +27,8 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorAnswer>> = {
   too_many_tasks: { status: 429, type: "rate_limit_error" },
   too_many_event_streams: { status: 429, type: "rate_limit_error" },
   too_many_connections: { status: 429, type: "rate_limit_error" },
+  // A client over its own share of something the service bounds per address (forward key checks).
+  rate_limited: { status: 429, type: "rate_limit_error" },
   task_not_found: { status: 404, type: "invalid_request_error" },
   response_not_found: { status: 404, type: "invalid_request_error" },
   idempotency_key_conflict: { status: 409, type: "invalid_request_error" },

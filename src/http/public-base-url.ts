@@ -1,6 +1,8 @@
 import { isIPv6 } from "node:net";
 import type { IncomingMessage } from "node:http";
 import { ServiceError } from "../errors/service-error.js";
+import { isFromTrustedProxy } from "../net/client-address.js";
+import type { TrustProxySetting } from "../net/trusted-proxies.js";
 
 /** `host[:port]`: a DNS name or IPv4 address, or an IPv6 literal in brackets. */
 const HOST_PORT =
@@ -19,16 +21,20 @@ export function isValidHostHeader(value: string): boolean {
 export interface PublicOrigin {
   /** `server.publicBaseUrl`: when set, the only origin. */
   configured?: string | undefined;
-  /** `server.trustProxy`: `X-Forwarded-Proto` and `X-Forwarded-Host` are honoured. */
-  trustProxy: boolean;
+  /**
+   * `server.trustProxy`: `X-Forwarded-Proto` and `X-Forwarded-Host` are honoured on requests
+   * whose peer is one of the proxies it names.
+   */
+  trustProxy: TrustProxySetting;
 }
 
 /**
  * The origin clients reach the service at, for `Location`, signed image URLs
  * and `/mcp` links: `server.publicBaseUrl` when set (behind a CDN or ingress
- * that rewrites hosts); else the request's own protocol and Host, and with
- * `server.trustProxy` the first `X-Forwarded-Proto` and `X-Forwarded-Host`,
- * never otherwise (as Express reads them with `trust proxy`).
+ * that rewrites hosts); else the request's own protocol and Host, and on a
+ * request whose peer is a proxy `server.trustProxy` names, the first
+ * `X-Forwarded-Proto` and `X-Forwarded-Host`; never otherwise (anyone else
+ * could name any origin).
  *
  * A Host that is not a plain `host[:port]` (`a@evil.example`, a path, a bad
  * port) would put someone else's origin into the URLs handed out, so it is
@@ -39,7 +45,8 @@ export interface PublicOrigin {
  */
 export function publicBaseUrl(req: IncomingMessage, origin: PublicOrigin): string {
   if (origin.configured) return origin.configured.replace(/\/+$/, "");
-  const forwardedProto = origin.trustProxy ? firstValue(req.headers["x-forwarded-proto"]) : "";
+  const proxied = isFromTrustedProxy(req, origin.trustProxy);
+  const forwardedProto = proxied ? firstValue(req.headers["x-forwarded-proto"]) : "";
   const protocol =
     forwardedProto || ((req.socket as { encrypted?: boolean }).encrypted ? "https" : "http");
   if (protocol !== "http" && protocol !== "https") {
@@ -52,7 +59,7 @@ export function publicBaseUrl(req: IncomingMessage, origin: PublicOrigin): strin
       param: "Host",
     });
   }
-  const forwardedHost = origin.trustProxy ? firstValue(req.headers["x-forwarded-host"]) : "";
+  const forwardedHost = proxied ? firstValue(req.headers["x-forwarded-host"]) : "";
   const host = forwardedHost || req.headers.host;
   if (host === undefined || host === "") return `${protocol}://${localAddress(req)}`;
   if (!isValidHostHeader(host)) {

@@ -5,7 +5,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { makeOwnerDir, OWNER_FILE_MODE } from "../fs/owner-only.js";
-import { checkKey, contentTypeOfKey, dayOf } from "./image-keys.js";
+import { checkKey, contentTypeOfKey, dayOf, dayOfKey } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 import { fileStoreFailure } from "./image-store-error.js";
 
@@ -68,8 +68,24 @@ async function check(root: string): Promise<void> {
   await deleteKeys(root, [key]);
 }
 
+/** Times a write starts again when its folder vanished under it (another replica pruned it). */
+const PUT_ATTEMPTS = 3;
+
 async function put(root: string, key: string, bytes: Buffer): Promise<void> {
   const path = pathOf(root, key);
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await putOnce(path, bytes);
+      return;
+    } catch (err) {
+      // Several replicas share one directory: a folder that another one emptied and removed
+      // between this write's mkdir and its file is made again, never reported as a failure.
+      if (!isMissing(err) || attempt === PUT_ATTEMPTS) throw err;
+    }
+  }
+}
+
+async function putOnce(path: string, bytes: Buffer): Promise<void> {
   await makeOwnerDir(dirname(path));
   // Hidden beside its target (same file system, so the rename is atomic); a crash leaves it
   // in the task's expiry-day folder, which the sweep deletes whole.
@@ -154,9 +170,18 @@ async function deleteKeys(root: string, keys: readonly string[]): Promise<void> 
   for (const dir of dirs) await pruneEmpty(root, dir);
 }
 
-/** Removes the folders a delete emptied, up to the root; a folder still in use stays. */
+/**
+ * Removes the folders a delete emptied, up to the root; a folder still in use
+ * stays. A day folder goes only once its day is over: today's and later ones
+ * are where other replicas sharing the directory write (their tasks' images,
+ * the store check), and an empty one now is filled a moment later.
+ */
 async function pruneEmpty(root: string, dir: string): Promise<void> {
+  const today = dayOf(Math.floor(Date.now() / 1000));
   while (dir.startsWith(`${root}/`)) {
+    const folder = dir.slice(root.length + 1);
+    const day = folder.includes("/") ? undefined : dayOfKey(`${folder}/`);
+    if (day !== undefined && day >= today) return;
     try {
       await rmdir(dir);
     } catch {

@@ -1,3 +1,5 @@
+import { CREDENTIAL_PARAM } from "./redact-url.js";
+
 /**
  * Field names whose string values are credentials, in any section, present
  * or future: `apiKey`, `key`, `secret`, `bearerToken`, `urlSigningSecret`,
@@ -15,8 +17,9 @@ export const SCRUBBED = "[redacted]";
  * Every credential a configuration holds, found by shape rather than by a
  * list of places, so a section added later is covered without a change here:
  * string values of fields named like a credential (at any depth, in arrays
- * too), and the user name and password of every URL (both as written and
- * decoded).
+ * too), and the user name and password of every URL and the values of its
+ * query parameters named like a credential (`?password=`, `?access_key=`),
+ * both as written and decoded.
  */
 export function configSecrets(config: unknown): string[] {
   const found = new Set<string>();
@@ -52,25 +55,47 @@ export function envSecrets(env: NodeJS.ProcessEnv): string[] {
 /** A variable named like a credential, as a whole word: not `npm_package_keywords_0`. */
 const SECRET_ENV_NAME = /(^|_)(KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)(_|$)/i;
 
-/** The user name and password of `text` when it is a URL with credentials, else nothing. */
+/**
+ * The credentials of `text` when it is a URL that has some: its user name and
+ * password, and the values of its query parameters named like a credential
+ * (`?password=`, `?access_key=`); else nothing.
+ */
 function urlCredentials(text: string): string[] {
-  if (!text.includes("@") || !/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return [];
-  let parsed: URL;
-  try {
-    parsed = new URL(text);
-  } catch {
-    return [];
+  const url = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)([^#]*)/i.exec(text);
+  if (!url) return [];
+  const [, authority = "", rest = ""] = url;
+  const found: string[] = [];
+  const keep = (raw: string, plusIsSpace: boolean) => {
+    if (raw !== "") found.push(raw, decoded(raw, plusIsSpace));
+  };
+  // Read by hand, not by URL: the several-host forms (`redis+sentinel://:pw@h1,h2/m`) are not
+  // URLs WHATWG's parser takes.
+  const at = authority.lastIndexOf("@");
+  if (at >= 0) {
+    const userinfo = authority.slice(0, at);
+    const colon = userinfo.indexOf(":");
+    keep(colon < 0 ? userinfo : userinfo.slice(0, colon), false);
+    if (colon >= 0) keep(userinfo.slice(colon + 1), false);
   }
-  const parts = [parsed.password, parsed.username].filter((part) => part !== "");
-  return parts.flatMap((part) => {
-    let decoded = part;
-    try {
-      decoded = decodeURIComponent(part);
-    } catch {
-      // Kept as written.
+  const mark = rest.indexOf("?");
+  if (mark >= 0) {
+    for (const pair of rest.slice(mark + 1).split("&")) {
+      const equals = pair.indexOf("=");
+      if (equals > 0 && CREDENTIAL_PARAM.test(decoded(pair.slice(0, equals), true))) {
+        keep(pair.slice(equals + 1), true);
+      }
     }
-    return decoded === part ? [part] : [part, decoded];
-  });
+  }
+  return found;
+}
+
+/** `text` percent-decoded (in a query `+` is a space too), as written if it cannot be. */
+function decoded(text: string, plusIsSpace: boolean): string {
+  try {
+    return decodeURIComponent(plusIsSpace ? text.replaceAll("+", " ") : text);
+  } catch {
+    return text;
+  }
 }
 
 /**

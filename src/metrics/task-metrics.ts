@@ -52,13 +52,14 @@ export function createTaskMetrics(registry: Registry) {
     }),
     tasksSubmitted: new Counter({
       name: `${p}tasks_submitted_total`,
-      help: "Image tasks accepted (202), not counting idempotent replays.",
+      help: "Image tasks accepted (202), not counting idempotent replays, by dialect (native, sub2api, bifrost).",
+      labelNames: ["dialect"] as const,
       registers: [registry],
     }),
     tasksFinished: new Counter({
       name: `${p}tasks_finished_total`,
-      help: "Image tasks that ended, by status (completed, failed) and reason (error code, or ok).",
-      labelNames: ["status", "reason"] as const,
+      help: "Image tasks that ended, by status (completed, failed), reason (error code, or ok) and dialect.",
+      labelNames: ["status", "reason", "dialect"] as const,
       registers: [registry],
     }),
     taskTimeouts: new Counter({

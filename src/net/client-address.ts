@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { isIPv4, isIPv6 } from "node:net";
 import { parseIPv6 } from "./ip-address.js";
+import { trustedProxiesOf, type TrustProxySetting } from "./trusted-proxies.js";
 
 /** `::ffff:a.b.c.d` (an IPv4 client on a dual-stack socket) as `a.b.c.d`; "" when unknown. */
 export function plainAddress(address: string | undefined): string {
@@ -24,22 +25,39 @@ function forwardedEntry(entry: string): string | undefined {
 }
 
 /**
- * The address a request comes from. Without `trustProxy`, the socket's peer.
- * With it, the address the nearest proxy names: the last `X-Forwarded-For`
- * entry, the one that proxy appended (the entries before it are whatever
- * the client sent, so a client could name any address there); the peer when
- * there is none or it is not an address.
+ * Whether the request's peer (the socket's other end) is a proxy `trustProxy`
+ * names: only then are its `X-Forwarded-*` headers read at all.
  */
-export function clientAddressOf(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const header = req.headers["x-forwarded-for"];
-    const joined = Array.isArray(header) ? header.join(",") : header;
-    if (joined) {
-      const forwarded = forwardedEntry(joined.slice(joined.lastIndexOf(",") + 1));
-      if (forwarded) return forwarded;
-    }
+export function isFromTrustedProxy(req: IncomingMessage, trustProxy: TrustProxySetting): boolean {
+  const proxies = trustedProxiesOf(trustProxy);
+  return proxies.any && proxies.trusts(plainAddress(req.socket?.remoteAddress));
+}
+
+/**
+ * The address a request comes from. The socket's peer, unless that peer is a
+ * proxy `trustProxy` names; then `X-Forwarded-For` is read from the right,
+ * each entry the address the hop before appended, skipping the trusted hops:
+ * the first untrusted entry is the client (entries further left are whatever
+ * the client sent, so a client could name any address there). Every entry
+ * trusted: the leftmost. An entry that is not an address ends the walk at the
+ * hop that passed it on.
+ */
+export function clientAddressOf(req: IncomingMessage, trustProxy: TrustProxySetting): string {
+  const peer = plainAddress(req.socket?.remoteAddress);
+  const proxies = trustedProxiesOf(trustProxy);
+  if (!proxies.any || !proxies.trusts(peer)) return peer;
+  const header = req.headers["x-forwarded-for"];
+  const joined = Array.isArray(header) ? header.join(",") : header;
+  if (!joined) return peer;
+  const entries = joined.split(",");
+  let client = peer;
+  for (let i = entries.length - 1; i >= 0; i -= 1) {
+    const entry = forwardedEntry(entries[i] as string);
+    if (!entry) return client;
+    client = entry;
+    if (!proxies.trusts(entry)) return client;
   }
-  return plainAddress(req.socket?.remoteAddress);
+  return client;
 }
 
 /**

@@ -75,7 +75,8 @@ export function createRequestObserver(
         tracer.enabled && !probe
           ? tracer.startSpan(req.method ?? "HTTP", {
               kind: "server",
-              parent: headerOf(req.headers.traceparent),
+              // A hint, not an order: see `tracing.trustParent`.
+              callerParent: headerOf(req.headers.traceparent),
               attributes: { "http.request.method": req.method },
             })
           : NOOP_SPAN,

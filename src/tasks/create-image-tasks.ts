@@ -170,7 +170,10 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     now,
     runLimitSec: limits.timeoutSec + limits.retentionSec,
   });
-  const health = createTaskHealth({ store, imageStore: deps.imageStore, metrics, logger });
+  const health = createTaskHealth({
+    ...{ store, imageStore: deps.imageStore, metrics, logger },
+    imageCheckIntervalMs: config.images.checkIntervalSec * 1000,
+  });
   const feed = createTaskFeed(events);
   const waiters = createTaskWaiters(feed);
   const finisher = createTaskFinisher({ store, events, metrics, logger, limits, images, now });
@@ -180,7 +183,10 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     writeRetryMs: config.images.writeRetrySec * 1000,
     responseEvents: backend.responseEvents,
   });
-  const webhooks = createTaskWebhooks({ store, queue: backend.webhooks, images, logger, now });
+  const webhooks = createTaskWebhooks({
+    ...{ store, queue: backend.webhooks, images, logger, now },
+    limits,
+  });
   const deliverer = createWebhookDeliverer({
     config: config.webhooks,
     metrics,

@@ -7,7 +7,7 @@ import type { Metrics } from "../metrics/create-metrics.js";
 import type { StoreAvailability } from "./core/store-availability.js";
 import type { TaskStore } from "./core/task-store.js";
 
-/** How often a store that works is checked, and one that does not. */
+/** How often the task store is checked while it works, and either store while it does not. */
 const CHECK_EVERY_MS = 15_000;
 const RECHECK_EVERY_MS = 2_000;
 /** Longest one check may take: past it the store counts as not answering. */
@@ -21,14 +21,18 @@ export interface TaskHealthDeps {
   imageStore: Pick<ImageStore, "check">;
   metrics: Pick<Metrics, "storeUp">;
   logger: Logger;
+  /** How often the image store is checked while it works (`images.checkIntervalSec`). Default 15 s. */
+  imageCheckIntervalMs?: number;
 }
 
 /**
  * Whether the parts every task needs work now: the task store and the image
- * store. Start-up checked both; each is then checked every 15 s (every 2 s
- * while it fails), on each `/readyz`, and at once when a real operation on it
- * fails. A submission reads the result before anything else, so a task that
- * could not be kept is never sent to a channel.
+ * store. Start-up checked both; the task store is then checked every 15 s,
+ * the image store every `images.checkIntervalSec` (an S3 check is four
+ * requests), each every 2 s while it fails, and at once when a real operation
+ * on it fails. `/readyz` and submissions only read the result, so a task that
+ * could not be kept is never sent to a channel, and no unauthenticated caller
+ * makes a store do any work.
  */
 export interface TaskHealth extends StoreAvailability {
   store: PartHealth;
@@ -47,13 +51,10 @@ export function createTaskHealth(deps: TaskHealthDeps): TaskHealth {
       if (status !== "ok") logger.warn({ store: name, reason: status }, `${what} is unavailable`);
       else if (previous !== undefined) logger.info({ store: name }, `${what} is available again`);
     };
-  const common = {
-    intervalMs: CHECK_EVERY_MS,
-    retryMs: RECHECK_EVERY_MS,
-    timeoutMs: CHECK_TIMEOUT_MS,
-  };
+  const common = { retryMs: RECHECK_EVERY_MS, timeoutMs: CHECK_TIMEOUT_MS };
   const store = createPartHealth({
     ...common,
+    intervalMs: CHECK_EVERY_MS,
     probe: () => deps.store.ping(),
     reasonOf: storeReason,
     onChange: watch("tasks", "the task store"),
@@ -61,6 +62,7 @@ export function createTaskHealth(deps: TaskHealthDeps): TaskHealth {
   });
   const images = createPartHealth({
     ...common,
+    intervalMs: deps.imageCheckIntervalMs ?? CHECK_EVERY_MS,
     probe: (signal) => deps.imageStore.check(signal),
     reasonOf: imageStoreReason,
     onChange: watch("images", "the image store"),

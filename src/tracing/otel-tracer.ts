@@ -5,6 +5,7 @@ import {
   trace,
   type Attributes,
   type Span as OtelSpan,
+  type SpanContext,
 } from "@opentelemetry/api";
 import { OTLPTraceExporter as JsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-trace-otlp-proto";
@@ -23,7 +24,6 @@ import {
   type Span,
   type SpanAttributes,
   type SpanKind,
-  type StartSpanOptions,
   type Tracer,
 } from "./tracer.js";
 import type { TracingOptions } from "./tracing-options.js";
@@ -40,9 +40,14 @@ const KINDS: Record<SpanKind, OtelSpanKind> = {
  * {@link Tracer} on OpenTelemetry's SDK: a tracer provider of its own (not
  * registered globally), spans batched to an OTLP/HTTP exporter (protobuf or
  * JSON), the sampler and resource as the options say. Parents travel as
- * `traceparent` strings, so no context manager is needed.
+ * `traceparent` strings, so no context manager is needed. A client's
+ * `traceparent` (`callerParent`) is continued only with `trustParent`;
+ * otherwise it is a link of a new trace, whose sampling is the service's own.
  */
-export function createOtelTracer(options: TracingOptions): Tracer {
+export function createOtelTracer(
+  options: TracingOptions,
+  trust: { trustParent: boolean } = { trustParent: false },
+): Tracer {
   const exporterOptions = { url: options.endpoint, headers: options.headers };
   const exporter =
     options.protocol === "http/json"
@@ -60,10 +65,17 @@ export function createOtelTracer(options: TracingOptions): Tracer {
   return {
     enabled: true,
     startSpan(name, spanOptions) {
+      const caller = trust.trustParent ? undefined : remoteContext(spanOptions.callerParent);
+      const parent =
+        spanOptions.parent ?? (trust.trustParent ? spanOptions.callerParent : undefined);
       const span = tracer.startSpan(
         name,
-        { kind: KINDS[spanOptions.kind], attributes: clean(spanOptions.attributes) },
-        parentContext(spanOptions),
+        {
+          kind: KINDS[spanOptions.kind],
+          attributes: clean(spanOptions.attributes),
+          ...(caller ? { links: [{ context: caller }] } : {}),
+        },
+        parentContext(parent),
       );
       return wrap(span);
     },
@@ -91,15 +103,22 @@ function samplerOf(sampler: TracingOptions["sampler"]): Sampler {
   }
 }
 
-function parentContext(options: StartSpanOptions) {
-  const parent = parseTraceparent(options.parent);
-  if (!parent) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: parent.traceId,
-    spanId: parent.spanId,
-    traceFlags: parent.sampled ? 1 : 0,
+/** A `traceparent` as OpenTelemetry's span context, or undefined when it is not one. */
+function remoteContext(traceparent: string | undefined): SpanContext | undefined {
+  const parsed = parseTraceparent(traceparent);
+  if (!parsed) return undefined;
+  return {
+    traceId: parsed.traceId,
+    spanId: parsed.spanId,
+    traceFlags: parsed.sampled ? 1 : 0,
     isRemote: true,
-  });
+  };
+}
+
+/** The context a span starts in: under `parent`, or a new trace. */
+function parentContext(parent: string | undefined) {
+  const context = remoteContext(parent);
+  return context ? trace.setSpanContext(ROOT_CONTEXT, context) : ROOT_CONTEXT;
 }
 
 function clean(attributes: SpanAttributes | undefined): Attributes | undefined {

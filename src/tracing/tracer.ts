@@ -26,8 +26,14 @@ export interface Span {
 /** Options of {@link Tracer.startSpan}. */
 export interface StartSpanOptions {
   kind: SpanKind;
-  /** The parent, as a `traceparent` header (a caller's, or one a task kept); none starts a trace. */
+  /** The parent, as a `traceparent` the service made (one a task kept); none starts a trace. */
   parent?: string | undefined;
+  /**
+   * A `traceparent` a client sent: a hint. Continued only when the tracer
+   * trusts callers (`tracing.trustParent`); otherwise the span starts a new
+   * trace, sampled by the service's own sampler, with a link to it.
+   */
+  callerParent?: string | undefined;
   attributes?: SpanAttributes;
 }
 

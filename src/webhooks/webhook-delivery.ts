@@ -28,13 +28,20 @@ export interface WebhookDelivery {
  *   finished task, so a re-enqueue after a crash makes the same event and a
  *   queue deduplicating on `eventId` keeps one); default a new one
  * @param options.createdAt Unix seconds; default now (pass the task's `completed_at`)
+ * @param options.fields the view's fields the event carries, for an async dialect's view
  */
 export function createWebhookDelivery(
   task: FinishedTaskView,
   url: string,
-  options: { id?: string; createdAt?: number; trace?: string | undefined } = {},
+  options: {
+    id?: string;
+    createdAt?: number;
+    trace?: string | undefined;
+    fields?: readonly string[] | undefined;
+  } = {},
 ): WebhookDelivery {
-  const event = createWebhookEvent(task, options);
+  const { fields, ...rest } = options;
+  const event = createWebhookEvent(task, fields ? { ...rest, fields } : rest);
   const delivery: WebhookDelivery = {
     eventId: event.id,
     taskId: task.id,

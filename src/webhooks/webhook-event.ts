@@ -60,21 +60,23 @@ export function newEventId(): string {
  *
  * `b64_json` is dropped from every image item (an event carries no image
  * bytes, as the task list does not); `url` and `revised_prompt` stay. Only
- * the fields GET documents are copied: pass the view, but a record passed by
+ * the fields GET documents are copied (`options.fields`: those of the
+ * dialect the task was submitted in): pass the view, but a record passed by
  * mistake leaks nothing internal.
  *
  * @throws Error when the task has not finished: only `completed` and `failed` send events.
  */
 export function createWebhookEvent(
   task: FinishedTaskView,
-  options: { id?: string; createdAt?: number } = {},
+  options: { id?: string; createdAt?: number; fields?: readonly string[] } = {},
 ): WebhookEvent {
   if (task.status !== "completed" && task.status !== "failed") {
     throw new Error(`A task in status ${task.status} sends no webhook event.`);
   }
   const view = task as unknown as Record<string, unknown>;
   const data: Record<string, unknown> = {};
-  for (const field of TASK_VIEW_FIELDS) {
+  // An async dialect's view names its own fields (`options.fields`); still only those are copied.
+  for (const field of options.fields ?? TASK_VIEW_FIELDS) {
     if (view[field] !== undefined) data[field] = view[field];
   }
   if (task.data) {

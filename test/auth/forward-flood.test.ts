@@ -51,7 +51,11 @@ describe("forward mode under a flood of made-up keys", () => {
   it("asks the gateway at most its bounds' worth, answers the rest 503 with Retry-After, and known keys keep working", async () => {
     const gw = await startFakeGateway({ [ALICE]: ["gpt-4o-mini"], [BOB]: ["gpt-4o-mini"] });
     cleanups.push(() => gw.close());
-    const server = await start(gw);
+    // The flood comes from one address: its own share must not be what refuses it here.
+    const server = await start(gw, {
+      maxChecksPerClientPerSec: 10_000,
+      maxChecksInFlightPerClient: 10_000,
+    });
     const models = (key: string) =>
       fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
 
@@ -114,7 +118,7 @@ describe("forward mode under a flood of made-up keys", () => {
 });
 
 describe("forward mode under a flood from one address", () => {
-  it("bounds that address's checks of new keys, so a new user at another address signs in at once", async () => {
+  it("answers that address 429 rate_limited past its share, so a new user at another address signs in at once", async () => {
     const gw = await startFakeGateway({ [BOB]: ["gpt-4o-mini"] });
     cleanups.push(() => gw.close());
     const server = await start(gw, { maxChecksPerClientPerSec: 2, maxChecksInFlightPerClient: 2 });
@@ -132,19 +136,25 @@ describe("forward mode under a flood from one address", () => {
     const newUser = from("127.0.0.3");
 
     const statuses = new Map<number, number>();
+    const refusals: Array<{ retryAfter: string | null; body: unknown }> = [];
     let flooding = true;
     const flood = async () => {
       while (flooding) {
         const response = await flooder(`sk-made-up-${randomBytes(12).toString("hex")}`);
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-        await response.arrayBuffer();
+        if (response.status === 429 && refusals.length < 3) {
+          refusals.push({
+            retryAfter: response.headers.get("retry-after"),
+            body: await response.json(),
+          });
+        } else await response.arrayBuffer();
       }
     };
     const started = performance.now();
     const floods = Promise.all(Array.from({ length: 50 }, flood));
     try {
       // Well into the flood: the address has long used up its share, and keeps trying.
-      while ((statuses.get(503) ?? 0) < 200) await new Promise((r) => setTimeout(r, 50));
+      while ((statuses.get(429) ?? 0) < 200) await new Promise((r) => setTimeout(r, 50));
       const signIn = await newUser(BOB);
       expect(signIn.status, await signIn.text()).toBe(200);
     } finally {
@@ -156,5 +166,13 @@ describe("forward mode under a flood from one address", () => {
     const madeUpCalls = gw.modelCalls() - gw.modelCalls(BOB);
     expect(madeUpCalls).toBeLessThanOrEqual(2 + Math.ceil(2 * seconds) + 2);
     expect(statuses.get(401) ?? 0).toBe(madeUpCalls);
+    // Its own doing, not the gateway's trouble: 429, never 503.
+    expect(statuses.get(503) ?? 0).toBe(0);
+    for (const refusal of refusals) {
+      expect(Number(refusal.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(refusal.body).toMatchObject({
+        error: { code: "rate_limited", type: "rate_limit_error" },
+      });
+    }
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { listeningUrlIn } from "../support/serve-process.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli.js");
@@ -51,8 +52,8 @@ function run(script: string, args: string[], env: Record<string, string> = {}): 
 /** Resolves the service URL from the start-up banner. */
 async function bannerUrl(started: Run): Promise<string> {
   for (;;) {
-    const match = /listening on (http:\/\/\S+)/.exec(started.stdout());
-    if (match) return match[1] as string;
+    const url = listeningUrlIn(started.stdout());
+    if (url) return url;
     if (started.child.exitCode !== null) {
       throw new Error(`exited ${started.child.exitCode}: ${started.stderr()}`);
     }
@@ -200,7 +201,8 @@ describe("image-task-sidecar serve", () => {
   });
 
   it("starts on the embedded demo defaults, printing the demo key and a curl line", async () => {
-    const started = run(MAIN, [], { PORT: "0" });
+    // The banner for a person (a terminal, or LOG_FORMAT=pretty).
+    const started = run(MAIN, [], { PORT: "0", LOG_FORMAT: "pretty" });
     const url = await bannerUrl(started);
     const banner = started.stdout();
     expect(banner).toContain("sk-demo-image-task-sidecar");

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { listeningUrlIn } from "../support/serve-process.js";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { freePort } from "../support/redis.js";
 
@@ -84,7 +85,7 @@ describe("npm start", () => {
       for (const pid of [...below, npm.pid!]) if (alive(pid)) process.kill(pid, "SIGKILL");
     });
     const deadline = Date.now() + 30_000;
-    while (!stdout.includes(`listening on http://127.0.0.1:${port}`)) {
+    while (listeningUrlIn(stdout) !== `http://127.0.0.1:${port}`) {
       if (npm.exitCode !== null || Date.now() > deadline) {
         throw new Error(`npm start did not start: ${stdout}\n${stderr}`);
       }
@@ -96,7 +97,19 @@ describe("npm start", () => {
 
     process.kill(npm.pid!, "SIGTERM");
     expect(await exited).toBe(0);
-    expect(stdout).toContain("SIGTERM: finishing in-flight work, then exiting");
+    // stdout is no terminal here: the banner and the shutdown are JSON lines among the others.
+    const lines = stdout
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { msg: string; signal?: string; url?: string });
+    expect(lines.find((line) => line.msg === "started")?.url).toBe(`http://127.0.0.1:${port}`);
+    expect(lines.filter((line) => line.signal === "SIGTERM").map((line) => line.msg)).toEqual([
+      "stopping",
+      "stopped",
+    ]);
+    expect(stdout.split("\n").filter((line) => line !== "" && !line.startsWith("{"))).toEqual(
+      expect.not.arrayContaining([expect.stringContaining("listening")]),
+    );
     expect(await listening(port)).toBe(false);
     // The service's node exits with npm, not after it as an orphan.
     const left = below.filter(alive);

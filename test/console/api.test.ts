@@ -48,6 +48,32 @@ describe("the console's API client", () => {
     expect(cancelled).toMatchObject({ status: "failed", error: { code: "cancelled" } });
   });
 
+  it("deletes a task: its images and the task answer 404 at once, a second delete too", async () => {
+    const { server, api } = await useService(10);
+    const task = await api.submit({ model: "gpt-image-1", prompt: "gone", response_format: "url" });
+    const done = await fetch(`${server.url}/v1/images/tasks/${task.id}?wait=30`, {
+      headers: { Authorization: `Bearer ${DEMO_KEY}` },
+    });
+    const link = ((await done.json()) as Task).data?.[0]?.url;
+    expect(link).toMatch(/^http/);
+    expect((await fetch(link!)).status).toBe(200);
+    expect(await api.remove(task.id)).toEqual({
+      id: task.id,
+      object: "image.task.deleted",
+      deleted: true,
+    });
+    await expect(api.get(task.id)).rejects.toMatchObject({ status: 404, code: "task_not_found" });
+    expect((await fetch(link!)).status).toBe(404);
+    await expect(api.remove(task.id)).rejects.toMatchObject({
+      status: 404,
+      code: "task_not_found",
+    });
+    await expect(api.remove("task_AAAAAAAAAAAAAAAAAAAAAA")).rejects.toMatchObject({
+      status: 404,
+      code: "task_not_found",
+    });
+  });
+
   it("turns the API's refusals into errors naming the code and the field", async () => {
     const { server, api } = await useService(10);
     const bad = await api

@@ -1,8 +1,9 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { pino } from "pino";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { expect, onTestFinished } from "vitest";
-import { loadConfig } from "../../src/config/load-config.js";
+import { parse as parseYaml } from "yaml";
+import { DEFAULT_CONFIG_FILE, loadConfig, parseConfig } from "../../src/config/load-config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 
 /** Debian's Chromium, which scripts/ensure-test-tools.sh installs when it is missing. */
@@ -25,10 +26,19 @@ export const DEMO_KEY = "sk-demo-image-task-sidecar";
 
 /**
  * The service as `npm start` runs it (config/default.yaml: the demo channel,
- * the demo key), in memory, on a free port, with the demo's image delay set.
+ * the demo key), in memory, on a free port, with the demo's image delay set;
+ * `images`: another `images:` section (an S3 bucket, say).
  */
-export async function startDemoService(imageDelayMs: number): Promise<RunningServer> {
-  const { config } = loadConfig({ env: { PORT: "0", STORE_URL: "memory://" } });
+export async function startDemoService(
+  imageDelayMs: number,
+  images?: Record<string, unknown>,
+): Promise<RunningServer> {
+  const env = { PORT: "0", STORE_URL: "memory://" };
+  let { config } = loadConfig({ env });
+  if (images) {
+    const raw = parseYaml(readFileSync(DEFAULT_CONFIG_FILE, "utf8")) as Record<string, unknown>;
+    config = parseConfig({ ...raw, images }, env);
+  }
   config.channels = config.channels.map((channel) => ({ ...channel, imageDelayMs }));
   return startServer({ config, logger: pino({ level: "silent" }), defaultMetrics: false });
 }
@@ -57,13 +67,21 @@ export interface PageWatch {
  */
 export async function openPage(
   browser: Browser,
-  options: { width?: number; height?: number; colorScheme?: "light" | "dark" } = {},
+  options: {
+    width?: number;
+    height?: number;
+    colorScheme?: "light" | "dark";
+    /** Lets the page write and the test read the clipboard (copy buttons). */
+    clipboard?: boolean;
+  } = {},
 ): Promise<PageWatch> {
   const context: BrowserContext = await browser.newContext({
     viewport: { width: options.width ?? 1000, height: options.height ?? 800 },
     colorScheme: options.colorScheme ?? "light",
     locale: "en-US",
     timezoneId: "UTC",
+    acceptDownloads: true,
+    ...(options.clipboard ? { permissions: ["clipboard-read", "clipboard-write"] } : {}),
   });
   onTestFinished(() => context.close());
   const page = await context.newPage();
@@ -163,4 +181,50 @@ export async function focusState(page: Page): Promise<{ element: string; visible
 /** Whether anything sticks out sideways (the page would scroll horizontally). */
 export function overflowsSideways(page: Page): Promise<boolean> {
   return page.evaluate("document.documentElement.scrollWidth > window.innerWidth");
+}
+
+/** The clipboard's text, as a paste would give it (the page needs `clipboard: true`). */
+export function clipboardText(page: Page): Promise<string> {
+  return page.evaluate("navigator.clipboard.readText()");
+}
+
+/** A task as the API answers it, in what these tests look at. */
+export interface ApiTask {
+  id: string;
+  status: string;
+  kind?: string;
+  prompt?: string;
+  parameters?: Record<string, unknown>;
+  data?: Array<{ url?: string; b64_json?: string }>;
+  usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number };
+  error?: { code: string; message: string };
+}
+
+/** A call of the API as a script makes it, with the demo key: its status and JSON. */
+export async function apiCall(
+  server: RunningServer,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: ApiTask & { error?: { code: string } } }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${DEMO_KEY}`, "Content-Type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, json: (await response.json()) as ApiTask };
+}
+
+/** Submits a task (gpt-image-1 unless told) and, with `wait`, waits for it to finish. */
+export async function makeTask(
+  server: RunningServer,
+  body: Record<string, unknown>,
+  wait = true,
+): Promise<ApiTask> {
+  const made = await apiCall(server, "POST", "/v1/images/tasks", { model: "gpt-image-1", ...body });
+  expect(made.status, JSON.stringify(made.json)).toBe(202);
+  if (!wait) return made.json;
+  const done = await apiCall(server, "GET", `/v1/images/tasks/${made.json.id}?wait=60`);
+  expect(done.json.status).toBe("completed");
+  return done.json;
 }

@@ -189,7 +189,7 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
     );
     await apiCall(service, "POST", `/v1/images/tasks/${storm}/cancel`);
     const prompt = "a red fox in the snow";
-    await page.getByLabel("Size").fill("1024x1536");
+    await page.getByLabel("Size", { exact: true }).fill("1024x1536");
     await page.getByLabel("Quality").selectOption("high");
     await generate(page, prompt, "1");
     await live(page).locator("img[data-kind=result]").waitFor({ timeout: 45_000 });
@@ -221,6 +221,10 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
     expect(details).toMatch(/Partial images\s+1/);
     expect(await task.locator("img[data-kind=result]").count()).toBe(1);
     await screenshot(page, "task", true);
+    await task.getByRole("button", { name: "View image 1 full size" }).click();
+    await page.getByRole("dialog", { name: "Image 1 of 1" }).waitFor();
+    await screenshot(page, "viewer");
+    await page.keyboard.press("Escape");
 
     await page.getByRole("link", { name: "← Gallery" }).click();
     await page.getByRole("link", { name: new RegExp(prompt) }).waitFor();
@@ -261,6 +265,14 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
     const task = page.getByRole("article", { name: "Task" });
     await task.waitFor();
     expect(await task.locator(".prompt").textContent()).toBe(hostile);
+    // The viewer, the form filled again and the code: all text.
+    await task.getByRole("button", { name: "View image 1 full size" }).click();
+    expect(await page.getByRole("dialog").locator("img").getAttribute("alt")).toContain(hostile);
+    await page.keyboard.press("Escape");
+    await task.getByRole("button", { name: "Use these settings" }).click();
+    await page.getByText("Show the code").click();
+    await page.getByRole("button", { name: "Copy as JavaScript" }).click();
+    expect(await page.getByLabel("The code").textContent()).toContain(JSON.stringify(hostile));
 
     expect(await page.locator('img[src="x"], script:not([src]), b').count()).toBe(0);
     expect(dialogs).toEqual([]);
@@ -296,7 +308,7 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
   });
 
   it("gives every control an accessible name and every field a label, on every page", async () => {
-    const { page, problems } = await openPage(browser);
+    const { page, problems } = await openPage(browser, { clipboard: true });
     await page.goto(`${service.url}/console/`);
     const pages: Record<string, { named: string[]; unnamed: string[] }> = {};
     const check = async (name: string) => {
@@ -307,7 +319,11 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
     await signIn(page, service.url);
     await generate(page, "a named thing", "1");
     await live(page).locator("img[data-kind=result]").waitFor({ timeout: 45_000 });
-    // Every control in view: the edit's files and the folded options too.
+    // Every control in view: the edit's files, the folded options and the code too.
+    await page.getByText("Show the code").click();
+    await page.getByRole("button", { name: "Copy as Python" }).click();
+    await page.getByText("Copied the Python code.", { exact: false }).waitFor();
+    await screenshot(page, "code", true);
     await page.getByLabel("An edit of images").check();
     await page.getByText("More options").click();
     await check("create");
@@ -330,7 +346,28 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
         'button "Edit images"',
         'link "Download image 1"',
         'textbox "Webhook URL"',
+        'button "Copy as curl"',
+        'button "Copy as Python"',
+        'button "Copy as JavaScript"',
+        'button "View image 1 full size"',
+        'button "Edit image 1"',
+        'link "Open this task"',
       ]),
+    );
+    expect(pages.task!.named).toEqual(
+      expect.arrayContaining([
+        'button "Use these settings"',
+        'button "Copy prompt"',
+        'button "Delete task"',
+        'button "View image 1 full size"',
+        'link "Download image 1"',
+      ]),
+    );
+    expect(pages.gallery!.named).toEqual(
+      expect.arrayContaining(['combobox "Status"', 'button "Delete selected"']),
+    );
+    expect(pages.gallery!.named.some((name) => name.startsWith('checkbox "Select task: '))).toBe(
+      true,
     );
     expect(problems).toEqual([]);
   });

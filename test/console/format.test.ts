@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
+  askedSize,
+  cardPicture,
   detailRows,
   downloadName,
   formatDuration,
   imageSource,
   statusLabel,
   statusTone,
+  usageRows,
 } from "../../console/src/format.js";
 import type { Task } from "../../console/src/task-types.js";
 
@@ -86,5 +89,67 @@ describe("formatting a task", () => {
         "https://x/y",
       ),
     ).toBe("task_B-1.webp");
+  });
+
+  it("shows the tokens a task used, each where the channel gave it", () => {
+    const used = { ...task, usage: { input_tokens: 50, output_tokens: 4160, total_tokens: 4210 } };
+    expect(detailRows(used, "en-GB", "UTC").slice(-3)).toEqual([
+      ["Input tokens", "50"],
+      ["Output tokens", "4,160"],
+      ["Total tokens", "4,210"],
+    ]);
+    expect(usageRows({ output_tokens: 7 }, "en-US")).toEqual([["Output tokens", "7"]]);
+    expect(usageRows(undefined)).toEqual([]);
+    expect(usageRows({ input_tokens: "x" } as never)).toEqual([]);
+  });
+
+  it("says the size a task asked for, auto when it left it to the model", () => {
+    expect(askedSize(task)).toBe("1024x1024");
+    expect(askedSize({})).toBe("auto");
+  });
+});
+
+describe("a gallery card's picture", () => {
+  const base = { ...task, kind: "generation" as const };
+  it("is the first image's link, else the list's thumbnail link, else the base64", () => {
+    expect(cardPicture({ ...base, data: [{ url: "https://h/0.png" }, { url: "x" }] })).toEqual({
+      source: "https://h/0.png",
+      final: true,
+      needsTask: false,
+    });
+    const listedB64 = {
+      ...base,
+      parameters: { response_format: "b64_json" as const },
+      data: [{ thumbnail_url: "https://h/t/0.png" }],
+    };
+    expect(cardPicture(listedB64).source).toBe("https://h/t/0.png");
+    expect(cardPicture({ ...base, data: [{ b64_json: "iVBORw0KGgo" }] }).source).toBe(
+      "data:image/png;base64,iVBORw0KGgo",
+    );
+  });
+
+  it("is read from the task for a b64_json task listed without a thumbnail link", () => {
+    const b64 = { ...base, parameters: { response_format: "b64_json" as const }, data: [{}] };
+    expect(cardPicture(b64)).toEqual({ final: true, needsTask: true });
+    // A url task's item always has its link; a failed task has no picture at all.
+    expect(cardPicture({ ...base, data: [{}] }).needsTask).toBe(false);
+    expect(cardPicture({ ...base, status: "failed" })).toEqual({ final: false, needsTask: false });
+  });
+
+  it("is a running task's latest partial image, by link or thumbnail link", () => {
+    const running = {
+      ...base,
+      status: "in_progress" as const,
+      partial_images: [
+        { index: 0, url: "https://h/p0.png" },
+        { index: 1, thumbnail_url: "https://h/p1.png" },
+      ],
+    };
+    expect(cardPicture(running)).toEqual({
+      source: "https://h/p1.png",
+      final: false,
+      needsTask: false,
+    });
+    expect(cardPicture({ ...running, partial_images: [] }).source).toBeUndefined();
   });
 });

@@ -7,7 +7,7 @@ import {
   pageNumber,
   previousPage,
 } from "../../console/src/paging.js";
-import { parseRoute, routeHash } from "../../console/src/routes.js";
+import { GALLERY, parseRoute, routeHash, type Route } from "../../console/src/routes.js";
 
 describe("gallery paging", () => {
   it("walks forward by the last id and back by the cursors that led there", () => {
@@ -29,16 +29,51 @@ describe("gallery paging", () => {
 });
 
 describe("routes", () => {
+  const id = "task_AAAAAAAAAAAAAAAAAAAAAA";
+  const a = "task_BBBBBBBBBBBBBBBBBBBBBB";
+  const b = "task_CCCCCCCCCCCCCCCCCCCCCC";
+
   it("reads the page from the URL's # part, a task only by a well-formed id", () => {
-    const id = "task_AAAAAAAAAAAAAAAAAAAAAA";
     expect(parseRoute(`#/tasks/${id}`)).toEqual({ name: "task", id });
-    expect(parseRoute("#/gallery")).toEqual({ name: "gallery" });
+    expect(parseRoute("#/gallery")).toEqual({ name: "gallery", paging: firstPage() });
     expect(parseRoute("")).toEqual({ name: "create" });
     expect(parseRoute("#/tasks/<img src=x>")).toEqual({ name: "create" });
     expect(parseRoute("#/tasks/task_short")).toEqual({ name: "create" });
-    for (const route of [{ name: "task", id }, { name: "gallery" }, { name: "create" }] as const) {
+    for (const route of [{ name: "task", id }, GALLERY, { name: "create" }] as const) {
       expect(parseRoute(routeHash(route))).toEqual(route);
     }
+  });
+
+  it("keeps the gallery's filter and page in the URL, and the way back to the first page", () => {
+    const third = nextPage(nextPage(firstPage("completed"), { has_more: true, last_id: a }), {
+      has_more: true,
+      last_id: b,
+    });
+    const hash = routeHash({ name: "gallery", paging: third });
+    expect(hash).toBe(`#/gallery?status=completed&after=${b}&trail=${a}`);
+    const back = parseRoute(hash);
+    expect(back).toEqual({ name: "gallery", paging: third });
+    // After a reload, "Newer" goes back page by page to the first.
+    const paging = (back as Extract<Route, { name: "gallery" }>).paging;
+    expect(listQuery(previousPage(paging), 5)).toEqual({ limit: 5, after: a, status: "completed" });
+    expect(pageNumber(previousPage(previousPage(paging)))).toBe(1);
+    expect(routeHash({ name: "gallery", paging: firstPage("failed") })).toBe(
+      "#/gallery?status=failed",
+    );
+  });
+
+  it("takes what holds together of a gallery URL someone wrote", () => {
+    const gallery = (hash: string) =>
+      (parseRoute(hash) as Extract<Route, { name: "gallery" }>).paging;
+    expect(gallery("#/gallery?status=nope&after=x")).toEqual(firstPage());
+    expect(gallery(`#/gallery?status=queued&after=<b>`)).toEqual(firstPage("queued"));
+    // A bad id in the trail: the page still opens, with the first page before it.
+    expect(gallery(`#/gallery?after=${b}&trail=${a},oops`)).toEqual({
+      previous: [undefined],
+      after: b,
+    });
+    // A trail without a page of its own means nothing.
+    expect(gallery(`#/gallery?trail=${a}`)).toEqual(firstPage());
   });
 });
 

@@ -4,7 +4,7 @@ import { isMap, isPair, isScalar, parseDocument, parse as parseYaml } from "yaml
 import { describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/config-schema.js";
 import { parseConfig } from "../../src/config/load-config.js";
-import { KUSTOMIZE_ROOT, OVERLAYS, secretExample } from "./kustomize.js";
+import { KUSTOMIZE_ROOT, OVERLAYS, secretFilledIn } from "./kustomize.js";
 
 /*
  * The ingress-nginx annotations and the HTTPRoute timeouts against the
@@ -21,7 +21,7 @@ const source = (path: string) => readFileSync(join(KUSTOMIZE_ROOT, "components",
 const configs: Config[] = OVERLAYS.map((overlay) =>
   parseConfig(
     parseYaml(readFileSync(join(KUSTOMIZE_ROOT, "overlays", overlay, "config.yaml"), "utf8")),
-    secretExample(overlay),
+    secretFilledIn(overlay),
   ),
 );
 

@@ -13,6 +13,7 @@ import {
   parseYamlStream,
   render,
   secretExample,
+  secretFilledIn,
   type Overlay,
 } from "./kustomize.js";
 
@@ -41,7 +42,8 @@ function requiredVariables(text: string): string[] {
 describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s configuration", (overlay) => {
   it("passes the service's config check with the Secret's variables, warning about none", () => {
     const text = sourceConfig(overlay);
-    const env = secretExample(overlay);
+    // As an operator fills it in: its placeholders as written are refused (see test/config).
+    const env = secretFilledIn(overlay);
     const required = requiredVariables(text);
     expect(required).toContain("UPSTREAM_KEY");
     for (const name of required) expect(Object.keys(env)).toContain(name);
@@ -83,8 +85,8 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s configuration", (overlay)
   it("refuses a broken configuration, naming the field (the check can fail)", () => {
     const raw = parseYaml(sourceConfig(overlay)) as { store: { url: string } };
     raw.store.url = "mysql://db:3306/tasks";
-    expect(() => parseConfig(raw, secretExample(overlay))).toThrow(/store\.url/);
-    const { UPSTREAM_KEY: _dropped, ...withoutKey } = secretExample(overlay);
+    expect(() => parseConfig(raw, secretFilledIn(overlay))).toThrow(/store\.url/);
+    const { UPSTREAM_KEY: _dropped, ...withoutKey } = secretFilledIn(overlay);
     const warnings: string[] = [];
     parseConfig(parseYaml(sourceConfig(overlay)), withoutKey, warnings);
     expect(warnings.join("\n")).toMatch(/channels\[0\]\.apiKey: environment variable UPSTREAM_KEY/);

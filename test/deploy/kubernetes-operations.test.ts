@@ -8,7 +8,7 @@ import {
   configText,
   ofKind,
   renderOnce,
-  secretExample,
+  secretFilledIn,
   type Overlay,
 } from "./kustomize.js";
 
@@ -53,7 +53,7 @@ interface Budget {
 function build(overlay: Overlay, components: readonly string[]) {
   const { ok, stderr, objects } = renderOnce(overlay, components);
   expect(ok, stderr).toBe(true);
-  const config: Config = parseConfig(parseYaml(configText(objects)), secretExample(overlay));
+  const config: Config = parseConfig(parseYaml(configText(objects)), secretFilledIn(overlay));
   const [deployment] = ofKind<Workload>(objects, "Deployment", "image-task-sidecar");
   const pod = deployment!.spec.template.spec;
   return { objects, config, deployment: deployment!, pod, container: pod.containers[0]! };

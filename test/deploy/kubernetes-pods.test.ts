@@ -13,6 +13,7 @@ import {
   ofKind,
   render,
   secretExample,
+  secretFilledIn,
   type K8sObject,
   type Overlay,
 } from "./kustomize.js";
@@ -65,7 +66,7 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s pods", (overlay) => {
   let config: Config;
   beforeAll(() => {
     objects = rendered(overlay);
-    config = parseConfig(parseYaml(configText(objects)), secretExample(overlay));
+    config = parseConfig(parseYaml(configText(objects)), secretFilledIn(overlay));
   });
 
   it("every workload runs non-root, read-only, unprivileged, seccomp RuntimeDefault, within limits", () => {
@@ -125,7 +126,7 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s pods", (overlay) => {
     // And above the service's own default, should an operator drop the field.
     const raw = parseYaml(configText(objects)) as { server: Record<string, unknown> };
     delete raw.server.shutdownGraceSec;
-    const byDefault = parseConfig(raw, secretExample(overlay)).server.shutdownGraceSec;
+    const byDefault = parseConfig(raw, secretFilledIn(overlay)).server.shutdownGraceSec;
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(preStop + byDefault);
   });
 

@@ -4,7 +4,7 @@ import { parse as parseYaml } from "yaml";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load-config.js";
 import { schemaProblem } from "./k8s-models.js";
-import { KUSTOMIZE_ROOT, configText, ofKind, render, secretExample } from "./kustomize.js";
+import { KUSTOMIZE_ROOT, configText, ofKind, render, secretFilledIn } from "./kustomize.js";
 
 /*
  * components/redis-sentinel and components/redis-cluster: the replicas overlay on a Sentinel
@@ -38,7 +38,7 @@ describe.each(HA)("components/$component", ({ component, mode }) => {
     expect(ofKind(objects, "StatefulSet", "image-task-sidecar-redis")).toEqual([]);
     expect(ofKind(objects, "Service", "image-task-sidecar-redis")).toEqual([]);
     expect(ofKind(objects, "PodDisruptionBudget", "image-task-sidecar-redis")).toEqual([]);
-    const env = { ...secretExample("replicas"), REDIS_SENTINEL_PASSWORD: "sentinel-secret" };
+    const env = { ...secretFilledIn("replicas"), REDIS_SENTINEL_PASSWORD: "sentinel-secret" };
     const warnings: string[] = [];
     const config = parseConfig(parseYaml(configText(objects)), env, warnings);
     expect(warnings).toEqual([]);

@@ -158,6 +158,19 @@ export function secretExample(overlay: Overlay): Record<string, string> {
   return Object.fromEntries(entries);
 }
 
+/**
+ * The Secret's variables as an operator fills them in: the example's values with their
+ * placeholders (`change-me`) replaced, which start-up refuses as written.
+ */
+export function secretFilledIn(overlay: Overlay): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(secretExample(overlay)).map(([name, value]) => [
+      name,
+      value.replaceAll("change-me", "k3pT-9vQx-2mWz"),
+    ]),
+  );
+}
+
 /** The configuration file a rendered ConfigMap holds (the one the pods mount). */
 export function configText(objects: K8sObject[]): string {
   const [configMap] = ofKind<{ data: Record<string, string> }>(objects, "ConfigMap").filter(

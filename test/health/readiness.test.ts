@@ -3,13 +3,15 @@ import { createPartHealth } from "../../src/health/part-health.js";
 import { readiness } from "../../src/health/readiness.js";
 
 /*
- * What `/readyz` answers, from the parts' checks: its JSON in each state, and
- * how a part's health is kept (shared probes, a deadline, a failure reported
- * by a real operation checked again at once).
+ * What `/readyz` answers, from what the parts' checks last found: its JSON in
+ * each state (ready, degraded, unavailable), that it never probes anything
+ * itself, and how a part's health is kept (shared probes, a deadline, a
+ * failure a real operation met checked again, never more often than the
+ * retry interval).
  */
 
 /** A part whose probe does what `state.next` says, counting its probes. */
-function part(initial?: string) {
+function part(options: { initial?: string; retryMs?: number } = {}) {
   const state = { next: "ok" as "ok" | "fail" | "hang", probes: 0 };
   const health = createPartHealth({
     probe: async () => {
@@ -19,17 +21,19 @@ function part(initial?: string) {
     },
     reasonOf: () => "it refused",
     intervalMs: 60_000,
-    retryMs: 60_000,
+    retryMs: options.retryMs ?? 60_000,
     timeoutMs: 200,
-    ...(initial ? { initial } : {}),
+    ...(options.initial ? { initial: options.initial } : {}),
   });
   return { state, health };
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 describe("/readyz", () => {
-  it("is ready with every part's reason, channels reported but never fatal, room for more fields", async () => {
-    const store = part();
-    const images = part();
+  it("is ready, then degraded (200) with the part's reason while a store is down, probing nothing itself", async () => {
+    const store = part({ initial: "ok" });
+    const images = part({ initial: "ok" });
     const deps = {
       store: store.health,
       images: images.health,
@@ -38,12 +42,10 @@ describe("/readyz", () => {
         backup: "answered 404 to GET /models; does baseUrl end in /v1?",
       }),
       isStopping: () => false,
-      details: () => ({ redis: { primary: "10.0.0.5:6379" } }),
     };
-    expect(await readiness(deps)).toEqual({
+    expect(readiness(deps)).toEqual({
       status: 200,
       body: {
-        redis: { primary: "10.0.0.5:6379" },
         status: "ready",
         checks: {
           store: "ok",
@@ -56,35 +58,49 @@ describe("/readyz", () => {
       },
     });
 
+    // The periodic check finds the image store down: passthrough still works, so still 200.
     images.state.next = "fail";
-    expect(await readiness(deps)).toMatchObject({
-      status: 503,
+    await images.health.refresh();
+    expect(readiness(deps)).toEqual({
+      status: 200,
       body: {
-        status: "unavailable",
-        reason: "the image store is unavailable",
-        checks: { store: "ok", images: "it refused" },
+        status: "degraded",
+        checks: { store: "ok", images: "it refused", channels: expect.any(Object) },
       },
     });
     store.state.next = "hang";
-    expect(await readiness(deps)).toMatchObject({
-      status: 503,
+    await store.health.refresh();
+    expect(readiness(deps)).toMatchObject({
+      status: 200,
       body: {
-        reason: "the task store is unavailable",
+        status: "degraded",
         checks: { store: "no answer within 0.2 s", images: "it refused" },
       },
     });
+    const probes = store.state.probes + images.state.probes;
+    for (let i = 0; i < 1000; i += 1) readiness(deps);
+    expect(store.state.probes + images.state.probes).toBe(probes);
   });
 
-  it("says the service is shutting down, keeping its shape, without probing", async () => {
+  it("is unavailable (503) only while the service starts or shuts down, keeping its shape", () => {
     const store = part();
     const images = part();
-    const answer = await readiness({
+    const deps = {
       store: store.health,
       images: images.health,
       channels: () => ({}),
-      isStopping: () => true,
+      isStopping: () => false,
+      isStarting: () => true,
+    };
+    expect(readiness(deps)).toEqual({
+      status: 503,
+      body: {
+        status: "unavailable",
+        reason: "the service is starting",
+        checks: { store: "ok", images: "ok", channels: {} },
+      },
     });
-    expect(answer).toEqual({
+    expect(readiness({ ...deps, isStarting: () => false, isStopping: () => true })).toEqual({
       status: 503,
       body: {
         status: "unavailable",
@@ -94,23 +110,68 @@ describe("/readyz", () => {
     });
     expect(store.state.probes + images.state.probes).toBe(0);
   });
+
+  it("masks the credentials of any URL a reason quotes, and shows no other field", async () => {
+    const store = createPartHealth({
+      probe: () => Promise.reject(new Error("down")),
+      reasonOf: () => "cannot reach redis://:hunter2-secret@10.0.0.5:6379/0?password=qwerty-12345",
+      intervalMs: 60_000,
+      retryMs: 60_000,
+      timeoutMs: 200,
+    });
+    await store.refresh();
+    const { body } = readiness({
+      store,
+      images: part().health,
+      channels: () => ({ gw: "GET http://gw:3000/v1/models?api_key=sk-in-query-123 answered 500" }),
+      isStopping: () => false,
+    });
+    const text = JSON.stringify(body);
+    for (const secret of ["hunter2-secret", "qwerty-12345", "sk-in-query-123"]) {
+      expect(text).not.toContain(secret);
+    }
+    expect(body.checks.store).toBe("cannot reach redis://:***@10.0.0.5:6379/0?password=***");
+    expect(body.checks.channels.gw).toBe("GET http://gw:3000/v1/models?api_key=*** answered 500");
+    expect(Object.keys(body).sort()).toEqual(["checks", "status"]);
+  });
 });
 
 describe("a part's health", () => {
-  it("shares a probe in flight, and checks again at once when a real operation failed", async () => {
-    const { state, health } = part("ok");
+  it("shares a probe in flight, and checks a failure a real operation met at once", async () => {
+    const { state, health } = part({ initial: "ok", retryMs: 100 });
     expect(health.available()).toBe(true);
     await Promise.all([health.refresh(), health.refresh(), health.refresh()]);
     expect(state.probes).toBe(1);
 
+    // Probed a moment ago: the failure is checked once the retry interval has passed.
+    await sleep(120);
     state.next = "fail";
     health.failed();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sleep(20);
     expect(health.current()).toBe("it refused");
     expect(health.available()).toBe(false);
+    expect(state.probes).toBe(2);
 
     state.next = "ok";
     expect(await health.refresh()).toBe("ok");
     expect(health.available()).toBe(true);
+  });
+
+  it("probes no more often than the retry interval however many operations fail", async () => {
+    const { state, health } = part({ initial: "ok", retryMs: 300 });
+    health.start();
+    try {
+      state.next = "fail";
+      const started = Date.now();
+      while (Date.now() - started < 700) {
+        health.failed();
+        await sleep(5);
+      }
+      // One at once, then the part is known to fail and is probed every 300 ms: at most 3.
+      expect(state.probes).toBeGreaterThanOrEqual(2);
+      expect(state.probes).toBeLessThanOrEqual(4);
+    } finally {
+      health.stop();
+    }
   });
 });

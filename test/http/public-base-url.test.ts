@@ -20,6 +20,7 @@ function send(
   path: string,
   headers: Record<string, string>,
   body?: unknown,
+  localAddress?: string,
 ): Promise<RawAnswer> {
   const url = new URL(baseUrl);
   const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -28,6 +29,7 @@ function send(
       {
         host: url.hostname,
         port: url.port,
+        ...(localAddress ? { localAddress } : {}),
         method,
         path,
         headers: {
@@ -164,6 +166,28 @@ describe("server.trustProxy", () => {
     expect(submitted.status, submitted.text).toBe(202);
     const id = (JSON.parse(submitted.text) as { id: string }).id;
     expect(submitted.headers.location).toBe(`https://images.example.com/v1/images/tasks/${id}`);
+  });
+
+  it("ignores X-Forwarded-Host and -Proto from a peer trustProxy does not name", async () => {
+    // Linux routes all of 127/8 to the loopback: 127.0.0.2 is the proxy, 127.0.0.3 is not.
+    const app = await useApp({
+      config: { server: { port: 0, host: "127.0.0.1", trustProxy: ["127.0.0.2"] } },
+    });
+    const headers = {
+      authorization: `Bearer ${app.key}`,
+      host: "internal:8080",
+      "x-forwarded-host": "images.example.com",
+      "x-forwarded-proto": "https",
+    };
+    const location = async (from: string) => {
+      const submitted = await send(app.url, "POST", "/v1/images/tasks", headers, taskBody, from);
+      expect(submitted.status, submitted.text).toBe(202);
+      return String(submitted.headers.location);
+    };
+    expect(await location("127.0.0.3")).toMatch(/^http:\/\/internal:8080\/v1\/images\/tasks\//);
+    expect(await location("127.0.0.2")).toMatch(
+      /^https:\/\/images\.example\.com\/v1\/images\/tasks\//,
+    );
   });
 
   it("refuses a poisoned X-Forwarded-Host or an odd X-Forwarded-Proto", async () => {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startCephRgw, type CephRgw } from "../support/ceph-rgw.js";
 import { REDIS_URL, deleteKeys, freePort, uniquePrefix } from "../support/redis.js";
-import { serve, spawnServe, writeConfig } from "../support/serve-process.js";
+import { listeningUrlIn, serve, spawnServe, writeConfig } from "../support/serve-process.js";
 import { TEST_KEYS } from "../support/start-test-app.js";
 
 /*
@@ -77,7 +77,7 @@ async function refused(file: string) {
 describe("start-up's image store check (Ceph RGW, Redis)", () => {
   it("starts with the right keys and a bucket that exists", async () => {
     const served = await serve(await configFile(), dir);
-    expect(served.stdout()).toContain("listening on");
+    expect(listeningUrlIn(served.stdout())).toBe(served.url);
     served.child.kill("SIGTERM");
     expect(await served.exited).toBe(0);
   });

@@ -51,6 +51,7 @@ describe("images config", () => {
       links: "presigned",
       connectTimeoutSec: 10,
       writeRetrySec: 60,
+      checkIntervalSec: 15,
     });
     expect(parseS3Url(config.images.url!)).toEqual({ bucket: "my-bucket", prefix: "some/prefix" });
     expect(parseS3Url("s3://bucket")).toEqual({ bucket: "bucket", prefix: "" });

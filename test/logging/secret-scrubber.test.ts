@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logging/create-logger.js";
-import { redactUrl } from "../../src/logging/redact-url.js";
+import { redactUrl, redactUrlsIn } from "../../src/logging/redact-url.js";
 import {
   configSecrets,
   createSecretScrubber,
@@ -86,5 +86,52 @@ describe("redactUrl", () => {
     expect(redactUrl("rediss://token-123@h:6380")).toBe("rediss://***@h:6380");
     expect(redactUrl("sqlite://./data/sidecar.db")).toBe("sqlite://./data/sidecar.db");
     expect(redactUrl("not a url with secret-123")).toBe("(invalid URL)");
+  });
+
+  it("masks the query parameters named like a credential, in any case, and keeps the rest", () => {
+    expect(redactUrl("redis://h:6379/0?password=hunter2-123")).toBe(
+      "redis://h:6379/0?password=***",
+    );
+    expect(redactUrl("redis://:pw@h/0?db=1&Access_Key=ak-123#frag")).toBe(
+      "redis://:***@h/0?db=1&Access_Key=***#frag",
+    );
+    expect(redactUrl("https://s3.example/b?X-Amz-Security-Token=t&X-Amz-Date=1&api%5Fkey=k")).toBe(
+      "https://s3.example/b?X-Amz-Security-Token=***&X-Amz-Date=1&api%5Fkey=***",
+    );
+    expect(redactUrl("rediss+sentinel://h1:26379,h2:26379/m?sentinelPassword=sp-1&x=1")).toBe(
+      "rediss+sentinel://h1:26379,h2:26379/m?sentinelPassword=***&x=1",
+    );
+    expect(redactUrl("redis+cluster://:pw-9@h1:7000,h2:7000?token=t-9")).toBe(
+      "redis+cluster://:***@h1:7000,h2:7000?token=***",
+    );
+    expect(redactUrl("http://h/v1/models?model=gpt-4o")).toBe("http://h/v1/models?model=gpt-4o");
+  });
+
+  it("in running text, masks the URLs that hold a credential and leaves every other as written", () => {
+    expect(
+      redactUrlsIn(
+        "cannot reach redis://h:1/0?password=pw-123 (WRONGPASS); GET http://GW:3000/v1/models answered 404",
+      ),
+    ).toBe(
+      "cannot reach redis://h:1/0?password=*** (WRONGPASS); GET http://GW:3000/v1/models answered 404",
+    );
+    expect(redactUrlsIn("at rediss://tok-123@cache:6380.")).not.toContain("tok-123");
+  });
+});
+
+describe("credentials in a URL's query", () => {
+  it("are found in the configuration and the environment, as written and decoded", () => {
+    expect(
+      configSecrets({
+        store: { url: "redis://h:6379/0?db=2&password=query-pass%2F01" },
+        images: { url: "s3://bucket/p?access_key=ak-in-query-01" },
+        channels: [{ baseUrl: "http://gw/v1?model=not-a-secret-0001" }],
+      }).sort(),
+    ).toEqual(["ak-in-query-01", "query-pass%2F01", "query-pass/01"].sort());
+    expect(
+      envSecrets({
+        SIDECAR_STORE: "redis+sentinel://h1:1,h2:2/m?password=env-query-pass-1",
+      }),
+    ).toEqual(["env-query-pass-1"]);
   });
 });

@@ -2,13 +2,14 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { deleteKeys, startPrivateRedis, uniquePrefix } from "../support/redis.js";
 import { startS3Server } from "../support/s3-server.js";
 import { startTestApp, type TestApp } from "../support/start-test-app.js";
-import { waitUntil } from "../tasks/task-api.js";
+import { expectError, submit, waitUntil } from "../tasks/task-api.js";
 
 /*
  * `image_task_sidecar_store_up{store}` follows what the stores' checks found
- * (at start-up, periodically, and on each `/readyz`): the task store (a Redis
- * of the test's own) and the image store (s3rver) go away and come back, and
- * the gauge says which one is missing.
+ * (at start-up, periodically, and when a real operation fails): the task
+ * store (a Redis of the test's own) and the image store (s3rver) go away and
+ * come back, and the gauge says which one is missing. `/readyz` stays 200
+ * meanwhile (degraded): passthrough works without either.
  */
 
 /** The gauge's values as a scrape shows them, by store. */
@@ -33,7 +34,7 @@ describe("image_task_sidecar_store_up", () => {
     const app = await startTestApp({
       config: {
         store: { url: redis.url, prefix, commandTimeoutSec: 1 },
-        images: s3.imagesConfig(prefix),
+        images: { ...s3.imagesConfig(prefix), checkIntervalSec: 1 },
       },
     });
     onTestFinished(async () => {
@@ -47,18 +48,22 @@ describe("image_task_sidecar_store_up", () => {
     expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
 
     await s3.stop();
-    expect(await readyz(app)).toBe(503);
+    await waitUntil(async () => (await storeUp(app)).images === 0, "the image store's check");
     expect(await storeUp(app)).toEqual({ tasks: 1, images: 0 });
-    await s3.start();
     expect(await readyz(app)).toBe(200);
+    await s3.start();
+    await waitUntil(async () => (await storeUp(app)).images === 1, "the image store back");
     expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
 
     await redis.stop();
-    expect(await readyz(app)).toBe(503);
+    // A real operation meets the outage, and has the store checked at once.
+    expectError(await submit(app, { prompt: "while Redis is away" }), 503, "store_unavailable");
+    await waitUntil(async () => (await storeUp(app)).tasks === 0, "the task store's check");
     // Each store is checked on its own: the image store still answers.
     expect(await storeUp(app)).toEqual({ tasks: 0, images: 1 });
+    expect(await readyz(app)).toBe(200);
     await redis.start();
-    await waitUntil(async () => (await readyz(app)) === 200, "/readyz to pass again", 20_000);
+    await waitUntil(async () => (await storeUp(app)).tasks === 1, "the task store back", 20_000);
     expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
   }, 60_000);
 });

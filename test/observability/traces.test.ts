@@ -66,7 +66,7 @@ describe("traces", () => {
     });
   });
 
-  it("a chat continues the caller's trace, its channel try is a GenAI client span, and the channel gets its traceparent (http/json)", async () => {
+  it("with tracing.trustParent a chat continues the caller's trace, its channel try is a GenAI client span, and the channel gets its traceparent (http/json)", async () => {
     const otlp = await receiver();
     const app = await startTestApp({
       tracing: tracingOf({
@@ -74,6 +74,7 @@ describe("traces", () => {
         OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
         OTEL_SERVICE_NAME: "sidecar-under-test",
       }),
+      config: { tracing: { trustParent: true } },
     });
     onTestFinished(() => app.close());
     const client = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });

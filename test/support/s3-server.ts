@@ -31,6 +31,8 @@ export interface TestS3Server {
   start(): Promise<void>;
   /** Stops it for good and deletes its objects. */
   close(): Promise<void>;
+  /** Every request it received so far (method and path with query), oldest first. */
+  readonly requests: ReadonlyArray<{ method: string; url: string }>;
 }
 
 /**
@@ -41,6 +43,7 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
   const directory = await mkdtemp(join(tmpdir(), "s3rver-"));
   let port = 0;
   let server: S3rver | undefined;
+  const requests: Array<{ method: string; url: string }> = [];
   const start = async () => {
     const next = new S3rver({
       port,
@@ -50,6 +53,9 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
       configureBuckets: [{ name: bucket }],
     });
     port = (await next.run()).port;
+    next.httpServer?.on("request", (req: { method?: string; url?: string }) => {
+      requests.push({ method: req.method ?? "", url: req.url ?? "" });
+    });
     server = next;
   };
   await start();
@@ -70,6 +76,7 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
       s3: { endpoint, region: "us-east-1", forcePathStyle: true, ...S3_CREDENTIALS },
     }),
     stop,
+    requests,
     async start() {
       if (!server) await start();
     },

@@ -60,11 +60,11 @@ export async function serve(
   });
   gone.catch(() => undefined);
   for (;;) {
-    const match = /listening on (http:\/\/\S+)/.exec(started.stdout());
-    if (match) {
+    const url = listeningUrlIn(started.stdout());
+    if (url) {
       return {
         child: started.child,
-        url: match[1] as string,
+        url,
         stdout: started.stdout,
         stderr: started.stderr,
         exited: started.exited,
@@ -72,4 +72,24 @@ export async function serve(
     }
     await Promise.race([new Promise((r) => setTimeout(r, 20)), gone]);
   }
+}
+
+/**
+ * The URL a starting service prints: in its banner (`listening on <url>`, on a terminal or
+ * with `LOG_FORMAT=pretty`) or its `started` JSON line (stdout not a terminal, the default in
+ * tests); undefined until it has printed one.
+ */
+export function listeningUrlIn(stdout: string): string | undefined {
+  const text = /listening on (http:\/\/[^\s"]+)/.exec(stdout);
+  if (text) return text[1];
+  for (const line of stdout.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const parsed = JSON.parse(line) as { msg?: unknown; url?: unknown };
+      if (parsed.msg === "started" && typeof parsed.url === "string") return parsed.url;
+    } catch {
+      // not a JSON line
+    }
+  }
+  return undefined;
 }

@@ -133,15 +133,16 @@ export const forwardSchema = z
       .meta({
         description:
           "Gateway checks of new keys one client address may start per second (a second's " +
-          "worth at once), within `maxChecksPerSec`; beyond it that address gets the same 503. " +
-          "So one address sending made-up keys cannot use up the checks new users need.",
+          "worth at once), within `maxChecksPerSec`; beyond it that address gets 429 " +
+          "`rate_limited` with `Retry-After`. So one address sending made-up keys cannot use up " +
+          "the checks new users need. The address is the one `server.trustProxy` resolves.",
       }),
     maxChecksInFlightPerClient: positiveInt("checks")
       .default(4)
       .meta({
         description:
           "Gateway checks of new keys from one client address running at once, within " +
-          "`maxChecksInFlight`; beyond it that address gets the same 503.",
+          "`maxChecksInFlight`; beyond it that address gets 429 `rate_limited` with `Retry-After`.",
       }),
     secret: z
       .string({ error: "must be a string" })

@@ -89,6 +89,15 @@ export const imagesSchema = z
           "(within the task's own timeout), before the task fails `storage_unavailable`. A " +
           "refusal that cannot heal fails the task at once.",
       }),
+    checkIntervalSec: positiveInt("seconds")
+      .default(15)
+      .meta({
+        description:
+          "Seconds between checks of the image store while it works (on `s3://`, a check is a " +
+          "`HeadBucket` and a small object written, read and deleted); every 2 s while it " +
+          "fails, and at once when a real write fails. `/readyz` reports the last check and " +
+          "never checks itself, so however often it is called the store sees no more than this.",
+      }),
     links: z
       .enum(["service", "presigned", "public"], {
         error: "must be service, presigned or public",

@@ -18,6 +18,16 @@ export const loggingSchema = z
           "`/metrics` at `debug`), written when the answer ends or the client leaves. `false` " +
           "turns them off.",
       }),
+    format: z
+      .enum(["json", "pretty"], { error: "must be json or pretty" })
+      .optional()
+      .meta({
+        description:
+          "How `serve` writes its start-up banner and its shutdown: `json`, as log lines like every " +
+          "other (`msg: started`, `msg: stopping`, `msg: stopped`); `pretty`, as text for a person. " +
+          "Default: `pretty` when stdout is a terminal, else `json`. Log lines are JSON lines " +
+          "either way. `LOG_FORMAT` overrides it.",
+      }),
   })
   .strict()
   .prefault({})

@@ -1,5 +1,34 @@
 import { z } from "zod";
 import { fromText, portNumber, positiveInt, url } from "./field-types.js";
+import { trustProxyEntryProblem } from "../../net/trusted-proxies.js";
+
+/**
+ * `trustProxy`: a boolean, or addresses and CIDRs (a list, or comma-separated
+ * text as a `${VAR}` gives it).
+ */
+const trustProxySchema = fromText(
+  z.union(
+    [
+      z.boolean(),
+      z.preprocess(
+        (value) =>
+          typeof value === "string"
+            ? value
+                .split(",")
+                .map((entry) => entry.trim())
+                .filter((entry) => entry !== "")
+            : value,
+        z.array(
+          z.string().superRefine((entry, ctx) => {
+            const problem = trustProxyEntryProblem(entry);
+            if (problem) ctx.addIssue({ code: "custom", message: problem });
+          }),
+        ),
+      ),
+    ],
+    { error: "must be true, false, or a list of proxy addresses and CIDRs" },
+  ),
+);
 
 /** The HTTP listener. Each field's documentation is its `description`, shown in editors and docs. */
 export const serverSchema = z
@@ -24,15 +53,17 @@ export const serverSchema = z
         "`Host` (and, with `trustProxy`, `X-Forwarded-Proto` and `X-Forwarded-Host`). Set it in " +
         "production: it is the only origin a request cannot influence.",
     }),
-    trustProxy: fromText(z.boolean({ error: "must be true or false" }))
-      .default(false)
-      .meta({
-        description:
-          "Honour `X-Forwarded-Proto` and `X-Forwarded-Host` from an ingress or CDN when " +
-          "building URLs, and take a client's address from the last `X-Forwarded-For` entry " +
-          "(what the nearest proxy appended) for `maxConnectionsPerIp` and forward mode's " +
-          "per-address bound; ignored otherwise.",
-      }),
+    trustProxy: trustProxySchema.default(false).meta({
+      description:
+        "The proxies in front (an ingress, a load balancer, a CDN's edge): `false` (none), " +
+        "`true` (loopback and private networks: 127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, " +
+        "192.168.0.0/16, 100.64.0.0/10, fc00::/7) or a list of addresses and CIDRs (also as " +
+        "comma-separated text, for `${VAR}`). Only a request whose peer is one of them has its " +
+        "`X-Forwarded-For` read, from the right, skipping trusted hops (the first untrusted " +
+        "entry is the client: for `maxConnectionsPerIp`, forward mode's per-address bound and " +
+        "`client_ip`), and its `X-Forwarded-Proto` and `X-Forwarded-Host` honoured when " +
+        "building URLs; anyone else's are ignored.",
+    }),
     replicaName: z
       .string({ error: "must be a string" })
       .regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be 1-128 letters, digits or . _ : -")

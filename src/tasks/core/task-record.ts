@@ -95,6 +95,22 @@ export interface TaskRecord {
   trace?: string;
   /** A background response's own state (`kind: "response"`); its `request` is the Responses body. */
   response?: ResponseState;
+  /**
+   * The async dialect it was submitted in, which decides how it is shown;
+   * absent: the service's own (records of earlier releases too).
+   */
+  dialect?: "sub2api" | "bifrost";
+  /**
+   * Seconds the task is kept once finished, where its submission asked for
+   * less than `imageTasks.retentionSec` (Bifrost's
+   * `x-bf-async-job-result-ttl`); absent: `imageTasks.retentionSec`.
+   */
+  retentionSec?: number;
+  /**
+   * Failed on a channel's error answer: the status the synchronous route
+   * answers for it (the channel's own, passed on). The dialects show it.
+   */
+  failureStatus?: number;
 }
 
 /** Transitions a record may make; anything else is a bug or a race lost. */
@@ -165,12 +181,24 @@ function randomPart(): string {
   return pool.toString("base64url", used - 16, used);
 }
 
-/** `task_` and 128 random bits (base64url, 22 characters). */
-export function newTaskId(): string {
-  return `task_${randomPart()}`;
+/**
+ * `task_` (or another `prefix`: sub2api's `imgtask_`) and 128 random bits
+ * (base64url, 22 characters).
+ */
+export function newTaskId(prefix: "task_" | "imgtask_" = "task_"): string {
+  return `${prefix}${randomPart()}`;
 }
 
 /** A background response's id: `resp_` and 128 random bits (base64url, 22 characters). */
 export function newResponseId(): string {
   return `resp_${randomPart()}`;
+}
+
+/**
+ * Seconds a task is kept once finished: its own retention where it asked for
+ * less, else `configuredSec` (`imageTasks.retentionSec`, which also caps it).
+ */
+export function retentionSecOf(record: Pick<TaskRecord, "retentionSec">, configuredSec: number) {
+  const own = record.retentionSec;
+  return own !== undefined && own > 0 && own < configuredSec ? own : configuredSec;
 }

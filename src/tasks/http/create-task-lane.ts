@@ -1,16 +1,16 @@
-import { parse as parseQuery } from "node:querystring";
 import type { Logger } from "pino";
-import { ServiceError } from "../../errors/service-error.js";
-import { callerOf, type Lane, type LaneCall } from "../../http/lane.js";
-import { publicBaseUrl, type PublicOrigin } from "../../http/public-base-url.js";
-import { createRouteTable, decodeSegment } from "../../http/route-table.js";
+import type { Lane } from "../../http/lane.js";
+import type { PublicOrigin } from "../../http/public-base-url.js";
+import { createRouteTable } from "../../http/route-table.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ImageReads } from "../images/image-reads.js";
 import type { TaskService } from "../service/task-service.js";
-import { presentTask } from "../view/present-task.js";
-import { TaskAnswers, type TaskBodyLimits, type TaskRequest } from "./task-answers.js";
+import { nativeRouteDialect, showTask } from "../view/show-task.js";
+import type { Sub2apiLimits } from "../view/sub2api-view.js";
+import { TaskAnswers, type TaskBodyLimits } from "./task-answers.js";
 import type { StreamLimits } from "./stream-slots.js";
 import { createTaskEventStreams } from "./task-event-streams.js";
+import { taskRequest, type TaskRequest } from "./task-request.js";
 import { TASK_ROUTES, type TaskRouteName } from "./task-routes.js";
 
 /** What of the task feature the routes use. */
@@ -19,12 +19,14 @@ export interface TaskApi {
   images: ImageReads;
 }
 
-/** Dependencies of {@link createTaskLane}. */
+/** Dependencies of {@link createTaskLane} (and of the dialects' lanes). */
 export interface TaskLaneDeps {
   tasks: TaskApi;
   limits: TaskBodyLimits;
   /** `imageTasks.pollIntervalSec`. */
   pollIntervalSec: number;
+  /** `imageTasks`' timeout and retention: what a sub2api task's `expires_at` reads. */
+  taskLimits: Sub2apiLimits;
   /** A comment line this often keeps idle event streams open (`imageTasks.eventsKeepAliveSec`). */
   eventsKeepAliveMs: number;
   /** The `events` section: streams open at once, and how long one waits on a client that does not read. */
@@ -49,15 +51,20 @@ const HANDLERS: Record<TaskRouteName, (answers: TaskAnswers, r: TaskRequest) => 
  * The task API's lane: every route of `TASK_ROUTES`, behind bearer auth. A
  * request reaches its handler with its caller, its decoded `:taskId`, its
  * query (as `node:querystring` reads it) and the origin of the URLs it hands
- * out; event streams hold only their own small state for minutes.
+ * out; event streams hold only their own small state for minutes. A sub2api
+ * task is shown in sub2api's dialect here (its clients poll these routes).
  */
 export function createTaskLane(deps: TaskLaneDeps): Lane {
-  const { tasks, logger } = deps;
+  const { tasks, logger, taskLimits } = deps;
   const eventStreams = createTaskEventStreams({
     watch: tasks.service.watch,
     read: tasks.service.get,
     present: (record, baseUrl) =>
-      presentTask(record, { images: tasks.images, baseUrl, data: "full" }),
+      showTask(
+        record,
+        { images: tasks.images, baseUrl, data: "full", limits: taskLimits },
+        nativeRouteDialect(record),
+      ),
     keepAliveMs: deps.eventsKeepAliveMs,
     limits: deps.events,
     slowReaderMs: deps.events.slowReaderSec * 1000,
@@ -70,6 +77,7 @@ export function createTaskLane(deps: TaskLaneDeps): Lane {
     eventStreams,
     limits: deps.limits,
     pollIntervalSec: deps.pollIntervalSec,
+    taskLimits,
   });
   const table = createRouteTable(TASK_ROUTES);
 
@@ -82,26 +90,9 @@ export function createTaskLane(deps: TaskLaneDeps): Lane {
       return {
         template: hit.route.template,
         auth: true,
-        serve: (call) => HANDLERS[hit.route.name](answers, taskRequest(call, hit.params, deps)),
+        serve: (call) =>
+          HANDLERS[hit.route.name](answers, taskRequest(call, hit.params, deps.origin)),
       };
     },
-  };
-}
-
-/** A call to a task route as its handler reads it. */
-function taskRequest(call: LaneCall, params: readonly string[], deps: TaskLaneDeps): TaskRequest {
-  const { req, res, context, query } = call;
-  const raw = params[0];
-  const taskId = raw === undefined ? "" : decodeSegment(raw);
-  if (taskId === undefined)
-    throw new ServiceError("invalid_value", "The request could not be read.");
-  return {
-    req,
-    res,
-    principal: callerOf(call),
-    taskId,
-    query: query === "" ? {} : parseQuery(query),
-    baseUrlOf: () => publicBaseUrl(req, deps.origin),
-    context,
   };
 }

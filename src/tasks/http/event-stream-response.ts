@@ -1,6 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { TaskView } from "../view/present-task.js";
-import { openFirstImage, splitView, writeSplitView } from "./send-task-view.js";
+import { openFirstImage, splitView, writeSplitView, type ShownView } from "./send-task-view.js";
 import type { TaskRecord } from "../core/task-record.js";
 import type { StageEvent } from "../events/event-ids.js";
 import type { EventSink } from "../events/watch-task-events.js";
@@ -26,7 +25,7 @@ const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
 async function writeEvent(
   res: ServerResponse,
   event: StageEvent,
-  view: TaskView,
+  view: ShownView,
   signal: AbortSignal,
 ): Promise<void> {
   const data =

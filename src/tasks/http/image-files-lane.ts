@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 import { pipeline } from "node:stream/promises";
-import { isTaskId } from "../../contract/task-contract.js";
+import { isAnyTaskId } from "../../contract/task-contract.js";
 import { ServiceError } from "../../errors/service-error.js";
 import { clientGone } from "../../http/client-gone.js";
 import type { Lane, LaneCall } from "../../http/lane.js";
@@ -68,7 +68,7 @@ async function serveFile(
   const signature = typeof params.signature === "string" ? params.signature : "";
   const match = FILE_NAME.exec(file);
   const nowSec = Math.floor((deps.now ?? Date.now)() / 1000);
-  if (!match || !isTaskId(taskId)) throw notFound;
+  if (!match || !isAnyTaskId(taskId)) throw notFound;
   if (!deps.signer.verify(taskId, file, expires, signature, nowSec)) throw notFound;
   const signal = clientGone(res);
   const [, partial, index, ext] = match as unknown as [string, string | undefined, string, string];

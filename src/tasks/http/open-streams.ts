@@ -2,12 +2,12 @@ import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { TaskRecord } from "../core/task-record.js";
-import type { TaskView } from "../view/present-task.js";
+import type { ShownTask } from "../view/show-task.js";
 
 /** What the open streams share: how to show a task, the keep-alive, metrics and the log. */
 export interface OpenStreamsDeps {
-  /** The task as `GET` shows it, image links on `baseUrl`. */
-  present(record: TaskRecord, baseUrl: string): Promise<TaskView>;
+  /** The task as `GET` shows it (in its dialect), image links on `baseUrl`. */
+  present(record: TaskRecord, baseUrl: string): Promise<ShownTask>;
   /** A comment line this often keeps idle streams open through proxies. */
   keepAliveMs: number;
   /**

@@ -2,15 +2,34 @@ import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { ImageObject } from "../../images/image-store.js";
 import { clientGone } from "../../http/client-gone.js";
-import { imageGone, PendingImage, type TaskView } from "../view/present-task.js";
+import { imageGone, PendingImage } from "../view/present-task.js";
 import { base64Length } from "../../images/base64-length.js";
 import { readWhole, sizeMismatch } from "../../images/read-whole.js";
 
-/** Every {@link PendingImage} in the view (results and partial images), by marker. */
-function pendingImages(view: TaskView): Map<string, PendingImage> {
-  const found = new Map<string, PendingImage>();
-  for (const item of [...(view.data ?? []), ...(view.partial_images ?? [])]) {
-    if (item.b64_json instanceof PendingImage) found.set(item.b64_json.marker, item.b64_json);
+/**
+ * A task as some dialect shows it: JSON whose `b64_json` payloads may be
+ * {@link PendingImage}s (the native view's `data`, sub2api's `result.data`,
+ * partial images).
+ */
+export interface ShownView {
+  id: string;
+}
+
+/** Deep enough for every dialect's images (`result.data[i].b64_json` is four levels down). */
+const MAX_IMAGE_DEPTH = 5;
+
+/** Every {@link PendingImage} in the view, wherever its dialect puts it, by marker. */
+function pendingImages(
+  value: unknown,
+  found = new Map<string, PendingImage>(),
+  depth = 0,
+): Map<string, PendingImage> {
+  if (value instanceof PendingImage) {
+    found.set(value.marker, value);
+  } else if (value !== null && typeof value === "object" && depth < MAX_IMAGE_DEPTH) {
+    for (const item of Array.isArray(value) ? value : Object.values(value)) {
+      pendingImages(item, found, depth + 1);
+    }
   }
   return found;
 }
@@ -62,7 +81,7 @@ export interface SplitView {
 }
 
 /** Cuts the view's JSON at its `b64_json` markers. */
-export function splitView(view: TaskView): SplitView {
+export function splitView(view: ShownView): SplitView {
   const text = JSON.stringify(view);
   const pending = pendingImages(view);
   if (pending.size === 0) {
@@ -92,7 +111,7 @@ export function splitView(view: TaskView): SplitView {
  * image store that is away rejects (503), bytes already gone are a 404.
  */
 export async function openFirstImage(
-  view: TaskView,
+  view: ShownView,
   split: SplitView,
   signal: AbortSignal,
 ): Promise<ImageObject | undefined> {
@@ -146,7 +165,7 @@ const ONE_WRITE_BYTES = 64 * 1024;
  * written: an image gone meanwhile is a clean 404 rather than a cut answer.
  */
 async function joinSplitView(
-  view: TaskView,
+  view: ShownView,
   split: SplitView,
   first: ImageObject | undefined,
   signal: AbortSignal,
@@ -178,7 +197,7 @@ async function joinSplitView(
 export async function sendTaskView(
   res: ServerResponse,
   status: number,
-  view: TaskView,
+  view: ShownView,
 ): Promise<void> {
   const split = splitView(view);
   const headers = { "Content-Type": "application/json; charset=utf-8" };

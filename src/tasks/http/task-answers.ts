@@ -1,45 +1,22 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ParsedUrlQuery } from "node:querystring";
-import type { Principal } from "../../auth/principal.js";
+import type { IncomingMessage } from "node:http";
 import { clientGone } from "../../http/client-gone.js";
-import type { RequestContext } from "../../observability/request-context.js";
-import { readJsonBody, type JsonBodyOptions } from "../../http/json-body.js";
-import { parseBody } from "../../errors/parse-body.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { ImageReads } from "../images/image-reads.js";
 import type { Submission } from "../service/submission.js";
 import type { TaskService } from "../service/task-service.js";
-import { submitTaskSchema } from "../service/task-schemas.js";
-import { presentTask, type PresentDeps, type TaskView } from "../view/present-task.js";
-import {
-  EDIT_FILE_FIELDS,
-  MAX_EDIT_IMAGES,
-  editFromForm,
-  editFromJson,
-} from "./edit-submission.js";
+import type { PresentDeps } from "../view/present-task.js";
+import type { Sub2apiLimits } from "../view/sub2api-view.js";
+import { nativeRouteDialect, showTask, type ShownTask } from "../view/show-task.js";
 import { pollHeaders } from "./poll-headers.js";
-import { isMultipart, readMultipartForm } from "./read-multipart-form.js";
+import { readEdit, readGeneration, type TaskBodyLimits } from "./read-submission.js";
 import { sendTaskView } from "./send-task-view.js";
+import { setHeaders, type TaskRequest } from "./task-request.js";
 import { idempotencyKeyOf, wantsEventStream } from "./submission-headers.js";
 import type { TaskEventStreams } from "./task-event-streams.js";
 import { parseListQuery, parsePreferWait, parseWaitQuery } from "./task-query.js";
 
-/** Text fields an edit form may have: the task's, with room for SDKs' extras to be refused by name. */
-const MAX_FORM_FIELDS = 32;
-/** One text field: a 32000-character prompt in any script fits. */
-const MAX_FIELD_BYTES = 256 * 1024;
-
-/** The body limits of the task routes. */
-export interface TaskBodyLimits {
-  /** A submission's JSON: a prompt and a few fields. */
-  taskJson: JsonBodyOptions;
-  /** An edit's JSON, its images as data: URLs, up to `server.maxUploadBytes`. */
-  uploadJson: JsonBodyOptions;
-  /** An edit's multipart body (`server.maxUploadBytes`). */
-  maxUploadBytes: number;
-  /** How long a body may take, in all and silent. */
-  timing: { timeoutMs: number; idleMs: number };
-}
+export type { TaskBodyLimits } from "./read-submission.js";
+export type { TaskRequest } from "./task-request.js";
 
 /** What the task routes answer with. */
 export interface TaskAnswersDeps {
@@ -49,34 +26,14 @@ export interface TaskAnswersDeps {
   limits: TaskBodyLimits;
   /** `imageTasks.pollIntervalSec`: `Retry-After` of unfinished tasks. */
   pollIntervalSec: number;
-}
-
-/** One authenticated request to a task route. */
-export interface TaskRequest {
-  req: IncomingMessage;
-  res: ServerResponse;
-  principal: Principal;
-  /** The `:taskId` of the route, decoded. */
-  taskId: string;
-  /** The request's context: its model, its span (a task's trace starts at its submission). */
-  context: RequestContext;
-  query: ParsedUrlQuery;
-  /**
-   * The origin of the request's image URLs and `Location` (see
-   * `publicBaseUrl`), asked when the answer needs it, so a bad Host fails at
-   * the same step on every route.
-   */
-  baseUrlOf: () => string;
+  /** `imageTasks`' timeout and retention: what a sub2api task's `expires_at` reads. */
+  taskLimits: Sub2apiLimits;
 }
 
 /** Reads a request header as one string (repeated ones joined, as Node joins most). */
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value.join(", ") : value;
-}
-
-function setHeaders(res: ServerResponse, headers: Record<string, string>): void {
-  for (const name in headers) res.setHeader(name, headers[name] as string);
 }
 
 /**
@@ -88,28 +45,12 @@ export class TaskAnswers {
 
   /** `POST /v1/images/tasks`: a generation. */
   async submit(r: TaskRequest): Promise<void> {
-    const parsed = await readJsonBody(r.req, this.deps.limits.taskJson);
-    await this.answerSubmission(r, { request: parseBody(submitTaskSchema, parsed?.value) });
+    await this.answerSubmission(r, await readGeneration(r.req, this.deps.limits));
   }
 
   /** `POST /v1/images/edits/tasks`: an edit, from a multipart form or JSON. */
   async submitEdit(r: TaskRequest): Promise<void> {
-    const { limits } = this.deps;
-    let submission: Submission;
-    if (isMultipart(r.req)) {
-      const form = await readMultipartForm(r.req, {
-        maxBytes: limits.maxUploadBytes,
-        fileFields: EDIT_FILE_FIELDS,
-        maxFiles: MAX_EDIT_IMAGES + 1,
-        maxFields: MAX_FORM_FIELDS,
-        maxFieldBytes: MAX_FIELD_BYTES,
-        ...limits.timing,
-      });
-      submission = editFromForm(form);
-    } else {
-      submission = editFromJson((await readJsonBody(r.req, limits.uploadJson))?.value);
-    }
-    await this.answerSubmission(r, submission);
+    await this.answerSubmission(r, await readEdit(r.req, this.deps.limits));
   }
 
   /** `GET /v1/images/tasks`: a page of the caller's tasks, newest first. */
@@ -221,13 +162,15 @@ export class TaskAnswers {
     );
   }
 
+  /** The task as these routes show it: in sub2api's dialect for a sub2api task, else natively. */
   private view(
     record: TaskRecord,
     baseUrl: string,
     data: PresentDeps["data"],
     links?: PresentDeps["links"],
-  ): Promise<TaskView> {
-    const { images } = this.deps;
-    return presentTask(record, { images, baseUrl, data, ...(links ? { links } : {}) });
+  ): Promise<ShownTask> {
+    const { images, taskLimits } = this.deps;
+    const deps = { images, baseUrl, data, limits: taskLimits, ...(links ? { links } : {}) };
+    return showTask(record, deps, nativeRouteDialect(record));
   }
 }

@@ -1,7 +1,7 @@
 import {
   MAX_WAIT_SEC,
   TASK_STATUSES,
-  isTaskId,
+  isAnyTaskId,
   type TaskStatus,
 } from "../../contract/task-contract.js";
 import { ServiceError } from "../../errors/service-error.js";
@@ -40,8 +40,8 @@ export function parseListQuery(query: Record<string, unknown>): ListQuery {
     if (!(limit >= 1 && limit <= 100)) throw invalid("limit", "must be an integer from 1 to 100.");
   }
   const after = single(query, "after");
-  if (after !== undefined && !isTaskId(after)) {
-    throw invalid("after", "must be the id of one of your tasks (task_...).");
+  if (after !== undefined && !isAnyTaskId(after)) {
+    throw invalid("after", "must be the id of one of your tasks (task_... or imgtask_...).");
   }
   const status = single(query, "status");
   if (status !== undefined && !STATUSES.includes(status as TaskStatus)) {

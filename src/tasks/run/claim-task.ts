@@ -31,7 +31,7 @@ export async function claimTask(
   if (record.status === "in_progress") {
     if (record.attempts >= deps.maxAttempts) {
       await finisher.fail(
-        record.id,
+        record,
         "in_progress",
         interrupted("The service stopped while the task was running, too often to retry."),
         { attempts: record.attempts },

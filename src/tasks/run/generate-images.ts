@@ -193,9 +193,11 @@ function upstreamFailure(status: number, text: string, scrubber: KeyScrubber): T
   let code = status === 429 ? "rate_limit_exceeded" : "upstream_error";
   let message = `The upstream channel answered with status ${status}.`;
   let type = "upstream_error";
+  let envelope = false;
   try {
-    const error = (JSON.parse(text) as { error?: Record<string, unknown> }).error;
+    const error = (JSON.parse(text) as { error?: Record<string, unknown> } | null)?.error;
     if (error && typeof error === "object") {
+      envelope = true;
       if (typeof error.code === "string" && error.code) code = error.code;
       if (typeof error.message === "string" && error.message) message = error.message;
       if (typeof error.type === "string" && error.type) type = error.type;
@@ -208,5 +210,16 @@ function upstreamFailure(status: number, text: string, scrubber: KeyScrubber): T
     scrubber.scrubString(code).slice(0, 100),
     scrubber.scrubString(message).slice(0, 2000),
     scrubber.scrubString(type).slice(0, 100),
+    { status: envelope ? status : bareErrorStatus(status) },
   );
+}
+
+/**
+ * What the passthrough answers for a channel error without an OpenAI body
+ * (`proxy/pass-on-channel-error.ts`): a timeout page 504, a rate limit 429,
+ * anything else 502.
+ */
+function bareErrorStatus(status: number): number {
+  if (status === 504 || status === 524 || status === 408) return 504;
+  return status === 429 ? 429 : 502;
 }

@@ -65,7 +65,12 @@ export async function keepResult(
   const { images, finisher } = deps;
   const { id, attempts } = started;
   const atMs = deps.now();
-  const planned = images.planResults(id, attempts, result.images, finisher.expiresAt(atMs));
+  const planned = images.planResults(
+    id,
+    attempts,
+    result.images,
+    finisher.expiresAt(atMs, started),
+  );
   const written = await writeResult(
     deps,
     started,
@@ -79,15 +84,15 @@ export async function keepResult(
       return;
     }
     await finisher.fail(
-      id,
+      started,
       "in_progress",
-      new TaskFailure("storage_unavailable", written.message, "server_error").toTaskError(),
+      new TaskFailure("storage_unavailable", written.message, "server_error"),
       { attempts, end },
     );
     return;
   }
   const completed = await finisher.complete(
-    id,
+    started,
     attempts,
     { images: planned, usage: result.usage },
     { atMs, end },

@@ -64,7 +64,7 @@ export function createResponseRunStep(deps: ResponseRunDeps): RunStep {
   return async (context) => {
     const { started } = context;
     if (started.attempts > 1) {
-      await deps.finisher.fail(started.id, "in_progress", notSentAgain(), {
+      await deps.finisher.fail(started, "in_progress", notSentAgain(), {
         attempts: started.attempts,
         end: context.end(),
       });
@@ -207,13 +207,13 @@ async function finish(
   const end = context.end();
   const done =
     final.status === "failed"
-      ? await deps.finisher.fail(started.id, "in_progress", failureOf(final), {
+      ? await deps.finisher.fail(started, "in_progress", failureOf(final), {
           attempts: started.attempts,
           end,
           more: { response },
         })
       : await deps.finisher.complete(
-          started.id,
+          started,
           started.attempts,
           // The usage is the final response's own, not kept twice.
           { images: images.results },
@@ -269,7 +269,7 @@ async function settle(
   if (err instanceof RunLost && !signal.aborted) return;
   const reason = signal.aborted ? signal.reason : undefined;
   if (sent && reason === "handback") {
-    await deps.finisher.fail(started.id, "in_progress", notSentAgain(), {
+    await deps.finisher.fail(started, "in_progress", notSentAgain(), {
       attempts: started.attempts,
       end: context.end(),
     });

@@ -62,7 +62,7 @@ export async function settleRunFailure(
       return;
     case "shutdown":
       await finisher.fail(
-        id,
+        started,
         "in_progress",
         interrupted("The service stopped while the task was running."),
         { attempts, end },
@@ -70,13 +70,13 @@ export async function settleRunFailure(
       return;
     case "timeout":
       await finisher.fail(
-        id,
+        started,
         "in_progress",
         new TaskFailure(
           "timeout",
           `${started.kind === "response" ? "The response" : "The image generation"} did not finish within ${deps.timeoutSec} seconds.`,
           "timeout",
-        ).toTaskError(),
+        ),
         { attempts, end },
       );
       return;
@@ -88,5 +88,6 @@ export async function settleRunFailure(
     logger.error({ err, taskId: id }, "task failed unexpectedly");
     failure = new TaskFailure("upstream_error", "The image generation failed unexpectedly.");
   }
-  await finisher.fail(id, "in_progress", failure.toTaskError(), { attempts, end });
+  // The failure itself, not its error alone: a channel's answer keeps its status with the task.
+  await finisher.fail(started, "in_progress", failure, { attempts, end });
 }

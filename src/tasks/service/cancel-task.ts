@@ -31,7 +31,7 @@ export async function cancelTask(deps: CancelDeps, record: TaskRecord): Promise<
   if (isFinished(record.status)) return record;
   return available(async () => {
     if (record.status === "queued") {
-      const failed = await finisher.fail(id, "queued", CANCELLED);
+      const failed = await finisher.fail(record, "queued", CANCELLED);
       if (failed) {
         // Best effort: a job left behind finds its task failed and ends at once.
         await queue.remove({ taskId: id, owner: record.owner }).catch(() => false);
@@ -40,7 +40,7 @@ export async function cancelTask(deps: CancelDeps, record: TaskRecord): Promise<
     }
     if (record.status === "queued" || record.status === "in_progress") {
       // Queued a moment ago, or running: it may have started since.
-      const failed = await finisher.fail(id, "in_progress", CANCELLED);
+      const failed = await finisher.fail(record, "in_progress", CANCELLED);
       if (failed) {
         // Best effort: a run that misses the message sees the failure on its next check.
         await queue.cancel(id).catch((err: unknown) => {

@@ -2,7 +2,7 @@ import type { Principal } from "../../auth/principal.js";
 import { ServiceError } from "../../errors/service-error.js";
 import type { TaskStore } from "../core/task-store.js";
 import { available } from "../../errors/store-unavailable.js";
-import { isTaskId } from "../../contract/task-contract.js";
+import { isAnyTaskId } from "../../contract/task-contract.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 
 /**
@@ -19,7 +19,7 @@ export async function readOwnedTask(
     new ServiceError("task_not_found", `No task found with id '${id.slice(0, 80)}'.`, {
       param: "task_id",
     });
-  if (!isTaskId(id)) throw notFound();
+  if (!isAnyTaskId(id)) throw notFound();
   const record = await available(() => store.get(id));
   if (!record || record.owner !== principal.subject) throw notFound();
   if (isFinished(record.status) && record.expires_at !== undefined && record.expires_at <= nowSec) {

@@ -24,6 +24,16 @@ export interface SubmitOptions {
   baseUrl: string;
   /** The submission's span: the task's trace starts there (a no-op span when tracing is off). */
   span?: Span;
+  /**
+   * The async dialect it came in, which decides how the task is shown (and
+   * sub2api's, its `imgtask_` id); absent: the service's own.
+   */
+  dialect?: "sub2api" | "bifrost";
+  /**
+   * Seconds to keep the task once finished (Bifrost's
+   * `x-bf-async-job-result-ttl`); capped by `imageTasks.retentionSec`, its default.
+   */
+  retentionSec?: number;
 }
 
 /** A page of the task list. */

@@ -63,7 +63,7 @@ export async function submitTask(
 ): Promise<Submitted> {
   const record = await newTaskRecord(deps, principal, submission, options);
   const idempotency = options.idempotencyKey
-    ? idempotencyOf(options.idempotencyKey, submission)
+    ? idempotencyOf(options.idempotencyKey, submission, record)
     : undefined;
   return admitTask(deps, principal, record, {
     idempotency,
@@ -145,9 +145,13 @@ export async function admitTask(
       logger.warn({ err, taskId: record.id }, "could not enqueue a task; it is adopted later");
       deps.adoptSoon?.();
     }
-    metrics.tasksSubmitted.inc();
-    options.span?.addEvent("image.task.queued", { "image_task.id": record.id });
-    logger.info(taskLine(record), "task.submitted");
+    const dialect = record.dialect ?? "native";
+    metrics.tasksSubmitted.inc({ dialect });
+    options.span?.addEvent("image.task.queued", {
+      "image_task.id": record.id,
+      "image_task.dialect": dialect,
+    });
+    logger.info({ ...taskLine(record), dialect }, "task.submitted");
     return { record, replayed: false };
   });
 }
@@ -175,7 +179,7 @@ async function newTaskRecord(
   });
   const nowMs = deps.now();
   const record: TaskRecord = {
-    id: newTaskId(),
+    id: newTaskId(options.dialect === "sub2api" ? "imgtask_" : "task_"),
     owner: principal.subject,
     status: "queued",
     model: request.model,
@@ -189,6 +193,11 @@ async function newTaskRecord(
     attempts: 0,
   };
   if (request.partial_images) record.partialImages = request.partial_images;
+  if (options.dialect) record.dialect = options.dialect;
+  const { retentionSec } = deps.config.imageTasks;
+  if (options.retentionSec !== undefined && options.retentionSec < retentionSec) {
+    record.retentionSec = options.retentionSec;
+  }
   if (webhookUrl) record.webhook = { url: webhookUrl, baseUrl: options.baseUrl };
   if (options.span?.traceparent) record.trace = options.span.traceparent;
   await sealCredential(deps, principal, record);
@@ -211,9 +220,20 @@ export async function sealCredential(
   );
 }
 
-/** The stored form of an `Idempotency-Key` and a fingerprint of everything the submission asks for. */
-function idempotencyOf(key: string, { request, inputs }: Submission): Idempotency {
+/**
+ * The stored form of an `Idempotency-Key` and a fingerprint of everything the
+ * submission asks for: a key reused in another dialect, or with another
+ * retention, is a conflict, not the other task.
+ */
+function idempotencyOf(
+  key: string,
+  { request, inputs }: Submission,
+  record: Pick<TaskRecord, "dialect" | "retentionSec">,
+): Idempotency {
   const hash = createHash("sha256").update(JSON.stringify(request));
+  // Native submissions hash as they always did: keys stored by earlier releases still match.
+  if (record.dialect) hash.update(`\ndialect:${record.dialect}`);
+  if (record.retentionSec !== undefined) hash.update(`\nretention:${record.retentionSec}`);
   for (const input of inputs ?? []) {
     hash.update(`\n${input.field}:${createHash("sha256").update(input.bytes).digest("hex")}`);
   }

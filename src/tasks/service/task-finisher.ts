@@ -1,11 +1,18 @@
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
+import { maskPrompt } from "../../logging/mask-prompt.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { FINISH_REASONS } from "../../metrics/task-metrics.js";
 import type { TaskStore } from "../core/task-store.js";
 import { busRecord, type TaskEvents, type TaskStage } from "../core/task-events.js";
 import type { TaskImages } from "../images/task-images.js";
-import type { TaskError, TaskImage, TaskRecord } from "../core/task-record.js";
+import { TaskFailure } from "../core/task-failure.js";
+import {
+  retentionSecOf,
+  type TaskError,
+  type TaskImage,
+  type TaskRecord,
+} from "../core/task-record.js";
 import type { Span } from "../../tracing/tracer.js";
 import { taskLine } from "./task-line.js";
 
@@ -33,6 +40,12 @@ export interface RunEnd {
   span?: Span;
 }
 
+/**
+ * The task a finisher call ends, as its caller read it: its id, and its own
+ * retention where it has one.
+ */
+export type FinishingTask = Pick<TaskRecord, "id" | "retentionSec">;
+
 /** The two ways a task ends, written once for the runner, cancel and recovery; and its stages told. */
 export interface TaskFinisher {
   /**
@@ -41,16 +54,17 @@ export interface TaskFinisher {
    * store already says so; the event only makes it known sooner.
    */
   announce(stage: TaskStage, record: TaskRecord, partialIndex?: number): void;
-  /** `expires_at` (Unix seconds) of a task that completes at `atMs`. */
-  expiresAt(atMs: number): number;
+  /** `expires_at` (Unix seconds) of `task` completing at `atMs`. */
+  expiresAt(atMs: number, task: FinishingTask): number;
   /**
    * `from -> failed`; undefined when the task was no longer in `from` (or,
-   * with `attempts`, no longer that run's).
+   * with `attempts`, no longer that run's). A {@link TaskFailure} from a
+   * channel's error answer keeps that answer's status with the task.
    */
   fail(
-    id: string,
+    task: FinishingTask,
     from: "queued" | "in_progress",
-    error: TaskError,
+    error: TaskError | TaskFailure,
     options?: { attempts?: number; end?: RunEnd; more?: KindFields },
   ): Promise<TaskRecord | undefined>;
   /**
@@ -59,7 +73,7 @@ export interface TaskFinisher {
    * completing at `atMs`).
    */
   complete(
-    id: string,
+    task: FinishingTask,
     attempts: number,
     result: { images: TaskImage[]; usage?: unknown },
     options?: { atMs?: number; end?: RunEnd; more?: KindFields },
@@ -69,10 +83,8 @@ export interface TaskFinisher {
 /** What a kind of task writes of its own in the step that ends it (a background response's state). */
 export type KindFields = Pick<Partial<TaskRecord>, "response">;
 
-/** The finisher's dependencies, and how long a finished task is kept. */
-interface FinisherState extends TaskFinisherDeps {
-  retentionMs: number;
-}
+/** The finisher's dependencies. */
+type FinisherState = TaskFinisherDeps;
 
 /**
  * Ends tasks: the terminal transition with its timestamps and retention, the
@@ -84,21 +96,26 @@ interface FinisherState extends TaskFinisherDeps {
  * into the outbox, so none of that waits on this process.
  */
 export function createTaskFinisher(deps: TaskFinisherDeps): TaskFinisher {
-  const s: FinisherState = { ...deps, retentionMs: deps.limits.retentionSec * 1000 };
+  const s: FinisherState = deps;
   return {
     announce: (stage, record, partialIndex) => announce(s, stage, record, partialIndex),
-    expiresAt: (atMs) => expiresAt(s, atMs),
-    fail: (id, from, error, options) => fail(s, id, from, error, options),
-    complete: (id, attempts, result, options) => complete(s, id, attempts, result, options),
+    expiresAt: (atMs, task) => expiresAt(s, atMs, task),
+    fail: (task, from, error, options) => fail(s, task, from, error, options),
+    complete: (task, attempts, result, options) => complete(s, task, attempts, result, options),
   };
+}
+
+/** How long `task` is kept once finished, in ms: its own retention, or the configured one. */
+function retentionMs(s: FinisherState, task: FinishingTask): number {
+  return retentionSecOf(task, s.limits.retentionSec) * 1000;
 }
 
 /**
  * `expires_at` of a task finishing at `atMs`: rounded up, so a task is kept
- * at least `retentionSec`.
+ * at least its retention.
  */
-function expiresAt(s: FinisherState, atMs: number): number {
-  return Math.ceil((atMs + s.retentionMs) / 1000);
+function expiresAt(s: FinisherState, atMs: number, task: FinishingTask): number {
+  return Math.ceil((atMs + retentionMs(s, task)) / 1000);
 }
 
 /** {@link TaskFinisher.announce}. */
@@ -136,6 +153,7 @@ function finished(
   metrics.tasksFinished.inc({
     status: record.status,
     reason: FINISH_REASONS.has(reason) ? reason : "other",
+    dialect: record.dialect ?? "native",
   });
   if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
   if (record.started_at !== undefined) {
@@ -158,26 +176,29 @@ function finished(
  */
 async function fail(
   s: FinisherState,
-  id: string,
+  task: FinishingTask,
   from: "queued" | "in_progress",
-  error: TaskError,
+  failure: TaskError | TaskFailure,
   options: { attempts?: number; end?: RunEnd; more?: KindFields } = {},
 ): Promise<TaskRecord | undefined> {
   const atMs = s.now();
+  const error = failure instanceof TaskFailure ? failure.toTaskError() : failure;
+  const status = failure instanceof TaskFailure ? failure.status : undefined;
   return finished(
     s,
     await s.store.transition(
-      id,
+      task.id,
       from,
       {
         status: "failed",
         completed_at: Math.floor(atMs / 1000),
-        expires_at: expiresAt(s, atMs),
+        expires_at: expiresAt(s, atMs, task),
         error,
+        ...(status === undefined ? {} : { failureStatus: status }),
         sealedCredential: undefined,
         ...options.more,
       },
-      { ttlMs: s.retentionMs, attempts: options.attempts },
+      { ttlMs: retentionMs(s, task), attempts: options.attempts },
     ),
     options.end,
   );
@@ -186,7 +207,7 @@ async function fail(
 /** {@link TaskFinisher.complete}. */
 async function complete(
   s: FinisherState,
-  id: string,
+  task: FinishingTask,
   attempts: number,
   result: { images: TaskImage[]; usage?: unknown },
   options: { atMs?: number; end?: RunEnd; more?: KindFields } = {},
@@ -195,18 +216,18 @@ async function complete(
   return finished(
     s,
     await s.store.transition(
-      id,
+      task.id,
       "in_progress",
       {
         status: "completed",
         completed_at: Math.floor(atMs / 1000),
-        expires_at: expiresAt(s, atMs),
+        expires_at: expiresAt(s, atMs, task),
         images: result.images,
         ...(result.usage === undefined ? {} : { usage: result.usage }),
         sealedCredential: undefined,
         ...options.more,
       },
-      { ttlMs: s.retentionMs, attempts },
+      { ttlMs: retentionMs(s, task), attempts },
     ),
     options.end,
   );
@@ -215,7 +236,8 @@ async function complete(
 /**
  * `task.completed`, `task.cancelled` or `task.failed`: the task line of an
  * end, with what the run knew of its channel; the same as the run span's
- * last event. The message is the one the client sees (never a channel's key).
+ * last event. The message is the one the client sees (never a channel's key),
+ * with the task's prompt masked where it repeats it.
  */
 function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
   const startedMs = end.startedMs ?? (record.started_at ?? NaN) * 1000;
@@ -235,7 +257,9 @@ function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
   }
   const code = record.error?.code;
   fields.error_code = code;
-  fields.error_message = record.error?.message;
+  // A channel's message may repeat the prompt ("Invalid prompt: ..."): the task keeps it, the
+  // line does not.
+  fields.error_message = maskPrompt(record.error?.message, record.request.prompt);
   fields.upstream_status = end.upstreamStatus;
   s.logger.info(fields, code === "cancelled" ? "task.cancelled" : "task.failed");
   end.span?.addEvent(code === "cancelled" ? "image.task.cancelled" : "image.task.failed", {
