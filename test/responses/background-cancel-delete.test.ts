@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startTestApp } from "../support/start-test-app.js";
 import { apiError, retrieveUntil, sdk, until } from "./response-helpers.js";
@@ -91,5 +94,36 @@ describe("cancel and delete of a background response", () => {
     await retrieveUntil(client, finished.id, ["completed"]);
     await client.responses.delete(finished.id);
     expect(await apiError(client.responses.retrieve(finished.id))).toMatchObject({ status: 404 });
+  });
+
+  it("deletes on the SQLite store too, and a restart on the file does not bring it back", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "responses-sqlite-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const storeUrl = `sqlite://${join(dir, "tasks.db")}`;
+    const app = await startTestApp({ storeUrl });
+    scriptChannel(app.upstream);
+    const client = sdk(app);
+    const kept = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "keep",
+      background: true,
+    });
+    const gone = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "drop",
+      background: true,
+    });
+    await retrieveUntil(client, kept.id, ["completed"]);
+    await retrieveUntil(client, gone.id, ["completed"]);
+    await client.responses.delete(gone.id);
+    await app.close();
+
+    const again = await startTestApp({ storeUrl });
+    onTestFinished(() => again.close());
+    const reopened = sdk(again);
+    expect((await reopened.responses.retrieve(kept.id)).output_text).toBe(
+      "Hello from the scripted channel!",
+    );
+    expect(await apiError(reopened.responses.retrieve(gone.id))).toMatchObject({ status: 404 });
   });
 });

@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { REDIS_URL, imagesDirOf } from "../support/redis.js";
 import { startTestApp } from "../support/start-test-app.js";
-import { retrieveUntil, sdk } from "./response-helpers.js";
+import { apiError, retrieveUntil, sdk } from "./response-helpers.js";
 import { scriptChannel, testPng } from "./scripted-channel.js";
 
 /** Every file under `dir`, with its size. */
@@ -79,6 +79,7 @@ describe("image output of background responses", () => {
 
     // Deleting the response deletes its images.
     await client.responses.delete(id);
+    expect(await apiError(client.responses.retrieve(id))).toMatchObject({ status: 404 });
     const left = (await filesUnder(imagesDirOf(prefix))).filter((file) =>
       file.path.includes(`/${id}/`),
     );

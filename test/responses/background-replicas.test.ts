@@ -31,30 +31,36 @@ async function collect(
   return events;
 }
 
+/** A deployment of the service on Redis in front of a scripted channel that holds its streams. */
+async function deployment() {
+  const dir = await mkdtemp(join(tmpdir(), "responses-replicas-"));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  const upstream = await startFakeUpstream();
+  onTestFinished(() => upstream.close());
+  const channel = scriptChannel(upstream, { hold: true });
+  onTestFinished(() => channel.release());
+  const prefix = uniquePrefix("responses");
+  onTestFinished(async () => {
+    await deleteKeys(prefix);
+  });
+  const config = await writeConfig(dir, prefix, {
+    server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 2 },
+    store: { url: REDIS_URL, prefix },
+    auth: { keys: [{ key: TEST_KEYS.default, group: "default" }] },
+    groups: { default: { models: ["gpt-4o-mini"] } },
+    channels: [
+      { name: "fake", baseUrl: upstream.baseUrl, apiKey: UPSTREAM_KEY, models: ["gpt-4o-mini"] },
+    ],
+    imageTasks: { maxConcurrent: 2, leaseSec: 1, pollIntervalSec: 1 },
+    images: { url: `file://${join(dir, "images")}` },
+  });
+  return { channel, start: () => serve(config, dir) };
+}
+
 describe("background responses across replicas", () => {
   it("resumes a stream cut on one replica on the other, while it runs and after it ended", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "responses-replicas-"));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const upstream = await startFakeUpstream();
-    onTestFinished(() => upstream.close());
-    const channel = scriptChannel(upstream, { hold: true });
-    onTestFinished(() => channel.release());
-    const prefix = uniquePrefix("responses");
-    onTestFinished(async () => {
-      await deleteKeys(prefix);
-    });
-    const config = await writeConfig(dir, prefix, {
-      server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 2 },
-      store: { url: REDIS_URL, prefix },
-      auth: { keys: [{ key: TEST_KEYS.default, group: "default" }] },
-      groups: { default: { models: ["gpt-4o-mini"] } },
-      channels: [
-        { name: "fake", baseUrl: upstream.baseUrl, apiKey: UPSTREAM_KEY, models: ["gpt-4o-mini"] },
-      ],
-      imageTasks: { maxConcurrent: 2, leaseSec: 2, pollIntervalSec: 1 },
-      images: { url: `file://${join(dir, "images")}` },
-    });
-    const [first, second] = await Promise.all([serve(config, dir), serve(config, dir)]);
+    const { channel, start } = await deployment();
+    const [first, second] = await Promise.all([start(), start()]);
     const one = sdk(targetOf(first!.url, TEST_KEYS.default));
     const other = sdk(targetOf(second!.url, TEST_KEYS.default));
 
@@ -100,5 +106,26 @@ describe("background responses across replicas", () => {
     expect((await one.responses.retrieve(id)).output_text).toBe(done.output_text);
     expect(channel.calls).toBe(1);
     expect(channel.aborted).toBe(0);
+  });
+
+  it("never sends a response twice: one whose replica died mid-run fails interrupted on another", async () => {
+    const { channel, start } = await deployment();
+    const doomed = await start();
+    const started = channel.nextStarted();
+    const created = await sdk(targetOf(doomed.url, TEST_KEYS.default)).responses.create({
+      model: "gpt-4o-mini",
+      input: "half done when its replica dies",
+      background: true,
+    });
+    await started;
+    const survivor = await start();
+    doomed.child.kill("SIGKILL");
+    const client = sdk(targetOf(survivor.url, TEST_KEYS.default));
+    const ended = await retrieveUntil(client, created.id, ["failed", "completed"], 60_000);
+    expect(ended.status).toBe("failed");
+    expect(ended.error?.code).toBe("server_error");
+    expect(ended.error?.message).toMatch(/not sent to a channel again/);
+    // The channel got it once: the dead replica's call, never a second one.
+    expect(channel.calls).toBe(1);
   });
 });
