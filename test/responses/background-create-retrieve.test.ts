@@ -86,6 +86,10 @@ describe("POST /v1/responses with background: true, on a channel without backgro
     expect(metrics).toMatch(
       /tokens_total\{[^}]*channel="fake"[^}]*model="gpt-4o-mini"[^}]*group="default"[^}]*type="input"[^}]*\} 12/,
     );
+    // The GenAI client metrics of its channel call, as a chat operation.
+    expect(metrics).toMatch(
+      /gen_ai_client_token_usage_sum\{[^}]*operation[^}]*="chat"[^}]*token_type="input"[^}]*\} 12/,
+    );
   });
 
   it("answers another key's response as it answers an unknown id: 404 in OpenAI's envelope", async () => {
