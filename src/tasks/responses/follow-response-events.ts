@@ -11,6 +11,8 @@ import { finalEvent } from "./present-response.js";
 
 /** Events read from the log at once. */
 const BATCH = 200;
+/** The longest a quiet follower waits before it reads the log again. */
+const MAX_POLL_MS = 1_000;
 /** A follower reads the task again this often when nothing told it of an end. */
 const RECHECK_MS = 5_000;
 
@@ -38,8 +40,9 @@ export interface ResponseFollow {
  * interrupted run: `response.failed`) or its log is gone. A cancelled
  * response's stream ends without a final event (the Responses API has none
  * for a cancel). New events wake it at once on the replica that logs them;
- * from other replicas they are read within the log's `pollMs`; its end is
- * heard on the task bus (or read every few seconds).
+ * from other replicas they are read within the log's `pollMs` (a second
+ * while the response has been quiet); its end is heard on the task bus (or
+ * read every few seconds).
  */
 export async function followResponseEvents(run: ResponseFollow): Promise<void> {
   const { id, log, signal } = run;
@@ -62,11 +65,14 @@ export async function followResponseEvents(run: ResponseFollow): Promise<void> {
     await available(() => following.ready);
     let next = run.after + 1;
     let checkedAt = Date.now();
+    let pollMs = log.pollMs;
     for (;;) {
       if (signal.aborted || state.released) return;
       woken = false;
       const sent = await sendLogged(run, next);
       if (sent.ended) return;
+      // A quiet response (an image being drawn) is read less often, up to once a second.
+      pollMs = sent.next > next ? log.pollMs : Math.min(MAX_POLL_MS, pollMs * 2);
       next = sent.next;
       if (sent.full) continue;
       if (state.finished) {
@@ -75,7 +81,7 @@ export async function followResponseEvents(run: ResponseFollow): Promise<void> {
       }
       if (!woken) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, log.pollMs);
+          const timer = setTimeout(resolve, Math.max(pollMs, log.pollMs));
           wake = () => {
             clearTimeout(timer);
             resolve();
