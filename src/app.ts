@@ -21,6 +21,7 @@ import { createProxyLane } from "./proxy/create-proxy-lane.js";
 import { SMALL_BODY_BYTES } from "./proxy/prepare-request.js";
 import type { ResponseOwners } from "./proxy/response-owners.js";
 import type { ImageTasks } from "./tasks/create-image-tasks.js";
+import { createBackgroundResponses } from "./tasks/http/background-responses.js";
 import { createBifrostLane } from "./tasks/http/bifrost-lane.js";
 import { createImageFilesLane } from "./tasks/http/image-files-lane.js";
 import { createTaskLane, type TaskLaneDeps } from "./tasks/http/create-task-lane.js";
@@ -94,7 +95,7 @@ function createLanes(deps: AppDeps): Lane[] {
     logger,
   };
   return [
-    createProxyLane(createPassthrough(passthroughDeps(deps, limits))),
+    createProxyLane(createPassthrough(passthroughDeps(deps, limits, origin))),
     createTaskLane(taskLane),
     // The same tasks, as the clients of other gateways submit and poll them.
     createSub2apiLane(taskLane),
@@ -138,8 +139,9 @@ function bodyLimits(server: Config["server"]): TaskBodyLimits {
 }
 
 /** What the passthrough calls channels with. */
-function passthroughDeps(deps: AppDeps, limits: TaskBodyLimits) {
-  const { server } = deps.config;
+function passthroughDeps(deps: AppDeps, limits: TaskBodyLimits, origin: PublicOrigin) {
+  const { config } = deps;
+  const { server } = config;
   return {
     client: deps.channelClient,
     registry: deps.registry,
@@ -147,6 +149,15 @@ function passthroughDeps(deps: AppDeps, limits: TaskBodyLimits) {
     metrics: deps.metrics,
     logger: deps.logger,
     responseOwners: deps.responseOwners,
+    // Background responses the service runs itself, over any channel.
+    background: createBackgroundResponses({
+      responses: deps.tasks.responses,
+      origin,
+      events: config.events,
+      keepAliveMs: config.imageTasks.eventsKeepAliveSec * 1000,
+      timing: limits.timing,
+      metrics: deps.metrics,
+    }),
     limits: {
       maxBodyBytes: server.maxBodyBytes,
       maxUploadBytes: server.maxUploadBytes,

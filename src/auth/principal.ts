@@ -25,6 +25,8 @@ export interface Principal {
   keyName: string;
   /** Forward keys only: the gateway they are bound to and the key to send it. */
   upstream?: ForwardUpstream;
+  /** A configured key's `webhookUrl`: where its background responses' events go. */
+  webhookUrl?: string;
 }
 
 /** The group label of every forward principal: one value, whatever the key. */

@@ -33,7 +33,13 @@ export function createStaticKeyLookup(
   for (const entry of keys) {
     const hash = hashSecret(entry.key);
     const subject = `key:${hash.slice(0, 32)}`;
-    table.set(hash, { subject, group: entry.group, keyName: entry.name ?? keyFingerprint(hash) });
+    const principal: Principal = {
+      subject,
+      group: entry.group,
+      keyName: entry.name ?? keyFingerprint(hash),
+    };
+    if (entry.webhookUrl) principal.webhookUrl = entry.webhookUrl;
+    table.set(hash, principal);
   }
   return (key) => table.get(hashSecret(key));
 }

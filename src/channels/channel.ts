@@ -31,6 +31,8 @@ export interface Channel {
   pollMs: number;
   /** With `async: openai-background`: the Responses model that calls the image tool. */
   responsesModel?: string | undefined;
+  /** `channels[].responses.background: native`: `background: true` is sent on to it. */
+  nativeBackground: boolean;
 }
 
 /** `channels[].pollSec`'s default, for channels built from a config object of earlier releases. */
@@ -41,7 +43,8 @@ const DEFAULT_POLL_SEC = 3;
  * (demo channels get theirs when the demo server starts).
  */
 export function createChannel(
-  config: Omit<ChannelConfig, "pollSec"> & { baseUrl: string; pollSec?: number },
+  config: Omit<ChannelConfig, "pollSec" | "responses"> &
+    Partial<Pick<ChannelConfig, "responses">> & { baseUrl: string; pollSec?: number },
 ): Channel {
   return {
     name: config.name,
@@ -60,5 +63,6 @@ export function createChannel(
     async: config.async,
     pollMs: (config.pollSec ?? DEFAULT_POLL_SEC) * 1000,
     responsesModel: config.responsesModel,
+    nativeBackground: config.responses?.background === "native",
   };
 }

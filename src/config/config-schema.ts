@@ -57,6 +57,17 @@ export const configSchema = z
         });
       }
     });
+    config.auth.keys.forEach((key, index) => {
+      // A receiver that could never be sent anything: signing needs the secret.
+      if (key.webhookUrl && !config.webhooks.secret) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["auth", "keys", index, "webhookUrl"],
+          message:
+            "needs webhooks.secret (or WEBHOOKS_SECRET): events are sent signed, and only then",
+        });
+      }
+    });
     const defaultGroup = config.auth.jwt?.defaultGroup;
     if (defaultGroup && !Object.hasOwn(config.groups, defaultGroup)) {
       ctx.addIssue({

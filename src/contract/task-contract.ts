@@ -57,6 +57,20 @@ export function isAnyTaskId(value: string): boolean {
   return TASK_ID_PATTERN.test(value) || SUB2API_TASK_ID_PATTERN.test(value);
 }
 
+/**
+ * A background response the service runs (`POST /v1/responses` with
+ * `background: true`): `resp_` and at least 128 random bits in base64url (22
+ * characters made; up to 64 accepted). A channel's own response ids may have
+ * the same shape: whether an id is the service's is told by its store, not by
+ * this pattern alone.
+ */
+export const RESPONSE_ID_PATTERN = /^resp_[A-Za-z0-9_-]{22,64}$/;
+
+/** Whether `value` has the shape of a background response id ({@link RESPONSE_ID_PATTERN}). */
+export function isResponseId(value: string): boolean {
+  return RESPONSE_ID_PATTERN.test(value);
+}
+
 /** The longest a client may ask a poll or a submission to wait (`?wait=`, `Prefer: wait=`), in seconds. */
 export const MAX_WAIT_SEC = 60;
 

@@ -18,6 +18,7 @@ import {
 } from "./demo-background-responses.js";
 import type { DemoContext, DemoHandler } from "./demo-route.js";
 import { ResponseDraft } from "./demo-response-draft.js";
+import { DemoImageCall, imageToolOf, pauseFor } from "./demo-image-tool.js";
 import { structuredReply } from "./demo-structured-reply.js";
 
 type Json = Record<string, unknown>;
@@ -39,6 +40,8 @@ export const handleCreateResponse: DemoHandler = async (req, res, context) => {
   const echo = demoChatReply(items);
   const text = isJsonObject(body.text) ? (structuredReply(body.text.format, echo) ?? echo) : echo;
   const draft = new ResponseDraft(body, items, text);
+  const tool = imageToolOf(body);
+  const imageCall = tool && new DemoImageCall(tool, DemoImageCall.promptOf(items));
   const entry: StoredResponse = {
     response: draft.snapshot("completed", true),
     inputItems: items,
@@ -51,10 +54,17 @@ export const handleCreateResponse: DemoHandler = async (req, res, context) => {
   }
   if (store) context.responses.set(draft.id, entry);
   if (body.stream !== true) {
+    if (imageCall) {
+      // The picture takes the image delay, as the image routes' do.
+      if (!(await pauseFor(context.imageDelayMs, gone))) return;
+      entry.response = imageCall.withOutput(entry.response);
+      entry.bytes += imageCall.result().length;
+    }
     sendJson(res, 200, entry.response);
     return;
   }
-  await streamResponse(res, draft, context, gone);
+  await streamResponse(res, draft, context, gone, imageCall);
+  if (imageCall) entry.response = imageCall.withOutput(entry.response);
 };
 
 /** Refuses what OpenAI would: no model, an unknown previous response, background without store. */
@@ -109,16 +119,23 @@ async function streamResponse(
   draft: ResponseDraft,
   context: DemoContext,
   gone: AbortSignal,
+  imageCall?: DemoImageCall,
 ): Promise<void> {
   const { text } = draft;
   const stream = openEventStream(res, context.streamDelayMs, gone);
   let sequence = 0;
   const send = (type: string, fields: Json) =>
     stream.send({ type, sequence_number: sequence++, ...fields }, type);
-  const at = { item_id: draft.messageId, output_index: 0, content_index: 0 };
+  // With the image tool, its call is output item 0 and the message item 1.
+  const index = imageCall ? 1 : 0;
+  const at = { item_id: draft.messageId, output_index: index, content_index: 0 };
   send("response.created", { response: draft.snapshot("in_progress", false) });
   send("response.in_progress", { response: draft.snapshot("in_progress", false) });
-  send("response.output_item.added", { output_index: 0, item: draft.message("in_progress", []) });
+  if (imageCall && !(await imageCall.stream(send, context.imageDelayMs, gone))) return;
+  send("response.output_item.added", {
+    output_index: index,
+    item: draft.message("in_progress", []),
+  });
   send("response.content_part.added", { ...at, part: draft.part("") });
   for (const piece of streamPieces(text)) {
     if (!(await stream.pause())) return;
@@ -127,10 +144,11 @@ async function streamResponse(
   send("response.output_text.done", { ...at, text, logprobs: [] });
   send("response.content_part.done", { ...at, part: draft.part(text) });
   send("response.output_item.done", {
-    output_index: 0,
+    output_index: index,
     item: draft.message("completed", [draft.part(text)]),
   });
-  send("response.completed", { response: draft.snapshot("completed", true) });
+  const final = draft.snapshot("completed", true);
+  send("response.completed", { response: imageCall ? imageCall.withOutput(final) : final });
   stream.end();
 }
 

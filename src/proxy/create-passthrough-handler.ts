@@ -17,6 +17,7 @@ import { passOnChannelError } from "./pass-on-channel-error.js";
 import type { PassthroughRequest } from "./passthrough-request.js";
 import type { RouteMatch } from "./passthrough-routes.js";
 import { createRequestPreparer } from "./prepare-request.js";
+import type { BackgroundResponses, ResponseRouteName } from "./background-responses.js";
 import type { ResponseOwners } from "./response-owners.js";
 import type { TokenUsage } from "./token-usage.js";
 
@@ -29,6 +30,11 @@ export interface PassthroughDeps {
   metrics: Metrics;
   logger: Logger;
   responseOwners: ResponseOwners;
+  /**
+   * The service's own background responses (`background: true` on channels
+   * that do not run it, and the routes on the responses it made).
+   */
+  background?: BackgroundResponses | undefined;
   limits: {
     /** `server.maxBodyBytes` */
     maxBodyBytes: number;
@@ -125,6 +131,12 @@ async function serve(
   context: RequestContext,
 ): Promise<void> {
   const { route } = match;
+  const call = { req, res, principal, context, query: queryOf(req.url ?? "") };
+  const { background } = s.deps;
+  if (background && match.responseId !== undefined) {
+    // A response the service made is its own to answer; any other, its channel's.
+    if (await background.serve(route.name as ResponseRouteName, match.responseId, call)) return;
+  }
   const headers = forwardedRequestHeaders(req.headers);
   // The channel logs the request under the same id as the service.
   headers["x-request-id"] = context.reqId;
@@ -145,6 +157,14 @@ async function serve(
   });
   await s.prepare(request, req);
   context.model = request.model;
+  if (background && request.background) {
+    // Background mode: the channel's own where the channel that would serve it has it.
+    if (!request.candidates[0]?.nativeBackground) {
+      await background.create({ ...call, ...request.background, model: request.model as string });
+      return;
+    }
+    request.candidates = request.candidates.filter((channel) => channel.nativeBackground);
+  }
   if (clientGone()) {
     request.form?.dispose();
     return;
@@ -298,4 +318,10 @@ function pathOf(match: RouteMatch, url: string): string {
       ? (query === -1 ? url : url.slice(0, query)).slice("/v1".length)
       : match.route.template.slice("/v1".length);
   return query === -1 ? path : path + forwardedQuery(url.slice(query));
+}
+
+/** The query string of a request URL, without its `?`. */
+function queryOf(url: string): string {
+  const mark = url.indexOf("?");
+  return mark === -1 ? "" : url.slice(mark + 1);
 }

@@ -26,4 +26,10 @@ export interface PassthroughRequest {
   body?: Buffer;
   /** A multipart form, streamed. */
   form?: FormUpload;
+  /**
+   * A `POST /v1/responses` with `background: true`: its body as parsed (a
+   * `previous_response_id` already as the channel knows it), the channel it
+   * is pinned to, and the `previous_response_id` the client sent.
+   */
+  background?: { body: Record<string, unknown>; pinned?: string; previous?: string };
 }

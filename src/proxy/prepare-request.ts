@@ -9,6 +9,7 @@ import type { ModelAccess } from "../models/model-access.js";
 import { modelNotFound } from "../models/model-not-found.js";
 import { receiveFormHead } from "./form/form-upload.js";
 import type { PassthroughRequest } from "./passthrough-request.js";
+import type { BackgroundResponses } from "./background-responses.js";
 import type { ResponseOwners } from "./response-owners.js";
 
 /** Body limit of routes that take a prompt and a few fields. */
@@ -20,6 +21,8 @@ const BY_ID_BODY_BYTES = 64 * 1024;
 export interface RequestPreparerDeps {
   access: ModelAccess;
   responseOwners: ResponseOwners;
+  /** The service's own background responses, when it runs them. */
+  background?: Pick<BackgroundResponses, "previous"> | undefined;
   limits: {
     maxBodyBytes: number;
     maxUploadBytes: number;
@@ -61,13 +64,40 @@ export function createRequestPreparer(
     request.body = parsed?.raw;
     request.headers["content-type"] = "application/json";
     request.candidates = deps.access.candidates(request.principal, request.model);
-    const previous = body.previous_response_id;
-    if (request.route.createsResponse && typeof previous === "string") {
-      // A previous response lives on one channel and belongs to one key.
-      const owner = await ownedResponse(previous, request.principal, "previous_response_id");
-      request.candidates = request.candidates.filter((channel) => channel.name === owner.channel);
-    }
+    if (request.route.createsResponse) await prepareResponse(request, body);
     if (request.candidates.length === 0) throw modelNotFound(request.model);
+  }
+
+  /**
+   * A Responses call: a previous response lives on one channel and belongs to
+   * one key; one the service ran in the background is sent as the channel's
+   * own id for it. A background call is marked for the service to take.
+   */
+  async function prepareResponse(
+    request: PassthroughRequest,
+    body: Record<string, unknown>,
+  ): Promise<void> {
+    const previous = body.previous_response_id;
+    let sent = body;
+    let pinned: string | undefined;
+    if (typeof previous === "string") {
+      const ours = await deps.background?.previous(request.principal, previous);
+      if (ours) {
+        sent = { ...body, previous_response_id: ours.upstreamId };
+        request.body = Buffer.from(JSON.stringify(sent));
+        pinned = ours.channel;
+      } else {
+        pinned = (await ownedResponse(previous, request.principal, "previous_response_id")).channel;
+      }
+      request.candidates = request.candidates.filter((channel) => channel.name === pinned);
+    }
+    if (body.background === true) {
+      request.background = {
+        body: sent,
+        ...(pinned === undefined ? {} : { pinned }),
+        ...(sent !== body ? { previous: previous as string } : {}),
+      };
+    }
   }
 
   async function prepareForm(request: PassthroughRequest, req: IncomingMessage): Promise<void> {

@@ -69,6 +69,12 @@ export interface RedisKeyValueKeys {
   key(keyvKey: string): string;
 }
 
+/** Where background responses' stream events are logged (see `ResponseEventLog`). */
+export interface RedisResponseEventKeys {
+  /** `response-events:<id>`: a response's events, oldest first, a capped list with a TTL. */
+  log(id: string): string;
+}
+
 /** What releases before the image store wrote beside the records: image bytes. */
 export interface RedisLegacyKeys {
   /** `image:<id>:<n>` (a result) and `input:<id>:<n>` (an edit's input). */
@@ -90,6 +96,7 @@ export interface RedisKeys {
   /** BullMQ's queue of webhook deliveries: `bull:webhooks:*`. */
   webhookQueue: BullmqQueueKeys;
   events: RedisEventChannels;
+  responseEvents: RedisResponseEventKeys;
   /** A Keyv namespace's entries (the Responses objects' owners: `responses`). */
   keyValue(namespace: string): RedisKeyValueKeys;
   legacy: RedisLegacyKeys;
@@ -127,6 +134,7 @@ export function redisKeys(storePrefix: string, topology: RedisTopology): RedisKe
       cancels: `${base}events`,
       task: (id) => `${base}task:${id}`,
     },
+    responseEvents: { log: (id) => `${base}response-events:${id}` },
     keyValue(namespace) {
       const spaced = `${prefix}-${namespace}`;
       return { namespace: spaced, key: (keyvKey) => `${spaced}::${keyvKey}` };

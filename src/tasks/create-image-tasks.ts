@@ -15,6 +15,7 @@ import { createTaskFeed, type TaskFeed } from "./events/task-feed.js";
 import { createImageReads, type ImageReads } from "./images/image-reads.js";
 import { createTaskImages, type TaskImages } from "./images/task-images.js";
 import type { TaskBackend } from "./open-task-backend.js";
+import { createResponseService, type ResponseService } from "./responses/response-service.js";
 import { createTaskRunner, type TaskRunner } from "./run/task-runner.js";
 import { createTaskFinisher } from "./service/task-finisher.js";
 import { createTaskService, type TaskService } from "./service/task-service.js";
@@ -56,6 +57,8 @@ export interface ImageTasks {
   feed: TaskFeed;
   /** Tasks' images as the routes read them: links, bytes, files. */
   images: ImageReads;
+  /** Background responses (`POST /v1/responses` with `background: true`), tasks of their own kind. */
+  responses: BackgroundResponsesFeature;
   /**
    * Whether the task store and the image store work (each checked at start-up,
    * periodically, on `/readyz` and when an operation fails): submissions are
@@ -76,6 +79,13 @@ export interface ImageTasks {
   stop(graceMs: number, drained?: Promise<unknown>): Promise<void>;
 }
 
+/** Background responses as the routes serve them. */
+export interface BackgroundResponsesFeature {
+  service: ResponseService;
+  /** Where their images' bytes are read from (their records hold the keys). */
+  imageStore: Pick<ImageStore, "get">;
+}
+
 /** The parts of the feature, built once; nothing in them is filled in later. */
 interface TaskParts {
   images: TaskImages;
@@ -83,6 +93,7 @@ interface TaskParts {
   waiters: TaskWaiters;
   runner: TaskRunner;
   service: TaskService;
+  responses: ResponseService;
   deliverer: WebhookDeliverer;
   webhooks: TaskWebhooks;
   maintenance: TaskMaintenance;
@@ -106,6 +117,7 @@ export async function createImageTasks(deps: ImageTasksDeps): Promise<ImageTasks
     signer,
     feed: parts.feed,
     images: createImageReads(backend.store, parts.images, deps.now),
+    responses: { service: parts.responses, imageStore: deps.imageStore },
     health: parts.health,
     start: () => start(backend, parts),
     stop: (graceMs, drained) => stop(backend, parts, graceMs, drained),
@@ -132,6 +144,7 @@ async function stop(
 ): Promise<void> {
   // Waiting requests answer now, with the task as it is: a stop never waits for them.
   parts.service.stopAccepting();
+  parts.responses.stopAccepting();
   parts.maintenance.stop();
   parts.health.stop();
   await Promise.all([backend.queue.stop(graceMs), backend.webhooks.stop(graceMs)]);
@@ -171,6 +184,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },
     writeRetryMs: config.images.writeRetrySec * 1000,
     channels: config.channels,
+    responseEvents: backend.responseEvents,
   });
   const webhooks = createTaskWebhooks({
     ...{ store, queue: backend.webhooks, images, logger, now },
@@ -191,6 +205,12 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     ...{ metrics, logger, waiters, feed, now, stores: health },
     adoptSoon: () => maintenance.adoptSoon(),
   });
+  const responses = createResponseService({
+    ...{ config, store, images, queue, finisher, access, sealer, metrics, logger, now, feed },
+    log: backend.responseEvents,
+    stores: health,
+    adoptSoon: () => maintenance.adoptSoon(),
+  });
   const stopAnnouncing = announceWebhooksOnFinish(events, webhooks, logger);
   return {
     images,
@@ -198,6 +218,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     waiters,
     runner,
     service,
+    responses,
     deliverer,
     webhooks,
     maintenance,

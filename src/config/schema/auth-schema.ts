@@ -17,6 +17,13 @@ export const apiKeySchema = z
       .min(1, "must be a group name")
       .meta({ description: "The group (a key of `groups`) whose models the key may use." }),
     name: z.string().optional().meta({ description: "A label for logs, never the key itself." }),
+    webhookUrl: url.optional().meta({
+      description:
+        "Where the key's background responses (`POST /v1/responses` with `background: true`) " +
+        "send their `response.completed`, `response.failed`, `response.cancelled` and " +
+        "`response.incomplete` events, as OpenAI's webhooks do; needs `webhooks.secret`. " +
+        "Delivered as image tasks' webhooks are (signed, retried, address-checked). Default: none.",
+    }),
   })
   .strict();
 

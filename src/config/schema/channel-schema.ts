@@ -5,6 +5,25 @@ import { fromText, modelPatterns, origin, positiveInt, url } from "./field-types
 export const ASYNC_DIALECTS = ["sub2api", "bifrost", "openai-background"] as const;
 /** One of {@link ASYNC_DIALECTS}. */
 export type AsyncDialect = (typeof ASYNC_DIALECTS)[number];
+/** How a channel takes the Responses API's background mode. */
+const channelResponsesSchema = z
+  .object({
+    background: z
+      .enum(["own", "native"], { error: "must be own or native" })
+      .default("own")
+      .meta({
+        description:
+          "`own` (default): a `POST /v1/responses` with `background: true` that this channel " +
+          "would serve runs as a task of the service, which calls the channel with a normal " +
+          "streamed request and answers retrieve, cancel, delete and stream resumption itself " +
+          "(most gateways do not implement background mode). `native`: `background: true` is " +
+          "sent on to the channel (OpenAI itself, or a gateway that implements it), and its " +
+          "response ids are followed to it as any other passed-through response.",
+      }),
+  })
+  .strict()
+  .prefault({})
+  .meta({ description: "How the channel takes the Responses API's background mode." });
 
 /** An upstream OpenAI-compatible gateway or provider. */
 export const channelSchema = z
@@ -117,6 +136,8 @@ export const channelSchema = z
           "`image_generation` tool (e.g. `gpt-4.1-mini`); the task's image model and " +
           "parameters go in the tool.",
       }),
+    // Background responses (`POST /v1/responses` with `background: true`).
+    responses: channelResponsesSchema,
   })
   .strict()
   .superRefine((channel, ctx) => {

@@ -8,7 +8,12 @@ import { createInProcessQueue } from "../queue/in-process-queue.js";
 import { createKeyvTaskStore } from "../store/keyv-task-store.js";
 import { createKeyvWebhookJournal } from "../store/keyv-webhook-journal.js";
 import { BoundedMap } from "./bounded-map.js";
-import { idempotencyTtlMs, type TaskBackend, type TaskBackendKind } from "./task-backend.js";
+import {
+  idempotencyTtlMs,
+  inProcessResponseEvents,
+  type TaskBackend,
+  type TaskBackendKind,
+} from "./task-backend.js";
 
 /**
  * `memory://`: everything in this process, lost on restart. The store is
@@ -49,6 +54,7 @@ function openMemoryBackend(config: Config, logger: Logger): TaskBackend {
       logger: logger.child({ component: "webhooks" }),
     }),
     webhookJournal,
+    responseEvents: inProcessResponseEvents(config),
     keyValue: (namespace, maxLocalEntries) =>
       new Keyv({ store: new BoundedMap(maxLocalEntries), namespace }),
     legacy: undefined,

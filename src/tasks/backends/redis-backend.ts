@@ -13,11 +13,18 @@ import { RedisKeyvStore } from "../../redis/redis-keyv-store.js";
 import type { RedisPrimaryWatch } from "../../redis/redis-primary.js";
 import { earlierReleasesClient } from "../../redis/redis-topologies.js";
 import { createBullmqWebhookQueue } from "../../webhooks/bullmq-webhook-queue.js";
+import { createRedisResponseEventLog } from "../events/redis-response-event-log.js";
 import { createRedisTaskEvents } from "../events/redis-task-events.js";
 import { createRedisLegacyData } from "../legacy/redis-legacy-data.js";
 import { createBullmqQueue } from "../queue/bullmq-queue.js";
 import { createRedisTaskStore } from "../store/redis-task-store.js";
-import { idempotencyTtlMs, type TaskBackend, type TaskBackendKind } from "./task-backend.js";
+import {
+  idempotencyTtlMs,
+  MAX_EVENTS_PER_RESPONSE,
+  responseEventsIdleTtlMs,
+  type TaskBackend,
+  type TaskBackendKind,
+} from "./task-backend.js";
 
 /** What `store.url` says of a Redis deployment (`config.deployment.taskStore`). */
 export interface RedisTarget {
@@ -112,6 +119,12 @@ async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promi
       config: config.webhooks,
       leaseMs,
       logger: logger.child({ component: "webhooks" }),
+    }),
+    responseEvents: createRedisResponseEventLog({
+      client,
+      keys: keys.responseEvents,
+      maxEventsPerResponse: MAX_EVENTS_PER_RESPONSE,
+      idleTtlMs: responseEventsIdleTtlMs(config),
     }),
     keyValue: (namespace) => redisKeyValue(client, keys, namespace),
     legacy:

@@ -15,7 +15,12 @@ import { useKeyvCodec } from "../store/keyv-codec.js";
 import { openSqliteTaskStore } from "../store/open-sqlite-task-store.js";
 import { createSqliteKeyValueStore } from "../store/sqlite-key-value-store.js";
 import { createSqliteWebhookJournal } from "../store/sqlite-webhook-journal.js";
-import { idempotencyTtlMs, type TaskBackend, type TaskBackendKind } from "./task-backend.js";
+import {
+  idempotencyTtlMs,
+  inProcessResponseEvents,
+  type TaskBackend,
+  type TaskBackendKind,
+} from "./task-backend.js";
 
 /**
  * `sqlite://PATH`: one file, taken by this process alone, kept across
@@ -56,6 +61,8 @@ async function openSqliteBackend(
       logger: logger.child({ component: "webhooks" }),
     }),
     webhookJournal,
+    // The file belongs to this process alone: so do the streams that read the events.
+    responseEvents: inProcessResponseEvents(config),
     keyValue(namespace) {
       const keyv = new Keyv({
         store: createSqliteKeyValueStore(db, Date.now),

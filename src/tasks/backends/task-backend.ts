@@ -3,6 +3,8 @@ import type { Logger } from "pino";
 import type { ForwardSecretHome } from "../../auth/resolve-forward-secret.js";
 import type { Config } from "../../config/config-schema.js";
 import type { RedisPrimaryWatch } from "../../redis/redis-primary.js";
+import type { ResponseEventLog } from "../core/response-state.js";
+import { createMemoryResponseEventLog } from "../events/memory-response-event-log.js";
 import type { WebhookJournal, WebhookQueue } from "../../webhooks/webhook-queue.js";
 import type { TaskEvents } from "../core/task-events.js";
 import type { TaskQueue } from "../core/task-queue.js";
@@ -21,6 +23,12 @@ export interface TaskBackend {
   events: TaskEvents;
   /** Webhook deliveries, apart from the task queue. */
   webhooks: WebhookQueue;
+  /**
+   * Background responses' stream events, where every process of the
+   * deployment reads them: on Redis a capped list per response with a TTL; on
+   * the embedded stores, in the process (the only one), bounded.
+   */
+  responseEvents: ResponseEventLog;
   /**
    * Where the embedded stores keep the in-process webhook queue's pending
    * deliveries (what `webhooks` reads at start-up); undefined on Redis,
@@ -72,4 +80,27 @@ export interface TaskBackendKind {
 /** How long an idempotency key lives: past the task it points at, by the whole run. */
 export function idempotencyTtlMs(config: Pick<Config, "imageTasks">): number {
   return (config.imageTasks.retentionSec + config.imageTasks.timeoutSec) * 1000;
+}
+
+/** Events one background response's log keeps at most (its final event is kept even then). */
+export const MAX_EVENTS_PER_RESPONSE = 20_000;
+
+/**
+ * How long a response's event log lives after its last event, unless its end
+ * sets a shorter life: as long as its task can last and be kept.
+ */
+export function responseEventsIdleTtlMs(config: Pick<Config, "imageTasks">): number {
+  return (config.imageTasks.retentionSec + config.imageTasks.timeoutSec) * 1000;
+}
+
+/** Characters all response event logs of one process hold at most (the oldest go first). */
+const IN_PROCESS_EVENT_CHARS = 128 * 1024 * 1024;
+
+/** The response event log of the embedded stores (memory, SQLite): this process's, bounded. */
+export function inProcessResponseEvents(config: Pick<Config, "imageTasks">): ResponseEventLog {
+  return createMemoryResponseEventLog({
+    maxEventsPerResponse: MAX_EVENTS_PER_RESPONSE,
+    maxTotalChars: IN_PROCESS_EVENT_CHARS,
+    idleTtlMs: responseEventsIdleTtlMs(config),
+  });
 }

@@ -1,6 +1,7 @@
 import { randomFillSync } from "node:crypto";
 import type { TaskError, TaskStatus } from "../../contract/task-contract.js";
 import type { AsyncDialect } from "../../config/schema/channel-schema.js";
+import type { ResponseState } from "./response-state.js";
 
 export type { TaskError, TaskStatus } from "../../contract/task-contract.js";
 export { isFinished } from "../../contract/task-contract.js";
@@ -60,9 +61,10 @@ export interface TaskRecord {
   model: string;
   /**
    * `edit`: the channel's `/images/edits` with {@link inputs}; `generation`
-   * (or absent, as in records written before edits): `/images/generations`.
+   * (or absent, as in records written before edits): `/images/generations`;
+   * `response`: a background response (`/responses`, see {@link response}).
    */
-  kind?: "generation" | "edit";
+  kind?: "generation" | "edit" | "response";
   /** The body sent to the channel (an edit's form fields besides its files). */
   request: Record<string, unknown>;
   /** An edit's input images, in the order they are sent. */
@@ -114,6 +116,8 @@ export interface TaskRecord {
    * that runs the task continues its trace.
    */
   trace?: string;
+  /** A background response's own state (`kind: "response"`); its `request` is the Responses body. */
+  response?: ResponseState;
   /**
    * The async dialect it was submitted in, which decides how it is shown;
    * absent: the service's own (records of earlier releases too).
@@ -138,8 +142,9 @@ const LEGAL: Record<TaskStatus, readonly TaskStatus[]> = {
   // Back to queued when a stopping process hands its task back; in_progress again
   // when a new lease re-runs a task whose earlier run ended with its holder.
   in_progress: ["completed", "failed", "queued", "in_progress"],
-  completed: [],
-  failed: [],
+  // A finished task to itself: only its expiry moves (a background response deleted now).
+  completed: ["completed"],
+  failed: ["failed"],
 };
 
 /** Whether `from -> to` is a legal move. */
@@ -188,18 +193,28 @@ const IDS_PER_DRAW = 256;
 let pool: Buffer | undefined;
 let used = 0;
 
-/**
- * `task_` (or another `prefix`: sub2api's `imgtask_`) and 128 random bits
- * (base64url, 22 characters); each bit is used once.
- */
-export function newTaskId(prefix: "task_" | "imgtask_" = "task_"): string {
+/** 128 random bits (base64url, 22 characters); each bit is used once. */
+function randomPart(): string {
   if (!pool || used === pool.length) {
     pool ??= Buffer.allocUnsafeSlow(16 * IDS_PER_DRAW);
     randomFillSync(pool);
     used = 0;
   }
   used += 16;
-  return `${prefix}${pool.toString("base64url", used - 16, used)}`;
+  return pool.toString("base64url", used - 16, used);
+}
+
+/**
+ * `task_` (or another `prefix`: sub2api's `imgtask_`) and 128 random bits
+ * (base64url, 22 characters).
+ */
+export function newTaskId(prefix: "task_" | "imgtask_" = "task_"): string {
+  return `${prefix}${randomPart()}`;
+}
+
+/** A background response's id: `resp_` and 128 random bits (base64url, 22 characters). */
+export function newResponseId(): string {
+  return `resp_${randomPart()}`;
 }
 
 /**

@@ -83,7 +83,7 @@ export async function settleRunFailure(
         "in_progress",
         new TaskFailure(
           "timeout",
-          `The image generation did not finish within ${deps.timeoutSec} seconds.`,
+          `${started.kind === "response" ? "The response" : "The image generation"} did not finish within ${deps.timeoutSec} seconds.`,
           "timeout",
         ),
         { attempts, end },

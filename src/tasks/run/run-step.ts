@@ -60,9 +60,11 @@ export type RunStep = (context: RunContext) => Promise<typeof HANDOVER | void>;
 export interface RunSteps {
   /** Generations and edits (`kind` `generation`, `edit`, or absent). */
   image: RunStep;
+  /** Background responses (`kind` `response`). */
+  response: RunStep;
 }
 
 /** Which run step runs `record`. */
-export function stepKindOf(_record: TaskRecord): keyof RunSteps {
-  return "image";
+export function stepKindOf(record: TaskRecord): keyof RunSteps {
+  return record.kind === "response" ? "response" : "image";
 }

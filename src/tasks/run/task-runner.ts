@@ -5,6 +5,7 @@ import type { Config } from "../../config/config-schema.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { NOOP_SPAN, NOOP_TRACER, type Tracer } from "../../tracing/tracer.js";
+import type { ResponseEventLog } from "../core/response-state.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
 import type { HANDOVER, TaskLease } from "../core/task-queue.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
@@ -13,6 +14,7 @@ import type { TaskImages } from "../images/task-images.js";
 import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
 import { claimTask, type ClaimDeps } from "./claim-task.js";
 import { createImageRunStep } from "./image-run-step.js";
+import { createResponseRunStep } from "./response-run-step.js";
 import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
 import { stepKindOf, type RunSteps, type RunTelemetry } from "./run-step.js";
 import { watchRun } from "./run-watch.js";
@@ -37,6 +39,8 @@ export interface TaskRunnerDeps {
   stores?: StoreAvailability;
   /** `images.writeRetrySec` in milliseconds: how long a run waits for the image store. Default 60 s. */
   writeRetryMs?: number;
+  /** Background responses' stream events (the backend's log). */
+  responseEvents: ResponseEventLog;
   /**
    * The configured channels (`channels`): those with `async` start with their
    * submission and poll counters at 0.
@@ -131,6 +135,14 @@ function createRunSteps(s: Omit<RunnerState, "steps">, stores: StoreAvailability
       keep: { images: deps.images, finisher, logger, now: deps.now, failure, stores, writeRetryMs },
       partials: { store, images: deps.images, finisher, metrics, logger, stores },
     }),
+    response: createResponseRunStep({
+      ...{ store, images: deps.images, log: deps.responseEvents, access: deps.access },
+      ...{ sealer: deps.sealer, client: s.client, finisher, metrics, tracer: s.tracer, logger },
+      timeoutSec: deps.limits.timeoutSec,
+      runLimitSec: deps.limits.timeoutSec + deps.limits.retentionSec,
+      stores,
+      writeRetryMs,
+    }),
   };
 }
 
@@ -182,7 +194,7 @@ function startRunTelemetry(tracer: Tracer, started: TaskRecord): RunTelemetry {
     attributes: {
       "image_task.id": started.id,
       "image_task.attempt": started.attempts,
-      "gen_ai.operation.name": "image_generation",
+      "gen_ai.operation.name": started.kind === "response" ? "chat" : "image_generation",
       "gen_ai.request.model": started.model,
     },
   });

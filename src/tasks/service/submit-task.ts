@@ -61,11 +61,44 @@ export async function submitTask(
   submission: Submission,
   options: SubmitOptions,
 ): Promise<Submitted> {
-  const { config, store, queue, metrics, logger } = deps;
   const record = await newTaskRecord(deps, principal, submission, options);
   const idempotency = options.idempotencyKey
     ? idempotencyOf(options.idempotencyKey, submission, record)
     : undefined;
+  return admitTask(deps, principal, record, {
+    idempotency,
+    inputs: submission.inputs ?? [],
+    span: options.span,
+  });
+}
+
+/** Options of {@link admitTask}. */
+export interface AdmitOptions {
+  idempotency: Idempotency | undefined;
+  /** An edit's images, kept before its task is written. */
+  inputs?: readonly EditInput[];
+  span?: SubmitOptions["span"] | undefined;
+  /** What the task is, in refusals' messages. Default `image tasks`. */
+  noun?: string;
+  /** Runs once the task is written, before the queue has it (a background response's first events). */
+  created?: (record: TaskRecord) => Promise<void>;
+}
+
+/**
+ * Admits a checked task of any kind: an idempotent replay answered first,
+ * then a place in the queue (`maxQueued` and the key's share), the record
+ * written (with the key's retained share), its `queued` stage told, and the
+ * queue given it.
+ */
+export async function admitTask(
+  deps: SubmitDeps,
+  principal: Principal,
+  record: TaskRecord,
+  options: AdmitOptions,
+): Promise<Submitted> {
+  const { config, store, queue, metrics, logger } = deps;
+  const { idempotency } = options;
+  const noun = options.noun ?? "image tasks";
   const share = keyLimits(config, principal.group);
   const entry: QueueEntry = { taskId: record.id, owner: record.owner };
 
@@ -81,8 +114,8 @@ export async function submitTask(
       throw new ServiceError(
         "queue_full",
         admission.reason === "owner_queue_full"
-          ? `This key already has ${share.maxQueuedPerKey} image tasks waiting, its share of the queue; retry when one has started.`
-          : "Too many image tasks are waiting; retry later.",
+          ? `This key already has ${share.maxQueuedPerKey} ${noun} waiting, its share of the queue; retry when one has started.`
+          : `Too many ${noun} are waiting; retry later.`,
         { retryAfter: Math.max(config.imageTasks.pollIntervalSec, 10) },
       );
     }
@@ -91,17 +124,18 @@ export async function submitTask(
       record,
       entry,
       { idempotency, maxPerOwner: share.maxRetainedPerKey },
-      submission.inputs ?? [],
+      options.inputs ?? [],
     );
     if (result.kind === "owner_full") {
       const { retentionSec } = config.imageTasks;
       throw new ServiceError(
         "too_many_tasks",
-        `This key already holds ${share.maxRetainedPerKey} image tasks; finished ones count until they expire (${retentionSec} s after they finished).`,
+        `This key already holds ${share.maxRetainedPerKey} ${noun}; finished ones count until they expire (${retentionSec} s after they finished).`,
         { retryAfter: Math.min(retentionSec, 3600) },
       );
     }
     if (result.kind !== "created") return answerIdempotent(result);
+    await options.created?.(record);
     // Before the queue has it: its `in_progress` comes after this, wherever it runs.
     deps.finisher.announce("queued", record);
     try {
@@ -167,16 +201,24 @@ async function newTaskRecord(
   if (webhookUrl) record.webhook = { url: webhookUrl, baseUrl: options.baseUrl };
   if (options.span?.traceparent) record.trace = options.span.traceparent;
   if (options.reqId) record.reqId = options.reqId;
-  const { upstream } = principal;
-  if (upstream) {
-    const { sealer } = deps;
-    if (!sealer) throw new Error("a forward principal without forward mode's sealer");
-    // Sealed to this task's id: the key runs this task and no other.
-    record.sealedCredential = await available(() =>
-      sealer.seal(upstream.credential.reveal(), record.id),
-    );
-  }
+  await sealCredential(deps, principal, record);
   return record;
+}
+
+/** A forward key's own key, sealed into its task's record (to run it as that user). */
+export async function sealCredential(
+  deps: Pick<SubmitDeps, "sealer">,
+  principal: Principal,
+  record: TaskRecord,
+): Promise<void> {
+  const { upstream } = principal;
+  if (!upstream) return;
+  const { sealer } = deps;
+  if (!sealer) throw new Error("a forward principal without forward mode's sealer");
+  // Sealed to this task's id: the key runs this task and no other.
+  record.sealedCredential = await available(() =>
+    sealer.seal(upstream.credential.reveal(), record.id),
+  );
 }
 
 /**

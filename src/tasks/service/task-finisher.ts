@@ -67,7 +67,7 @@ export interface TaskFinisher {
     task: FinishingTask,
     from: "queued" | "in_progress",
     error: TaskError | TaskFailure,
-    options?: { attempts?: number; end?: RunEnd },
+    options?: { attempts?: number; end?: RunEnd; more?: KindFields },
   ): Promise<TaskRecord | undefined>;
   /**
    * `in_progress -> completed` by run `attempts`, with what the record keeps
@@ -78,9 +78,12 @@ export interface TaskFinisher {
     task: FinishingTask,
     attempts: number,
     result: { images: TaskImage[]; usage?: unknown },
-    options?: { atMs?: number; end?: RunEnd },
+    options?: { atMs?: number; end?: RunEnd; more?: KindFields },
   ): Promise<TaskRecord | undefined>;
 }
+
+/** What a kind of task writes of its own in the step that ends it (a background response's state). */
+export type KindFields = Pick<Partial<TaskRecord>, "response">;
 
 /** The finisher's dependencies. */
 type FinisherState = TaskFinisherDeps;
@@ -178,7 +181,7 @@ async function fail(
   task: FinishingTask,
   from: "queued" | "in_progress",
   failure: TaskError | TaskFailure,
-  options: { attempts?: number; end?: RunEnd } = {},
+  options: { attempts?: number; end?: RunEnd; more?: KindFields } = {},
 ): Promise<TaskRecord | undefined> {
   const atMs = s.now();
   const error = failure instanceof TaskFailure ? failure.toTaskError() : failure;
@@ -195,6 +198,7 @@ async function fail(
         error,
         ...(status === undefined ? {} : { failureStatus: status }),
         sealedCredential: undefined,
+        ...options.more,
       },
       { ttlMs: retentionMs(s, task), attempts: options.attempts },
     ),
@@ -208,7 +212,7 @@ async function complete(
   task: FinishingTask,
   attempts: number,
   result: { images: TaskImage[]; usage?: unknown },
-  options: { atMs?: number; end?: RunEnd } = {},
+  options: { atMs?: number; end?: RunEnd; more?: KindFields } = {},
 ): Promise<TaskRecord | undefined> {
   const atMs = options.atMs ?? s.now();
   return finished(
@@ -223,6 +227,7 @@ async function complete(
         images: result.images,
         ...(result.usage === undefined ? {} : { usage: result.usage }),
         sealedCredential: undefined,
+        ...options.more,
       },
       { ttlMs: retentionMs(s, task), attempts },
     ),

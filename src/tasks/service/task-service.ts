@@ -10,6 +10,7 @@ import { deleteTask } from "./delete-task.js";
 import type { TaskQueue } from "../core/task-queue.js";
 import { readOwnedTask } from "./read-owned-task.js";
 import type { OwnedPage, TaskStore } from "../core/task-store.js";
+import { listImageTasks } from "./list-image-tasks.js";
 import { available } from "../../errors/store-unavailable.js";
 import { submitTask, type Submitted } from "./submit-task.js";
 import type { TaskFinisher } from "./task-finisher.js";
@@ -192,7 +193,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
 
     async list(principal, query) {
       const page = await available(() =>
-        store.listOwned(principal.subject, { ...query, nowSec: seconds() }),
+        listImageTasks(store, principal.subject, { ...query, nowSec: seconds() }),
       );
       if (!page) {
         throw new ServiceError(

@@ -7,6 +7,7 @@ import { eventFieldsOf, showTask, webhookDialect } from "../view/show-task.js";
 import type { Sub2apiLimits } from "../view/sub2api-view.js";
 import type { TaskStore } from "../core/task-store.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
+import { responseWebhookDelivery } from "./response-webhook.js";
 
 /** Outbox entries read per pass; the next pass takes the rest. */
 const OUTBOX_BATCH = 500;
@@ -48,20 +49,28 @@ export function eventIdOf(taskId: string): string {
 export function createTaskWebhooks(deps: TaskWebhooksDeps) {
   const { store, queue, images, limits, logger, now } = deps;
 
-  async function announce(record: TaskRecord): Promise<void> {
-    if (!record.webhook || !isFinished(record.status)) return;
+  /** An image task's event: the task as GET shows it in its dialect. */
+  async function taskDelivery(record: TaskRecord, webhook: NonNullable<TaskRecord["webhook"]>) {
     const dialect = webhookDialect(record);
     const view = await showTask(
       record,
-      { images, baseUrl: record.webhook.baseUrl, data: "listed", limits },
+      { images, baseUrl: webhook.baseUrl, data: "listed", limits },
       dialect,
     );
-    const delivery = createWebhookDelivery(view, record.webhook.url, {
+    return createWebhookDelivery(view, webhook.url, {
       id: eventIdOf(record.id),
       createdAt: record.completed_at,
       trace: record.trace,
       fields: eventFieldsOf(dialect),
     });
+  }
+
+  async function announce(record: TaskRecord): Promise<void> {
+    if (!record.webhook || !isFinished(record.status)) return;
+    const delivery =
+      record.kind === "response"
+        ? responseWebhookDelivery(record, record.webhook.url)
+        : await taskDelivery(record, record.webhook);
     await queue.add(delivery);
     await store.clearWebhookOutbox(record.id);
   }

@@ -1,0 +1,131 @@
+import type { Logger } from "pino";
+import type { ResponseEventLog, ResponseStatus } from "../core/response-state.js";
+import type { TaskRecord } from "../core/task-record.js";
+import { imageFields } from "../responses/response-images.js";
+import { ownObject, responseShell } from "../responses/response-object.js";
+import type { ResponseImages } from "./keep-response-images.js";
+
+type Json = Record<string, unknown>;
+
+/** The status a final event gives its response. */
+const FINAL_STATUS: Readonly<Record<string, ResponseStatus>> = {
+  "response.completed": "completed",
+  "response.incomplete": "incomplete",
+  "response.failed": "failed",
+};
+
+/** Events of the channel's that stand for the service's own (its response id, its queue). */
+const CHANNEL_OWN_EVENTS = new Set(["response.created", "response.in_progress", "response.queued"]);
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * One run of a background response, event by event: what the channel
+ * streams is made the service's (its response id, images kept apart as
+ * references) and logged where every replica reads it, numbered from where
+ * the log stands. The channel's own `response.created` and
+ * `response.in_progress` (about its id) give way to the service's
+ * `response.in_progress`; its final event (`response.completed`,
+ * `response.incomplete`, `response.failed`) is the response's end.
+ */
+export class ResponseRun {
+  /** The channel's id of the response, once it named one. */
+  upstreamId: string | undefined;
+  /** The final Response object, once its final event came. */
+  final: Json | undefined;
+  /** An `error` event's code and message, when the channel sent one. */
+  streamError: { code: string; message: string } | undefined;
+  /** Events logged so far for this response (all runs): the next event's sequence number. */
+  events = 0;
+  private logFailed = false;
+
+  constructor(
+    private readonly log: ResponseEventLog,
+    private readonly logger: Logger,
+    private readonly record: TaskRecord,
+    private readonly images: ResponseImages,
+  ) {}
+
+  /** The service's `response.in_progress`, when the run starts. */
+  begin(): Promise<void> {
+    const response = responseShell(this.record, "in_progress");
+    return this.append("response.in_progress", { type: "response.in_progress", response });
+  }
+
+  /**
+   * Takes one event of the channel's stream (or its whole answer, a Response
+   * object without `type`).
+   * @throws TaskFailure / RunLost from keeping its images
+   */
+  async take(event: Json): Promise<void> {
+    if (event.type === undefined || event.type === "response") {
+      await this.takeObject(event);
+      return;
+    }
+    const type = String(event.type);
+    if (CHANNEL_OWN_EVENTS.has(type)) {
+      this.noteUpstream(event.response);
+      return;
+    }
+    for (const field of imageFields(event)) {
+      // A partial image that could not be kept: its event is left out.
+      if (!(await this.images.keep(field))) return;
+    }
+    const status = FINAL_STATUS[type];
+    if (isObject(event.response)) {
+      this.noteUpstream(event.response);
+      event.response = ownObject(this.record, event.response, status);
+      if (status) this.final = event.response as Json;
+    }
+    if (type === "error") {
+      this.streamError = {
+        code: typeof event.code === "string" ? event.code : "server_error",
+        message: typeof event.message === "string" ? event.message : "The channel sent an error.",
+      };
+    }
+    delete event.sequence_number;
+    await this.append(type, event, status !== undefined);
+  }
+
+  /** A channel that answered with the finished Response object instead of a stream. */
+  private async takeObject(object: Json): Promise<void> {
+    for (const field of imageFields(object)) await this.images.keep(field);
+    this.noteUpstream(object);
+    const status =
+      object.status === "incomplete" || object.status === "failed" ? object.status : "completed";
+    this.final = ownObject(this.record, object, status);
+    const type = `response.${status}`;
+    await this.append(type, { type, response: this.final }, true);
+  }
+
+  private noteUpstream(response: unknown): void {
+    if (this.upstreamId === undefined && isObject(response) && typeof response.id === "string") {
+      this.upstreamId = response.id.slice(0, 200);
+    }
+  }
+
+  /**
+   * Logs one event; a log that is full or cannot be written is warned of once
+   * and the run goes on (the response's end is kept in its record whatever).
+   */
+  private async append(type: string, event: Json, final = false): Promise<void> {
+    const json = JSON.stringify(event);
+    try {
+      const seq = await this.log.append(this.record.id, [{ type, json }], { final });
+      if (seq === undefined) {
+        this.warnOnce(undefined, "a background response's event log is full; events are left out");
+        return;
+      }
+      this.events = seq + 1;
+    } catch (err) {
+      this.warnOnce(err, "could not log a background response's event; streams miss it");
+    }
+  }
+
+  private warnOnce(err: unknown, message: string): void {
+    if (this.logFailed) return;
+    this.logFailed = true;
+    this.logger.warn({ err, taskId: this.record.id }, message);
+  }
+}

@@ -1,0 +1,58 @@
+import OpenAI from "openai";
+import type { Response } from "openai/resources/responses/responses";
+import type { TestApp } from "../support/start-test-app.js";
+
+/** The official SDK against the service, with the given key (default the app's), no retries. */
+export function sdk(target: { baseURL: string; key: string }, key = target.key): OpenAI {
+  return new OpenAI({ apiKey: key, baseURL: target.baseURL, maxRetries: 0, timeout: 30_000 });
+}
+
+/** The SDK's `baseURL` and key of a served process (`url` without `/v1`). */
+export function targetOf(url: string, key: string): { baseURL: string; key: string } {
+  return { baseURL: `${url}/v1`, key };
+}
+
+/** Retrieves the response until its status is one of `statuses` (a generous deadline for a loaded machine). */
+export async function retrieveUntil(
+  client: OpenAI,
+  id: string,
+  statuses: readonly string[],
+  timeoutMs = 30_000,
+): Promise<Response> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await client.responses.retrieve(id);
+    if (statuses.includes(response.status ?? "")) return response;
+    if (Date.now() > deadline) {
+      throw new Error(`response ${id} stayed ${response.status}, not ${statuses.join(" or ")}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Waits until `check` holds. */
+export async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** What the SDK throws for an error answer: its status and body. */
+export async function apiError(
+  promise: Promise<unknown>,
+): Promise<{ status: number; error: unknown }> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof OpenAI.APIError) return { status: err.status ?? 0, error: err.error };
+    throw err;
+  }
+  throw new Error("the call succeeded");
+}
+
+/** The Responses calls the fake channel got. */
+export function responseCalls(app: Pick<TestApp, "upstream">) {
+  return app.upstream.requests.filter((request) => request.path.startsWith("/v1/responses"));
+}
