@@ -142,9 +142,8 @@ const LEGAL: Record<TaskStatus, readonly TaskStatus[]> = {
   // Back to queued when a stopping process hands its task back; in_progress again
   // when a new lease re-runs a task whose earlier run ended with its holder.
   in_progress: ["completed", "failed", "queued", "in_progress"],
-  // A finished task to itself: only its expiry moves (a background response deleted now).
-  completed: ["completed"],
-  failed: ["failed"],
+  completed: [],
+  failed: [],
 };
 
 /** Whether `from -> to` is a legal move. */

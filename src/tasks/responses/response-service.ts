@@ -29,9 +29,6 @@ export interface ResponseServiceDeps extends Omit<SubmitResponseDeps, "images" |
   stores?: StoreAvailability;
 }
 
-/** How long a deleted response's record lingers before the sweep takes it (it answers 404 at once). */
-const DELETED_TTL_MS = 1_000;
-
 /** Where a later request's `previous_response_id` naming a background response is sent. */
 export interface PreviousResponse {
   /** The channel that ran it. */
@@ -137,16 +134,8 @@ export function createResponseService(deps: ResponseServiceDeps): ResponseServic
     async delete(_principal, record) {
       let current = record;
       if (!isFinished(current.status)) current = await cancelTask(deps, current);
-      const status = current.status === "completed" ? "completed" : "failed";
-      // Its expiry moves to now: answered 404 at once, taken out of the store by the sweep.
-      const deleted = await available(() =>
-        store.transition(
-          current.id,
-          status,
-          { status, expires_at: nowSec(), webhook: undefined, sealedCredential: undefined },
-          { ttlMs: DELETED_TTL_MS },
-        ),
-      );
+      // The record and every index entry go in one step, as an image task's delete.
+      const deleted = await available(() => store.delete(current.id));
       if (!deleted) throw responseNotFound(record.id);
       await Promise.all([
         deps.images.deleteResults(imageKeysOf(deleted).map((key) => ({ key, mime: "", bytes: 0 }))),
