@@ -29,6 +29,15 @@ export interface Principal {
   webhookUrl?: string;
 }
 
+/**
+ * The caller as a metric label: a configured key's `key_name` (a set the
+ * configuration bounds), else `other` (JWT subjects and forward keys are
+ * unbounded).
+ */
+export function keyLabelOf(caller: { subject: string; keyName?: string | undefined }): string {
+  return caller.subject.startsWith("key:") && caller.keyName ? caller.keyName : "other";
+}
+
 /** The group label of every forward principal: one value, whatever the key. */
 export const FORWARD_GROUP = "forward";
 

@@ -3,7 +3,7 @@ import { createCounterChildren } from "./counter-children.js";
 import { LATENCY_BUCKETS, METRIC_PREFIX as p } from "./metric-conventions.js";
 
 const UPSTREAM_LABELS = ["channel", "route", "outcome"] as const;
-const TOKEN_LABELS = ["channel", "model", "group", "type"] as const;
+const TOKEN_LABELS = ["channel", "model", "group", "key", "type"] as const;
 
 /** Outcomes of `upstream_async_submissions_total`. */
 export const ASYNC_SUBMISSION_OUTCOMES = ["accepted", "refused", "failed"] as const;
@@ -37,7 +37,7 @@ export function createUpstreamMetrics(registry: Registry) {
     }),
     tokens: new Counter({
       name: `${p}tokens_total`,
-      help: "Tokens channels reported in passthrough answers, by channel, model (one a channel lists, else other), group and type (input, output).",
+      help: "Tokens channels reported (passthrough answers, image tasks, background responses), by channel, model (one a channel lists, else other), group, key (a configured key's key_name, else other) and type (input, output).",
       labelNames: TOKEN_LABELS,
       registers: [registry],
       collect() {

@@ -1,12 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { Principal } from "../auth/principal.js";
+import { keyLabelOf, type Principal } from "../auth/principal.js";
 import type { Channel } from "../channels/channel.js";
 import type { ChannelAnswer } from "../channels/channel-answer.js";
 import type { CallSignal, ChannelClient } from "../channels/channel-client.js";
 import { ChannelError } from "../channels/channel-error.js";
 import type { ChannelRegistry } from "../channels/channel-registry.js";
 import type { Metrics } from "../metrics/create-metrics.js";
+import { countTokens } from "../metrics/token-counts.js";
 import { createCallObserver } from "../observability/create-call-observer.js";
 import type { RequestContext } from "../observability/request-context.js";
 import type { ModelAccess } from "../models/model-access.js";
@@ -268,11 +269,17 @@ function recordUsage(
   usage: TokenUsage,
 ): void {
   if (!request.route.countsUsage) return;
-  const label = modelLabel(deps, request, [channel]);
-  const group = request.principal.group;
-  const tokens = metrics.tokenSeries;
-  if (usage.input > 0) tokens.get(channel.name, label, group, "input").inc(usage.input);
-  if (usage.output > 0) tokens.get(channel.name, label, group, "output").inc(usage.output);
+  const { principal } = request;
+  countTokens(
+    metrics,
+    {
+      channel: channel.name,
+      model: modelLabel(deps, request, [channel]),
+      group: principal.group,
+      key: keyLabelOf(principal),
+    },
+    usage,
+  );
 }
 
 /**

@@ -109,6 +109,8 @@ export interface TaskRecord {
   sealedCredential?: string;
   /** The submitter's `key_name` (a configured key's name, a fingerprint, a JWT `sub`): for task lines. */
   keyName?: string;
+  /** The submitter's group (bounded: a configured one, or `forward`): its token counts' label. */
+  group?: string;
   /** The submission's `req_id` (`X-Request-Id`): task lines carry it, to tie them to its access line. */
   reqId?: string;
   /**

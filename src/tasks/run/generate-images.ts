@@ -7,6 +7,7 @@ import type { KeyScrubber } from "../../channels/key-scrubber.js";
 import { extensionOf } from "../../images/image-type.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import { B64Extractor } from "./b64-extractor.js";
+import { imageUsageOf } from "../core/image-usage.js";
 import { decodeGeneration, invalidResponse } from "./decode-generation.js";
 import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";
 import { TaskFailure } from "../core/task-failure.js";
@@ -73,19 +74,25 @@ export async function generateImages(
     const text = await readErrorText(answer, signal);
     throw upstreamFailure(answer.status, text, answer.scrubber);
   }
+  let result: { images: GeneratedImage[]; usage?: unknown };
   if (input.stream && isEventStream(answer)) {
     const n = typeof input.body.n === "number" ? input.body.n : 1;
-    return readStreamedAnswer(answer, { ...input.stream, n, signal });
+    result = await readStreamedAnswer(answer, { ...input.stream, n, signal });
+  } else {
+    const limit = answerLimit(input.body, answer.channel.maxImageBytes);
+    const extractor = await guarded(signal, () => extractImages(answer, limit));
+    result = await decodeGeneration(extractor.rest, {
+      channel: answer.channel,
+      scrubber: answer.scrubber,
+      requested: input.body.n,
+      signal,
+      extracted: extractor.decoded,
+    });
   }
-  const limit = answerLimit(input.body, answer.channel.maxImageBytes);
-  const extractor = await guarded(signal, () => extractImages(answer, limit));
-  return decodeGeneration(extractor.rest, {
-    channel: answer.channel,
-    scrubber: answer.scrubber,
-    requested: input.body.n,
-    signal,
-    extracted: extractor.decoded,
-  });
+  // On the channel's span and in the GenAI metrics, as a synchronous image call's usage.
+  const usage = imageUsageOf(result.usage);
+  if (usage) answer.observer?.usage?.(usage);
+  return result;
 }
 
 /**

@@ -1,4 +1,8 @@
 import type { Logger } from "pino";
+import { keyLabelOf } from "../../auth/principal.js";
+import type { Metrics } from "../../metrics/create-metrics.js";
+import { countTokens } from "../../metrics/token-counts.js";
+import { imageUsageOf } from "../core/image-usage.js";
 import { isPermanentImageStoreFailure } from "../../images/image-store-error.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import type { StoreAvailability } from "../core/store-availability.js";
@@ -25,6 +29,8 @@ export interface KeepResultDeps {
   stores: Pick<StoreAvailability, "imagesFailed">;
   /** `images.writeRetrySec`: how long failed writes are retried, within the task's timeout. */
   writeRetryMs: number;
+  /** Where a completed task's tokens are counted (`tokens_total`), as a synchronous call's. */
+  metrics?: Pick<Metrics, "tokenSeries">;
 }
 
 /** Resolves after `ms`, or rejects as soon as `signal` aborts. */
@@ -98,7 +104,23 @@ export async function keepResult(
     { atMs, end },
   );
   // Cancelled, or given to another run, meanwhile: its images go.
-  if (!completed) await images.deleteResults(planned).catch(() => undefined);
+  if (!completed) {
+    await images.deleteResults(planned).catch(() => undefined);
+    return;
+  }
+  const usage = imageUsageOf(result.usage);
+  if (usage && deps.metrics) {
+    countTokens(
+      deps.metrics,
+      {
+        channel: end.channel ?? "other",
+        model: started.model,
+        group: started.group ?? "other",
+        key: keyLabelOf({ subject: started.owner, keyName: started.keyName }),
+      },
+      usage,
+    );
+  }
 }
 
 /** How writing a result ended when it did not: the store gave up, or the run ended first. */

@@ -5,6 +5,8 @@ import type { ChannelAnswer } from "../../channels/channel-answer.js";
 import type { ChannelClient } from "../../channels/channel-client.js";
 import { ChannelError } from "../../channels/channel-error.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
+import { countTokens } from "../../metrics/token-counts.js";
+import { keyLabelOf } from "../../auth/principal.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { createCallObserver } from "../../observability/create-call-observer.js";
 import type { Tracer } from "../../tracing/tracer.js";
@@ -246,11 +248,16 @@ function countUsage(
   if (typeof input !== "number" || typeof output !== "number") return;
   const model = typeof final.model === "string" ? final.model : undefined;
   answer.observer?.usage?.({ input, output }, model);
-  const group = started.response?.group ?? "other";
-  const tokens = deps.metrics.tokenSeries;
-  const channel = answer.channel.name;
-  if (input > 0) tokens.get(channel, started.model, group, "input").inc(input);
-  if (output > 0) tokens.get(channel, started.model, group, "output").inc(output);
+  countTokens(
+    deps.metrics,
+    {
+      channel: answer.channel.name,
+      model: started.model,
+      group: started.response?.group ?? started.group ?? "other",
+      key: keyLabelOf({ subject: started.owner, keyName: started.keyName }),
+    },
+    { input, output },
+  );
 }
 
 /**

@@ -132,7 +132,10 @@ function createRunSteps(s: Omit<RunnerState, "steps">, stores: StoreAvailability
       timeoutSec: deps.limits.timeoutSec,
       stores,
       writeRetryMs,
-      keep: { images: deps.images, finisher, logger, now: deps.now, failure, stores, writeRetryMs },
+      keep: {
+        ...{ images: deps.images, finisher, logger, now: deps.now, failure, stores },
+        ...{ writeRetryMs, metrics },
+      },
       partials: { store, images: deps.images, finisher, metrics, logger, stores },
     }),
     response: createResponseRunStep({

@@ -188,6 +188,7 @@ async function newTaskRecord(
     // An edit's inputs join the record once the image store has them (see createAdmitted).
     kind: inputs ? "edit" : "generation",
     keyName: principal.keyName,
+    group: principal.group,
     created: Math.floor(nowMs / 1000),
     createdMs: nowMs,
     attempts: 0,

@@ -1,3 +1,4 @@
+import { imageUsageOf } from "../core/image-usage.js";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
 import { maskPrompt } from "../../logging/mask-prompt.js";
@@ -253,6 +254,13 @@ function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
     const images = record.images ?? [];
     fields.images = images.length;
     fields.bytes = images.reduce((sum, image) => sum + image.bytes, 0);
+    // What the images cost, as the channel reported it: gpt-image bills per token.
+    const usage = imageUsageOf(record.usage);
+    if (usage) {
+      fields.input_tokens = usage.input;
+      fields.output_tokens = usage.output;
+      if (usage.image !== undefined) fields.image_tokens = usage.image;
+    }
     s.logger.info(fields, "task.completed");
     end.span?.addEvent("image.task.completed", { "image_task.images": images.length });
     return;
