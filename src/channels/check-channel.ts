@@ -14,6 +14,12 @@ export interface ChannelCheck {
   /** The channel as configured: its place in `channels` and its name. */
   index: number;
   name: string;
+  /**
+   * Models the configuration routes to the channel by name (`channels[].models`
+   * without globs) that its list lacks: `check-config --probe` fails on them;
+   * a running service reports nothing (a gateway may serve a model it does not list).
+   */
+  missing?: string[];
   /** `"ok"`, or what was wrong in a few words (for `/readyz`). */
   status: "ok" | string;
   /**
@@ -95,7 +101,8 @@ export async function checkChannel(
     };
   }
   const body = await answer.read(MAX_MODEL_LIST_BYTES).catch(() => undefined);
-  if (!body || !parseModelList(body, channel.name)) {
+  const list = body && parseModelList(body, channel.name);
+  if (!list) {
     return {
       ...base,
       answered: status,
@@ -103,7 +110,9 @@ export async function checkChannel(
       problem: `${field}.baseUrl: GET ${url} answered ${status} without a model list; is it an OpenAI-compatible /v1 base URL?`,
     };
   }
-  return { ...base, answered: status, status: "ok" };
+  // The models the configuration names one by one must be there (globs match what is).
+  const missing = channel.patterns.filter((model) => !model.includes("*") && !list.ids.has(model));
+  return { ...base, answered: status, status: "ok", ...(missing.length ? { missing } : {}) };
 }
 
 /** The base URL with any credentials in it (user part, query) masked, for a line a person reads. */

@@ -45,6 +45,14 @@ async function probeChannels(config: Config, logger: Logger): Promise<ProbeResul
     return checks.map((check) => {
       const what = `channels[${check.index}] "${check.name}"`;
       if (check.problem) return { ok: false, line: `${check.problem} (channel "${check.name}")` };
+      if (check.missing) {
+        const models = check.missing.join(", ");
+        const verb = check.missing.length === 1 ? "is" : "are";
+        return {
+          ok: false,
+          line: `channels[${check.index}].models: ${models} ${verb} not in the channel's model list (channel "${check.name}")`,
+        };
+      }
       const demo = config.channels[check.index]?.type === "demo" ? " (the built-in demo)" : "";
       const keyless =
         check.answered === 401 || check.answered === 403

@@ -157,6 +157,8 @@ describe("image-task-sidecar check-config --probe", () => {
           { name: "gw", baseUrl: origin, models: ["*"] },
           { name: "gone", baseUrl: `${closed}/v1`, models: ["gpt-4o"] },
           { name: "demo", type: "demo", models: ["gpt-image-1"] },
+          // The demo lists gpt-image-1, not this one: a model routed to a channel that lacks it.
+          { name: "demo-2", type: "demo", models: ["gpt-image-1", "gpt-image-9", "dall-*"] },
         ],
         images: {
           ...s3.imagesConfig("probe"),
@@ -171,6 +173,7 @@ describe("image-task-sidecar check-config --probe", () => {
       `failed  channels[0].baseUrl: GET ${origin}/models answered 404; does baseUrl end in /v1? (channel "gw")`,
       `failed  channels[1].baseUrl: GET ${closed}/v1/models could not be reached (ECONNREFUSED) (channel "gone")`,
       'ok      channels[2] "demo" (the built-in demo): GET /models answered 200 with a model list',
+      `failed  channels[3].models: gpt-image-9 is not in the channel's model list (channel "demo-2")`,
       "ok      store.url: memory:// (this process)",
       `failed  images.url: the bucket does not exist (NoSuchBucket, on PutObject, s3://no-such-bucket/probe at ${s3.endpoint})`,
     ]);
