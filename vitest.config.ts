@@ -1,4 +1,7 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { defineConfig } from "vitest/config";
+import { slow } from "./test/support/time-factor.js";
 
 /** Files that replace modules with `vi.mock`: they need a fresh module graph of their own. */
 const MOCKING = ["test/demo/demo-channel-abort.test.ts"];
@@ -14,20 +17,49 @@ const TOOLS = process.env.SKIP_TOOL_TESTS
       "test/images/*ceph*.test.ts",
       "test/images/image-store-startup-checks.test.ts",
       "test/support/ceph-rgw.test.ts",
-      "test/console/console-ui.test.ts",
+      "test/console/console-ui*.test.ts",
       "test/deploy/**",
     ]
   : [];
+
+/**
+ * Test files that start real processes: the service's bin (replicas, crashes, signals, the CLI),
+ * private `redis-server`s, Chromium. Each spends whole seconds of CPU at once; several at a time
+ * on two cores starve each other past their deadlines and leases. They run two at a time at most,
+ * in a pool of their own, beside the in-process files.
+ */
+const PROCESS_MARKERS = [
+  "support/serve-process.js",
+  "replica-cluster.js",
+  "node:child_process",
+  "startPrivateRedis",
+  "redis-topology",
+  "console-browser.js",
+  "ceph-rgw.js",
+];
+const PROCESSES = testFiles("test").filter((file) => {
+  const text = readFileSync(file, "utf8");
+  return !MOCKING.includes(file) && PROCESS_MARKERS.some((marker) => text.includes(marker));
+});
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return testFiles(path);
+    return entry.name.endsWith(".test.ts") ? [relative(".", path)] : [];
+  });
+}
 
 export default defineConfig({
   test: {
     // As the service's entries (main.ts, cli.ts) set it: tests start the service in-process.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
-    // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): four forks on two
-    // cores use about 1.3 of them and take 3 minutes where two took 4.5.
-    maxWorkers: 4,
+    // Stretched on a loaded machine (TEST_TIME_FACTOR, or the load average: test/support/time-factor.ts).
+    testTimeout: slow(30_000),
+    hookTimeout: slow(30_000),
+    // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): three forks for the
+    // in-process files and two for the files that start processes, on two cores.
+    maxWorkers: 5,
     projects: [
       {
         extends: true,
@@ -37,8 +69,19 @@ export default defineConfig({
         test: {
           name: "shared",
           include: ["test/**/*.test.ts"],
-          exclude: [...MOCKING, ...TOOLS],
+          exclude: [...MOCKING, ...TOOLS, ...PROCESSES],
           isolate: false,
+          maxWorkers: 3,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "processes",
+          include: PROCESSES,
+          exclude: TOOLS,
+          isolate: false,
+          maxWorkers: 2,
         },
       },
       { extends: true, test: { name: "isolated", include: MOCKING } },

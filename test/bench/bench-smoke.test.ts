@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -53,40 +54,46 @@ describe("npm run bench --quick", () => {
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
-  it("measures the proxy phase and writes its figures, leaving no process behind", async () => {
-    expect(existsSync(join(ROOT, "dist/server.js")), "dist/ is built by npm test").toBe(true);
-    const out = await mkdtemp(join(tmpdir(), "bench-smoke-"));
-    dirs.push(out);
-    // A few seconds on a quiet machine; the bench's own deadlines bound it on a loaded one.
-    const run = await runBench(["proxy", "--quick", "--out", out], 40_000);
-    expect(run.code, run.stderr).toBe(0);
-    // What a user sees: the table with the figures and the targets.
-    expect(run.stdout).toContain("bare node:http pipe");
-    expect(run.stdout).toContain("Targets (printed, never asserted)");
+  it(
+    "measures the proxy phase and writes its figures, leaving no process behind",
+    async () => {
+      expect(existsSync(join(ROOT, "dist/server.js")), "dist/ is built by npm test").toBe(true);
+      const out = await mkdtemp(join(tmpdir(), "bench-smoke-"));
+      dirs.push(out);
+      // A few seconds on a quiet machine; the bench's own deadlines bound it on a loaded one.
+      const run = await runBench(["proxy", "--quick", "--out", out], 40_000);
+      expect(run.code, run.stderr).toBe(0);
+      // What a user sees: the table with the figures and the targets.
+      expect(run.stdout).toContain("bare node:http pipe");
+      expect(run.stdout).toContain("Targets (printed, never asserted)");
 
-    const result = JSON.parse(await readFile(join(out, "latest.json"), "utf8")) as BenchResult;
-    expect(result.meta.quick).toBe(true);
-    expect(result.meta.phases).toEqual(["proxy"]);
-    expect(result.meta.machine.cpuCount).toBeGreaterThan(0);
-    expect(result.meta.machine.note).toMatch(/share/);
-    const proxy = result.phases.proxy!;
-    expect(proxy.status).toBe("ok");
-    const loads = proxy.figures.loads as Record<
-      string,
-      { targets: Record<string, { rps: number; p50Ms: number; cpuUsPerRequest: number }> }
-    >;
-    for (const target of ["direct", "pipe", "service"]) {
-      const figures = loads["chat-c64"]!.targets[target]!;
-      expect(figures.rps).toBeGreaterThan(0);
-      expect(figures.p50Ms).toBeGreaterThan(0);
-      expect(figures.cpuUsPerRequest).toBeGreaterThan(0);
-    }
-    expect(loads["edits-c4"]!.targets.service!.rps).toBeGreaterThan(0);
-    expect(result.targets.map((t) => t.target).join("\n")).toMatch(/bare pipe/);
-    expect(await readFile(join(out, "latest.md"), "utf8")).toMatch(/^\| load +\| target +\| +RPS/m);
+      const result = JSON.parse(await readFile(join(out, "latest.json"), "utf8")) as BenchResult;
+      expect(result.meta.quick).toBe(true);
+      expect(result.meta.phases).toEqual(["proxy"]);
+      expect(result.meta.machine.cpuCount).toBeGreaterThan(0);
+      expect(result.meta.machine.note).toMatch(/share/);
+      const proxy = result.phases.proxy!;
+      expect(proxy.status).toBe("ok");
+      const loads = proxy.figures.loads as Record<
+        string,
+        { targets: Record<string, { rps: number; p50Ms: number; cpuUsPerRequest: number }> }
+      >;
+      for (const target of ["direct", "pipe", "service"]) {
+        const figures = loads["chat-c64"]!.targets[target]!;
+        expect(figures.rps).toBeGreaterThan(0);
+        expect(figures.p50Ms).toBeGreaterThan(0);
+        expect(figures.cpuUsPerRequest).toBeGreaterThan(0);
+      }
+      expect(loads["edits-c4"]!.targets.service!.rps).toBeGreaterThan(0);
+      expect(result.targets.map((t) => t.target).join("\n")).toMatch(/bare pipe/);
+      expect(await readFile(join(out, "latest.md"), "utf8")).toMatch(
+        /^\| load +\| target +\| +RPS/m,
+      );
 
-    // Every child the bench started is gone.
-    expect(result.meta.childPids.length).toBeGreaterThanOrEqual(4);
-    expect(result.meta.childPids.filter(alive)).toEqual([]);
-  }, 45_000);
+      // Every child the bench started is gone.
+      expect(result.meta.childPids.length).toBeGreaterThanOrEqual(4);
+      expect(result.meta.childPids.filter(alive)).toEqual([]);
+    },
+    slow(45_000),
+  );
 });

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -147,53 +148,61 @@ describe("a channel whose baseUrl lacks /v1", () => {
 });
 
 describe("image-task-sidecar check-config --probe", () => {
-  it("runs start-up's checks, one line each, and exits 1 when one fails", async () => {
-    const closed = `http://127.0.0.1:${await freePort()}`;
-    const file = await writeConfig(
-      dir,
-      "probe-bad",
-      config(origin, {
-        channels: [
-          { name: "gw", baseUrl: origin, models: ["*"] },
-          { name: "gone", baseUrl: `${closed}/v1`, models: ["gpt-4o"] },
-          { name: "demo", type: "demo", models: ["gpt-image-1"] },
-          // The demo lists gpt-image-1, not this one: a model routed to a channel that lacks it.
-          { name: "demo-2", type: "demo", models: ["gpt-image-1", "gpt-image-9", "dall-*"] },
-        ],
-        images: {
-          ...s3.imagesConfig("probe"),
-          url: "s3://no-such-bucket/probe",
-        },
-      }),
-    );
-    const result = await runCli(["check-config", "--probe", "--config", file]);
-    expect(result.code, result.stderr).toBe(1);
-    const lines = result.stdout.split("\n").filter((line) => /^(ok|failed) /.test(line));
-    expect(lines).toEqual([
-      `failed  channels[0].baseUrl: GET ${origin}/models answered 404; does baseUrl end in /v1? (channel "gw")`,
-      `failed  channels[1].baseUrl: GET ${closed}/v1/models could not be reached (ECONNREFUSED) (channel "gone")`,
-      'ok      channels[2] "demo" (the built-in demo): GET /models answered 200 with a model list',
-      `failed  channels[3].models: gpt-image-9 is not in the channel's model list (channel "demo-2")`,
-      "ok      store.url: memory:// (this process)",
-      `failed  images.url: the bucket does not exist (NoSuchBucket, on PutObject, s3://no-such-bucket/probe at ${s3.endpoint})`,
-    ]);
-  }, 30_000);
+  it(
+    "runs start-up's checks, one line each, and exits 1 when one fails",
+    async () => {
+      const closed = `http://127.0.0.1:${await freePort()}`;
+      const file = await writeConfig(
+        dir,
+        "probe-bad",
+        config(origin, {
+          channels: [
+            { name: "gw", baseUrl: origin, models: ["*"] },
+            { name: "gone", baseUrl: `${closed}/v1`, models: ["gpt-4o"] },
+            { name: "demo", type: "demo", models: ["gpt-image-1"] },
+            // The demo lists gpt-image-1, not this one: a model routed to a channel that lacks it.
+            { name: "demo-2", type: "demo", models: ["gpt-image-1", "gpt-image-9", "dall-*"] },
+          ],
+          images: {
+            ...s3.imagesConfig("probe"),
+            url: "s3://no-such-bucket/probe",
+          },
+        }),
+      );
+      const result = await runCli(["check-config", "--probe", "--config", file]);
+      expect(result.code, result.stderr).toBe(1);
+      const lines = result.stdout.split("\n").filter((line) => /^(ok|failed) /.test(line));
+      expect(lines).toEqual([
+        `failed  channels[0].baseUrl: GET ${origin}/models answered 404; does baseUrl end in /v1? (channel "gw")`,
+        `failed  channels[1].baseUrl: GET ${closed}/v1/models could not be reached (ECONNREFUSED) (channel "gone")`,
+        'ok      channels[2] "demo" (the built-in demo): GET /models answered 200 with a model list',
+        `failed  channels[3].models: gpt-image-9 is not in the channel's model list (channel "demo-2")`,
+        "ok      store.url: memory:// (this process)",
+        `failed  images.url: the bucket does not exist (NoSuchBucket, on PutObject, s3://no-such-bucket/probe at ${s3.endpoint})`,
+      ]);
+    },
+    slow(30_000),
+  );
 
-  it("exits 0 when everything answers", async () => {
-    const file = await writeConfig(
-      dir,
-      "probe-good",
-      config(`${origin}/v1`, {
-        store: { url: `sqlite://${join(dir, "probe", "tasks.db")}` },
-        images: s3.imagesConfig("probe"),
-      }),
-    );
-    const result = await runCli(["check-config", "--probe", "--config", file]);
-    expect(result.code, result.stdout + result.stderr).toBe(0);
-    expect(result.stdout.split("\n").filter((line) => /^(ok|failed) /.test(line))).toEqual([
-      'ok      channels[0] "gw": GET /models answered 200 with a model list',
-      `ok      store.url: sqlite://${join(dir, "probe", "tasks.db")} (not made yet; its folder can be written)`,
-      `ok      images.url: s3://${s3.bucket}/probe at ${s3.endpoint}: HeadBucket, then an object written, read back and deleted`,
-    ]);
-  }, 30_000);
+  it(
+    "exits 0 when everything answers",
+    async () => {
+      const file = await writeConfig(
+        dir,
+        "probe-good",
+        config(`${origin}/v1`, {
+          store: { url: `sqlite://${join(dir, "probe", "tasks.db")}` },
+          images: s3.imagesConfig("probe"),
+        }),
+      );
+      const result = await runCli(["check-config", "--probe", "--config", file]);
+      expect(result.code, result.stdout + result.stderr).toBe(0);
+      expect(result.stdout.split("\n").filter((line) => /^(ok|failed) /.test(line))).toEqual([
+        'ok      channels[0] "gw": GET /models answered 200 with a model list',
+        `ok      store.url: sqlite://${join(dir, "probe", "tasks.db")} (not made yet; its folder can be written)`,
+        `ok      images.url: s3://${s3.bucket}/probe at ${s3.endpoint}: HeadBucket, then an object written, read back and deleted`,
+      ]);
+    },
+    slow(30_000),
+  );
 });

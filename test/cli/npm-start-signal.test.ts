@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -55,64 +56,68 @@ const alive = (pid: number) => {
 };
 
 describe("npm start", () => {
-  it("stops on kill -TERM of the npm process: the port closes and no process is left", async () => {
-    const port = await freePort();
-    const config = join(dir, "config.yaml");
-    writeFileSync(
-      config,
-      JSON.stringify({
-        server: { host: "127.0.0.1" },
-        store: { url: "memory://" },
-        auth: { keys: [{ key: "sk-npm-start", group: "default" }] },
-        groups: { default: { models: ["*"] } },
-        channels: [{ name: "demo", type: "demo", models: ["*"] }],
-      }),
-    );
-    const npm = spawn("npm", ["start", "--silent"], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? "", HOME: dir, CONFIG_FILE: config, PORT: String(port) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    npm.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    npm.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const exited = new Promise<number | string>((done) =>
-      npm.once("exit", (code, signal) => done(code ?? signal ?? "unknown")),
-    );
-    let below: number[] = [];
-    onTestFinished(() => {
-      for (const pid of [...below, npm.pid!]) if (alive(pid)) process.kill(pid, "SIGKILL");
-    });
-    const deadline = Date.now() + 30_000;
-    while (listeningUrlIn(stdout) !== `http://127.0.0.1:${port}`) {
-      if (npm.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`npm start did not start: ${stdout}\n${stderr}`);
+  it(
+    "stops on kill -TERM of the npm process: the port closes and no process is left",
+    async () => {
+      const port = await freePort();
+      const config = join(dir, "config.yaml");
+      writeFileSync(
+        config,
+        JSON.stringify({
+          server: { host: "127.0.0.1" },
+          store: { url: "memory://" },
+          auth: { keys: [{ key: "sk-npm-start", group: "default" }] },
+          groups: { default: { models: ["*"] } },
+          channels: [{ name: "demo", type: "demo", models: ["*"] }],
+        }),
+      );
+      const npm = spawn("npm", ["start", "--silent"], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", HOME: dir, CONFIG_FILE: config, PORT: String(port) },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      npm.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+      npm.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      const exited = new Promise<number | string>((done) =>
+        npm.once("exit", (code, signal) => done(code ?? signal ?? "unknown")),
+      );
+      let below: number[] = [];
+      onTestFinished(() => {
+        for (const pid of [...below, npm.pid!]) if (alive(pid)) process.kill(pid, "SIGKILL");
+      });
+      const deadline = Date.now() + 30_000;
+      while (listeningUrlIn(stdout) !== `http://127.0.0.1:${port}`) {
+        if (npm.exitCode !== null || Date.now() > deadline) {
+          throw new Error(`npm start did not start: ${stdout}\n${stderr}`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
       }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    below = descendants(npm.pid!);
-    expect(below.length).toBeGreaterThan(0);
-    expect(await listening(port)).toBe(true);
+      below = descendants(npm.pid!);
+      expect(below.length).toBeGreaterThan(0);
+      expect(await listening(port)).toBe(true);
 
-    process.kill(npm.pid!, "SIGTERM");
-    expect(await exited).toBe(0);
-    // stdout is no terminal here: the banner and the shutdown are JSON lines among the others.
-    const lines = stdout
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line) as { msg: string; signal?: string; url?: string });
-    expect(lines.find((line) => line.msg === "started")?.url).toBe(`http://127.0.0.1:${port}`);
-    expect(lines.filter((line) => line.signal === "SIGTERM").map((line) => line.msg)).toEqual([
-      "stopping",
-      "stopped",
-    ]);
-    expect(stdout.split("\n").filter((line) => line !== "" && !line.startsWith("{"))).toEqual(
-      expect.not.arrayContaining([expect.stringContaining("listening")]),
-    );
-    expect(await listening(port)).toBe(false);
-    // The service's node exits with npm, not after it as an orphan.
-    const left = below.filter(alive);
-    expect(left, `still running: ${left.join(", ")}`).toEqual([]);
-  }, 60_000);
+      process.kill(npm.pid!, "SIGTERM");
+      expect(await exited).toBe(0);
+      // stdout is no terminal here: the banner and the shutdown are JSON lines among the others.
+      const lines = stdout
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as { msg: string; signal?: string; url?: string });
+      expect(lines.find((line) => line.msg === "started")?.url).toBe(`http://127.0.0.1:${port}`);
+      expect(lines.filter((line) => line.signal === "SIGTERM").map((line) => line.msg)).toEqual([
+        "stopping",
+        "stopped",
+      ]);
+      expect(stdout.split("\n").filter((line) => line !== "" && !line.startsWith("{"))).toEqual(
+        expect.not.arrayContaining([expect.stringContaining("listening")]),
+      );
+      expect(await listening(port)).toBe(false);
+      // The service's node exits with npm, not after it as an orphan.
+      const left = below.filter(alive);
+      expect(left, `still running: ${left.join(", ")}`).toEqual([]);
+    },
+    slow(60_000),
+  );
 });

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -49,7 +50,7 @@ describe("the console makes a task again, and shows it as code", { timeout: 90_0
 
   beforeAll(async () => {
     [browser, service] = await Promise.all([launchChromium(), startDemoService(200)]);
-  }, 60_000);
+  }, slow(60_000));
   afterAll(async () => {
     await browser?.close();
     await service?.close(200);

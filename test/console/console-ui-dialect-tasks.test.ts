@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/server.js";
@@ -16,7 +17,7 @@ describe("the console's gallery beside tasks of another dialect", { timeout: 90_
 
   beforeAll(async () => {
     [browser, service] = await Promise.all([launchChromium(), startDemoService(10)]);
-  }, 60_000);
+  }, slow(60_000));
   afterAll(async () => {
     await browser?.close();
     await service?.close(200);

@@ -1,3 +1,4 @@
+import { slow as stretched } from "../support/time-factor.js";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/server.js";
@@ -31,7 +32,7 @@ describe("the console's fixes", { timeout: 90_000 }, () => {
       startDemoService(3000),
       startDemoService(600_000),
     ]);
-  }, 60_000);
+  }, stretched(60_000));
   afterAll(async () => {
     await browser?.close();
     await Promise.all([demo?.close(200), slow?.close(200)]);

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/server.js";
@@ -48,7 +49,7 @@ describe(
         startDemoService(3000),
         startDemoService(10),
       ]);
-    }, 60_000);
+    }, slow(60_000));
     afterAll(async () => {
       await browser?.close();
       await Promise.all([demo?.close(200), fast?.close(200)]);

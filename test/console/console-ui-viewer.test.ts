@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -69,7 +70,7 @@ describe("the console shows images whole, with what they cost", { timeout: 90_00
 
   beforeAll(async () => {
     [browser, service] = await Promise.all([launchChromium(), startDemoService(100)]);
-  }, 60_000);
+  }, slow(60_000));
   afterAll(async () => {
     await browser?.close();
     await service?.close(200);

@@ -1,3 +1,4 @@
+import { slow as stretched } from "../support/time-factor.js";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -85,7 +86,7 @@ describe("the web console in Chromium, on the demo channel", { timeout: 90_000 }
       startDemoService(3000),
       startDemoService(600_000),
     ]);
-  }, 60_000);
+  }, stretched(60_000));
   afterAll(async () => {
     await browser?.close();
     await Promise.all([service?.close(200), slow?.close(200)]);

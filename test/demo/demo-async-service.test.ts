@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,40 +66,44 @@ describe.each([
   ["bifrost", "SIGKILL"],
   ["openai-background", "SIGTERM"],
 ] as const)("the demo channel with async: %s", (dialect, signal) => {
-  it(`completes a task; after a ${signal} and a restart it polls the job on, never submits again`, async () => {
-    const configFile = await configFor(dialect);
-    const first = await serve(configFile, dir, { LOG_LEVEL: "info" });
-    const id = await submitOk(target(first), {
-      prompt: `a ${dialect} lighthouse`,
-      size: "64x64",
-      response_format: "url",
-    });
-    await waitUntil(
-      async () => (await counter(first, "upstream_async_submissions_total", "accepted")) === 1,
-      "the submission",
-      20_000,
-    );
-    const before = await getTask(target(first), id);
-    expect(before.body.status).toBe("in_progress");
-    const stopped = Date.now();
-    first.child.kill(signal);
-    await first.exited;
-    // A stop that only polls does not wait for the job (12 s) to finish: it hands it over.
-    expect(Date.now() - stopped).toBeLessThan(10_000);
-    if (signal === "SIGTERM") expect(first.stdout()).toContain('"msg":"task.handover"');
+  it(
+    `completes a task; after a ${signal} and a restart it polls the job on, never submits again`,
+    async () => {
+      const configFile = await configFor(dialect);
+      const first = await serve(configFile, dir, { LOG_LEVEL: "info" });
+      const id = await submitOk(target(first), {
+        prompt: `a ${dialect} lighthouse`,
+        size: "64x64",
+        response_format: "url",
+      });
+      await waitUntil(
+        async () => (await counter(first, "upstream_async_submissions_total", "accepted")) === 1,
+        "the submission",
+        20_000,
+      );
+      const before = await getTask(target(first), id);
+      expect(before.body.status).toBe("in_progress");
+      const stopped = Date.now();
+      first.child.kill(signal);
+      await first.exited;
+      // A stop that only polls does not wait for the job (12 s) to finish: it hands it over.
+      expect(Date.now() - stopped).toBeLessThan(10_000);
+      if (signal === "SIGTERM") expect(first.stdout()).toContain('"msg":"task.handover"');
 
-    const second = await serve(configFile, dir, { LOG_LEVEL: "info" });
-    try {
-      const done = await waitForStatus(target(second), id, ["completed", "failed"], 60_000);
-      expect(done.body.status, done.text).toBe("completed");
-      expect(done.body.started_at).toBe(before.body.started_at);
-      const image = await fetch(done.body.data![0]!.url!);
-      expect(Buffer.from(await image.arrayBuffer()).subarray(0, 8)).toEqual(PNG_MAGIC);
-      expect(await counter(second, "upstream_async_submissions_total", "accepted")).toBe(0);
-      expect(await counter(second, "upstream_async_polls_total", "completed")).toBe(1);
-    } finally {
-      second.child.kill("SIGTERM");
-      await second.exited;
-    }
-  }, 120_000);
+      const second = await serve(configFile, dir, { LOG_LEVEL: "info" });
+      try {
+        const done = await waitForStatus(target(second), id, ["completed", "failed"], 60_000);
+        expect(done.body.status, done.text).toBe("completed");
+        expect(done.body.started_at).toBe(before.body.started_at);
+        const image = await fetch(done.body.data![0]!.url!);
+        expect(Buffer.from(await image.arrayBuffer()).subarray(0, 8)).toEqual(PNG_MAGIC);
+        expect(await counter(second, "upstream_async_submissions_total", "accepted")).toBe(0);
+        expect(await counter(second, "upstream_async_polls_total", "completed")).toBe(1);
+      } finally {
+        second.child.kill("SIGTERM");
+        await second.exited;
+      }
+    },
+    slow(120_000),
+  );
 });

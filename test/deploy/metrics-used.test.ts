@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import pino from "pino";
@@ -168,7 +169,7 @@ beforeAll(async () => {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   scrape = samplesOf(text);
   declared = declaredIn(text);
-}, 60_000);
+}, slow(60_000));
 
 afterAll(() => server?.close(1000));
 

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -110,7 +111,7 @@ beforeAll(async () => {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`the service did not start:\n${serviceLog}`);
-}, 60_000);
+}, slow(60_000));
 
 afterAll(async () => {
   if (service && service.exitCode === null) {
@@ -130,17 +131,21 @@ describe("README.md's runnable blocks, against the demo defaults", () => {
     expect(runnable(blocks).length).toBeGreaterThanOrEqual(4);
   });
 
-  it("runs every shell block in order, each answered 2xx", () => {
-    const shell = runnable(blocks).filter((block) => SHELL.has(block.lang));
-    const outcome = runShell(shell);
-    expect(outcome.status, `${outcome.output}\nservice:\n${serviceLog}`).toBe(0);
-    // The tour saves the task's image: a real PNG, fetched by its signed URL.
-    const pictures = readdirSync(work).filter((file) => file.endsWith(".png"));
-    expect(pictures.length).toBeGreaterThan(0);
-    for (const picture of pictures) {
-      expect(readFileSync(join(work, picture)).subarray(1, 4).toString()).toBe("PNG");
-    }
-  }, 150_000);
+  it(
+    "runs every shell block in order, each answered 2xx",
+    () => {
+      const shell = runnable(blocks).filter((block) => SHELL.has(block.lang));
+      const outcome = runShell(shell);
+      expect(outcome.status, `${outcome.output}\nservice:\n${serviceLog}`).toBe(0);
+      // The tour saves the task's image: a real PNG, fetched by its signed URL.
+      const pictures = readdirSync(work).filter((file) => file.endsWith(".png"));
+      expect(pictures.length).toBeGreaterThan(0);
+      for (const picture of pictures) {
+        expect(readFileSync(join(work, picture)).subarray(1, 4).toString()).toBe("PNG");
+      }
+    },
+    slow(150_000),
+  );
 
   it.each(runnable(blocks).filter((block) => SCRIPT.has(block.lang)))(
     "runs the script at $where",

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -84,38 +85,42 @@ describe("/readyz and the image store", () => {
     expect(made).toBeLessThanOrEqual(Math.floor(elapsed / 1_000) + 1);
   });
 
-  it("stays ready (degraded) while the store is away: passthrough works, submissions are refused, and it is ready again after", async () => {
-    const app = await useApp({ config: { images: imagesAt({ checkIntervalSec: 1 }) } });
-    expect((await readyz(app)).body.status).toBe("ready");
-    await s3.stop();
-    try {
-      await waitUntil(
-        async () => (await readyz(app)).body.status === "degraded",
-        "the periodic check to find the store away",
-      );
-      const ready = await call(app, "GET", "/readyz", { key: null });
-      expect(ready.status).toBe(200);
-      expect(ready.headers.get("retry-after")).toBeNull();
-      expect(JSON.parse(ready.text)).toEqual({
-        status: "degraded",
-        checks: {
-          store: "ok",
-          images: "the image store did not answer (ECONNREFUSED, on HeadBucket)",
-          channels: expect.any(Object),
-        },
-      });
-      const openai = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
-      const chat = await openai.chat.completions.create({
-        model: "gpt-4o-mini",
-        messages: [{ role: "user", content: "hi" }],
-      });
-      expect(chat.choices[0]?.message.content).toBeTruthy();
-      expectError(await submit(app, { prompt: "while away" }), 503, "storage_unavailable");
-      expect(upstreamPrompts(app.upstream)).not.toContain("while away");
-    } finally {
-      await s3.start();
-    }
-    // Every 2 s while it fails: back within a few.
-    await waitUntil(async () => (await readyz(app)).body.status === "ready", "ready again");
-  }, 30_000);
+  it(
+    "stays ready (degraded) while the store is away: passthrough works, submissions are refused, and it is ready again after",
+    async () => {
+      const app = await useApp({ config: { images: imagesAt({ checkIntervalSec: 1 }) } });
+      expect((await readyz(app)).body.status).toBe("ready");
+      await s3.stop();
+      try {
+        await waitUntil(
+          async () => (await readyz(app)).body.status === "degraded",
+          "the periodic check to find the store away",
+        );
+        const ready = await call(app, "GET", "/readyz", { key: null });
+        expect(ready.status).toBe(200);
+        expect(ready.headers.get("retry-after")).toBeNull();
+        expect(JSON.parse(ready.text)).toEqual({
+          status: "degraded",
+          checks: {
+            store: "ok",
+            images: "the image store did not answer (ECONNREFUSED, on HeadBucket)",
+            channels: expect.any(Object),
+          },
+        });
+        const openai = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
+        const chat = await openai.chat.completions.create({
+          model: "gpt-4o-mini",
+          messages: [{ role: "user", content: "hi" }],
+        });
+        expect(chat.choices[0]?.message.content).toBeTruthy();
+        expectError(await submit(app, { prompt: "while away" }), 503, "storage_unavailable");
+        expect(upstreamPrompts(app.upstream)).not.toContain("while away");
+      } finally {
+        await s3.start();
+      }
+      // Every 2 s while it fails: back within a few.
+      await waitUntil(async () => (await readyz(app)).body.status === "ready", "ready again");
+    },
+    slow(30_000),
+  );
 });

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { rm } from "node:fs/promises";
 import OpenAI from "openai";
 import { describe, expect, it, onTestFinished } from "vitest";
@@ -30,69 +31,77 @@ async function readyz(app: TestApp) {
 }
 
 describe("/readyz while the task store (Redis) is away", () => {
-  it("stays 200 degraded: chat 200, submissions 503, ready again after; no Redis address on the public port", async () => {
-    const redis = await startPrivateRedis();
-    onTestFinished(() => redis.close());
-    const prefix = uniquePrefix("readyz-redis");
-    const app = await startTestApp({
-      config: {
-        store: { url: redis.url, prefix, commandTimeoutSec: 1 },
-        images: { url: `file://${imagesDirOf(prefix)}` },
-        metrics: { port: 0 },
-      },
-    });
-    onTestFinished(async () => {
-      await app.close();
-      await deleteKeys(prefix, redis.url).catch(() => undefined);
-      await rm(imagesDirOf(prefix), { recursive: true, force: true });
-    });
-    const redisPort = new URL(redis.url).port;
-
-    const ready = await readyz(app);
-    expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({
-      status: "ready",
-      checks: { store: "ok", images: "ok", channels: expect.any(Object) },
-    });
-    expect(ready.text).not.toContain(redisPort);
-    // Where the primary is, for operators: on the metrics listener.
-    const metrics = await (await fetch(`${app.server.metricsUrl}/metrics`)).text();
-    expect(metrics).toMatch(new RegExp(`redis_primary_info\\{[^}]*127\\.0\\.0\\.1:${redisPort}`));
-
-    await redis.stop();
-    try {
-      // The submission meets the outage (and has the store checked again at once).
-      expectError(await submit(app, { prompt: "while Redis is away" }), 503, "store_unavailable");
-      await waitUntil(
-        async () => (await readyz(app)).body.status === "degraded",
-        "the store's check to find Redis away",
-      );
-      const degraded = await readyz(app);
-      expect(degraded.status).toBe(200);
-      expect(degraded.body).toEqual({
-        status: "degraded",
-        checks: {
-          store: expect.stringMatching(/^the task store cannot be reached/),
-          images: "ok",
-          channels: expect.any(Object),
+  it(
+    "stays 200 degraded: chat 200, submissions 503, ready again after; no Redis address on the public port",
+    async () => {
+      const redis = await startPrivateRedis();
+      onTestFinished(() => redis.close());
+      const prefix = uniquePrefix("readyz-redis");
+      const app = await startTestApp({
+        config: {
+          store: { url: redis.url, prefix, commandTimeoutSec: 1 },
+          images: { url: `file://${imagesDirOf(prefix)}` },
+          metrics: { port: 0 },
         },
       });
-      expect(degraded.text).not.toContain(redisPort);
-      const openai = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
-      const chat = await openai.chat.completions.create({
-        model: "gpt-4o-mini",
-        messages: [{ role: "user", content: "hi" }],
+      onTestFinished(async () => {
+        await app.close();
+        await deleteKeys(prefix, redis.url).catch(() => undefined);
+        await rm(imagesDirOf(prefix), { recursive: true, force: true });
       });
-      expect(chat.choices[0]?.message.content).toBeTruthy();
-      expectError(await submit(app, { prompt: "still away" }), 503, "store_unavailable");
-    } finally {
-      await redis.start();
-    }
-    // Checked every 2 s while it fails.
-    await waitUntil(async () => (await readyz(app)).body.status === "ready", "ready again", 20_000);
-    const after = await submitOk(app, { prompt: "after the outage" });
-    expect((await waitForStatus(app, after, ["completed", "failed"], 20_000)).body.status).toBe(
-      "completed",
-    );
-  }, 60_000);
+      const redisPort = new URL(redis.url).port;
+
+      const ready = await readyz(app);
+      expect(ready.status).toBe(200);
+      expect(ready.body).toEqual({
+        status: "ready",
+        checks: { store: "ok", images: "ok", channels: expect.any(Object) },
+      });
+      expect(ready.text).not.toContain(redisPort);
+      // Where the primary is, for operators: on the metrics listener.
+      const metrics = await (await fetch(`${app.server.metricsUrl}/metrics`)).text();
+      expect(metrics).toMatch(new RegExp(`redis_primary_info\\{[^}]*127\\.0\\.0\\.1:${redisPort}`));
+
+      await redis.stop();
+      try {
+        // The submission meets the outage (and has the store checked again at once).
+        expectError(await submit(app, { prompt: "while Redis is away" }), 503, "store_unavailable");
+        await waitUntil(
+          async () => (await readyz(app)).body.status === "degraded",
+          "the store's check to find Redis away",
+        );
+        const degraded = await readyz(app);
+        expect(degraded.status).toBe(200);
+        expect(degraded.body).toEqual({
+          status: "degraded",
+          checks: {
+            store: expect.stringMatching(/^the task store cannot be reached/),
+            images: "ok",
+            channels: expect.any(Object),
+          },
+        });
+        expect(degraded.text).not.toContain(redisPort);
+        const openai = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
+        const chat = await openai.chat.completions.create({
+          model: "gpt-4o-mini",
+          messages: [{ role: "user", content: "hi" }],
+        });
+        expect(chat.choices[0]?.message.content).toBeTruthy();
+        expectError(await submit(app, { prompt: "still away" }), 503, "store_unavailable");
+      } finally {
+        await redis.start();
+      }
+      // Checked every 2 s while it fails.
+      await waitUntil(
+        async () => (await readyz(app)).body.status === "ready",
+        "ready again",
+        20_000,
+      );
+      const after = await submitOk(app, { prompt: "after the outage" });
+      expect((await waitForStatus(app, after, ["completed", "failed"], 20_000)).body.status).toBe(
+        "completed",
+      );
+    },
+    slow(60_000),
+  );
 });

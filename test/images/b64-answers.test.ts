@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
@@ -20,49 +21,55 @@ import { readAll } from "./read-all.js";
  */
 
 describe.each(STORES)("b64_json answers of real-size images ($name)", ({ options }) => {
-  it("poll, Prefer: wait and cancel answer every image byte for byte, with Content-Length", async () => {
-    const app = await useApp(await options());
-    const images = [noisePng(), noisePng(512), noisePng()];
-    app.upstream.behave("images", {
-      kind: "custom",
-      respond: (_req, res) => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(imagesAnswer(images));
-      },
-    });
-    const check = (response: Awaited<ReturnType<typeof getTask>>) => {
-      expect(response.status, response.text.slice(0, 300)).toBe(200);
-      expect(Number(response.headers.get("content-length"))).toBe(Buffer.byteLength(response.text));
-      expect(response.body.data).toHaveLength(3);
-      for (const [index, item] of response.body.data!.entries()) {
-        expect(Buffer.from(item.b64_json!, "base64").equals(images[index]!)).toBe(true);
-      }
-    };
-    const waited = await call(app, "POST", "/v1/images/tasks", {
-      json: { model: "gpt-image-1", prompt: "three", n: 3 },
-      headers: { prefer: "wait=20" },
-    });
-    check(waited);
-    const id = waited.body.id;
-    check(await getTask(app, id));
-    check(await cancelTask(app, id));
-    // A client that leaves half-way costs the service nothing lasting.
-    await new Promise<void>((resolve) => {
-      const req = request(`${app.url}/v1/images/tasks/${id}`, {
-        headers: { authorization: `Bearer ${app.key}` },
+  it(
+    "poll, Prefer: wait and cancel answer every image byte for byte, with Content-Length",
+    async () => {
+      const app = await useApp(await options());
+      const images = [noisePng(), noisePng(512), noisePng()];
+      app.upstream.behave("images", {
+        kind: "custom",
+        respond: (_req, res) => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(imagesAnswer(images));
+        },
       });
-      req.on("response", (res) => {
-        res.once("data", () => {
-          req.destroy();
-          resolve();
+      const check = (response: Awaited<ReturnType<typeof getTask>>) => {
+        expect(response.status, response.text.slice(0, 300)).toBe(200);
+        expect(Number(response.headers.get("content-length"))).toBe(
+          Buffer.byteLength(response.text),
+        );
+        expect(response.body.data).toHaveLength(3);
+        for (const [index, item] of response.body.data!.entries()) {
+          expect(Buffer.from(item.b64_json!, "base64").equals(images[index]!)).toBe(true);
+        }
+      };
+      const waited = await call(app, "POST", "/v1/images/tasks", {
+        json: { model: "gpt-image-1", prompt: "three", n: 3 },
+        headers: { prefer: "wait=20" },
+      });
+      check(waited);
+      const id = waited.body.id;
+      check(await getTask(app, id));
+      check(await cancelTask(app, id));
+      // A client that leaves half-way costs the service nothing lasting.
+      await new Promise<void>((resolve) => {
+        const req = request(`${app.url}/v1/images/tasks/${id}`, {
+          headers: { authorization: `Bearer ${app.key}` },
         });
+        req.on("response", (res) => {
+          res.once("data", () => {
+            req.destroy();
+            resolve();
+          });
+        });
+        req.end();
       });
-      req.end();
-    });
-    check(await getTask(app, id));
-    const other = await submitOk(app, { prompt: "after", n: 3, response_format: "url" });
-    await waitForStatus(app, other, ["completed"], 20_000);
-  }, 60_000);
+      check(await getTask(app, id));
+      const other = await submitOk(app, { prompt: "after", n: 3, response_format: "url" });
+      await waitForStatus(app, other, ["completed"], 20_000);
+    },
+    slow(60_000),
+  );
 });
 
 describe("sendTaskView", () => {

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
 import {
   DeleteBucketCommand,
@@ -38,7 +39,7 @@ beforeAll(async () => {
     await rgw.createBucket(bucket);
     buckets.push(bucket);
   }
-}, 60_000);
+}, slow(60_000));
 afterAll(async () => {
   await rgw?.stop();
 });
@@ -90,84 +91,92 @@ async function readyz(app: TestApp) {
 }
 
 describe("the image store fails while the service runs (Ceph RGW, Redis)", () => {
-  it("the bucket deleted mid-run: the task fails storage_unavailable at once, and the reason is NoSuchBucket", async () => {
-    const { app, bucket } = await appOnNewBucket();
-    const owner = new S3Client({
-      endpoint: rgw.endpoint,
-      region: rgw.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey },
-    });
-    onTestFinished(() => owner.destroy());
-    app.upstream.behave("images", { kind: "ok", delayMs: 1_000 });
-    const asked = app.upstream.nextRequest("images");
-    const id = await submitOk(app, { prompt: "refused for good", response_format: "url" });
-    await asked;
-    await deleteBucket(owner, bucket);
-    const answeredAt = Date.now();
-    const done = await waitForStatus(app, id, ["completed", "failed"], 30_000);
-    expect(done.body.status).toBe("failed");
-    expect(done.body.error).toMatchObject({
-      code: "storage_unavailable",
-      message: "The image store refused to keep the task's images.",
-    });
-    // At once: long before images.writeRetrySec (60 s) of retries.
-    expect(Date.now() - answeredAt).toBeLessThan(20_000);
-    await waitUntil(
-      async () =>
-        (await readyz(app)).body.checks !== undefined &&
-        ((await readyz(app)).body.checks as { images: string }).images !== "ok",
-      "the check to find the bucket gone",
-    );
-    // Degraded, not unavailable: passthrough still works on this replica.
-    expect(await readyz(app)).toMatchObject({
-      status: 200,
-      body: {
-        status: "degraded",
-        checks: { images: "the bucket does not exist (NoSuchBucket, on PutObject)" },
-      },
-    });
-    expectError(await submit(app, { prompt: "after the bucket" }), 503, "storage_unavailable");
-    expect(upstreamPrompts(app.upstream)).toEqual(["refused for good"]);
-  }, 60_000);
-  it("stopped: degraded with the reason, submissions 503 with no image request at the channel, all back when it returns", async () => {
-    const { app } = await appOnNewBucket();
-    const before = await submitOk(app, { prompt: "before", response_format: "url" });
-    expect((await waitForStatus(app, before, ["completed", "failed"])).body.status).toBe(
-      "completed",
-    );
-
-    await rgw.stopGateway();
-    try {
+  it(
+    "the bucket deleted mid-run: the task fails storage_unavailable at once, and the reason is NoSuchBucket",
+    async () => {
+      const { app, bucket } = await appOnNewBucket();
+      const owner = new S3Client({
+        endpoint: rgw.endpoint,
+        region: rgw.region,
+        forcePathStyle: true,
+        credentials: { accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey },
+      });
+      onTestFinished(() => owner.destroy());
+      app.upstream.behave("images", { kind: "ok", delayMs: 1_000 });
+      const asked = app.upstream.nextRequest("images");
+      const id = await submitOk(app, { prompt: "refused for good", response_format: "url" });
+      await asked;
+      await deleteBucket(owner, bucket);
+      const answeredAt = Date.now();
+      const done = await waitForStatus(app, id, ["completed", "failed"], 30_000);
+      expect(done.body.status).toBe("failed");
+      expect(done.body.error).toMatchObject({
+        code: "storage_unavailable",
+        message: "The image store refused to keep the task's images.",
+      });
+      // At once: long before images.writeRetrySec (60 s) of retries.
+      expect(Date.now() - answeredAt).toBeLessThan(20_000);
       await waitUntil(
-        async () => (await readyz(app)).body.status === "degraded",
-        "the image store's check",
+        async () =>
+          (await readyz(app)).body.checks !== undefined &&
+          ((await readyz(app)).body.checks as { images: string }).images !== "ok",
+        "the check to find the bucket gone",
       );
+      // Degraded, not unavailable: passthrough still works on this replica.
       expect(await readyz(app)).toMatchObject({
         status: 200,
         body: {
           status: "degraded",
-          checks: {
-            store: "ok",
-            // Whichever step of the check the stop met first.
-            images: expect.stringMatching(
-              /^the image store did not answer \(ECONNREFUSED, on (HeadBucket|PutObject|GetObject|DeleteObject)\)$/,
-            ),
-          },
+          checks: { images: "the bucket does not exist (NoSuchBucket, on PutObject)" },
         },
       });
-      const refused = await submit(app, { prompt: "while stopped" });
-      expectError(refused, 503, "storage_unavailable");
-      expect(refused.headers.get("retry-after")).toBe("5");
-      expect(upstreamPrompts(app.upstream)).toEqual(["before"]);
-    } finally {
-      await rgw.startGateway();
-    }
-    await waitUntil(async () => (await readyz(app)).body.status === "ready", "ready again");
-    const after = await submitOk(app, { prompt: "after", response_format: "url" });
-    expect((await waitForStatus(app, after, ["completed", "failed"])).body.status).toBe(
-      "completed",
-    );
-    expect(upstreamPrompts(app.upstream)).toEqual(["before", "after"]);
-  }, 60_000);
+      expectError(await submit(app, { prompt: "after the bucket" }), 503, "storage_unavailable");
+      expect(upstreamPrompts(app.upstream)).toEqual(["refused for good"]);
+    },
+    slow(60_000),
+  );
+  it(
+    "stopped: degraded with the reason, submissions 503 with no image request at the channel, all back when it returns",
+    async () => {
+      const { app } = await appOnNewBucket();
+      const before = await submitOk(app, { prompt: "before", response_format: "url" });
+      expect((await waitForStatus(app, before, ["completed", "failed"])).body.status).toBe(
+        "completed",
+      );
+
+      await rgw.stopGateway();
+      try {
+        await waitUntil(
+          async () => (await readyz(app)).body.status === "degraded",
+          "the image store's check",
+        );
+        expect(await readyz(app)).toMatchObject({
+          status: 200,
+          body: {
+            status: "degraded",
+            checks: {
+              store: "ok",
+              // Whichever step of the check the stop met first.
+              images: expect.stringMatching(
+                /^the image store did not answer \(ECONNREFUSED, on (HeadBucket|PutObject|GetObject|DeleteObject)\)$/,
+              ),
+            },
+          },
+        });
+        const refused = await submit(app, { prompt: "while stopped" });
+        expectError(refused, 503, "storage_unavailable");
+        expect(refused.headers.get("retry-after")).toBe("5");
+        expect(upstreamPrompts(app.upstream)).toEqual(["before"]);
+      } finally {
+        await rgw.startGateway();
+      }
+      await waitUntil(async () => (await readyz(app)).body.status === "ready", "ready again");
+      const after = await submitOk(app, { prompt: "after", response_format: "url" });
+      expect((await waitForStatus(app, after, ["completed", "failed"])).body.status).toBe(
+        "completed",
+      );
+      expect(upstreamPrompts(app.upstream)).toEqual(["before", "after"]);
+    },
+    slow(60_000),
+  );
 });

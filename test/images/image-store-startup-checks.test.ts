@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -27,7 +28,7 @@ beforeAll(async () => {
   rgw = await startCephRgw();
   bucket = `startup-${randomBytes(4).toString("hex")}`;
   await rgw.createBucket(bucket);
-}, 60_000);
+}, slow(60_000));
 afterAll(async () => {
   await rgw?.stop();
   for (const prefix of prefixes) await deleteKeys(prefix).catch(() => undefined);
@@ -82,60 +83,72 @@ describe("start-up's image store check (Ceph RGW, Redis)", () => {
     expect(await served.exited).toBe(0);
   });
 
-  it("exits 2 on each refusal that cannot heal, with the field and the gateway's own code", async () => {
-    const where = (name: string) => `s3://${name}/images at ${rgw.endpoint}`;
-    const missing = `missing-${randomBytes(4).toString("hex")}`;
-    const cases: Array<[S3Settings, string]> = [
-      [
-        { secretAccessKey: `wrong${rgw.secretAccessKey}` },
-        `images.s3.secretAccessKey: the store refused the request's signature: the secret does not belong to the key (SignatureDoesNotMatch, on PutObject, ${where(bucket)})`,
-      ],
-      [
-        { accessKeyId: "NOSUCHKEY00000000000" },
-        `images.s3.accessKeyId: the store knows no such access key (InvalidAccessKeyId, on PutObject, ${where(bucket)})`,
-      ],
-      [
-        { ...rgw.outsider },
-        `images.s3.accessKeyId: the key has no right to this: it needs s3:PutObject, s3:GetObject, s3:DeleteObject and s3:ListBucket on the bucket and prefix (AccessDenied, on PutObject, ${where(bucket)})`,
-      ],
-      [
-        { bucket: missing },
-        `images.url: the bucket does not exist (NoSuchBucket, on PutObject, ${where(missing)})`,
-      ],
-    ];
-    for (const [settings, line] of cases) {
-      const result = await refused(await configFile(settings));
-      expect(result.code, result.lines.join("\n")).toBe(2);
-      expect(result.lines).toEqual([line]);
-      // At once: a refusal is not waited for.
-      expect(result.ms).toBeLessThan(9_000);
-      expect(result.stdout).not.toContain("listening on");
-    }
-  }, 90_000);
+  it(
+    "exits 2 on each refusal that cannot heal, with the field and the gateway's own code",
+    async () => {
+      const where = (name: string) => `s3://${name}/images at ${rgw.endpoint}`;
+      const missing = `missing-${randomBytes(4).toString("hex")}`;
+      const cases: Array<[S3Settings, string]> = [
+        [
+          { secretAccessKey: `wrong${rgw.secretAccessKey}` },
+          `images.s3.secretAccessKey: the store refused the request's signature: the secret does not belong to the key (SignatureDoesNotMatch, on PutObject, ${where(bucket)})`,
+        ],
+        [
+          { accessKeyId: "NOSUCHKEY00000000000" },
+          `images.s3.accessKeyId: the store knows no such access key (InvalidAccessKeyId, on PutObject, ${where(bucket)})`,
+        ],
+        [
+          { ...rgw.outsider },
+          `images.s3.accessKeyId: the key has no right to this: it needs s3:PutObject, s3:GetObject, s3:DeleteObject and s3:ListBucket on the bucket and prefix (AccessDenied, on PutObject, ${where(bucket)})`,
+        ],
+        [
+          { bucket: missing },
+          `images.url: the bucket does not exist (NoSuchBucket, on PutObject, ${where(missing)})`,
+        ],
+      ];
+      for (const [settings, line] of cases) {
+        const result = await refused(await configFile(settings));
+        expect(result.code, result.lines.join("\n")).toBe(2);
+        expect(result.lines).toEqual([line]);
+        // At once: a refusal is not waited for.
+        expect(result.ms).toBeLessThan(9_000);
+        expect(result.stdout).not.toContain("listening on");
+      }
+    },
+    slow(90_000),
+  );
 
-  it("waits images.connectTimeoutSec for an endpoint nothing listens on, then exits 2", async () => {
-    const closed = `http://127.0.0.1:${await freePort()}`;
-    const result = await refused(await configFile({ endpoint: closed }, 2));
-    expect(result.code).toBe(2);
-    expect(result.lines).toEqual([
-      `images.s3.endpoint: the image store did not answer within images.connectTimeoutSec (2 s) (ECONNREFUSED, on HeadBucket, s3://${bucket}/images at ${closed})`,
-    ]);
-    expect(result.ms).toBeGreaterThanOrEqual(1_500);
-  }, 30_000);
-
-  it("waits for a gateway that accepts connections and never answers, then exits 2", async () => {
-    rgw.pause();
-    try {
-      const result = await refused(await configFile({}, 2));
+  it(
+    "waits images.connectTimeoutSec for an endpoint nothing listens on, then exits 2",
+    async () => {
+      const closed = `http://127.0.0.1:${await freePort()}`;
+      const result = await refused(await configFile({ endpoint: closed }, 2));
       expect(result.code).toBe(2);
-      expect(result.lines).toHaveLength(1);
-      expect(result.lines[0]).toMatch(
-        /^images\.s3\.endpoint: the image store did not answer within images\.connectTimeoutSec \(2 s\) \(timeout, on /,
-      );
-    } finally {
-      rgw.resume();
-    }
-  }, 30_000);
+      expect(result.lines).toEqual([
+        `images.s3.endpoint: the image store did not answer within images.connectTimeoutSec (2 s) (ECONNREFUSED, on HeadBucket, s3://${bucket}/images at ${closed})`,
+      ]);
+      expect(result.ms).toBeGreaterThanOrEqual(1_500);
+    },
+    slow(30_000),
+  );
+
+  it(
+    "waits for a gateway that accepts connections and never answers, then exits 2",
+    async () => {
+      rgw.pause();
+      try {
+        const result = await refused(await configFile({}, 2));
+        expect(result.code).toBe(2);
+        expect(result.lines).toHaveLength(1);
+        expect(result.lines[0]).toMatch(
+          /^images\.s3\.endpoint: the image store did not answer within images\.connectTimeoutSec \(2 s\) \(timeout, on /,
+        );
+      } finally {
+        rgw.resume();
+      }
+    },
+    slow(30_000),
+  );
 });
 
 describe("start-up's image store check (a directory)", () => {

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -160,45 +161,56 @@ describe("S3 image store on Ceph RGW", () => {
     expect(left).toEqual([]);
   });
 
-  it("is not ready, promptly, while the gateway is paused, and is again once it is resumed", async () => {
-    const store = await openStore();
-    await store.put("2030-01-01/task_p/0.png", Buffer.from("before"), "image/png");
-    rgw.pause();
-    try {
-      // ping's own deadline (5 s): the connection is accepted and never answered.
-      await expect(store.ping()).rejects.toThrow();
-      await expect(store.check(AbortSignal.timeout(1_000))).rejects.toMatchObject({
-        name: "AbortError",
-      });
-      const read = store.get("2030-01-01/task_p/0.png", AbortSignal.timeout(1_000));
-      await expect(read).rejects.toMatchObject({ name: "AbortError" });
-    } finally {
-      rgw.resume();
-    }
-    await store.ping();
-    const found = await store.get("2030-01-01/task_p/0.png");
-    expect((await readAll(found!.body)).toString()).toBe("before");
-  }, 20_000);
+  it(
+    "is not ready, promptly, while the gateway is paused, and is again once it is resumed",
+    async () => {
+      const store = await openStore();
+      await store.put("2030-01-01/task_p/0.png", Buffer.from("before"), "image/png");
+      rgw.pause();
+      try {
+        // ping's own deadline (5 s): the connection is accepted and never answered.
+        await expect(store.ping()).rejects.toThrow();
+        await expect(store.check(AbortSignal.timeout(1_000))).rejects.toMatchObject({
+          name: "AbortError",
+        });
+        const read = store.get("2030-01-01/task_p/0.png", AbortSignal.timeout(1_000));
+        await expect(read).rejects.toMatchObject({ name: "AbortError" });
+      } finally {
+        rgw.resume();
+      }
+      await store.ping();
+      const found = await store.get("2030-01-01/task_p/0.png");
+      expect((await readAll(found!.body)).toString()).toBe("before");
+    },
+    slow(20_000),
+  );
 
-  it("gives up a read and a write the paused gateway never answers after idleTimeoutSec, as a store that did not answer", async () => {
-    const store = await openStore({ idleTimeoutSec: 1 });
-    await store.put("2030-01-01/task_q/0.png", Buffer.from("x"), "image/png");
-    rgw.pause();
-    try {
-      const outcome = await Promise.race([
-        store.get("2030-01-01/task_q/0.png").then(
-          () => "answered",
-          () => "gave up",
-        ),
-        new Promise((resolve) => setTimeout(resolve, 8_000, "still waiting")),
-      ]);
-      expect(outcome).toBe("gave up");
-      const write = store.put("2030-01-01/task_q/1.png", Buffer.from("y"), "image/png");
-      await expect(write).rejects.toMatchObject({ permanent: false, field: "images.s3.endpoint" });
-    } finally {
-      rgw.resume();
-    }
-  }, 20_000);
+  it(
+    "gives up a read and a write the paused gateway never answers after idleTimeoutSec, as a store that did not answer",
+    async () => {
+      const store = await openStore({ idleTimeoutSec: 1 });
+      await store.put("2030-01-01/task_q/0.png", Buffer.from("x"), "image/png");
+      rgw.pause();
+      try {
+        const outcome = await Promise.race([
+          store.get("2030-01-01/task_q/0.png").then(
+            () => "answered",
+            () => "gave up",
+          ),
+          new Promise((resolve) => setTimeout(resolve, 8_000, "still waiting")),
+        ]);
+        expect(outcome).toBe("gave up");
+        const write = store.put("2030-01-01/task_q/1.png", Buffer.from("y"), "image/png");
+        await expect(write).rejects.toMatchObject({
+          permanent: false,
+          field: "images.s3.endpoint",
+        });
+      } finally {
+        rgw.resume();
+      }
+    },
+    slow(20_000),
+  );
 
   it("fails at once while the gateway is stopped, and works again when it is back", async () => {
     const store = await openStore();

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
 import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { createServer, type AddressInfo, type Socket } from "node:net";
@@ -81,31 +82,35 @@ describe("S3 image store", () => {
     await store.put("2030-01-01/task_c/1.png", Buffer.from("after"), "image/png");
   });
 
-  it("is not ready, promptly, when the store accepts connections and never answers", async () => {
-    const sockets = new Set<Socket>();
-    const silent = createServer((socket) => {
-      sockets.add(socket);
-      socket.on("error", () => undefined);
-    });
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-    const hung = await openS3ImageStore({
-      bucket: "images",
-      prefix: "x",
-      endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
-      region: "us-east-1",
-      forcePathStyle: true,
-      credentials: S3_CREDENTIALS,
-    });
-    try {
-      const started = Date.now();
-      await expect(hung.ping()).rejects.toThrow();
-      expect(Date.now() - started).toBeLessThan(8_000);
-    } finally {
-      await hung.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
-    }
-  }, 15_000);
+  it(
+    "is not ready, promptly, when the store accepts connections and never answers",
+    async () => {
+      const sockets = new Set<Socket>();
+      const silent = createServer((socket) => {
+        sockets.add(socket);
+        socket.on("error", () => undefined);
+      });
+      await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+      const hung = await openS3ImageStore({
+        bucket: "images",
+        prefix: "x",
+        endpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        region: "us-east-1",
+        forcePathStyle: true,
+        credentials: S3_CREDENTIALS,
+      });
+      try {
+        const started = Date.now();
+        await expect(hung.ping()).rejects.toThrow();
+        expect(Date.now() - started).toBeLessThan(8_000);
+      } finally {
+        await hung.close();
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => silent.close(resolve));
+      }
+    },
+    slow(15_000),
+  );
 
   it("sends image bodies unsigned (no hash of the bytes), and the server takes them", async () => {
     // A recording hop in front of the server: what the store sent, as the server saw it.

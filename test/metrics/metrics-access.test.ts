@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -91,56 +92,60 @@ function freePort(): Promise<number> {
 }
 
 describe("a real Prometheus", () => {
-  it("scrapes the separate port with the bearer token, and is refused without it", async () => {
-    if (spawnSync("prometheus", ["--version"]).error) {
-      throw new Error("prometheus is not installed: `apt-get install prometheus` (.ci/run does)");
-    }
-    const app = await appWith({ port: 0, host: "127.0.0.1", bearerToken: TOKEN });
-    const target = new URL(app.server.metricsUrl!).host;
-    const dir = mkdtempSync(join(tmpdir(), "sidecar-prom-auth-"));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    writeFileSync(
-      join(dir, "prometheus.yml"),
-      [
-        "global: { scrape_interval: 1s }",
-        "scrape_configs:",
-        "  - job_name: with-token",
-        `    authorization: { credentials: "${TOKEN}" }`,
-        `    static_configs: [{ targets: ["${target}"] }]`,
-        "  - job_name: without-token",
-        `    static_configs: [{ targets: ["${target}"] }]`,
-        "",
-      ].join("\n"),
-    );
-    const port = await freePort();
-    const prometheus = spawn(
-      "prometheus",
-      [
-        `--config.file=${join(dir, "prometheus.yml")}`,
-        `--storage.tsdb.path=${join(dir, "data")}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-      ],
-      { stdio: "ignore" },
-    );
-    onTestFinished(() => void prometheus.kill("SIGKILL"));
-
-    const up = async (): Promise<Record<string, string>> => {
-      const response = await fetch(`http://127.0.0.1:${port}/api/v1/query?query=up`);
-      const body = (await response.json()) as {
-        data: { result: Array<{ metric: { job: string }; value: [number, string] }> };
-      };
-      return Object.fromEntries(body.data.result.map((r) => [r.metric.job, r.value[1]]));
-    };
-    let last: Record<string, string> = {};
-    for (let i = 0; i < 300; i += 1) {
-      try {
-        last = await up();
-        if (last["with-token"] && last["without-token"]) break;
-      } catch {
-        // not listening yet
+  it(
+    "scrapes the separate port with the bearer token, and is refused without it",
+    async () => {
+      if (spawnSync("prometheus", ["--version"]).error) {
+        throw new Error("prometheus is not installed: `apt-get install prometheus` (.ci/run does)");
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(last).toEqual({ "with-token": "1", "without-token": "0" });
-  }, 60_000);
+      const app = await appWith({ port: 0, host: "127.0.0.1", bearerToken: TOKEN });
+      const target = new URL(app.server.metricsUrl!).host;
+      const dir = mkdtempSync(join(tmpdir(), "sidecar-prom-auth-"));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      writeFileSync(
+        join(dir, "prometheus.yml"),
+        [
+          "global: { scrape_interval: 1s }",
+          "scrape_configs:",
+          "  - job_name: with-token",
+          `    authorization: { credentials: "${TOKEN}" }`,
+          `    static_configs: [{ targets: ["${target}"] }]`,
+          "  - job_name: without-token",
+          `    static_configs: [{ targets: ["${target}"] }]`,
+          "",
+        ].join("\n"),
+      );
+      const port = await freePort();
+      const prometheus = spawn(
+        "prometheus",
+        [
+          `--config.file=${join(dir, "prometheus.yml")}`,
+          `--storage.tsdb.path=${join(dir, "data")}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+        ],
+        { stdio: "ignore" },
+      );
+      onTestFinished(() => void prometheus.kill("SIGKILL"));
+
+      const up = async (): Promise<Record<string, string>> => {
+        const response = await fetch(`http://127.0.0.1:${port}/api/v1/query?query=up`);
+        const body = (await response.json()) as {
+          data: { result: Array<{ metric: { job: string }; value: [number, string] }> };
+        };
+        return Object.fromEntries(body.data.result.map((r) => [r.metric.job, r.value[1]]));
+      };
+      let last: Record<string, string> = {};
+      for (let i = 0; i < 300; i += 1) {
+        try {
+          last = await up();
+          if (last["with-token"] && last["without-token"]) break;
+        } catch {
+          // not listening yet
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(last).toEqual({ "with-token": "1", "without-token": "0" });
+    },
+    slow(60_000),
+  );
 });

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -144,7 +145,7 @@ beforeAll(async () => {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-}, 60_000);
+}, slow(60_000));
 
 afterAll(async () => {
   prometheus?.kill("SIGKILL");

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { deleteKeys, startPrivateRedis, uniquePrefix } from "../support/redis.js";
 import { startS3Server } from "../support/s3-server.js";
@@ -25,45 +26,49 @@ async function storeUp(app: TestApp): Promise<Record<string, number>> {
 const readyz = async (app: TestApp) => (await fetch(`${app.url}/readyz`)).status;
 
 describe("image_task_sidecar_store_up", () => {
-  it("is 1 per store while the checks pass, 0 for the store they found missing", async () => {
-    const redis = await startPrivateRedis();
-    onTestFinished(() => redis.close());
-    const s3 = await startS3Server();
-    onTestFinished(() => s3.close());
-    const prefix = uniquePrefix("store-up");
-    const app = await startTestApp({
-      config: {
-        store: { url: redis.url, prefix, commandTimeoutSec: 1 },
-        images: { ...s3.imagesConfig(prefix), checkIntervalSec: 1 },
-      },
-    });
-    onTestFinished(async () => {
-      await app.close();
-      await deleteKeys(prefix, redis.url).catch(() => undefined);
-    });
+  it(
+    "is 1 per store while the checks pass, 0 for the store they found missing",
+    async () => {
+      const redis = await startPrivateRedis();
+      onTestFinished(() => redis.close());
+      const s3 = await startS3Server();
+      onTestFinished(() => s3.close());
+      const prefix = uniquePrefix("store-up");
+      const app = await startTestApp({
+        config: {
+          store: { url: redis.url, prefix, commandTimeoutSec: 1 },
+          images: { ...s3.imagesConfig(prefix), checkIntervalSec: 1 },
+        },
+      });
+      onTestFinished(async () => {
+        await app.close();
+        await deleteKeys(prefix, redis.url).catch(() => undefined);
+      });
 
-    // Start-up checked both stores before it listened.
-    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
-    expect(await readyz(app)).toBe(200);
-    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
+      // Start-up checked both stores before it listened.
+      expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
+      expect(await readyz(app)).toBe(200);
+      expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
 
-    await s3.stop();
-    await waitUntil(async () => (await storeUp(app)).images === 0, "the image store's check");
-    expect(await storeUp(app)).toEqual({ tasks: 1, images: 0 });
-    expect(await readyz(app)).toBe(200);
-    await s3.start();
-    await waitUntil(async () => (await storeUp(app)).images === 1, "the image store back");
-    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
+      await s3.stop();
+      await waitUntil(async () => (await storeUp(app)).images === 0, "the image store's check");
+      expect(await storeUp(app)).toEqual({ tasks: 1, images: 0 });
+      expect(await readyz(app)).toBe(200);
+      await s3.start();
+      await waitUntil(async () => (await storeUp(app)).images === 1, "the image store back");
+      expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
 
-    await redis.stop();
-    // A real operation meets the outage, and has the store checked at once.
-    expectError(await submit(app, { prompt: "while Redis is away" }), 503, "store_unavailable");
-    await waitUntil(async () => (await storeUp(app)).tasks === 0, "the task store's check");
-    // Each store is checked on its own: the image store still answers.
-    expect(await storeUp(app)).toEqual({ tasks: 0, images: 1 });
-    expect(await readyz(app)).toBe(200);
-    await redis.start();
-    await waitUntil(async () => (await storeUp(app)).tasks === 1, "the task store back", 20_000);
-    expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
-  }, 60_000);
+      await redis.stop();
+      // A real operation meets the outage, and has the store checked at once.
+      expectError(await submit(app, { prompt: "while Redis is away" }), 503, "store_unavailable");
+      await waitUntil(async () => (await storeUp(app)).tasks === 0, "the task store's check");
+      // Each store is checked on its own: the image store still answers.
+      expect(await storeUp(app)).toEqual({ tasks: 0, images: 1 });
+      expect(await readyz(app)).toBe(200);
+      await redis.start();
+      await waitUntil(async () => (await storeUp(app)).tasks === 1, "the task store back", 20_000);
+      expect(await storeUp(app)).toEqual({ tasks: 1, images: 1 });
+    },
+    slow(60_000),
+  );
 });

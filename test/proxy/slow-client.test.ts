@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { request } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -53,37 +54,41 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-it("keeps the stream of a client that reads slower than the channel sends", async () => {
-  const body = JSON.stringify({ model: "gpt-4o-mini", messages: [], stream: true });
-  const received = await new Promise<{ bytes: number; tail: string }>((resolve, reject) => {
-    const req = request(
-      `${app.baseURL}/chat/completions`,
-      {
-        method: "POST",
-        headers: { authorization: `Bearer ${app.key}`, "content-type": "application/json" },
-      },
-      (res) => {
-        let bytes = 0;
-        let tail = "";
-        let paused = false;
-        res.on("data", (chunk: Buffer) => {
-          bytes += chunk.length;
-          tail = (tail + chunk.toString("latin1")).slice(-64);
-          if (paused) return;
-          paused = true;
-          // Reads nothing for well over the channel's timeout, then all of it.
-          res.pause();
-          void sleep(TIMEOUT_SEC * 2500).then(() => res.resume());
-        });
-        res.once("end", () => resolve({ bytes, tail }));
-        res.once("error", reject);
-      },
-    );
-    req.once("error", reject);
-    req.end(body);
-  });
-  expect(received.tail.endsWith("data: [DONE]\n\n")).toBe(true);
-  expect(received.bytes).toBe(EVENT.length * EVENTS + "data: [DONE]\n\n".length);
-  // The channel really was held back past its timeout, and was not cut for it.
-  expect(longestHeldMs).toBeGreaterThan(TIMEOUT_SEC * 1000);
-}, 30_000);
+it(
+  "keeps the stream of a client that reads slower than the channel sends",
+  async () => {
+    const body = JSON.stringify({ model: "gpt-4o-mini", messages: [], stream: true });
+    const received = await new Promise<{ bytes: number; tail: string }>((resolve, reject) => {
+      const req = request(
+        `${app.baseURL}/chat/completions`,
+        {
+          method: "POST",
+          headers: { authorization: `Bearer ${app.key}`, "content-type": "application/json" },
+        },
+        (res) => {
+          let bytes = 0;
+          let tail = "";
+          let paused = false;
+          res.on("data", (chunk: Buffer) => {
+            bytes += chunk.length;
+            tail = (tail + chunk.toString("latin1")).slice(-64);
+            if (paused) return;
+            paused = true;
+            // Reads nothing for well over the channel's timeout, then all of it.
+            res.pause();
+            void sleep(TIMEOUT_SEC * 2500).then(() => res.resume());
+          });
+          res.once("end", () => resolve({ bytes, tail }));
+          res.once("error", reject);
+        },
+      );
+      req.once("error", reject);
+      req.end(body);
+    });
+    expect(received.tail.endsWith("data: [DONE]\n\n")).toBe(true);
+    expect(received.bytes).toBe(EVENT.length * EVENTS + "data: [DONE]\n\n".length);
+    // The channel really was held back past its timeout, and was not cut for it.
+    expect(longestHeldMs).toBeGreaterThan(TIMEOUT_SEC * 1000);
+  },
+  slow(30_000),
+);

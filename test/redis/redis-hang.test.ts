@@ -1,3 +1,4 @@
+import { slow, leaseSec } from "../support/time-factor.js";
 import { rm } from "node:fs/promises";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startHangingRedis } from "../support/hanging-redis.js";
@@ -20,7 +21,7 @@ const ANSWER_WITHIN_MS = TIMEOUT_SEC * 1000 * 3 + 1500;
 
 async function appOn(url: string, prefix: string): Promise<TestApp> {
   const app = await startTestApp({
-    imageTasks: { maxConcurrent: 2, leaseSec: 2 },
+    imageTasks: { maxConcurrent: 2, leaseSec: leaseSec(2) },
     config: {
       store: { url, prefix, commandTimeoutSec: TIMEOUT_SEC },
       images: { url: `file://${imagesDirOf(prefix)}` },
@@ -80,44 +81,52 @@ async function expectRecovered(app: TestApp, ids: string[]): Promise<void> {
 }
 
 describe("a Redis that hangs (accepts, never answers)", () => {
-  it("a paused redis-server (SIGSTOP): task routes answer 503 within the command timeout, /readyz degraded, passthrough works, all recovers on SIGCONT", async () => {
-    const redis = await startPrivateRedis();
-    onTestFinished(() => redis.close());
-    const app = await appOn(redis.url, uniquePrefix("paused"));
-    const done = await submitOk(app, { prompt: "before the pause" });
-    await waitForStatus(app, done, ["completed"]);
-    // One running while Redis is paused: it ends upstream meanwhile, and is written after.
-    app.upstream.behave("images", { kind: "ok", delayMs: 1500 });
-    const running = await submitOk(app, { prompt: "runs through the pause" });
-    await waitForStatus(app, running, ["in_progress"]);
+  it(
+    "a paused redis-server (SIGSTOP): task routes answer 503 within the command timeout, /readyz degraded, passthrough works, all recovers on SIGCONT",
+    async () => {
+      const redis = await startPrivateRedis();
+      onTestFinished(() => redis.close());
+      const app = await appOn(redis.url, uniquePrefix("paused"));
+      const done = await submitOk(app, { prompt: "before the pause" });
+      await waitForStatus(app, done, ["completed"]);
+      // One running while Redis is paused: it ends upstream meanwhile, and is written after.
+      app.upstream.behave("images", { kind: "ok", delayMs: 1500 });
+      const running = await submitOk(app, { prompt: "runs through the pause" });
+      await waitForStatus(app, running, ["in_progress"]);
 
-    redis.pause();
-    await expectHungButServing(app, done);
-    // Still hung a while later (the client keeps giving up on it), not hanging requests.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    await expectHungButServing(app, done);
+      redis.pause();
+      await expectHungButServing(app, done);
+      // Still hung a while later (the client keeps giving up on it), not hanging requests.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await expectHungButServing(app, done);
 
-    redis.resume();
-    app.upstream.behave("images", { kind: "ok" });
-    await expectRecovered(app, [done, running]);
-  }, 90_000);
+      redis.resume();
+      app.upstream.behave("images", { kind: "ok" });
+      await expectRecovered(app, [done, running]);
+    },
+    slow(90_000),
+  );
 
-  it("a front that swallows every connection: the hung connections are given up on, and new ones recover once Redis answers", async () => {
-    const prefix = uniquePrefix("swallowed");
-    onTestFinished(async () => {
-      await deleteKeys(prefix);
-    });
-    const front = await startHangingRedis({ host: "127.0.0.1", port: 6379 });
-    onTestFinished(() => front.close());
-    const app = await appOn(front.url, prefix);
-    const done = await submitOk(app, { prompt: "before the hang" });
-    await waitForStatus(app, done, ["completed"]);
+  it(
+    "a front that swallows every connection: the hung connections are given up on, and new ones recover once Redis answers",
+    async () => {
+      const prefix = uniquePrefix("swallowed");
+      onTestFinished(async () => {
+        await deleteKeys(prefix);
+      });
+      const front = await startHangingRedis({ host: "127.0.0.1", port: 6379 });
+      onTestFinished(() => front.close());
+      const app = await appOn(front.url, prefix);
+      const done = await submitOk(app, { prompt: "before the hang" });
+      await waitForStatus(app, done, ["completed"]);
 
-    front.hang();
-    await expectHungButServing(app, done);
+      front.hang();
+      await expectHungButServing(app, done);
 
-    // Connections made before stay silent for ever: only reconnecting gets through.
-    front.answer();
-    await expectRecovered(app, [done]);
-  }, 90_000);
+      // Connections made before stay silent for ever: only reconnecting gets through.
+      front.answer();
+      await expectRecovered(app, [done]);
+    },
+    slow(90_000),
+  );
 });

@@ -1,3 +1,4 @@
+import { leaseSec } from "../support/time-factor.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -51,7 +52,7 @@ async function deployment() {
     channels: [
       { name: "fake", baseUrl: upstream.baseUrl, apiKey: UPSTREAM_KEY, models: ["gpt-4o-mini"] },
     ],
-    imageTasks: { maxConcurrent: 2, leaseSec: 1, pollIntervalSec: 1 },
+    imageTasks: { maxConcurrent: 2, leaseSec: leaseSec(1), pollIntervalSec: 1 },
     images: { url: `file://${join(dir, "images")}` },
   });
   return { channel, start: () => serve(config, dir) };

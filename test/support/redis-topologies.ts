@@ -1,3 +1,4 @@
+import { slow } from "./time-factor.js";
 import { afterAll, beforeAll } from "vitest";
 import {
   startRedisCluster,
@@ -33,7 +34,7 @@ export function useFileTopologies(): FileTopologies {
     if (set.status === "fulfilled") sentinel = set.value;
     if (nodes.status === "fulfilled") cluster = nodes.value;
     for (const started of [set, nodes]) if (started.status === "rejected") throw started.reason;
-  }, 60_000);
+  }, slow(60_000));
   afterAll(async () => {
     await Promise.all([sentinel?.stop(), cluster?.stop()]);
   });

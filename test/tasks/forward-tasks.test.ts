@@ -1,3 +1,4 @@
+import { leaseSec } from "../support/time-factor.js";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { createClient } from "@keyv/redis";
@@ -68,7 +69,7 @@ async function replica(
     groups: {},
     // The gateway channel has a key of its own: a forward task must never fall back to it.
     channels: [{ name: "newapi", baseUrl: gw.baseUrl, apiKey: UPSTREAM_KEY, models: ["*"] }],
-    imageTasks: { maxConcurrent: 1, pollIntervalSec: 1, leaseSec: 2 },
+    imageTasks: { maxConcurrent: 1, pollIntervalSec: 1, leaseSec: leaseSec(2) },
     logging: { level: "silent" },
   };
   const server = await startServer({

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -115,7 +116,7 @@ export async function waitForStatus(
   timeoutMs = 10_000,
   key?: string,
 ): Promise<ApiResponse> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + slow(timeoutMs);
   let last: ApiResponse | undefined;
   for (;;) {
     last = await getTask(target, id, key);
@@ -135,7 +136,7 @@ export async function waitUntil(
   what: string,
   timeoutMs = 10_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + slow(timeoutMs);
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(25);

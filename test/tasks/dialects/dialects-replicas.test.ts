@@ -1,3 +1,4 @@
+import { leaseSec } from "../../support/time-factor.js";
 import type { ServerResponse } from "node:http";
 import { createClient } from "@keyv/redis";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
@@ -31,7 +32,7 @@ afterAll(() => upstream.close());
 async function replicas() {
   const prefix = uniquePrefix("dialects");
   onTestFinished(() => deleteKeys(prefix).then(() => undefined));
-  const options = { upstream, redis: { prefix }, imageTasks: { leaseSec: 2 } };
+  const options = { upstream, redis: { prefix }, imageTasks: { leaseSec: leaseSec(2) } };
   return { prefix, a: await useApp(options), b: await useApp(options) };
 }
 

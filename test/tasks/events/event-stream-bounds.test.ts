@@ -1,3 +1,4 @@
+import { slow } from "../../support/time-factor.js";
 import { readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { createClient } from "@keyv/redis";
@@ -107,57 +108,61 @@ function filesOpenUnder(dir: string): number {
 }
 
 describe("a watcher that never reads", () => {
-  it("is cut after events.slowReaderSec, freeing the image file it held open", async () => {
-    const dir = await useTempDir();
-    const imagesDir = join(dir, "images");
-    const app = await useApp({
-      storeUrl: `sqlite://${join(dir, "tasks.db")}`,
-      config: {
-        images: { url: `file://${imagesDir}` },
-        events: { maxStreamsPerKey: 100, maxStreams: 10_000, slowReaderSec: 2 },
-      },
-    });
-    // Two real-size images: as base64, far more than the sockets' buffers hold.
-    const answer = imagesAnswer([noisePng(2048), noisePng(2048)]);
-    app.upstream.behave("images", {
-      kind: "custom",
-      respond: (_req, res) => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(answer);
-      },
-    });
-    const id = await submitOk(app, {
-      model: "gpt-image-1",
-      prompt: "heavy",
-      n: 2,
-      response_format: "b64_json",
-    });
-    await waitForStatus(app, id, ["completed"], 60_000);
+  it(
+    "is cut after events.slowReaderSec, freeing the image file it held open",
+    async () => {
+      const dir = await useTempDir();
+      const imagesDir = join(dir, "images");
+      const app = await useApp({
+        storeUrl: `sqlite://${join(dir, "tasks.db")}`,
+        config: {
+          images: { url: `file://${imagesDir}` },
+          events: { maxStreamsPerKey: 100, maxStreams: 10_000, slowReaderSec: 2 },
+        },
+      });
+      // Two real-size images: as base64, far more than the sockets' buffers hold.
+      const answer = imagesAnswer([noisePng(2048), noisePng(2048)]);
+      app.upstream.behave("images", {
+        kind: "custom",
+        respond: (_req, res) => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(answer);
+        },
+      });
+      const id = await submitOk(app, {
+        model: "gpt-image-1",
+        prompt: "heavy",
+        n: 2,
+        response_format: "b64_json",
+      });
+      await waitForStatus(app, id, ["completed"], 60_000);
 
-    const watcher = await openRaw(app.server.port);
-    watcher.socket.pause();
-    watcher.send(
-      `GET ${eventsPath(id)} HTTP/1.1\r\nHost: localhost\r\n` +
-        `Authorization: Bearer ${app.key}\r\nAccept: text/event-stream\r\n\r\n`,
-    );
-    // The stream is writing the final event, an image open, and the client takes nothing.
-    await until(() => filesOpenUnder(imagesDir) > 0, 20_000, "an image file is open");
-    await until(
-      async () =>
-        (await sample(
-          app.url,
-          'image_task_sidecar_task_event_watchers_cut_total{reason="slow_reader"}',
-        )) === 1,
-      30_000,
-      "the watcher is cut",
-    );
-    await until(() => filesOpenUnder(imagesDir) === 0, 10_000, "the image file is closed");
-    await until(
-      async () => (await sample(app.url, "image_task_sidecar_task_event_watchers")) === 0,
-      10_000,
-      "no watcher is left",
-    );
-  }, 120_000);
+      const watcher = await openRaw(app.server.port);
+      watcher.socket.pause();
+      watcher.send(
+        `GET ${eventsPath(id)} HTTP/1.1\r\nHost: localhost\r\n` +
+          `Authorization: Bearer ${app.key}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
+      // The stream is writing the final event, an image open, and the client takes nothing.
+      await until(() => filesOpenUnder(imagesDir) > 0, 20_000, "an image file is open");
+      await until(
+        async () =>
+          (await sample(
+            app.url,
+            'image_task_sidecar_task_event_watchers_cut_total{reason="slow_reader"}',
+          )) === 1,
+        30_000,
+        "the watcher is cut",
+      );
+      await until(() => filesOpenUnder(imagesDir) === 0, 10_000, "the image file is closed");
+      await until(
+        async () => (await sample(app.url, "image_task_sidecar_task_event_watchers")) === 0,
+        10_000,
+        "no watcher is left",
+      );
+    },
+    slow(120_000),
+  );
 });
 
 describe("GET .../events for another key's task", () => {

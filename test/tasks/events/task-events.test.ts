@@ -1,3 +1,4 @@
+import { slow } from "../../support/time-factor.js";
 import { request, type ServerResponse } from "node:http";
 import { describe, expect, it } from "vitest";
 import { encodePng } from "../../../src/demo/png-encoder.js";
@@ -170,42 +171,48 @@ describe("task event streams", () => {
     expect(stream.comments).toBeGreaterThanOrEqual(3);
   });
 
-  it("never write a comment inside an event a slow reader takes in pieces", async () => {
-    const app = await useApp({ imageTasks: { eventsKeepAliveSec: 0.05 } });
-    const image = noisePng();
-    app.upstream.behave("images", {
-      kind: "custom",
-      respond: (_req, res) => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(imagesAnswer([image]));
-      },
-    });
-    const id = await submitOk(app, { prompt: "big" });
-    await waitForStatus(app, id, ["completed"], 20_000);
-    // The final event holds 4 MB of base64: a reader that pauses makes it go out in pieces,
-    // with keep-alive rounds in between.
-    const text = await new Promise<string>((resolve, reject) => {
-      const req = request(`${app.url}${eventsPath(id)}`, {
-        headers: { authorization: `Bearer ${app.key}`, accept: "text/event-stream" },
+  it(
+    "never write a comment inside an event a slow reader takes in pieces",
+    async () => {
+      const app = await useApp({ imageTasks: { eventsKeepAliveSec: 0.05 } });
+      const image = noisePng();
+      app.upstream.behave("images", {
+        kind: "custom",
+        respond: (_req, res) => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(imagesAnswer([image]));
+        },
       });
-      req.on("response", (res) => {
-        res.pause();
-        const chunks: Buffer[] = [];
-        setTimeout(() => {
-          res.on("data", (chunk: Buffer) => chunks.push(chunk));
-          res.on("end", () => resolve(Buffer.concat(chunks).toString()));
-          res.resume();
-        }, 500);
+      const id = await submitOk(app, { prompt: "big" });
+      await waitForStatus(app, id, ["completed"], 20_000);
+      // The final event holds 4 MB of base64: a reader that pauses makes it go out in pieces,
+      // with keep-alive rounds in between.
+      const text = await new Promise<string>((resolve, reject) => {
+        const req = request(`${app.url}${eventsPath(id)}`, {
+          headers: { authorization: `Bearer ${app.key}`, accept: "text/event-stream" },
+        });
+        req.on("response", (res) => {
+          res.pause();
+          const chunks: Buffer[] = [];
+          setTimeout(() => {
+            res.on("data", (chunk: Buffer) => chunks.push(chunk));
+            res.on("end", () => resolve(Buffer.concat(chunks).toString()));
+            res.resume();
+          }, 500);
+        });
+        req.on("error", reject);
+        req.end();
       });
-      req.on("error", reject);
-      req.end();
-    });
-    const blocks = text.split("\n\n").filter((block) => block.startsWith("id: "));
-    expect(blocks.map((block) => block.split("\n", 1)[0])).toEqual(["id: final"]);
-    const data = blocks[0]!.split("\n").find((line) => line.startsWith("data: "))!;
-    const final = JSON.parse(data.slice("data: ".length)) as { data: Array<{ b64_json: string }> };
-    expect(Buffer.from(final.data[0]!.b64_json, "base64").equals(image)).toBe(true);
-  }, 30_000);
+      const blocks = text.split("\n\n").filter((block) => block.startsWith("id: "));
+      expect(blocks.map((block) => block.split("\n", 1)[0])).toEqual(["id: final"]);
+      const data = blocks[0]!.split("\n").find((line) => line.startsWith("data: "))!;
+      const final = JSON.parse(data.slice("data: ".length)) as {
+        data: Array<{ b64_json: string }>;
+      };
+      expect(Buffer.from(final.data[0]!.b64_json, "base64").equals(image)).toBe(true);
+    },
+    slow(30_000),
+  );
 
   it("answer an edit submitted with Accept: text/event-stream, and HEAD without a body", async () => {
     const app = await useApp();

@@ -1,3 +1,4 @@
+import { leaseSec } from "../../support/time-factor.js";
 import { rm } from "node:fs/promises";
 import { expect, onTestFinished } from "vitest";
 import type { FakeUpstream } from "../../support/fake-upstream.js";
@@ -28,7 +29,7 @@ export async function startReplicaApps(options: {
   for (let i = 0; i < (options.count ?? 2); i += 1) {
     const app = await startTestApp({
       upstream: options.upstream,
-      imageTasks: { maxConcurrent: 4, leaseSec: 2 },
+      imageTasks: { maxConcurrent: 4, leaseSec: leaseSec(2) },
       config: {
         store: { commandTimeoutSec: COMMAND_TIMEOUT_SEC, ...options.store },
         images: { url: `file://${imagesDirOf(prefix)}` },

@@ -1,3 +1,4 @@
+import { slow } from "../../support/time-factor.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
 import { uniquePrefix } from "../../support/redis.js";
@@ -27,32 +28,36 @@ beforeAll(async () => {
     }),
     startFakeUpstream(),
   ]);
-}, 60_000);
+}, slow(60_000));
 afterAll(async () => {
   await Promise.all([set?.stop(), upstream?.close()]);
 });
 
 describe("Redis Sentinel: the master dies under load", () => {
-  it("every replica follows the promoted master without a restart; every 202 completes, no 500", async () => {
-    upstream.behave("images", { kind: "ok", delayMs: 300 });
-    const apps = await startReplicaApps({
-      upstream,
-      store: {
-        url: set.url,
-        prefix: uniquePrefix("sentinel"),
-        sentinelPassword: SENTINEL_PASSWORD,
-        // A task answered 202 is on a replica too: the promotion cannot lose it.
-        minReplicas: 1,
-      },
-    });
-    const run = await submitThroughFailover(
-      apps,
-      () => set.killMaster(),
-      () => set.waitForFailover(30_000),
-    );
-    await expectNothingLost(apps, run, "sentinel failover");
-    const promoted = await set.currentMaster();
-    expect(promoted).not.toEqual(set.master);
-    await expectSwitchSeen(apps, `${promoted.host}:${promoted.port}`);
-  }, 120_000);
+  it(
+    "every replica follows the promoted master without a restart; every 202 completes, no 500",
+    async () => {
+      upstream.behave("images", { kind: "ok", delayMs: 300 });
+      const apps = await startReplicaApps({
+        upstream,
+        store: {
+          url: set.url,
+          prefix: uniquePrefix("sentinel"),
+          sentinelPassword: SENTINEL_PASSWORD,
+          // A task answered 202 is on a replica too: the promotion cannot lose it.
+          minReplicas: 1,
+        },
+      });
+      const run = await submitThroughFailover(
+        apps,
+        () => set.killMaster(),
+        () => set.waitForFailover(30_000),
+      );
+      await expectNothingLost(apps, run, "sentinel failover");
+      const promoted = await set.currentMaster();
+      expect(promoted).not.toEqual(set.master);
+      await expectSwitchSeen(apps, `${promoted.host}:${promoted.port}`);
+    },
+    slow(120_000),
+  );
 });

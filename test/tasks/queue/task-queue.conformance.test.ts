@@ -1,3 +1,4 @@
+import { leaseSec } from "../../support/time-factor.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -95,7 +96,7 @@ describe.each(backends)("TaskQueue on $name", ({ name, place, handsBack }) => {
     const [storeUrl, prefix] = at.split("#") as [string, string | undefined];
     const config = testConfig("http://127.0.0.1:9/v1", {
       storeUrl,
-      imageTasks: { maxConcurrent, leaseSec: 1 },
+      imageTasks: { maxConcurrent, leaseSec: leaseSec(1) },
       config: prefix ? { store: { url: storeUrl, prefix } } : {},
     });
     const backend = await openTaskBackend(config, pino({ level: "silent" }));

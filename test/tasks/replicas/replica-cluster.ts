@@ -1,3 +1,4 @@
+import { leaseSec } from "../../support/time-factor.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -84,7 +85,7 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
     ],
     imageTasks: {
       maxConcurrent: options.maxConcurrent ?? 2,
-      leaseSec: options.leaseSec ?? 1,
+      leaseSec: options.leaseSec ?? leaseSec(1),
       pollIntervalSec: 1,
       ...options.imageTasks,
     },

@@ -1,3 +1,4 @@
+import { leaseSec } from "../../support/time-factor.js";
 import type { ServerResponse } from "node:http";
 import { pino } from "pino";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
@@ -18,7 +19,7 @@ afterAll(() => upstream.close());
 
 /** Replicas of one deployment: apps in this process on one Redis prefix, each with its own bus. */
 async function replica(prefix: string) {
-  return useApp({ upstream, redis: { prefix }, imageTasks: { leaseSec: 2 } });
+  return useApp({ upstream, redis: { prefix }, imageTasks: { leaseSec: leaseSec(2) } });
 }
 
 function usePrefix() {

@@ -1,3 +1,4 @@
+import { leaseSec } from "../../support/time-factor.js";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { headerRecord, startWebhookReceiver } from "../../webhooks/webhook-receiver.js";
@@ -17,7 +18,7 @@ describe("a replica that dies or stops", () => {
   it("SIGKILLed mid-run: its tasks finish on the others, none stuck, none run twice at once", async () => {
     upstream.reset();
     upstream.behave("images", { kind: "hang" });
-    const configFile = await clusterConfig({ maxConcurrent: 2, leaseSec: 1 });
+    const configFile = await clusterConfig({ maxConcurrent: 2, leaseSec: leaseSec(1) });
     const [doomed] = await startReplicas(configFile, 1);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push(await submitOk(target(doomed!), { prompt: `kill ${i}` }));
@@ -44,7 +45,7 @@ describe("a replica that dies or stops", () => {
     });
     onTestFinished(() => receiver.close());
     const configFile = await clusterConfig({
-      leaseSec: 1,
+      leaseSec: leaseSec(1),
       webhooks: { secret, allowPrivateNetworks: true, timeoutSec: 60 },
     });
     const [doomed] = await startReplicas(configFile, 1);

@@ -1,3 +1,4 @@
+import { leaseSec } from "../../support/time-factor.js";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
@@ -37,7 +38,7 @@ describe("Redis going away", () => {
     upstream.reset();
     upstream.behave("images", { kind: "ok", delayMs: 1000 });
     const replicas = (
-      await startReplicas(await clusterConfig({ storeUrl: redis.url, leaseSec: 1 }), 2)
+      await startReplicas(await clusterConfig({ storeUrl: redis.url, leaseSec: leaseSec(1) }), 2)
     ).map(target);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++)
@@ -94,7 +95,7 @@ describe("Redis going away", () => {
       auth: { keys: [{ key: TEST_KEYS.default, group: "default" }] },
       groups: { default: { models: ["gpt-image-*"] } },
       channels: [{ name: "fake", baseUrl: upstream.baseUrl, models: ["gpt-image-1"] }],
-      imageTasks: { retentionSec: 1, timeoutSec: 2, leaseSec: 1 },
+      imageTasks: { retentionSec: 1, timeoutSec: 2, leaseSec: leaseSec(1) },
     });
     const [replica] = (await startReplicas(configFile, 1)).map(target);
     const baseline = await listKeys(prefix);

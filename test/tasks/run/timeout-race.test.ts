@@ -1,3 +1,4 @@
+import { slow } from "../../support/time-factor.js";
 import { describe, expect, it } from "vitest";
 import { getTask, submitOk, useApp, waitUntil } from "../task-api.js";
 
@@ -17,41 +18,45 @@ const TASKS = 50;
 const TIMEOUT_SEC = 20;
 
 describe("a task past its timeout", () => {
-  it(`always ends failed/timeout: ${TASKS} tasks on a channel that hangs`, async () => {
-    const app = await useApp({
-      imageTasks: {
-        timeoutSec: TIMEOUT_SEC,
-        maxConcurrent: TASKS,
-        maxQueued: TASKS * 2,
-        maxQueuedPerKey: TASKS,
-      },
-    });
-    app.upstream.behave("images", { kind: "hang" });
-    const ids: string[] = [];
-    for (let n = 0; n < TASKS; n += 1) {
-      ids.push(await submitOk(app, { prompt: `hang ${n}` }));
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    const ends = new Map<string, { status: string; code?: string | null }>();
-    await waitUntil(
-      async () => {
-        for (const id of ids) {
-          if (ends.has(id)) continue;
-          const { body } = await getTask(app, id);
-          if (body.status === "completed" || body.status === "failed") {
-            ends.set(id, { status: body.status, code: body.error?.code });
+  it(
+    `always ends failed/timeout: ${TASKS} tasks on a channel that hangs`,
+    async () => {
+      const app = await useApp({
+        imageTasks: {
+          timeoutSec: TIMEOUT_SEC,
+          maxConcurrent: TASKS,
+          maxQueued: TASKS * 2,
+          maxQueuedPerKey: TASKS,
+        },
+      });
+      app.upstream.behave("images", { kind: "hang" });
+      const ids: string[] = [];
+      for (let n = 0; n < TASKS; n += 1) {
+        ids.push(await submitOk(app, { prompt: `hang ${n}` }));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const ends = new Map<string, { status: string; code?: string | null }>();
+      await waitUntil(
+        async () => {
+          for (const id of ids) {
+            if (ends.has(id)) continue;
+            const { body } = await getTask(app, id);
+            if (body.status === "completed" || body.status === "failed") {
+              ends.set(id, { status: body.status, code: body.error?.code });
+            }
           }
-        }
-        return ends.size === TASKS;
-      },
-      "every task to end",
-      TIMEOUT_SEC * 1000 + 30_000,
-    );
-    const codes = new Map<string, number>();
-    for (const end of ends.values()) {
-      const key = `${end.status}/${end.code ?? "-"}`;
-      codes.set(key, (codes.get(key) ?? 0) + 1);
-    }
-    expect(Object.fromEntries(codes)).toEqual({ "failed/timeout": TASKS });
-  }, 90_000);
+          return ends.size === TASKS;
+        },
+        "every task to end",
+        TIMEOUT_SEC * 1000 + 30_000,
+      );
+      const codes = new Map<string, number>();
+      for (const end of ends.values()) {
+        const key = `${end.status}/${end.code ?? "-"}`;
+        codes.set(key, (codes.get(key) ?? 0) + 1);
+      }
+      expect(Object.fromEntries(codes)).toEqual({ "failed/timeout": TASKS });
+    },
+    slow(90_000),
+  );
 });

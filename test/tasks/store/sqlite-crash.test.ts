@@ -1,3 +1,4 @@
+import { slow } from "../../support/time-factor.js";
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -88,75 +89,80 @@ async function statusOf(url: string, id: string): Promise<string> {
 }
 
 describe("SIGKILL at random instants on the SQLite store", () => {
-  it("loses no accepted task or webhook event, leaves none unfinished, runs none again", async () => {
-    const configFile = join(dir, "config.yaml");
-    writeFileSync(
-      configFile,
-      [
-        "server: { port: 0, host: 127.0.0.1 }",
-        `store: { url: "sqlite://${join(dir, "crash.db")}" }`,
-        `auth: { keys: [{ key: ${TEST_KEYS.default}, group: default }] }`,
-        'groups: { default: { models: ["gpt-image-*"] } }',
-        `channels: [{ name: fake, baseUrl: "${upstream.baseUrl}", models: ["gpt-image-1"] }]`,
-        // Room for every task a loaded machine leaves queued across the rounds.
-        "imageTasks: { maxConcurrent: 4, pollIntervalSec: 1, maxAttempts: 3, maxQueued: 10000, maxQueuedPerKey: 10000 }",
-        `webhooks: { secret: "whsec_${Buffer.alloc(32, 9).toString("base64")}", allowPrivateNetworks: true, retryScheduleSec: [1], maxAttempts: 50 }`,
-        "",
-      ].join("\n"),
-    );
-    upstream.behave("images", { kind: "ok", delayMs: 15 });
-    const accepted: Submitted[] = [];
-    /** Upstream calls for each task's prompt when it was first seen finished. */
-    const callsWhenFinished = new Map<string, number>();
-    const calls = (prompt: string) => upstreamPrompts(upstream).filter((p) => p === prompt).length;
-    let counter = 0;
+  it(
+    "loses no accepted task or webhook event, leaves none unfinished, runs none again",
+    async () => {
+      const configFile = join(dir, "config.yaml");
+      writeFileSync(
+        configFile,
+        [
+          "server: { port: 0, host: 127.0.0.1 }",
+          `store: { url: "sqlite://${join(dir, "crash.db")}" }`,
+          `auth: { keys: [{ key: ${TEST_KEYS.default}, group: default }] }`,
+          'groups: { default: { models: ["gpt-image-*"] } }',
+          `channels: [{ name: fake, baseUrl: "${upstream.baseUrl}", models: ["gpt-image-1"] }]`,
+          // Room for every task a loaded machine leaves queued across the rounds.
+          "imageTasks: { maxConcurrent: 4, pollIntervalSec: 1, maxAttempts: 3, maxQueued: 10000, maxQueuedPerKey: 10000 }",
+          `webhooks: { secret: "whsec_${Buffer.alloc(32, 9).toString("base64")}", allowPrivateNetworks: true, retryScheduleSec: [1], maxAttempts: 50 }`,
+          "",
+        ].join("\n"),
+      );
+      upstream.behave("images", { kind: "ok", delayMs: 15 });
+      const accepted: Submitted[] = [];
+      /** Upstream calls for each task's prompt when it was first seen finished. */
+      const callsWhenFinished = new Map<string, number>();
+      const calls = (prompt: string) =>
+        upstreamPrompts(upstream).filter((p) => p === prompt).length;
+      let counter = 0;
 
-    /** Every accepted task is there; note the finished ones. Resolves how many are unfinished. */
-    async function audit(url: string): Promise<number> {
-      let unfinished = 0;
-      for (const task of accepted) {
-        const status = await statusOf(url, task.id);
-        if (status !== "completed" && status !== "failed") unfinished += 1;
-        else if (!callsWhenFinished.has(task.id))
-          callsWhenFinished.set(task.id, calls(task.prompt));
+      /** Every accepted task is there; note the finished ones. Resolves how many are unfinished. */
+      async function audit(url: string): Promise<number> {
+        let unfinished = 0;
+        for (const task of accepted) {
+          const status = await statusOf(url, task.id);
+          if (status !== "completed" && status !== "failed") unfinished += 1;
+          else if (!callsWhenFinished.has(task.id))
+            callsWhenFinished.set(task.id, calls(task.prompt));
+        }
+        return unfinished;
       }
-      return unfinished;
-    }
 
-    for (let round = 0; round < ROUNDS; round += 1) {
+      for (let round = 0; round < ROUNDS; round += 1) {
+        const { child, url } = await serve(configFile);
+        await audit(url);
+        const submitters = Array.from({ length: SUBMITTERS }, () =>
+          submitUntilGone(url, accepted, () => (counter += 1)),
+        );
+        await new Promise((r) => setTimeout(r, 20 + Math.random() * 600));
+        await kill(child);
+        await Promise.all(submitters);
+      }
+
       const { child, url } = await serve(configFile);
-      await audit(url);
-      const submitters = Array.from({ length: SUBMITTERS }, () =>
-        submitUntilGone(url, accepted, () => (counter += 1)),
-      );
-      await new Promise((r) => setTimeout(r, 20 + Math.random() * 600));
+      for (let i = 0; (await audit(url)) > 0; i += 1) {
+        if (i > 300) throw new Error("tasks stayed unfinished after the last restart");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const hooked = accepted.filter((task) => task.webhook).map((task) => task.id);
+      const delivered = () =>
+        new Set(
+          receiver.requests.map(
+            (request) => (JSON.parse(request.body) as { data: { id: string } }).data.id,
+          ),
+        );
+      for (let i = 0; hooked.some((id) => !delivered().has(id)); i += 1) {
+        if (i > 300) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       await kill(child);
-      await Promise.all(submitters);
-    }
 
-    const { child, url } = await serve(configFile);
-    for (let i = 0; (await audit(url)) > 0; i += 1) {
-      if (i > 300) throw new Error("tasks stayed unfinished after the last restart");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const hooked = accepted.filter((task) => task.webhook).map((task) => task.id);
-    const delivered = () =>
-      new Set(
-        receiver.requests.map(
-          (request) => (JSON.parse(request.body) as { data: { id: string } }).data.id,
-        ),
+      expect(accepted.length).toBeGreaterThan(ROUNDS);
+      expect(hooked.filter((id) => !delivered().has(id))).toEqual([]);
+      const ranAgain = accepted.filter(
+        (task) => calls(task.prompt) !== callsWhenFinished.get(task.id),
       );
-    for (let i = 0; hooked.some((id) => !delivered().has(id)); i += 1) {
-      if (i > 300) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await kill(child);
-
-    expect(accepted.length).toBeGreaterThan(ROUNDS);
-    expect(hooked.filter((id) => !delivered().has(id))).toEqual([]);
-    const ranAgain = accepted.filter(
-      (task) => calls(task.prompt) !== callsWhenFinished.get(task.id),
-    );
-    expect(ranAgain).toEqual([]);
-  }, 90_000);
+      expect(ranAgain).toEqual([]);
+    },
+    slow(90_000),
+  );
 });

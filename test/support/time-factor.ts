@@ -1,0 +1,32 @@
+import { availableParallelism, loadavg } from "node:os";
+
+/*
+ * How much slower than an idle machine this run may be. The suite runs on
+ * shared machines (CI beside other jobs, a laptop compiling): deadlines that
+ * fit an idle machine fail a loaded one, and leases shorter than the event
+ * loop's stalls lapse under a live process. Every deadline a test sets
+ * (its own timeout, a wait for a task, a lease) goes through `slow()`.
+ *
+ * `TEST_TIME_FACTOR` sets it; else it follows the load when the test file
+ * started: 1 on an idle machine, up to 4 when the load average is several
+ * times the cores. A test that passes only because of a large factor still
+ * fails when something hangs, only later.
+ */
+export const TIME_FACTOR = factorOf(process.env.TEST_TIME_FACTOR);
+
+function factorOf(setting: string | undefined): number {
+  const set = Number(setting);
+  if (setting !== undefined && Number.isFinite(set) && set >= 1) return set;
+  const load = (loadavg()[0] ?? 0) / availableParallelism();
+  return Math.min(4, Math.max(1, 1 + load / 2));
+}
+
+/** A deadline of `ms` on an idle machine, as this run's load stretches it. */
+export function slow(ms: number): number {
+  return Math.round(ms * TIME_FACTOR);
+}
+
+/** A lease (`imageTasks.leaseSec`) a test asks for, kept above the event loop's stalls. */
+export function leaseSec(seconds: number): number {
+  return Math.ceil(seconds * TIME_FACTOR);
+}
