@@ -27,7 +27,10 @@ function codeFiles(): string[] {
     readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) =>
       entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)],
     );
-  return ["src", "test", "bench", "scripts", "config", "deploy", "grafana"].flatMap(walk);
+  return [
+    ...["src", "test", "bench", "scripts", "config", "deploy", "grafana"].flatMap(walk),
+    ...readdirSync(ROOT).filter((name) => /\.(ts|mjs)$/.test(name)),
+  ];
 }
 
 describe("relative links in README.md and docs/", () => {
