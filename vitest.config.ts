@@ -25,8 +25,8 @@ const TOOLS = process.env.SKIP_TOOL_TESTS
 /**
  * Test files that start real processes: the service's bin (replicas, crashes, signals, the CLI),
  * private `redis-server`s, Chromium. Each spends whole seconds of CPU at once; several at a time
- * on two cores starve each other past their deadlines and leases. They run two at a time at most,
- * in a pool of their own, beside the in-process files.
+ * on two cores starve each other past their deadlines and leases. They run two at a time at most
+ * (test/support/process-slots.ts), beside the in-process files.
  */
 const PROCESS_MARKERS = [
   "support/serve-process.js",
@@ -57,9 +57,9 @@ export default defineConfig({
     // Stretched on a loaded machine (TEST_TIME_FACTOR, or the load average: test/support/time-factor.ts).
     testTimeout: slow(30_000),
     hookTimeout: slow(30_000),
-    // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): three forks for the
-    // in-process files and two for the files that start processes, on two cores.
-    maxWorkers: 5,
+    // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): four forks on two
+    // cores, of which two at most run files that start processes.
+    maxWorkers: 4,
     projects: [
       {
         extends: true,
@@ -71,7 +71,6 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: [...MOCKING, ...TOOLS, ...PROCESSES],
           isolate: false,
-          maxWorkers: 3,
         },
       },
       {
@@ -81,7 +80,7 @@ export default defineConfig({
           include: PROCESSES,
           exclude: TOOLS,
           isolate: false,
-          maxWorkers: 2,
+          setupFiles: ["test/support/process-slots.ts"],
         },
       },
       { extends: true, test: { name: "isolated", include: MOCKING } },

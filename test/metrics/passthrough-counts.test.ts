@@ -1,5 +1,6 @@
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApp, type TestApp } from "../support/start-test-app.js";
+import { startTestApp, TEST_KEYS, type TestApp } from "../support/start-test-app.js";
 
 // The passthrough's counters count per series between scrapes and reach /metrics when it is
 // read: every request counted once, whether it came before the first scrape or between two.
@@ -31,8 +32,9 @@ const HTTP =
   'image_task_sidecar_http_requests_total{route="/v1/chat/completions",method="POST",status="200"}';
 const UPSTREAM =
   'image_task_sidecar_upstream_requests_total{channel="fake",route="chat_completions",outcome="200"}';
-const INPUT =
-  'image_task_sidecar_tokens_total{channel="fake",model="gpt-4o-mini",group="default",type="input"}';
+/** A configured key without a name is counted by its fingerprint. */
+const KEY = `key_${createHash("sha256").update(TEST_KEYS.default).digest("hex").slice(0, 12)}`;
+const INPUT = `image_task_sidecar_tokens_total{channel="fake",model="gpt-4o-mini",group="default",key="${KEY}",type="input"}`;
 const DURATION =
   'image_task_sidecar_http_request_duration_seconds_count{route="/v1/chat/completions",method="POST",status="200"}';
 

@@ -1,0 +1,73 @@
+import { mkdirSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll } from "vitest";
+
+/*
+ * Test files that start real processes (the service's bin, private Redis
+ * servers, Chromium) take a slot for their whole run: at most SLOTS of them
+ * run at once, whichever worker they landed on, while in-process files run
+ * beside them. Several at once on two cores starve each other past their
+ * deadlines and leases. A slot is a file created exclusively; one whose
+ * holder died is taken over.
+ */
+
+/** Process-starting files at once. */
+const SLOTS = 2;
+const DIR = join(tmpdir(), "image-task-sidecar-test-slots");
+/** A file waiting for a slot waits this long at most (its hook's own timeout). */
+const WAIT_MS = 60 * 60_000;
+
+let held: string | undefined;
+
+beforeAll(async () => {
+  mkdirSync(DIR, { recursive: true });
+  for (;;) {
+    for (let slot = 0; slot < SLOTS; slot += 1) {
+      const path = join(DIR, `slot-${slot}`);
+      if (take(path)) {
+        held = path;
+        return;
+      }
+    }
+    await sleep(200);
+  }
+}, WAIT_MS);
+
+afterAll(() => {
+  if (held) rmSync(held, { force: true });
+  held = undefined;
+});
+
+/** Takes `path` when it is free or its holder is gone. */
+function take(path: string): boolean {
+  try {
+    const fd = openSync(path, "wx");
+    writeFileSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch {
+    if (alive(holderOf(path))) return false;
+    rmSync(path, { force: true });
+    return false;
+  }
+}
+
+function holderOf(path: string): number {
+  try {
+    return Number(readFileSync(path, "utf8"));
+  } catch {
+    return 0;
+  }
+}
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return true; // being written: not stale
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
