@@ -20,6 +20,8 @@
 //                                 named after the phase, into bench-profiles/
 //   BENCH_PIN=0                   no pinning (default: taskset, where there are 2+ cores)
 //   BENCH_LOADER=node             the Node load generator for the proxy phase even with wrk
+//   BENCH_LOADS, BENCH_CALLGRIND_TARGETS, BENCH_CALLGRIND_REQUESTS, BENCH_CALLGRIND_WARMUP,
+//   BENCH_HELD, BENCH_MALLOC_MMAP_THRESHOLD, BENCH_REDIS_URL: see docs/performance.md
 //
 // Every phase has a deadline: past it the phase's processes are killed and what it measured
 // so far is reported, marked partial. Every child is killed at the end, on error and on Ctrl-C.

@@ -15,8 +15,12 @@ function judge(s, limit, atMost = true) {
   return { met: ok(s.median), crosses: ok(s.min) !== ok(s.max) };
 }
 
-const spreadText = (s, format = (v) => fmt(v, 2)) =>
-  s ? (s.n > 1 ? `${format(s.min)}–${format(s.max)}` : "one round") : "-";
+function spreadText(s, format = (v) => fmt(v, 2)) {
+  if (!s) return "-";
+  if (s.n < 2) return "one round";
+  const [low, high] = [format(s.min), format(s.max)];
+  return low === high ? `${low} (all rounds)` : `${low}–${high}`;
+}
 
 /** A line for a ratio target: `s` the ratio's spread, `limit` the target. */
 function ratioLine({ target, s, limit, atMost = true, measured, instructions, baseline }) {

@@ -3,7 +3,7 @@
 // tracing on, and BASELINE's build): figures that do not move with the machine's load, to
 // set beside the proxy phase's CPU time. Every process under test runs under callgrind (see
 // lib/callgrind.mjs), all side by side (a count does not depend on what else runs): each is
-// warmed up in chunks of a round's size until two chunks agree (V8 has finished tiering up),
+// warmed up in chunks of a round's size until three chunks agree (V8 has finished tiering up),
 // then each round sends it a fixed number of chat requests, one at a time (concurrency 1: no
 // batching that would depend on timing), counters zeroed before and dumped after.
 import { mkdir } from "node:fs/promises";
@@ -35,7 +35,7 @@ const LABELS = {
 
 /**
  * Requests counted per round (BENCH_CALLGRIND_REQUESTS), rounds, and the warm-up: in chunks of
- * a round's size, at least `warmupMin` requests, until two chunks in a row agree within
+ * a round's size, at least `warmupMin` requests, until three chunks in a row agree within
  * `settled` (V8 has finished tiering up), at most `warmupMax` (BENCH_CALLGRIND_WARMUP).
  */
 function plan(options) {
@@ -50,7 +50,7 @@ function plan(options) {
     warmupMin: Math.min(warmupMax, pick(options, { smoke: requests, quick: 2000, full: 4000 })),
     warmupMax,
     settled: 0.03,
-    rounds: pick(options, { smoke: 1, quick: 3, full: Math.max(3, options.rounds) }),
+    rounds: pick(options, { smoke: 1, full: 3 }),
     // Tracing on is left out unless named: the slowest under callgrind, and its cost is far
     // enough from its target for CPU time to judge.
     roles: (process.env.BENCH_CALLGRIND_TARGETS ?? "pipe,undici-pipe,service,baseline")
@@ -155,15 +155,17 @@ async function countChunk({ role, proc, control }, count, send) {
 async function countTarget(ctx, target, settings, send, out) {
   const warmup = { requests: 0, settled: false, chunks: [] };
   out.figures.warmup[target.role] = warmup;
-  let previous;
+  const close = (a, b) => b !== undefined && Math.abs(a / b - 1) <= settings.settled;
   while (warmup.requests < settings.warmupMax) {
     ctx.check();
     const { main } = await countChunk(target, settings.requests, send);
     warmup.requests += settings.requests;
     warmup.chunks.push(Math.round(main));
-    warmup.settled = previous !== undefined && Math.abs(main / previous - 1) <= settings.settled;
+    // Settled: three chunks in a row within `settled` of the last (a plateau can come before
+    // a last tier-up).
+    const [a, b] = warmup.chunks.slice(-3, -1);
+    warmup.settled = close(main, a) && close(main, b);
     if (warmup.settled && warmup.requests >= settings.warmupMin) break;
-    previous = main;
   }
   ctx.log(
     `instructions: ${target.role} warmed up with ${warmup.requests} requests${warmup.settled ? "" : " (not settled)"}`,
@@ -225,7 +227,7 @@ function summarize(out) {
   ];
   out.notes = [
     "Counted by valgrind's callgrind, instrumented once each process was ready; the load generator and the fake channel run outside valgrind. Main thread: the event loop (JavaScript, its share of garbage collection, the system calls' user-side work); all threads adds V8's compiler and GC helper threads, whose bursts make it move from round to round.",
-    `Median over rounds (min–max); ratios are of main-thread counts, taken round by round. Warm-up until two chunks of ${fmt(requests)} agreed within ${fmt(out.figures.settled * 100)} %: ${Object.entries(
+    `Median over rounds (min–max); ratios are of main-thread counts, taken round by round. Warm-up until three chunks of ${fmt(requests)} in a row agreed within ${fmt(out.figures.settled * 100)} %: ${Object.entries(
       warmup,
     )
       .map(([role, w]) => `${LABELS[role]} ${fmt(w.requests)}`)

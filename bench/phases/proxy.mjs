@@ -216,6 +216,8 @@ export async function run(ctx, out) {
       p50Ms: result.p50Ms,
       p99Ms: result.p99Ms,
       cpuUs: cpuMicros(before, after) / result.ok,
+      // The kernel's share: a gap between CPU time and instruction counts (user space) shows here.
+      systemUs: (after.cpu.system - before.cpu.system) / result.ok,
       failed: result.requests - result.ok,
     };
   };
@@ -275,6 +277,7 @@ function summarize(out, plan, samples) {
         p50Ms,
         p99Ms: median(list.map((x) => x.p99Ms)),
         cpuUsPerRequest: s.cpuUs.median,
+        systemUsPerRequest: median(list.map((x) => x.systemUs)),
         cpuVsPipe: s.cpuVsPipe?.median ?? null,
         rpsVsPipe: s.rpsVsPipe?.median ?? null,
         failed: list.reduce((sum, x) => sum + x.failed, 0),
