@@ -3,7 +3,7 @@
 // tracing on, and BASELINE's build): figures that do not move with the machine's load, to
 // set beside the proxy phase's CPU time. Every process under test runs under callgrind (see
 // lib/callgrind.mjs), all side by side (a count does not depend on what else runs): each is
-// warmed up in chunks of a round's size until three chunks agree (V8 has finished tiering up),
+// warmed up in chunks of 500 requests until three chunks agree (V8 has finished tiering up),
 // then each round sends it a fixed number of chat requests, one at a time (concurrency 1: no
 // batching that would depend on timing), counters zeroed before and dumped after.
 import { mkdir } from "node:fs/promises";
@@ -35,7 +35,7 @@ const LABELS = {
 
 /**
  * Requests counted per round (BENCH_CALLGRIND_REQUESTS), rounds, and the warm-up: in chunks of
- * a round's size, at least `warmupMin` requests, until three chunks in a row agree within
+ * `warmupChunk` requests, at least `warmupMin`, until three chunks in a row agree within
  * `settled` (V8 has finished tiering up), at most `warmupMax` (BENCH_CALLGRIND_WARMUP).
  */
 function plan(options) {
@@ -47,6 +47,7 @@ function plan(options) {
     pick(options, { smoke: requests, quick: 6000, full: 12_000 });
   return {
     requests,
+    warmupChunk: Math.min(requests, 500),
     warmupMin: Math.min(warmupMax, pick(options, { smoke: requests, quick: 2000, full: 4000 })),
     warmupMax,
     settled: 0.03,
@@ -158,8 +159,8 @@ async function countTarget(ctx, target, settings, send, out) {
   const close = (a, b) => b !== undefined && Math.abs(a / b - 1) <= settings.settled;
   while (warmup.requests < settings.warmupMax) {
     ctx.check();
-    const { main } = await countChunk(target, settings.requests, send);
-    warmup.requests += settings.requests;
+    const { main } = await countChunk(target, settings.warmupChunk, send);
+    warmup.requests += settings.warmupChunk;
     warmup.chunks.push(Math.round(main));
     // Settled: three chunks in a row within `settled` of the last (a plateau can come before
     // a last tier-up).
@@ -227,7 +228,7 @@ function summarize(out) {
   ];
   out.notes = [
     "Counted by valgrind's callgrind, instrumented once each process was ready; the load generator and the fake channel run outside valgrind. Main thread: the event loop (JavaScript, its share of garbage collection, the system calls' user-side work); all threads adds V8's compiler and GC helper threads, whose bursts make it move from round to round.",
-    `Median over rounds (min–max); ratios are of main-thread counts, taken round by round. Warm-up until three chunks of ${fmt(requests)} in a row agreed within ${fmt(out.figures.settled * 100)} %: ${Object.entries(
+    `Median over rounds (min–max); ratios are of main-thread counts, taken round by round. Warm-up until three chunks of ${fmt(out.figures.warmupChunk)} in a row agreed within ${fmt(out.figures.settled * 100)} %: ${Object.entries(
       warmup,
     )
       .map(([role, w]) => `${LABELS[role]} ${fmt(w.requests)}`)

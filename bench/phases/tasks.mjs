@@ -76,7 +76,8 @@ const chatRequest = {
 function settings(options) {
   return {
     rounds: options.rounds,
-    durationMs: options.roundSec * 1000,
+    // Two thirds of a round: each round runs three loads per setup, and the tasks' runs.
+    durationMs: Math.round((options.roundSec * 1000 * 2) / 3),
     warmup: pick(options, { smoke: 20, quick: 100, full: 200 }),
     waits: pick(options, { smoke: 20, quick: 300, full: 1000 }),
     holdMs: pick(options, { smoke: 500, quick: 1000, full: 2000 }),
