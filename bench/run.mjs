@@ -1,17 +1,27 @@
-// npm run bench [-- PHASE... ] [--quick] [--out DIR]
+// npm run bench [-- PHASE... ] [--quick|--smoke] [--rounds N] [--round-sec S] [--out DIR]
 //
 // The one place where the service's cost is measured: each phase starts its own processes
-// (fake channel, bare pipe, the service from dist/, a load generator), measures side by side
-// and reports ratios and CPU per request, which hold on a shared, noisy machine where absolute
-// figures do not. Phases: proxy, streams, tasks, memory, events (default: all, in that order).
+// (fake channel, bare pipes, the service from dist/, a load generator), measures side by side
+// in interleaved rounds and reports medians with their spread, ratios and CPU per request,
+// which hold on a shared machine where absolute figures do not; the instructions phase counts
+// instructions per request under callgrind, which do not move with the machine's load.
+// Phases: proxy, instructions, streams, tasks, memory, events (default: all, in that order).
 //
 //   BENCH_PHASES=tasks,memory     the same as naming phases on the command line
-//   --quick / BENCH_QUICK=1       tiny counts and short phases (a smoke run, ~20 s)
+//   --quick / BENCH_QUICK=1       fewer and shorter rounds: rough figures in a few minutes
+//   --smoke / BENCH_SMOKE=1       tiny counts: sees that every phase works (figures meaningless)
+//   --rounds N / BENCH_ROUNDS     interleaved rounds per figure (default 5, quick 3)
+//   --round-sec S / BENCH_ROUND_SEC  seconds of load per target per round (default 3, quick 1)
 //   --out DIR / BENCH_RESULTS_DIR where the JSON and latest.md go (default bench/results)
 //   BASELINE=/path/to/other/dist  also measures another build of the service (its dist/ beside
-//                                 a node_modules/) in the same interleaved rounds (proxy, streams)
-//   BENCH_PROFILE=service         writes a V8 CPU profile of that process (service, access-off,
-//                                 traced, pipe, undici-pipe, channel, baseline) to bench-profiles/
+//                                 a node_modules/) in the same interleaved rounds
+//   BENCH_PROFILE=service         a V8 CPU profile of each process of that role (service,
+//                                 access-off, traced, pipe, undici-pipe, channel, baseline),
+//                                 named after the phase, into bench-profiles/
+//   BENCH_PIN=0                   no pinning (default: taskset, where there are 2+ cores)
+//   BENCH_LOADER=node             the Node load generator for the proxy phase even with wrk
+//   BENCH_LOADS, BENCH_CALLGRIND_TARGETS, BENCH_CALLGRIND_REQUESTS, BENCH_CALLGRIND_WARMUP,
+//   BENCH_HELD, BENCH_MALLOC_MMAP_THRESHOLD, BENCH_REDIS_URL: see docs/performance.md
 //
 // Every phase has a deadline: past it the phase's processes are killed and what it measured
 // so far is reported, marked partial. Every child is killed at the end, on error and on Ctrl-C.
@@ -20,17 +30,21 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { between, snapshot } from "./lib/busy.mjs";
 import { childCount, killAllNow, startedPids, stopChildren } from "./lib/children.mjs";
+import { setUpPinning } from "./lib/cores.mjs";
+import { issueTargets } from "./lib/issue-targets.mjs";
 import { describeMachine } from "./lib/machine.mjs";
 import { deletePrefix } from "./lib/redis-keys.mjs";
 import { renderText, writeResults } from "./lib/report.mjs";
 import * as proxy from "./phases/proxy.mjs";
+import * as instructions from "./phases/instructions.mjs";
 import * as streams from "./phases/streams.mjs";
 import * as tasks from "./phases/tasks.mjs";
 import * as memory from "./phases/memory.mjs";
 import * as events from "./phases/events.mjs";
 
-const PHASES = { proxy, streams, tasks, memory, events };
+const PHASES = { proxy, instructions, streams, tasks, memory, events };
 const ROOT = resolve(import.meta.dirname, "..");
 
 function readOptions() {
@@ -38,6 +52,9 @@ function readOptions() {
     allowPositionals: true,
     options: {
       quick: { type: "boolean", default: process.env.BENCH_QUICK === "1" },
+      smoke: { type: "boolean", default: process.env.BENCH_SMOKE === "1" },
+      rounds: { type: "string", default: process.env.BENCH_ROUNDS },
+      "round-sec": { type: "string", default: process.env.BENCH_ROUND_SEC },
       out: {
         type: "string",
         default: process.env.BENCH_RESULTS_DIR ?? join(ROOT, "bench/results"),
@@ -53,7 +70,7 @@ function readOptions() {
   if (values.help || unknown.length) {
     if (unknown.length) console.error(`unknown phase: ${unknown.join(", ")}`);
     console.error(
-      `usage: npm run bench -- [${Object.keys(PHASES).join("|")}]... [--quick] [--out DIR]`,
+      `usage: npm run bench -- [${Object.keys(PHASES).join("|")}]... [--quick|--smoke] [--rounds N] [--round-sec S] [--out DIR]`,
     );
     process.exit(values.help ? 0 : 2);
   }
@@ -65,9 +82,19 @@ function readOptions() {
       process.exit(2);
     }
   }
+  const mode = values.smoke ? "smoke" : values.quick ? "quick" : "full";
+  const rounds = Number(values.rounds ?? { smoke: 1, quick: 3, full: 5 }[mode]);
+  const roundSec = Number(values["round-sec"] ?? { smoke: 0.1, quick: 1, full: 3 }[mode]);
+  if (!(Number.isInteger(rounds) && rounds >= 1) || !(roundSec > 0)) {
+    console.error("--rounds takes a whole number from 1, --round-sec a number of seconds over 0");
+    process.exit(2);
+  }
   return {
     phases,
-    quick: values.quick,
+    mode,
+    quick: mode !== "full",
+    rounds,
+    roundSec,
     out: resolve(values.out),
     dist,
     baseline,
@@ -76,6 +103,9 @@ function readOptions() {
 }
 
 const options = readOptions();
+// Before anything starts: the load average then is the other processes'.
+const runBefore = snapshot();
+options.pinning = setUpPinning();
 const started = Date.now();
 const redisPrefixes = new Set();
 let interrupted = false;
@@ -109,10 +139,15 @@ const runId = `bench-${started.toString(36)}-${process.pid}`;
 const result = {
   meta: {
     date: new Date(started).toISOString(),
+    mode: options.mode,
     quick: options.quick,
+    rounds: options.rounds,
+    roundSec: options.roundSec,
     phases: options.phases,
     baseline: options.baseline ?? null,
     machine: describeMachine(),
+    pinning: options.pinning,
+    profile: options.profile ?? null,
   },
   phases: {},
   targets: [],
@@ -139,6 +174,7 @@ for (const phaseName of options.phases) {
   const out = { status: "ok", tables: [], figures: {}, notes: [] };
   result.phases[phaseName] = out;
   const phaseStarted = Date.now();
+  const phaseBefore = snapshot();
   const ctx = {
     group: phaseName,
     options,
@@ -183,22 +219,30 @@ for (const phaseName of options.phases) {
     await cleanRedis();
   }
   out.seconds = Math.round((Date.now() - phaseStarted) / 100) / 10;
-  try {
-    result.targets.push(...phase.targets(out.figures));
-  } catch {
-    // a phase that failed early has no figures to compare
-  }
+  out.busy = between(phaseBefore, snapshot());
   log(`${phaseName}: ${out.status} in ${out.seconds} s`);
 }
 
 await stopChildren();
 await cleanRedis();
 await rm(tempDir, { recursive: true, force: true });
+// The issue's targets first (they take figures from several phases), then each phase's own.
+result.targets.push(...issueTargets(result.phases));
+for (const [phaseName, out] of Object.entries(result.phases)) {
+  try {
+    result.targets.push(...PHASES[phaseName].targets(out.figures));
+  } catch {
+    // a phase that failed early has no figures to compare
+  }
+}
+result.meta.busy = between(runBefore, snapshot());
 result.meta.durationSec = Math.round((Date.now() - started) / 100) / 10;
 if (interrupted) result.meta.interrupted = true;
 result.meta.childPids = startedPids;
 console.log(renderText(result));
 const file = await writeResults(options.out, result);
 console.log(`\nresults: ${file} (and latest.md, latest.json beside it)`);
+if (options.profile)
+  console.log(`CPU profiles (${options.profile}): ${join(ROOT, "bench-profiles")}/`);
 if (childCount() > 0) console.error(`bench: ${childCount()} child processes were still running`);
 process.exit(interrupted ? 130 : 0);

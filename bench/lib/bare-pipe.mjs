@@ -1,7 +1,7 @@
 // The floor for any Node proxy: a bare node:http server piping each request to the channel
 // and the answer back, over keep-alive connections, with no auth, parsing or metrics.
 import { Agent, createServer, request } from "node:http";
-import { answerMessages, exitWithParent } from "./children.mjs";
+import { answerMessages, exitWithParent, statsHandlers } from "./children.mjs";
 
 const target = new URL(process.argv[2]);
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -27,6 +27,6 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 server.listen(0, "127.0.0.1", () => {
   exitWithParent(async () => server.closeAllConnections());
-  answerMessages({ stats: () => ({ cpu: process.cpuUsage(), memory: process.memoryUsage() }) });
+  answerMessages(statsHandlers);
   process.send({ url: `http://127.0.0.1:${server.address().port}` });
 });

@@ -1,7 +1,7 @@
 // Every process the bench starts goes through here, so that all of them are killed at the
 // end of a phase, of the run, on an error or on Ctrl-C. A child never outlives the bench:
 // the bench's own children also exit when their IPC channel to the bench closes.
-import { fork } from "node:child_process";
+import { fork, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const LIB = fileURLToPath(new URL(".", import.meta.url));
@@ -11,17 +11,8 @@ const running = new Map();
 /** Every child's pid, for the record (a test checks that none is left). */
 export const startedPids = [];
 
-/**
- * Forks `bench/lib/<script>` with `args`; resolves once the child sends its first message
- * (`{ ready, ... }`), rejects if it exits first or does not report within `timeoutMs`.
- * `group` names the phase that owns it, so a phase's children can be killed together.
- */
-export async function startChild(script, args, { group, execArgv = [], timeoutMs = 20_000 } = {}) {
-  const child = fork(`${LIB}${script}`, args.map(String), {
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
-    execArgv,
-    env: { ...process.env, NODE_ENV: "production" },
-  });
+/** Keeps `child` in the list of running children until it exits; resolves its exit. */
+function track(child, group, script) {
   const entry = { child, group, script, exited: false };
   startedPids.push(child.pid);
   running.set(child.pid, entry);
@@ -33,6 +24,33 @@ export async function startChild(script, args, { group, execArgv = [], timeoutMs
     }),
   );
   child.on("error", () => undefined);
+  return { entry, exited };
+}
+
+/**
+ * Forks `bench/lib/<script>` with `args`; resolves once the child sends its first message
+ * (`{ ready, ... }`), rejects if it exits first or does not report within `timeoutMs`.
+ * `group` names the phase that owns it, so a phase's children can be killed together.
+ * `prefix` is a command that runs node (`taskset -c 1`, `valgrind ...`): it execs node in the
+ * same process, so the pid, the IPC channel and the kill on exit still reach node.
+ * `env` adds to (or, with undefined values, removes from) the bench's environment.
+ */
+export async function startChild(
+  script,
+  args,
+  { group, execArgv = [], timeoutMs = 20_000, prefix = [], env = {} } = {},
+) {
+  const childEnv = { ...process.env, NODE_ENV: "production", ...env };
+  for (const [name, value] of Object.entries(childEnv))
+    if (value === undefined) delete childEnv[name];
+  const child = fork(`${LIB}${script}`, args.map(String), {
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+    ...(prefix.length
+      ? { execPath: prefix[0], execArgv: [...prefix.slice(1), process.execPath, ...execArgv] }
+      : { execArgv }),
+    env: childEnv,
+  });
+  const { entry, exited } = track(child, group, script);
   const ready = await new Promise((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`${script} did not start in ${timeoutMs} ms`)),
@@ -51,6 +69,24 @@ export async function startChild(script, args, { group, execArgv = [], timeoutMs
     throw err;
   });
   return { child, ready, exited, ask: (message, ms) => ask(entry, message, ms) };
+}
+
+/**
+ * Starts a program that is not one of the bench's scripts (nginx, wrk), killed with the rest.
+ * Resolves `{ child, exited }`; its stdout is collected in `child.output` when `collect`.
+ */
+export function startProgram(command, args, { group, collect = false } = {}) {
+  const child = spawn(command, args.map(String), {
+    stdio: ["ignore", collect ? "pipe" : "ignore", "pipe"],
+  });
+  child.on("error", () => undefined);
+  if (child.pid === undefined) throw new Error(`${command} could not be started`);
+  child.output = "";
+  child.errors = "";
+  if (collect) child.stdout.setEncoding("utf8").on("data", (text) => (child.output += text));
+  child.stderr.setEncoding("utf8").on("data", (text) => (child.errors += text));
+  const { exited } = track(child, group, command);
+  return { child, exited };
 }
 
 let sequence = 0;
@@ -164,3 +200,22 @@ export function answerMessages(handlers) {
       );
   });
 }
+
+const usage = () => ({ cpu: process.cpuUsage(), memory: process.memoryUsage() });
+
+/**
+ * In a measured child: `stats` (CPU time and memory) and `gc` (the same after two full
+ * collections when run with --expose-gc; array buffers freed by the first are swept in the
+ * background meanwhile), for {@link answerMessages}.
+ */
+export const statsHandlers = {
+  stats: usage,
+  gc: () =>
+    new Promise((done) => {
+      globalThis.gc?.();
+      setTimeout(() => {
+        globalThis.gc?.();
+        done(usage());
+      }, 20);
+    }),
+};

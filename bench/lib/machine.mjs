@@ -11,7 +11,8 @@ export function describeMachine() {
     memoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
     loadAverageAtStart: loadavg().map((value) => Math.round(value * 100) / 100),
     note:
-      "The load generator, the fake channel, the pipe and the service run on the same machine " +
-      "and share its cores; absolute figures move from run to run, ratios and CPU per request hold better.",
+      "The load generator, the fake channel and the processes under test share one machine " +
+      "(on cores of their own when pinned); absolute figures move from run to run, ratios taken " +
+      "in the same rounds hold better, and instruction counts best.",
   };
 }

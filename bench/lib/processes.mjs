@@ -3,6 +3,7 @@
 import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { startChild } from "./children.mjs";
+import { underTest } from "./cores.mjs";
 
 /** The bench's API key (static, in a group that may use every model). */
 export const KEY = "sk-bench-key-0001";
@@ -10,14 +11,29 @@ export const AUTH = { authorization: `Bearer ${KEY}` };
 export const JSON_HEADERS = { ...AUTH, "content-type": "application/json" };
 
 const PROFILE_DIR = resolve(import.meta.dirname, "../../bench-profiles");
+let profiles = 0;
 
-/** `--cpu-prof` for the role named in BENCH_PROFILE (service, pipe, undici-pipe, channel, baseline). */
-function profileArgs(role, options) {
-  const wanted = options.profile === "sidecar" ? "service" : options.profile;
-  return wanted === role
-    ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}`]
-    : [];
+/**
+ * `--cpu-prof` for the role named in BENCH_PROFILE (service, access-off, traced, pipe,
+ * undici-pipe, channel, baseline): one profile per process of that role, named after the
+ * phase, the role and `label` (the store of a tasks setup, say), into bench-profiles/.
+ */
+function profileArgs(ctx, role, label) {
+  const wanted = ctx.options.profile === "sidecar" ? "service" : ctx.options.profile;
+  // Under callgrind a profiler's sampling would be counted as the process's own work.
+  if (wanted !== role || ctx.group === "instructions") return [];
+  profiles += 1;
+  const name = [ctx.group, role, label, profiles].filter(Boolean).join("-");
+  return [
+    "--cpu-prof",
+    "--cpu-prof-interval=100",
+    `--cpu-prof-dir=${PROFILE_DIR}`,
+    `--cpu-prof-name=${name}.cpuprofile`,
+  ];
 }
+
+/** The prefix a process under test runs with: `prefix` when given, else the pinning's. */
+const testPrefix = (ctx, prefix) => prefix ?? underTest(ctx.options.pinning);
 
 /** A started process: its URL, `stats()` (CPU, memory) and `gc()` (the same after a GC). */
 function wrap(started, role) {
@@ -39,27 +55,36 @@ function wrap(started, role) {
   };
 }
 
+/** The fake channel, on the load side's cores (it stands for the network and the gateway). */
 export async function startFakeChannel(ctx, options = {}) {
   const started = await startChild("fake-channel.mjs", [JSON.stringify(options)], {
     group: ctx.group,
-    execArgv: profileArgs("channel", ctx.options),
+    execArgv: profileArgs(ctx, "channel"),
   });
   return wrap(started, "channel");
 }
 
-export async function startPipe(ctx, channelUrl) {
+/**
+ * The bare node:http pipe, on the cores under test; `prefix` runs it some other way
+ * (under valgrind). `timeoutMs` bounds its start.
+ */
+export async function startPipe(ctx, channelUrl, { prefix, timeoutMs } = {}) {
   const started = await startChild("bare-pipe.mjs", [channelUrl], {
     group: ctx.group,
-    execArgv: profileArgs("pipe", ctx.options),
+    execArgv: ["--expose-gc", ...profileArgs(ctx, "pipe")],
+    prefix: testPrefix(ctx, prefix),
+    timeoutMs,
   });
   return wrap(started, "pipe");
 }
 
-/** The bare pipe with undici as its client (see undici-pipe.mjs). */
-export async function startUndiciPipe(ctx, channelUrl) {
+/** The bare pipe with undici as its client (see undici-pipe.mjs), as {@link startPipe}. */
+export async function startUndiciPipe(ctx, channelUrl, { prefix, timeoutMs } = {}) {
   const started = await startChild("undici-pipe.mjs", [channelUrl], {
     group: ctx.group,
-    execArgv: profileArgs("undici-pipe", ctx.options),
+    execArgv: ["--expose-gc", ...profileArgs(ctx, "undici-pipe")],
+    prefix: testPrefix(ctx, prefix),
+    timeoutMs,
   });
   return wrap(started, "undici-pipe");
 }
@@ -114,9 +139,15 @@ export function serviceConfig({
  * Starts the service from `dist` (default the run's, or `ctx.options.baseline` for role
  * "baseline") with `config` written as a file in the run's temp dir; its log lines go to a file
  * there (as stdout would take them), and `env` is the environment the config is loaded with
- * (the OTEL_* variables of a traced variant).
+ * (the OTEL_* variables of a traced variant). It runs on the cores under test, or with
+ * `prefix` (valgrind); `processEnv` changes its process's environment (undefined removes a
+ * variable); `label` names its CPU profile.
  */
-export async function startService(ctx, config, { role = "service", dist, env = {} } = {}) {
+export async function startService(
+  ctx,
+  config,
+  { role = "service", dist, env = {}, prefix, processEnv, label, timeoutMs = 30_000 } = {},
+) {
   configs += 1;
   const file = join(ctx.tempDir, `service-${configs}.yaml`);
   // Redis's default image directory is ./data/images: the run's own, which it deletes, instead.
@@ -130,8 +161,10 @@ export async function startService(ctx, config, { role = "service", dist, env = 
   const options = JSON.stringify({ logFile: join(ctx.tempDir, `service-${configs}.log`), env });
   const started = await startChild("service-process.mjs", [from, file, options], {
     group: ctx.group,
-    execArgv: ["--expose-gc", ...profileArgs(role, ctx.options)],
-    timeoutMs: 30_000,
+    execArgv: ["--expose-gc", ...profileArgs(ctx, role, label)],
+    timeoutMs,
+    prefix: testPrefix(ctx, prefix),
+    env: processEnv,
   });
   return wrap(started, role);
 }

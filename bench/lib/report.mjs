@@ -2,6 +2,7 @@
 // README) and as JSON, written to the results directory.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { describeBusy, wasBusy } from "./busy.mjs";
 
 function textTable({ title, columns, rows }) {
   const cells = [columns, ...rows].map((row) => row.map((cell) => String(cell ?? "-")));
@@ -41,24 +42,57 @@ function tablesOf(result) {
     for (const note of phase.notes ?? [])
       tables.at(-1).notes = [...(tables.at(-1).notes ?? []), note];
   }
+  const issue = result.targets.filter((t) => t.issue);
+  const judged = issue.filter((t) => t.met === true || t.met === false);
+  const met = judged.filter((t) => t.met).length;
   tables.push({
     title: "Targets (printed, never asserted)",
-    columns: ["target", "measured", "met"],
+    columns: ["target", "measured", "ratio", "spread", "instructions", "met"],
     rows: result.targets.map((t) => [
       t.target,
       t.measured,
-      t.met === null ? "n/a" : t.met ? "met" : "not met",
+      t.ratio ?? "-",
+      t.spread ?? "-",
+      t.instructions ?? "-",
+      verdict(t),
     ]),
+    notes: [
+      ...(issue.length
+        ? [
+            `Performance targets: ${met} met of ${judged.length} judged (${issue.length} lines; n/a: not measured, or not by this run's settings).`,
+          ]
+        : []),
+      'ratio: median over rounds of the ratio taken round by round; spread: its min–max over rounds ("spread crosses": rounds fell on both sides of the limit); instructions: the same ratio in main-thread instructions per request (callgrind, chat at concurrency 1).',
+    ],
   });
   return tables;
 }
 
+function verdict(t) {
+  if (t.met === null || t.met === undefined) return "n/a";
+  return `${t.met ? "met" : "not met"}${t.crosses ? " (spread crosses)" : ""}`;
+}
+
+/** The run's conditions: what it ran on, how, and whether the machine was busy. */
 function header(result) {
-  const { machine, date, durationSec, quick } = result.meta;
-  return (
-    `${date} - Node ${machine.node}, ${machine.cpuModel} x${machine.cpuCount}, ` +
-    `${quick ? "quick run" : "full run"} in ${Math.round(durationSec)} s. ${machine.note}`
-  );
+  const { machine, date, durationSec, mode, rounds, roundSec, pinning, busy, baseline } =
+    result.meta;
+  const phases = Object.entries(result.phases)
+    .map(([name, phase]) => `${name} ${describeBusy(phase.busy)}`)
+    .join("; ");
+  const busyRun = wasBusy(busy) || Object.values(result.phases).some((p) => wasBusy(p.busy));
+  return [
+    `${date} - Node ${machine.node}, ${machine.cpuModel} x${machine.cpuCount}, ${mode ?? "full"} run ` +
+      `(${rounds} rounds of ${roundSec} s) in ${Math.round(durationSec)} s.`,
+    `Pinning: ${pinning?.pinned ? pinning.reason : `none (${pinning?.reason ?? "not tried"})`}.` +
+      (baseline ? ` BASELINE: ${baseline}.` : "") +
+      (result.meta.profile
+        ? ` CPU profiles of ${result.meta.profile} (its figures inflated).`
+        : ""),
+    `Machine: ${describeBusy(busy)} over the run (load average at start → end; others: CPU taken by other processes, Redis's included); per phase: ${phases}.` +
+      (busyRun ? " BUSY: other processes ran; figures are noisier than on a quiet machine." : ""),
+    machine.note,
+  ].join("\n");
 }
 
 export function renderText(result) {
@@ -75,7 +109,10 @@ export function renderText(result) {
 export function renderMarkdown(result) {
   return (
     [
-      `_${header(result)}_`,
+      header(result)
+        .split("\n")
+        .map((line) => `_${line}_`)
+        .join("\n\n"),
       ...tablesOf(result).map(
         (table) =>
           markdownTable(table) +

@@ -4,7 +4,7 @@
 // memory the service holds, not garbage it has not collected yet); `stop` closes it.
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { answerMessages, exitWithParent } from "./children.mjs";
+import { answerMessages, exitWithParent, statsHandlers } from "./children.mjs";
 
 // As the service's entries (main.ts, cli.ts) do: Node 20 is supported, the AWS SDK's notice is noise.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
@@ -25,17 +25,6 @@ const destination = options.logFile
 const logger = logging.createLogger(config.logging.level, destination);
 const running = await startServer({ config, logger, tracing });
 
-const stats = () => ({ cpu: process.cpuUsage(), memory: process.memoryUsage() });
-const collect = () =>
-  new Promise((done) => {
-    globalThis.gc?.();
-    // Array buffers freed by a collection are swept in the background.
-    setTimeout(() => {
-      globalThis.gc?.();
-      done();
-    }, 20);
-  });
-
 exitWithParent(() => running.close(200));
-answerMessages({ stats, gc: async () => (await collect(), stats()) });
+answerMessages(statsHandlers);
 process.send({ url: running.url });

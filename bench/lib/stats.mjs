@@ -41,3 +41,17 @@ export const fmtRatio = (value) =>
   value === null || value === undefined ? "-" : `${fmt(value, 2)}x`;
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The median of `values` with its spread (min and max), or null when there is none. */
+export function spread(values) {
+  const finite = (values ?? []).filter((v) => Number.isFinite(v));
+  if (finite.length === 0) return null;
+  return { median: median(finite), min: min(finite), max: max(finite), n: finite.length };
+}
+
+/** `median (min–max)` with `format` for each number; the median alone for one value. */
+export function fmtSpread(s, format = (v) => fmt(v)) {
+  if (!s) return "-";
+  if (s.n < 2 || s.min === s.max) return format(s.median);
+  return `${format(s.median)} (${format(s.min)}–${format(s.max)})`;
+}

@@ -4,7 +4,7 @@
 // metrics. Beside the node:http pipe it shows what the HTTP client alone costs.
 import { createServer } from "node:http";
 import { Pool } from "undici";
-import { answerMessages, exitWithParent } from "./children.mjs";
+import { answerMessages, exitWithParent, statsHandlers } from "./children.mjs";
 
 const target = new URL(process.argv[2]);
 const pool = new Pool(target.origin, { headersTimeout: 0, bodyTimeout: 0 });
@@ -39,6 +39,6 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 server.listen(0, "127.0.0.1", () => {
   exitWithParent(async () => server.closeAllConnections());
-  answerMessages({ stats: () => ({ cpu: process.cpuUsage(), memory: process.memoryUsage() }) });
+  answerMessages(statsHandlers);
   process.send({ url: `http://127.0.0.1:${server.address().port}` });
 });

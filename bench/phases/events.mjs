@@ -17,10 +17,11 @@ import {
 } from "../lib/processes.mjs";
 import { redisAvailable, REDIS_URL } from "../lib/redis-keys.mjs";
 import { cpuMicros, fmt, median, MIB, sleep } from "../lib/stats.mjs";
+import { pick } from "../lib/mode.mjs";
 import { taskBody } from "../lib/payloads.mjs";
 
 export const name = "events";
-export const deadlineSec = ({ quick }) => (quick ? 40 : 240);
+export const deadlineSec = (options) => pick(options, { smoke: 40, quick: 90, full: 240 });
 
 const percentile = (values, p) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -117,19 +118,19 @@ async function busDelay(ctx, [a, b], count) {
 }
 
 export async function run(ctx, out) {
-  const { quick } = ctx.options;
+  const size = (values) => pick(ctx.options, values);
   out.figures = {};
   if (!(await redisAvailable())) {
     out.notes.push(`no Redis at ${REDIS_URL}: the events phase needs one and was skipped`);
     return;
   }
-  const tasks = quick ? 20 : 1000;
+  const tasks = size({ smoke: 20, quick: 500, full: 1000 });
   // A minute: each window then takes in the same periodic work (one adoption round, two
   // stalled-job checks, four lease renewals; four keep-alive rounds while holding), which a
   // shorter window would catch or miss by chance.
-  const windowMs = quick ? 1000 : 60_000;
-  const settleMs = quick ? 200 : 3000;
-  const delays = quick ? 5 : 40;
+  const windowMs = size({ smoke: 1000, quick: 15_000, full: 60_000 });
+  const settleMs = size({ smoke: 200, full: 3000 });
+  const delays = size({ smoke: 5, quick: 20, full: 40 });
   const channel = await startFakeChannel(ctx);
   const loader = await startLoader(ctx);
   const base = serviceConfig({
@@ -265,7 +266,7 @@ function summarize(out) {
     });
   }
   out.notes = [
-    "Streams on tasks whose channel never answers, two per task (one on each replica). RSS after a GC at the end of each window, against the same services before the streams; CPU of both services over a one-minute window (GC at both ends), without the streams and while holding them, each after 3 s to settle.",
+    `Streams on tasks whose channel never answers, two per task (one on each replica). RSS after a GC at the end of each window, against the same services before the streams; CPU of both services over a ${fmt((w?.windowMs ?? 60_000) / 1000)} s window (GC at both ends), without the streams and while holding them, each after a few seconds to settle.`,
     "Bus delay measured while the streams above are held, one task at a time.",
   ];
 }

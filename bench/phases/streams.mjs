@@ -4,6 +4,7 @@
 // first byte each proxy adds over a direct call. Streams run one at a time, interleaved
 // across targets, read by the bench process itself (node:http, one read = one 'data' event).
 import { Agent, request } from "node:http";
+import { pick } from "../lib/mode.mjs";
 import { STREAM_BODY } from "../lib/payloads.mjs";
 import {
   JSON_HEADERS,
@@ -15,7 +16,7 @@ import {
 import { fmt, max, median, min } from "../lib/stats.mjs";
 
 export const name = "streams";
-export const deadlineSec = ({ quick }) => (quick ? 20 : 60);
+export const deadlineSec = (options) => pick(options, { smoke: 20, quick: 40, full: 60 });
 
 const CHUNKS = 20;
 const GAP_MS = 20;
@@ -53,7 +54,7 @@ function probe(url, agent, signal) {
 }
 
 export async function run(ctx, out) {
-  const perTarget = ctx.options.quick ? 2 : 8;
+  const perTarget = pick(ctx.options, { smoke: 2, quick: 4, full: 8 });
   const channel = await startFakeChannel(ctx, { streamChunks: CHUNKS, streamGapMs: GAP_MS });
   const [pipe, service, baseline] = await Promise.all([
     startPipe(ctx, channel.url),

@@ -11,12 +11,14 @@ const ROOT = resolve(import.meta.dirname, "../..");
 interface BenchResult {
   meta: {
     quick: boolean;
+    mode: string;
+    pinning: { pinned: boolean; reason: string };
     phases: string[];
     machine: { node: string; cpuCount: number; note: string };
     childPids: number[];
   };
   phases: Record<string, { status: string; figures: Record<string, unknown>; tables: unknown[] }>;
-  targets: { target: string; measured: string; met: boolean | null }[];
+  targets: { target: string; measured: string; ratio?: string; met: boolean | null }[];
 }
 
 function alive(pid: number): boolean {
@@ -48,7 +50,7 @@ function runBench(args: string[], ms: number) {
   );
 }
 
-describe("npm run bench --quick", () => {
+describe("npm run bench --smoke", () => {
   const dirs: string[] = [];
   afterAll(async () => {
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
@@ -61,7 +63,7 @@ describe("npm run bench --quick", () => {
       const out = await mkdtemp(join(tmpdir(), "bench-smoke-"));
       dirs.push(out);
       // A few seconds on a quiet machine; the bench's own deadlines bound it on a loaded one.
-      const run = await runBench(["proxy", "--quick", "--out", out], 40_000);
+      const run = await runBench(["proxy", "--smoke", "--out", out], 40_000);
       expect(run.code, run.stderr).toBe(0);
       // What a user sees: the table with the figures and the targets.
       expect(run.stdout).toContain("bare node:http pipe");
@@ -69,6 +71,10 @@ describe("npm run bench --quick", () => {
 
       const result = JSON.parse(await readFile(join(out, "latest.json"), "utf8")) as BenchResult;
       expect(result.meta.quick).toBe(true);
+      expect(result.meta.mode).toBe("smoke");
+      // Whether the processes were pinned, and why not when they were not, is on record.
+      expect(result.meta.pinning.reason).toBeTruthy();
+      expect(run.stdout).toMatch(/^Pinning: /m);
       expect(result.meta.phases).toEqual(["proxy"]);
       expect(result.meta.machine.cpuCount).toBeGreaterThan(0);
       expect(result.meta.machine.note).toMatch(/share/);
@@ -86,6 +92,9 @@ describe("npm run bench --quick", () => {
       }
       expect(loads["edits-c4"]!.targets.service!.rps).toBeGreaterThan(0);
       expect(result.targets.map((t) => t.target).join("\n")).toMatch(/bare pipe/);
+      // A performance target's line carries the ratio it is judged on.
+      const c1 = result.targets.find((t) => /concurrency 1: CPU per request/.test(t.target));
+      expect(c1?.ratio).toMatch(/^\d+\.\d\dx$/);
       expect(await readFile(join(out, "latest.md"), "utf8")).toMatch(
         /^\| load +\| target +\| +RPS/m,
       );

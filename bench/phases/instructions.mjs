@@ -1,0 +1,246 @@
+// Instructions: the chat passthrough's hot path counted in instructions per request with
+// valgrind's callgrind, against the bare undici and node:http pipes (and the service with
+// tracing on, and BASELINE's build): figures that do not move with the machine's load, to
+// set beside the proxy phase's CPU time. Every process under test runs under callgrind (see
+// lib/callgrind.mjs), all side by side (a count does not depend on what else runs): each is
+// warmed up in chunks of 500 requests until three chunks agree (V8 has finished tiering up),
+// then each round sends it a fixed number of chat requests, one at a time (concurrency 1: no
+// batching that would depend on timing), counters zeroed before and dumped after.
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { callgrindAvailable, callgrindControl, callgrindPrefix } from "../lib/callgrind.mjs";
+import { pick } from "../lib/mode.mjs";
+import { CHAT_BODY } from "../lib/payloads.mjs";
+import {
+  JSON_HEADERS,
+  serviceConfig,
+  startFakeChannel,
+  startLoader,
+  startPipe,
+  startService,
+  startUndiciPipe,
+} from "../lib/processes.mjs";
+import { fmt, fmtRatio, fmtSpread, spread } from "../lib/stats.mjs";
+import { startTraceSink } from "../lib/trace-sink.mjs";
+
+export const name = "instructions";
+
+const LABELS = {
+  pipe: "bare node:http pipe",
+  "undici-pipe": "bare undici pipe",
+  service: "service",
+  traced: "service, tracing on",
+  baseline: "service (BASELINE)",
+};
+
+/**
+ * Requests counted per round (BENCH_CALLGRIND_REQUESTS), rounds, and the warm-up: in chunks of
+ * `warmupChunk` requests, at least `warmupMin`, until three chunks in a row agree within
+ * `settled` (V8 has finished tiering up), at most `warmupMax` (BENCH_CALLGRIND_WARMUP).
+ */
+function plan(options) {
+  const requests =
+    Number(process.env.BENCH_CALLGRIND_REQUESTS) ||
+    pick(options, { smoke: 50, quick: 500, full: 1000 });
+  const warmupMax =
+    Number(process.env.BENCH_CALLGRIND_WARMUP) ||
+    pick(options, { smoke: requests, quick: 6000, full: 12_000 });
+  return {
+    requests,
+    warmupChunk: Math.min(requests, 500),
+    warmupMin: Math.min(warmupMax, pick(options, { smoke: requests, quick: 2000, full: 4000 })),
+    warmupMax,
+    settled: 0.03,
+    rounds: pick(options, { smoke: 1, full: 3 }),
+    // Tracing on is left out unless named: the slowest under callgrind, and its cost is far
+    // enough from its target for CPU time to judge.
+    roles: (process.env.BENCH_CALLGRIND_TARGETS ?? "pipe,undici-pipe,service,baseline")
+      .split(",")
+      .filter(Boolean),
+  };
+}
+
+export function deadlineSec(options) {
+  const { requests, warmupMax, rounds } = plan(options);
+  // The service ran 10 to 50 chat requests a second under callgrind here beside the others
+  // (the lower figure on a busy machine); start-up took up to a minute and a half.
+  return Math.round(240 + (warmupMax + rounds * requests) / 10);
+}
+
+const chat = {
+  path: "/v1/chat/completions",
+  method: "POST",
+  headers: JSON_HEADERS,
+  body: CHAT_BODY,
+};
+
+/**
+ * Starts the processes under test (BENCH_CALLGRIND_TARGETS, of pipe, undici-pipe, service,
+ * traced, baseline) under callgrind and switches instrumentation on in each; resolves them
+ * with their controls.
+ */
+async function startCounted(ctx, channel, dir, wanted) {
+  const traces = await startTraceSink(ctx);
+  const under = (role) => ({
+    prefix: callgrindPrefix(dir, role, ctx.options.pinning),
+    timeoutMs: 300_000,
+  });
+  const logged = serviceConfig({
+    channelUrl: channel.url,
+    logging: { level: "info", access: true },
+  });
+  const starts = {
+    pipe: () => startPipe(ctx, channel.url, under("pipe")),
+    "undici-pipe": () => startUndiciPipe(ctx, channel.url, under("undici-pipe")),
+    service: () => startService(ctx, logged, under("service")),
+    traced: () =>
+      startService(ctx, logged, {
+        role: "traced",
+        env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url },
+        ...under("traced"),
+      }),
+    baseline: () =>
+      ctx.options.baseline
+        ? startService(ctx, serviceConfig({ channelUrl: channel.url }), {
+            role: "baseline",
+            ...under("baseline"),
+          })
+        : undefined,
+  };
+  const entries = await Promise.all(wanted.map((role) => starts[role]?.()));
+  const targets = entries
+    .filter(Boolean)
+    .map((proc) => ({ role: proc.role, proc, control: callgrindControl(dir, proc.child.pid) }));
+  await Promise.all(targets.map(({ control }) => control.instrumentOn()));
+  return targets;
+}
+
+export async function run(ctx, out) {
+  out.figures = {};
+  if (!callgrindAvailable()) {
+    out.notes.push("no valgrind here (apt-get install valgrind): instructions not counted");
+    out.figures.skipped = true;
+    return;
+  }
+  const settings = plan(ctx.options);
+  out.figures = { ...settings, concurrency: 1, samples: {}, targets: {}, warmup: {} };
+  const dir = join(ctx.tempDir, "callgrind");
+  await mkdir(dir, { recursive: true });
+  const channel = await startFakeChannel(ctx);
+  const loader = await startLoader(ctx);
+  ctx.log("instructions: starting the processes under valgrind");
+  const targets = await startCounted(ctx, channel, dir, settings.roles);
+  const send = (proc, count) =>
+    loader.run({
+      origins: [proc.url],
+      requests: [chat],
+      concurrency: 1,
+      count,
+      timeoutMs: Math.max(10_000, ctx.remainingMs() - 5000),
+    });
+  // Each process on its own: warm-up until settled, then its rounds (counts do not depend
+  // on what runs beside them, so the rounds need not be at the same time).
+  await Promise.all(targets.map((target) => countTarget(ctx, target, settings, send, out)));
+}
+
+/** Counters zeroed, `count` requests, counters dumped: instructions per request. */
+async function countChunk({ role, proc, control }, count, send) {
+  await control.zero();
+  const result = await send(proc, count);
+  const { main, others } = await control.dump();
+  if (result.ok !== count) throw new Error(`${role}: ${result.ok} of ${count} requests succeeded`);
+  return { main: main / result.ok, all: (main + others) / result.ok };
+}
+
+/** One process: its warm-up until its counts settle, then its rounds. */
+async function countTarget(ctx, target, settings, send, out) {
+  const warmup = { requests: 0, settled: false, chunks: [] };
+  out.figures.warmup[target.role] = warmup;
+  const close = (a, b) => b !== undefined && Math.abs(a / b - 1) <= settings.settled;
+  while (warmup.requests < settings.warmupMax) {
+    ctx.check();
+    const { main } = await countChunk(target, settings.warmupChunk, send);
+    warmup.requests += settings.warmupChunk;
+    warmup.chunks.push(Math.round(main));
+    // Settled: three chunks in a row within `settled` of the last (a plateau can come before
+    // a last tier-up).
+    const [a, b] = warmup.chunks.slice(-3, -1);
+    warmup.settled = close(main, a) && close(main, b);
+    if (warmup.settled && warmup.requests >= settings.warmupMin) break;
+  }
+  ctx.log(
+    `instructions: ${target.role} warmed up with ${warmup.requests} requests${warmup.settled ? "" : " (not settled)"}`,
+  );
+  for (let round = 0; round < settings.rounds; round += 1) {
+    ctx.check();
+    (out.figures.samples[target.role] ??= []).push(
+      await countChunk(target, settings.requests, send),
+    );
+    summarize(out);
+  }
+}
+
+/** Per-round ratios of `role` to `reference` (rounds paired: each round counts both). */
+export function pairedRatios(list, reference) {
+  if (!list || !reference) return [];
+  return list.map((value, i) => value / reference[i]).filter((value) => Number.isFinite(value));
+}
+
+function summarize(out) {
+  const { samples } = out.figures;
+  const mains = (role) => samples[role]?.map((sample) => sample.main);
+  const rows = [];
+  for (const [role, list] of Object.entries(samples)) {
+    const main = mains(role);
+    const figures = {
+      main: spread(main),
+      all: spread(list.map((sample) => sample.all)),
+      vsPipe: spread(pairedRatios(main, mains("pipe"))),
+      vsUndici: spread(pairedRatios(main, mains("undici-pipe"))),
+      vsService: spread(pairedRatios(main, mains("service"))),
+    };
+    out.figures.targets[role] = figures;
+    const thousands = (v) => fmt(v / 1000);
+    rows.push([
+      LABELS[role],
+      fmtSpread(figures.main, thousands),
+      fmtSpread(figures.all, thousands),
+      fmtSpread(figures.vsPipe, fmtRatio),
+      fmtSpread(figures.vsUndici, fmtRatio),
+    ]);
+  }
+  const { requests, rounds, warmup } = out.figures;
+  const unsettled = Object.entries(warmup)
+    .filter(([, w]) => !w.settled)
+    .map(([role]) => LABELS[role]);
+  out.tables = [
+    {
+      title: `Instructions per chat request (callgrind, concurrency 1; ${rounds} rounds of ${fmt(requests)} after a warm-up)`,
+      columns: [
+        "target",
+        "k instr./req, main thread",
+        "all threads",
+        "vs node:http pipe",
+        "vs undici pipe",
+      ],
+      rows,
+    },
+  ];
+  out.notes = [
+    "Counted by valgrind's callgrind, instrumented once each process was ready; the load generator and the fake channel run outside valgrind. Main thread: the event loop (JavaScript, its share of garbage collection, the system calls' user-side work); all threads adds V8's compiler and GC helper threads, whose bursts make it move from round to round.",
+    `Median over rounds (min–max); ratios are of main-thread counts, taken round by round. Warm-up until three chunks of ${fmt(out.figures.warmupChunk)} in a row agreed within ${fmt(out.figures.settled * 100)} %: ${Object.entries(
+      warmup,
+    )
+      .map(([role, w]) => `${LABELS[role]} ${fmt(w.requests)}`)
+      .join(", ")} requests.`,
+    ...(unsettled.length
+      ? [
+          `Not settled after ${fmt(out.figures.warmupMax)} requests (counts still falling: more warm-up, BENCH_CALLGRIND_WARMUP): ${unsettled.join(", ")}.`,
+        ]
+      : []),
+  ];
+}
+
+export function targets() {
+  return [];
+}
