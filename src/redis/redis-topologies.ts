@@ -119,6 +119,18 @@ export function eachConnection(
 
 /**
  * A client of its own on the same deployment (same deadlines), not connected
+ * yet, that writes the commands of one tick to the socket at once (ioredis's
+ * auto-pipelining): the task store's, whose steps send several commands and
+ * scripts at a time and whose many requests would otherwise each cost a
+ * socket write. BullMQ stays on connections of its own.
+ */
+export function duplicatePipelined(client: RedisClient): RedisClient {
+  const options = { enableAutoPipelining: true };
+  return isCluster(client) ? client.duplicate([], options) : client.duplicate(options);
+}
+
+/**
+ * A client of its own on the same deployment (same deadlines), not connected
  * yet, whose commands wait out an outage or a failover instead of failing at
  * once, as a BullMQ worker's connection must. On one server or a Sentinel set,
  * the clients BullMQ duplicates from it end when disconnected between two

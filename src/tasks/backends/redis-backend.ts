@@ -4,6 +4,7 @@ import type { Config } from "../../config/config-schema.js";
 import type { RedisTopology } from "../../config/schema/redis-topology.js";
 import {
   closeRedisClient,
+  watchRedisClient,
   openRedisClient,
   type OpenedRedis,
   type RedisClient,
@@ -11,7 +12,7 @@ import {
 import { redisKeys, type RedisKeys } from "../../redis/redis-keys.js";
 import { RedisKeyvStore } from "../../redis/redis-keyv-store.js";
 import type { RedisPrimaryWatch } from "../../redis/redis-primary.js";
-import { earlierReleasesClient } from "../../redis/redis-topologies.js";
+import { duplicatePipelined, earlierReleasesClient } from "../../redis/redis-topologies.js";
 import { createBullmqWebhookQueue } from "../../webhooks/bullmq-webhook-queue.js";
 import { createRedisResponseEventLog } from "../events/redis-response-event-log.js";
 import { createRedisTaskEvents } from "../events/redis-task-events.js";
@@ -93,8 +94,12 @@ interface Connection {
 async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promise<TaskBackend> {
   const { client, logger } = c;
   const leaseMs = config.imageTasks.leaseSec * 1000;
+  // The task store on a connection of its own, its commands batched per tick (see duplicatePipelined).
+  const storeClient = duplicatePipelined(client);
+  watchRedisClient(storeClient, logger, "store");
+  await storeClient.connect().catch(() => undefined);
   const store = createRedisTaskStore({
-    client,
+    client: storeClient,
     keys: keys.store,
     idempotencyTtlMs: idempotencyTtlMs(config),
     replicas: replicaConfirmation(config),
@@ -121,12 +126,12 @@ async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promi
       logger: logger.child({ component: "webhooks" }),
     }),
     responseEvents: createRedisResponseEventLog({
-      client,
+      client: storeClient,
       keys: keys.responseEvents,
       maxEventsPerResponse: MAX_EVENTS_PER_RESPONSE,
       idleTtlMs: responseEventsIdleTtlMs(config),
     }),
-    keyValue: (namespace) => redisKeyValue(client, keys, namespace),
+    keyValue: (namespace) => redisKeyValue(storeClient, keys, namespace),
     legacy:
       earlier &&
       createRedisLegacyData({
@@ -140,6 +145,7 @@ async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promi
     async close() {
       await events.close();
       await store.close();
+      await closeRedisClient(storeClient);
       await closeRedisClient(client);
     },
   };
