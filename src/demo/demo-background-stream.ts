@@ -40,7 +40,10 @@ export async function streamBackgroundJob(
   });
   const pauseMs = context.imageDelayMs / (partials + 1);
   for (let k = 0; k < partials; k += 1) {
-    if (!(await pause(pauseMs, gone)) || job.state !== "running") break;
+    // A job that finished while the stream paused still gets the drafts it promised (at once):
+    // on a busy machine its timer may fire first, and a client should not see fewer by chance.
+    if (job.state === "running" && !(await pause(pauseMs, gone))) return;
+    if (job.state !== "running" && job.state !== "completed") break;
     const draft = coarse(drawPicture(job.request, 0), 2 ** (3 + partials - k));
     send("response.image_generation_call.partial_image", {
       output_index: 0,

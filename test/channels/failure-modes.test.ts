@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config-schema.js";
 import { startFakeUpstream, type Behavior, type FakeUpstream } from "../support/fake-upstream.js";
 import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
+import { leaseSec, slow } from "../support/time-factor.js";
 import {
   FORM,
   IMAGE_TASK,
@@ -180,8 +181,9 @@ function appOn(firstUrl: string, upstream: FakeUpstream): Promise<TestApp> {
   });
   return startTestApp({
     upstream,
-    // A task run may wait on a silent channel this long (its channel's timeouts are the sync routes').
-    imageTasks: { timeoutSec: 2 },
+    // A task run may wait on a silent channel this long (its channel's timeouts are the sync
+    // routes'); a failover to the second channel fits in it, also on a loaded machine.
+    imageTasks: { timeoutSec: leaseSec(2) },
     config: {
       server: { port: 0, host: "127.0.0.1", maxResponseBytes: 256 * 1024, shutdownGraceSec: 1 },
       channels: [
@@ -228,6 +230,6 @@ describe.each(MODES)("a first channel that fails: $name", (mode) => {
       }
       expect(target.requests).toHaveLength(0);
     },
-    30_000,
+    slow(30_000),
   );
 });

@@ -153,7 +153,7 @@ describe("README.md's runnable blocks, against the demo defaults", () => {
       const outcome = runScript(block);
       expect(outcome.status, outcome.output).toBe(0);
     },
-    150_000,
+    slow(150_000),
   );
 
   it("fails a block that gets an HTTP error, naming it (the run can fail)", () => {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { openRaw, until, type RawConnection } from "../support/raw-connection.js";
 import { startTestApp, type TestApp } from "../support/start-test-app.js";
+import { slow } from "../support/time-factor.js";
 
 /*
  * `server.trustProxy` names the proxies: only a request whose peer is one of
@@ -55,7 +56,7 @@ async function hold(target: TestApp, count: number, from: string, forwardedFor?:
   for (let i = 0; i < count; i += 1) await chat(target, from, forwardedFor);
   await until(
     () => target.upstream.requests.length >= before + count,
-    10_000,
+    slow(10_000),
     `${count} chats in flight`,
   );
 }

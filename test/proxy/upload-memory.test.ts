@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../support/fake-upstream.js";
 import { TEST_KEYS, testConfig } from "../support/start-test-app.js";
+import { slow } from "../support/time-factor.js";
 
 // A 30 MB upload streams through: measured in the service's own process (the built dist/),
 // as the peak of Buffer memory over the upload, so the test runner's own memory is no part.
@@ -114,6 +115,6 @@ describe("a 30 MB multipart upload", () => {
     // A few seconds alone; the service's process collects garbage every 100 ms to sample its
     // memory, and on 2 shared cores under a full suite the upload took past 30 s (before and
     // after the channel requests stopped going through http-proxy alike).
-    120_000,
+    slow(120_000),
   );
 });
