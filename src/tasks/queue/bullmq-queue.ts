@@ -27,6 +27,11 @@ export interface BullmqQueueOptions {
   queueKeys: BullmqQueueKeys;
   /** The admission ledger beside it. */
   admission: RedisAdmissionKeys;
+  /**
+   * The ledger's client: default `client`. The backend's auto-pipelined store
+   * client, so that a submission's ledger steps share writes with its store steps.
+   */
+  ledgerClient?: RedisClient;
   /** Tasks in progress across every replica (BullMQ's global concurrency). */
   maxConcurrent: number;
   /** Job lock duration: a dead replica's tasks are picked up within about three times this. */
@@ -84,6 +89,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
   const s: BullmqState = {
     options,
     client,
+    ledger: options.ledgerClient ?? client,
     queue,
     waiting: options.admission.waiting,
     running: options.admission.running,
@@ -118,6 +124,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
 interface BullmqState {
   options: BullmqQueueOptions;
   client: RedisClient;
+  /** Where the admission ledger is written (see {@link BullmqQueueOptions.ledgerClient}). */
+  ledger: RedisClient;
   queue: Queue<JobData>;
   waiting: string;
   running: string;
@@ -149,7 +157,7 @@ function addJob(s: BullmqState, entry: QueueEntry) {
 /** Marks places as belonging to existing tasks (they no longer lapse). */
 function hold(s: BullmqState, entry: QueueEntry) {
   return execAll(
-    s.client
+    s.ledger
       .multi()
       .zadd(s.waiting, "+inf", entry.taskId)
       .zadd(ownerWaiting(s, entry.owner), "+inf", entry.taskId),
@@ -164,7 +172,7 @@ function hold(s: BullmqState, entry: QueueEntry) {
  */
 function confirm(s: BullmqState, entry: QueueEntry) {
   return execAll(
-    s.client
+    s.ledger
       .multi()
       .zadd(s.waiting, "XX", "+inf", entry.taskId)
       .zadd(ownerWaiting(s, entry.owner), "XX", "+inf", entry.taskId),
@@ -178,7 +186,7 @@ async function admit(
 ): Promise<Admission> {
   const now = Date.now();
   const answer = await ADMIT.run(
-    s.client,
+    s.ledger,
     [s.waiting, ownerWaiting(s, entry.owner), s.running],
     [
       now,
@@ -196,7 +204,7 @@ async function admit(
 
 async function release(s: BullmqState, entry: QueueEntry): Promise<void> {
   await execAll(
-    s.client.multi().zrem(s.waiting, entry.taskId).zrem(ownerWaiting(s, entry.owner), entry.taskId),
+    s.ledger.multi().zrem(s.waiting, entry.taskId).zrem(ownerWaiting(s, entry.owner), entry.taskId),
   );
 }
 
@@ -224,10 +232,10 @@ async function processJob(
   token: string | undefined,
   signal?: AbortSignal,
 ) {
-  const { client } = s;
+  const { ledger } = s;
   const { taskId, owner } = job.data;
   await execAll(
-    client
+    ledger
       .multi()
       .zrem(s.waiting, taskId)
       .zrem(ownerWaiting(s, owner), taskId)
@@ -244,11 +252,11 @@ async function processJob(
   if (end === "handback" || ended === HANDOVER) {
     // Back to the line at once: another replica takes it now, not after a lock expiry.
     await hold(s, { taskId, owner });
-    await client.zrem(s.running, taskId);
+    await ledger.zrem(s.running, taskId);
     await job.moveToWait(token);
     throw new WaitingError();
   }
-  await client.zrem(s.running, taskId);
+  await ledger.zrem(s.running, taskId);
 }
 
 async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {
