@@ -5,7 +5,7 @@ import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
 import { closeRedisClient } from "../../redis/open-redis-client.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import type { BullmqQueueKeys, RedisAdmissionKeys } from "../../redis/redis-keys.js";
-import { execAll, redisScript } from "../../redis/redis-script.js";
+import { redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../core/task-events.js";
 import {
   HANDOVER,
@@ -66,6 +66,39 @@ if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) + free then return 'owner_q
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return 'ok'
+`);
+
+/*
+ * The ledger's other steps, each a script rather than a MULTI: as atomic, and
+ * a script joins the auto-pipelined batch of its tick where a MULTI is a
+ * write of its own.
+ */
+
+/** KEYS: waiting, owner's waiting. ARGV: task id, `XX` to update only a place still there. */
+const HOLD = redisScript(`
+if ARGV[2] == 'XX' then
+  redis.call('ZADD', KEYS[1], 'XX', '+inf', ARGV[1])
+  redis.call('ZADD', KEYS[2], 'XX', '+inf', ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], '+inf', ARGV[1])
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+end
+return 1
+`);
+
+/** KEYS: waiting, owner's waiting. ARGV: task id. */
+const RELEASE = redisScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`);
+
+/** KEYS: waiting, owner's waiting, running. ARGV: task id. */
+const START = redisScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], '+inf', ARGV[1])
+return 1
 `);
 
 /**
@@ -156,12 +189,7 @@ function addJob(s: BullmqState, entry: QueueEntry) {
 
 /** Marks places as belonging to existing tasks (they no longer lapse). */
 function hold(s: BullmqState, entry: QueueEntry) {
-  return execAll(
-    s.ledger
-      .multi()
-      .zadd(s.waiting, "+inf", entry.taskId)
-      .zadd(ownerWaiting(s, entry.owner), "+inf", entry.taskId),
-  );
+  return HOLD.run(s.ledger, [s.waiting, ownerWaiting(s, entry.owner)], [entry.taskId, ""]);
 }
 
 /**
@@ -171,12 +199,7 @@ function hold(s: BullmqState, entry: QueueEntry) {
  * place still there (XX) and never puts back one that was taken.
  */
 function confirm(s: BullmqState, entry: QueueEntry) {
-  return execAll(
-    s.ledger
-      .multi()
-      .zadd(s.waiting, "XX", "+inf", entry.taskId)
-      .zadd(ownerWaiting(s, entry.owner), "XX", "+inf", entry.taskId),
-  );
+  return HOLD.run(s.ledger, [s.waiting, ownerWaiting(s, entry.owner)], [entry.taskId, "XX"]);
 }
 
 async function admit(
@@ -203,9 +226,7 @@ async function admit(
 }
 
 async function release(s: BullmqState, entry: QueueEntry): Promise<void> {
-  await execAll(
-    s.ledger.multi().zrem(s.waiting, entry.taskId).zrem(ownerWaiting(s, entry.owner), entry.taskId),
-  );
+  await RELEASE.run(s.ledger, [s.waiting, ownerWaiting(s, entry.owner)], [entry.taskId]);
 }
 
 async function adopt(s: BullmqState, entries: readonly QueueEntry[]): Promise<void> {
@@ -234,13 +255,7 @@ async function processJob(
 ) {
   const { ledger } = s;
   const { taskId, owner } = job.data;
-  await execAll(
-    ledger
-      .multi()
-      .zrem(s.waiting, taskId)
-      .zrem(ownerWaiting(s, owner), taskId)
-      .zadd(s.running, "+inf", taskId),
-  );
+  await START.run(ledger, [s.waiting, ownerWaiting(s, owner), s.running], [taskId]);
   const { handler } = s;
   const ended = await handler!({
     taskId,
