@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import fs, { constants } from "node:fs";
-import { access, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { access, readdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
@@ -85,13 +85,16 @@ async function put(root: string, key: string, bytes: Buffer): Promise<void> {
   }
 }
 
+/** Callback `writeFile`, promisified: the promise API's goes through a FileHandle, dearer. */
+const writeWhole = promisify(fs.writeFile);
+
 async function putOnce(path: string, bytes: Buffer): Promise<void> {
   await makeOwnerDir(dirname(path));
   // Hidden beside its target (same file system, so the rename is atomic); a crash leaves it
   // in the task's expiry-day folder, which the sweep deletes whole.
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   try {
-    await writeFile(temp, bytes, { mode: OWNER_FILE_MODE });
+    await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
     await rename(temp, path);
   } catch (err) {
     await unlink(temp).catch(() => undefined);

@@ -104,7 +104,12 @@ async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promi
     idempotencyTtlMs: idempotencyTtlMs(config),
     replicas: replicaConfirmation(config),
   });
-  const events = await createRedisTaskEvents({ client, channels: keys.events, logger });
+  const events = await createRedisTaskEvents({
+    client,
+    publisher: storeClient,
+    channels: keys.events,
+    logger,
+  });
   const earlier = earlierReleasesClient(client);
   return {
     store,
@@ -113,6 +118,7 @@ async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promi
       client,
       queueKeys: keys.taskQueue,
       admission: keys.admission,
+      ledgerClient: storeClient,
       maxConcurrent: config.imageTasks.maxConcurrent,
       leaseMs,
       events,

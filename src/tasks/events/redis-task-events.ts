@@ -23,6 +23,11 @@ const MAX_UNSENT = 10_000;
  */
 export async function createRedisTaskEvents(options: {
   client: RedisClient;
+  /**
+   * Where messages are published: default `client`. The backend's
+   * auto-pipelined store client, so that a tick's messages go in one write.
+   */
+  publisher?: RedisClient;
   channels: RedisEventChannels;
   logger: Logger;
 }): Promise<TaskEvents> {
@@ -63,7 +68,7 @@ export async function createRedisTaskEvents(options: {
 
   /** Tasks listened to, by how many times. */
   const listened = new Map<string, { count: number; ready: Promise<void> }>();
-  const outbox = createOutbox(client, logger);
+  const outbox = createOutbox(options.publisher ?? client, logger);
 
   return {
     async publish(event) {
@@ -114,22 +119,25 @@ export async function createRedisTaskEvents(options: {
 /**
  * Publishes in order; what Redis did not take (it is away) is kept, at most
  * {@link MAX_UNSENT} messages, and sent first by the next publish or as soon
- * as the client is back.
+ * as the client is back. Every message waiting when a pass starts is sent
+ * at once (one connection keeps them in order), not one round trip each.
  */
 function createOutbox(client: RedisClient, logger: Logger) {
   const unsent: Array<{ channel: string; message: string }> = [];
   let flushing: Promise<boolean> | undefined;
   const sendUnsent = async () => {
-    try {
-      while (unsent.length > 0) {
-        const next = unsent[0]!;
-        await client.publish(next.channel, next.message);
-        unsent.shift();
-      }
-      return true;
-    } catch {
-      return false;
+    while (unsent.length > 0) {
+      const batch = unsent.slice();
+      const sent = await Promise.allSettled(
+        batch.map((next) => client.publish(next.channel, next.message)),
+      );
+      const went = new Set(batch.filter((_, index) => sent[index]!.status === "fulfilled"));
+      // Only what went out leaves: the rest, and what came meanwhile, stay in order.
+      const kept = unsent.filter((entry) => !went.has(entry));
+      unsent.splice(0, unsent.length, ...kept);
+      if (went.size < batch.length) return false;
     }
+    return true;
   };
   /** One pass at a time; resolves whether everything went out. */
   const flush = (): Promise<boolean> =>

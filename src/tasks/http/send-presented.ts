@@ -1,29 +1,25 @@
 import type { ServerResponse } from "node:http";
-import { base64Length } from "../../images/base64-length.js";
 import { clientGone } from "../../http/client-gone.js";
 import type { ServiceError } from "../../errors/service-error.js";
 import type { PresentedJson } from "../responses/present-response.js";
 import type { PendingImage } from "../view/present-task.js";
-import { writeSplitView, type SplitView } from "./send-task-view.js";
+import { splitLength, writeSplitView, type SplitView } from "./send-task-view.js";
 
 /** Cuts JSON text at the markers of its pending images (each found once). */
 export function splitPresented({ text, images }: PresentedJson): SplitView {
-  const parts: Buffer[] = [];
+  const parts: string[] = [];
   const found: PendingImage[] = [];
   let from = 0;
   const byMarker = new Map(images.map((image) => [image.marker, image]));
   for (const match of text.matchAll(/__b64_[0-9a-f]{24}_\d+__/g)) {
     const image = byMarker.get(match[0]);
     if (!image) continue;
-    parts.push(Buffer.from(text.slice(from, match.index)));
+    parts.push(text.slice(from, match.index));
     found.push(image);
     from = match.index + match[0].length;
   }
-  parts.push(Buffer.from(text.slice(from)));
-  const length =
-    parts.reduce((sum, part) => sum + part.byteLength, 0) +
-    found.reduce((sum, image) => sum + base64Length(image.size), 0);
-  return { parts, images: found, length };
+  parts.push(text.slice(from));
+  return { parts, images: found, length: splitLength(parts, found) };
 }
 
 /**

@@ -5,7 +5,7 @@ import { openWorkerConnection, stopWorker } from "../../redis/bullmq-worker.js";
 import { closeRedisClient } from "../../redis/open-redis-client.js";
 import { logQueueOutages } from "../../redis/log-queue-outages.js";
 import type { BullmqQueueKeys, RedisAdmissionKeys } from "../../redis/redis-keys.js";
-import { execAll, redisScript } from "../../redis/redis-script.js";
+import { redisScript } from "../../redis/redis-script.js";
 import type { TaskEvents } from "../core/task-events.js";
 import {
   HANDOVER,
@@ -27,6 +27,11 @@ export interface BullmqQueueOptions {
   queueKeys: BullmqQueueKeys;
   /** The admission ledger beside it. */
   admission: RedisAdmissionKeys;
+  /**
+   * The ledger's client: default `client`. The backend's auto-pipelined store
+   * client, so that a submission's ledger steps share writes with its store steps.
+   */
+  ledgerClient?: RedisClient;
   /** Tasks in progress across every replica (BullMQ's global concurrency). */
   maxConcurrent: number;
   /** Job lock duration: a dead replica's tasks are picked up within about three times this. */
@@ -63,6 +68,39 @@ redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return 'ok'
 `);
 
+/*
+ * The ledger's other steps, each a script rather than a MULTI: as atomic, and
+ * a script joins the auto-pipelined batch of its tick where a MULTI is a
+ * write of its own.
+ */
+
+/** KEYS: waiting, owner's waiting. ARGV: task id, `XX` to update only a place still there. */
+const HOLD = redisScript(`
+if ARGV[2] == 'XX' then
+  redis.call('ZADD', KEYS[1], 'XX', '+inf', ARGV[1])
+  redis.call('ZADD', KEYS[2], 'XX', '+inf', ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], '+inf', ARGV[1])
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+end
+return 1
+`);
+
+/** KEYS: waiting, owner's waiting. ARGV: task id. */
+const RELEASE = redisScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`);
+
+/** KEYS: waiting, owner's waiting, running. ARGV: task id. */
+const START = redisScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], '+inf', ARGV[1])
+return 1
+`);
+
 /**
  * The queue of a deployment on Redis: BullMQ (on ioredis, the client the
  * store uses: one server, a Sentinel set or a Cluster, where the hash-tagged
@@ -84,6 +122,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
   const s: BullmqState = {
     options,
     client,
+    ledger: options.ledgerClient ?? client,
     queue,
     waiting: options.admission.waiting,
     running: options.admission.running,
@@ -118,6 +157,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
 interface BullmqState {
   options: BullmqQueueOptions;
   client: RedisClient;
+  /** Where the admission ledger is written (see {@link BullmqQueueOptions.ledgerClient}). */
+  ledger: RedisClient;
   queue: Queue<JobData>;
   waiting: string;
   running: string;
@@ -148,12 +189,7 @@ function addJob(s: BullmqState, entry: QueueEntry) {
 
 /** Marks places as belonging to existing tasks (they no longer lapse). */
 function hold(s: BullmqState, entry: QueueEntry) {
-  return execAll(
-    s.client
-      .multi()
-      .zadd(s.waiting, "+inf", entry.taskId)
-      .zadd(ownerWaiting(s, entry.owner), "+inf", entry.taskId),
-  );
+  return HOLD.run(s.ledger, [s.waiting, ownerWaiting(s, entry.owner)], [entry.taskId, ""]);
 }
 
 /**
@@ -163,12 +199,7 @@ function hold(s: BullmqState, entry: QueueEntry) {
  * place still there (XX) and never puts back one that was taken.
  */
 function confirm(s: BullmqState, entry: QueueEntry) {
-  return execAll(
-    s.client
-      .multi()
-      .zadd(s.waiting, "XX", "+inf", entry.taskId)
-      .zadd(ownerWaiting(s, entry.owner), "XX", "+inf", entry.taskId),
-  );
+  return HOLD.run(s.ledger, [s.waiting, ownerWaiting(s, entry.owner)], [entry.taskId, "XX"]);
 }
 
 async function admit(
@@ -178,7 +209,7 @@ async function admit(
 ): Promise<Admission> {
   const now = Date.now();
   const answer = await ADMIT.run(
-    s.client,
+    s.ledger,
     [s.waiting, ownerWaiting(s, entry.owner), s.running],
     [
       now,
@@ -195,9 +226,7 @@ async function admit(
 }
 
 async function release(s: BullmqState, entry: QueueEntry): Promise<void> {
-  await execAll(
-    s.client.multi().zrem(s.waiting, entry.taskId).zrem(ownerWaiting(s, entry.owner), entry.taskId),
-  );
+  await RELEASE.run(s.ledger, [s.waiting, ownerWaiting(s, entry.owner)], [entry.taskId]);
 }
 
 async function adopt(s: BullmqState, entries: readonly QueueEntry[]): Promise<void> {
@@ -224,15 +253,9 @@ async function processJob(
   token: string | undefined,
   signal?: AbortSignal,
 ) {
-  const { client } = s;
+  const { ledger } = s;
   const { taskId, owner } = job.data;
-  await execAll(
-    client
-      .multi()
-      .zrem(s.waiting, taskId)
-      .zrem(ownerWaiting(s, owner), taskId)
-      .zadd(s.running, "+inf", taskId),
-  );
+  await START.run(ledger, [s.waiting, ownerWaiting(s, owner), s.running], [taskId]);
   const { handler } = s;
   const ended = await handler!({
     taskId,
@@ -244,11 +267,11 @@ async function processJob(
   if (end === "handback" || ended === HANDOVER) {
     // Back to the line at once: another replica takes it now, not after a lock expiry.
     await hold(s, { taskId, owner });
-    await client.zrem(s.running, taskId);
+    await ledger.zrem(s.running, taskId);
     await job.moveToWait(token);
     throw new WaitingError();
   }
-  await client.zrem(s.running, taskId);
+  await ledger.zrem(s.running, taskId);
 }
 
 async function start(s: BullmqState, taskHandler: TaskHandler): Promise<void> {

@@ -4,21 +4,28 @@
  * bytes: `created`, `usage`, revised prompts) as JSON text where each
  * `b64_json` string holds a marker instead (`"#b64:<n>"`, `n` counting from
  * 0 in the order they came). A 3 MB image (4 MB of base64) is thus never
- * held as one buffer, one string or a parsed JSON value: chunks are decoded
- * on the way, and what is kept is the decoded bytes.
+ * held as one string or a parsed JSON value: chunks are decoded on the way,
+ * straight into one buffer per image (sized from the answer's length when it
+ * is known, else grown by doubling), and what is kept is the decoded bytes.
  *
  * The JSON itself is not checked here: the skeleton is parsed afterwards,
  * and anything broken fails there.
  */
 /** Keys are compared only when this short: `b64_json` is 8 bytes. */
 const MAX_KEY_BYTES = 16;
+/** An image's first buffer when the answer's length is unknown. */
+const FIRST_BYTES = 64 * 1024;
+/** Room left unused in a finished image's buffer, at most, before it is copied to its size. */
+const SLACK_BYTES = 4096;
 
 export class B64Extractor {
   /** The answer's JSON without its images. */
   private skeleton: Buffer[] = [];
-  /** Decoded images, each as its chunks. */
-  private readonly images: Buffer[][] = [];
+  /** Decoded images, each in one buffer, filled up to its size. */
+  private readonly images: Buffer[] = [];
   private readonly sizes: number[] = [];
+  /** Bytes of the answer pushed so far. */
+  private pushed = 0;
   /** Outside an image: where the scanner stands. */
   private state: "value" | "string" | "escape" = "value";
   /** The last string closed outside an image, while it may turn out to be a key. */
@@ -34,15 +41,19 @@ export class B64Extractor {
   /**
    * @param imageKey the key whose string values are images: `b64_json` in an
    *   image answer, `result` in a Responses `image_generation_call` item
+   * @param answerBytes the answer's length, when known (an uncompressed
+   *   `Content-Length`): an image's base64 is no longer than what is left of
+   *   it, so its buffer is allocated once
    */
   constructor(
     private readonly maxImageBytes: number,
     private readonly imageKey = "b64_json",
+    private readonly answerBytes?: number,
   ) {}
 
   /** The images so far, decoded, in the order they came. */
   get decoded(): Buffer[] {
-    return this.images.map((parts) => (parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
+    return this.images.map((buffer, n) => buffer.subarray(0, this.sizes[n]));
   }
 
   /** The answer without its images (valid JSON when the answer was). */
@@ -56,6 +67,8 @@ export class B64Extractor {
    * @throws SyntaxError when an image holds an escape base64 cannot
    */
   push(chunk: Buffer): void {
+    const base = this.pushed;
+    this.pushed += chunk.length;
     let start = 0;
     let index = 0;
     while (index < chunk.length) {
@@ -85,7 +98,7 @@ export class B64Extractor {
           // The opening quote of an image: the skeleton gets a marker in its place.
           this.skeleton.push(chunk.subarray(start, index - 1));
           this.skeleton.push(Buffer.from(`"#b64:${this.images.length}"`));
-          this.images.push([]);
+          this.images.push(Buffer.allocUnsafe(this.firstBytes(base + index)));
           this.sizes.push(0);
           this.inImage = true;
           this.keyIs = undefined;
@@ -105,6 +118,13 @@ export class B64Extractor {
       if (byte !== 0x3a && byte > 0x20) this.lastString = undefined;
     }
     if (!this.inImage) this.skeleton.push(chunk.subarray(start));
+  }
+
+  /** The first buffer of an image whose base64 starts at `offset` of the answer. */
+  private firstBytes(offset: number): number {
+    const left = this.answerBytes === undefined ? undefined : this.answerBytes - offset;
+    const most = left !== undefined && left > 0 ? Math.floor((left * 3) / 4) + 3 : FIRST_BYTES;
+    return Math.min(most, this.maxImageBytes + 3);
   }
 
   /** A byte of a string outside an image: only the first ones matter (a key is short). */
@@ -137,7 +157,7 @@ export class B64Extractor {
         quote === -1 ? chunk.length : quote,
         slash === -1 ? chunk.length : slash,
       );
-      this.decode(chunk.toString("latin1", index, stop));
+      this.decodeBytes(chunk, index, stop);
       index = stop;
       if (stop === quote) {
         this.finishImage();
@@ -184,19 +204,53 @@ export class B64Extractor {
     if (whole > 0) this.append(all.slice(0, whole));
   }
 
+  /**
+   * {@link decode} of base64 characters read from `chunk` (`from` to `stop`):
+   * the carried group completed first, then the whole groups in one piece,
+   * with no string built beyond the one the decoder reads.
+   */
+  private decodeBytes(chunk: Buffer, from: number, stop: number): void {
+    let at = from;
+    if (this.carry !== "") {
+      const take = Math.min(4 - this.carry.length, stop - at);
+      this.carry += chunk.toString("latin1", at, at + take);
+      at += take;
+      if (this.carry.length < 4) return;
+      this.append(this.carry);
+      this.carry = "";
+    }
+    const whole = stop - ((stop - at) % 4);
+    if (whole > at) this.append(chunk.toString("latin1", at, whole));
+    if (whole < stop) this.carry = chunk.toString("latin1", whole, stop);
+  }
+
   private finishImage(): void {
     if (this.carry !== "") this.append(this.carry);
     this.carry = "";
     this.inImage = false;
+    // A buffer sized from the answer's length holds every image after this one too: cut it.
+    const n = this.images.length - 1;
+    const size = this.sizes[n]!;
+    const buffer = this.images[n]!;
+    if (buffer.length - size > SLACK_BYTES) this.images[n] = Buffer.from(buffer.subarray(0, size));
   }
 
+  /** Decodes `base64` at the end of the current image, its buffer grown first when short. */
   private append(base64: string): void {
-    const bytes = Buffer.from(base64, "base64");
     const n = this.images.length - 1;
-    const size = (this.sizes[n] as number) + bytes.length;
-    if (size > this.maxImageBytes) throw new RangeError("an image is larger than allowed");
-    this.sizes[n] = size;
-    this.images[n]!.push(bytes);
+    const size = this.sizes[n]!;
+    const most = Math.floor((base64.length * 3) / 4) + 3;
+    let buffer = this.images[n]!;
+    if (size + most > buffer.length) {
+      const grown = Buffer.allocUnsafe(
+        Math.max(size + most, Math.min(buffer.length * 2, this.maxImageBytes + 3)),
+      );
+      buffer.copy(grown, 0, 0, size);
+      this.images[n] = buffer = grown;
+    }
+    const total = size + buffer.write(base64, size, "base64");
+    if (total > this.maxImageBytes) throw new RangeError("an image is larger than allowed");
+    this.sizes[n] = total;
   }
 }
 

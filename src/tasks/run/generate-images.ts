@@ -95,6 +95,15 @@ export async function generateImages(
   return result;
 }
 
+/** The answer's length as it arrives: its `Content-Length`, unless it is compressed. */
+function answerBytes(answer: ChannelAnswer): number | undefined {
+  const { headers } = answer;
+  const encoding = headers["content-encoding"]?.trim().toLowerCase();
+  if (encoding && encoding !== "identity") return undefined;
+  const length = Number(headers["content-length"]);
+  return Number.isSafeInteger(length) && length > 0 ? length : undefined;
+}
+
 /**
  * Reads a JSON answer of at most `limit` bytes, decoding its `b64_json`
  * images as they stream (a 4 MB base64 string is never built, copied or
@@ -106,7 +115,7 @@ export async function extractImages(
   limit: number,
   imageKey?: string,
 ): Promise<B64Extractor> {
-  const extractor = new B64Extractor(answer.channel.maxImageBytes, imageKey);
+  const extractor = new B64Extractor(answer.channel.maxImageBytes, imageKey, answerBytes(answer));
   try {
     for await (const chunk of answer.chunks({ maxBytes: limit })) extractor.push(chunk);
   } catch (err) {

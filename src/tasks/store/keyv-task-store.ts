@@ -159,7 +159,9 @@ async function transition(
 /** Writes a task's new status (and, finished, its expiry bucket) into its owner's index. */
 async function reindexOwner(keyv: Keyv, next: TaskRecord, bucket?: number): Promise<void> {
   const owned = await readOwner(keyv, next.owner);
-  const at = owned.findIndex(([other]) => other === next.id);
+  // From the newest: a task that moves on is almost always one of the last made, and an
+  // owner may hold many thousands of finished ones.
+  const at = owned.findLastIndex(([other]) => other === next.id);
   if (at !== -1) {
     const created = owned[at]![1];
     owned[at] =

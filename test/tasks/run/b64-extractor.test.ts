@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import { B64Extractor, extractedIndex } from "../../../src/tasks/run/b64-extractor.js";
 
 /** Feeds `text` in chunks of `size` bytes; returns the skeleton parsed and the images. */
-function extract(text: string, size: number, max = 10 * 1024 * 1024) {
+function extract(text: string, size: number, max = 10 * 1024 * 1024, answerBytes?: number) {
   const bytes = Buffer.from(text);
-  const extractor = new B64Extractor(max);
+  const extractor = new B64Extractor(max, "b64_json", answerBytes);
   for (let at = 0; at < bytes.length; at += size) extractor.push(bytes.subarray(at, at + size));
   return {
     rest: JSON.parse(extractor.rest.toString("utf8")) as unknown,
@@ -39,6 +39,17 @@ describe("taking b64_json images out of an answer as it streams", () => {
         ],
         usage: { input_tokens: 3, output_tokens: 5, note: "b64_json" },
       });
+    }
+  });
+
+  it("decodes the same with the answer's length given, right or not (a buffer per image, cut to size)", () => {
+    for (const hint of [answer.length, 10, answer.length * 4]) {
+      for (const size of [1, 7, 4096, answer.length]) {
+        const { images } = extract(answer, size, undefined, hint);
+        expect(images[0]!.equals(one)).toBe(true);
+        expect(images[1]!.equals(two)).toBe(true);
+        expect(images[0]!.buffer.byteLength).toBeLessThan(64 * 1024);
+      }
     }
   });
 
