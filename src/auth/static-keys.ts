@@ -23,8 +23,11 @@ export function hashSecret(secret: string): string {
 }
 
 /**
- * Looks keys up by their hash, so the table in memory and every subject
- * derived from it hold no usable key.
+ * Looks keys up by their hash, so the table built from the configuration and
+ * every subject derived from it hold no usable key. A bearer that matched is
+ * remembered as sent, so each configured key is hashed once per process, not
+ * once per request: that map holds at most the configured keys themselves
+ * (which the configuration holds anyway), never a token that matched nothing.
  */
 export function createStaticKeyLookup(
   keys: Config["auth"]["keys"],
@@ -41,5 +44,12 @@ export function createStaticKeyLookup(
     if (entry.webhookUrl) principal.webhookUrl = entry.webhookUrl;
     table.set(hash, principal);
   }
-  return (key) => table.get(hashSecret(key));
+  const matched = new Map<string, Principal>();
+  return (key) => {
+    const known = matched.get(key);
+    if (known) return known;
+    const principal = table.get(hashSecret(key));
+    if (principal) matched.set(key, principal);
+    return principal;
+  };
 }

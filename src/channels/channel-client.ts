@@ -291,10 +291,9 @@ function record(
   if (outcome.kind === "answer") {
     const { status } = outcome.answer;
     metrics.upstreamRequestSeries.get(channel.name, request.route, String(status)).inc();
-    metrics.upstreamDuration.observe(
-      { channel: channel.name, route: request.route },
-      (performance.now() - started) / 1000,
-    );
+    metrics.upstreamDuration
+      .series(channel.name, request.route)
+      .observe((performance.now() - started) / 1000);
     return;
   }
   if (request.signal?.aborted || outcome.error instanceof ServiceError) return;

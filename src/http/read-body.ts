@@ -75,9 +75,11 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
     const onEnd = () =>
       settle(undefined, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     const unwatch = watchBody(req, options, settle);
+    // `on`, not `once`, for what comes at most once or is settled once: `once` costs a
+    // wrapper per listener per request, and `settle` ignores all but the first.
     source.on("data", onData);
-    source.once("end", onEnd);
-    source.once("error", () =>
+    source.on("end", onEnd);
+    source.on("error", () =>
       settle(
         new ServiceError(
           "invalid_value",
@@ -87,7 +89,7 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
         ),
       ),
     );
-    req.once("close", () => {
+    req.on("close", () => {
       if (!req.complete) settle(new ServiceError("invalid_value", "The request was aborted."));
     });
   });

@@ -2,7 +2,7 @@ import { pino, type Logger } from "pino";
 import { createSecretScrubber } from "./secret-scrubber.js";
 
 /** Characters of log lines held before they go to stdout: one write per few lines, not one per line. */
-const BUFFER_CHARS = 4096;
+const BUFFER_CHARS = 16 * 1024;
 /** The longest a held line waits (a quiet service still shows every line at once, nearly). */
 const FLUSH_EVERY_MS = 500;
 
@@ -54,12 +54,12 @@ function flushAllAtExit(): void {
 
 /**
  * Stdout (or `dest`, a file) as the service's log lines go to it: held up
- * to 4 KiB or half a second, since a write of its own for each access line
+ * to 16 KiB or half a second, since a write of its own for each access line
  * costs more than the line; flushed when the process exits (a SIGKILL loses
  * at most that much).
  */
 export function createStdoutDestination(dest: number | string = 1): pino.DestinationStream {
-  // Synchronous, as pino's own stdout is: one write per 4 KiB batch costs the event loop
+  // Synchronous, as pino's own stdout is: one write per 16 KiB batch costs the event loop
   // less than handing each to the thread pool, and an exit never leaves a write in flight.
   const out = pino.destination({ dest, sync: true });
   const batch = new LineBatch(out);

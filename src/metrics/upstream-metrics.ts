@@ -1,5 +1,6 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { createCounterChildren } from "./counter-children.js";
+import { SeriesHistogram } from "./series-histogram.js";
 import { LATENCY_BUCKETS, METRIC_PREFIX as p } from "./metric-conventions.js";
 
 const UPSTREAM_LABELS = ["channel", "route", "outcome"] as const;
@@ -28,7 +29,8 @@ export function createUpstreamMetrics(registry: Registry) {
     }),
     /** {@link upstreamRequests} by series, for the per-request path. */
     upstreamRequestSeries,
-    upstreamDuration: new Histogram({
+    /** By series, for the per-request path: `upstreamDuration.series(channel, route)`. */
+    upstreamDuration: new SeriesHistogram({
       name: `${p}upstream_request_duration_seconds`,
       help: "Time from sending a call to a channel to its response headers, by channel and route.",
       labelNames: ["channel", "route"] as const,

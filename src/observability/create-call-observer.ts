@@ -108,15 +108,7 @@ class ObservedTry implements TryObserver {
 function startClientSpan(options: CallObserverOptions, channel: Channel): Span {
   const { operation, model } = options;
   const name = [operation ?? "call", model].filter(Boolean).join(" ");
-  let host: string | undefined;
-  let port: number | undefined;
-  try {
-    const url = new URL(channel.baseUrl);
-    host = url.hostname;
-    port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
-  } catch {
-    // A channel's base URL was checked at start-up; nothing to add if it cannot be read.
-  }
+  const { host, port } = addressOf(channel);
   return options.tracer.startSpan(name, {
     kind: "client",
     parent: options.parent.traceparent || undefined,
@@ -129,4 +121,28 @@ function startClientSpan(options: CallObserverOptions, channel: Channel): Span {
       "image_task_sidecar.channel": channel.name,
     },
   });
+}
+
+/** A channel's host and port, as its client spans name them. */
+interface ChannelAddress {
+  host: string | undefined;
+  port: number | undefined;
+}
+
+/** By channel object: parsed once, not on every try (a forward key's copy goes with it). */
+const addresses = new WeakMap<Channel, ChannelAddress>();
+
+function addressOf(channel: Channel): ChannelAddress {
+  let address = addresses.get(channel);
+  if (address) return address;
+  address = { host: undefined, port: undefined };
+  try {
+    const url = new URL(channel.baseUrl);
+    address.host = url.hostname;
+    address.port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+  } catch {
+    // A channel's base URL was checked at start-up; nothing to add if it cannot be read.
+  }
+  addresses.set(channel, address);
+  return address;
 }

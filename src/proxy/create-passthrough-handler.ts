@@ -132,10 +132,10 @@ async function serve(
   context: RequestContext,
 ): Promise<void> {
   const { route } = match;
-  const call = { req, res, principal, context, query: queryOf(req.url ?? "") };
   const { background } = s.deps;
   if (background && match.responseId !== undefined) {
     // A response the service made is its own to answer; any other, its channel's.
+    const call = callOf(req, res, principal, context);
     if (await background.serve(route.name as ResponseRouteName, match.responseId, call)) return;
   }
   const headers = forwardedRequestHeaders(req.headers);
@@ -152,7 +152,8 @@ async function serve(
   };
   const gone = new ClientGone();
   const clientGone = () => gone.aborted;
-  res.once("close", () => {
+  // "close" comes once (`on`: `once` costs a wrapper).
+  res.on("close", () => {
     if (!res.writableFinished) gone.abort(CLIENT_GONE);
     request.form?.dispose();
   });
@@ -161,7 +162,11 @@ async function serve(
   if (background && request.background) {
     // Background mode: the channel's own where the channel that would serve it has it.
     if (!request.candidates[0]?.nativeBackground) {
-      await background.create({ ...call, ...request.background, model: request.model as string });
+      await background.create({
+        ...callOf(req, res, principal, context),
+        ...request.background,
+        model: request.model as string,
+      });
       return;
     }
     request.candidates = request.candidates.filter((channel) => channel.nativeBackground);
@@ -325,6 +330,19 @@ function pathOf(match: RouteMatch, url: string): string {
       ? (query === -1 ? url : url.slice(0, query)).slice("/v1".length)
       : match.route.template.slice("/v1".length);
   return query === -1 ? path : path + forwardedQuery(url.slice(query));
+}
+
+/**
+ * The request as the service's own background responses take it: made only
+ * for them, not for every passthrough request.
+ */
+function callOf(
+  req: IncomingMessage,
+  res: ServerResponse,
+  principal: Principal,
+  context: RequestContext,
+) {
+  return { req, res, principal, context, query: queryOf(req.url ?? "") };
 }
 
 /** The query string of a request URL, without its `?`. */
