@@ -111,16 +111,11 @@ async function startSetup(ctx, setup, channel) {
     : setup.key === "sqlite"
       ? `sqlite://${join(ctx.tempDir, `tasks-${setup.key}.db`)}`
       : "memory://";
-  const config = {
-    ...serviceConfig({
-      channelUrl: channel.url,
-      storeUrl,
-      prefix: setup.redis ? ctx.redisPrefix(setup.key) : undefined,
-    }),
-    // Every store with the same image store (a directory of the run's): the figures compare
-    // task stores, and memory:// alone would otherwise keep its images in memory.
-    images: { url: `file://${join(ctx.tempDir, `images-${setup.key}`)}` },
-  };
+  const config = serviceConfig({
+    channelUrl: channel.url,
+    storeUrl,
+    prefix: setup.redis ? ctx.redisPrefix(setup.key) : undefined,
+  });
   const services = await Promise.all(
     Array.from({ length: setup.replicas }, () =>
       startService(ctx, config, {
