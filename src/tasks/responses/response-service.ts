@@ -2,6 +2,7 @@ import type { Principal } from "../../auth/principal.js";
 import { isResponseId } from "../../contract/task-contract.js";
 import { ServiceError } from "../../errors/service-error.js";
 import { shorten } from "../../errors/shorten.js";
+import { shuttingDown } from "../../errors/shutting-down.js";
 import { available } from "../../errors/store-unavailable.js";
 import { REFUSAL_REASONS } from "../../metrics/readiness-metrics.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
@@ -108,15 +109,7 @@ export function createResponseService(deps: ResponseServiceDeps): ResponseServic
   return {
     async create(principal, request, options) {
       try {
-        if (stopping) {
-          throw new ServiceError(
-            "service_unavailable",
-            "The service is shutting down; retry shortly.",
-            {
-              retryAfter: 2,
-            },
-          );
-        }
+        if (stopping) throw shuttingDown();
         const refusal = stores.refusal();
         // A response that makes no image needs no image store.
         if (refusal && (refusal.code !== "storage_unavailable" || asksForImages(request.body))) {

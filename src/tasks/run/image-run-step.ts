@@ -5,7 +5,7 @@ import type { ChannelClient } from "../../channels/channel-client.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { ASYNC_POLL_OUTCOMES, ASYNC_SUBMISSION_OUTCOMES } from "../../metrics/upstream-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
-import { createCallObserver } from "../../observability/create-call-observer.js";
+import { imageCallObserver } from "./image-call-observer.js";
 import type { Tracer } from "../../tracing/tracer.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import type { StoreAvailability } from "../core/store-availability.js";
@@ -138,16 +138,7 @@ async function generate(
     // so it must never fire first (undici's timers are coarse): a timeout is always `timeout`.
     idleMs: deps.timeoutSec * 1000 + IDLE_MARGIN_MS,
     client: deps.client,
-    observer: createCallObserver({
-      report: telemetry.report,
-      operation: "image_generation",
-      model: started.model,
-      // The model passed the task's checks: one a channel serves, a bounded label.
-      modelLabel: started.model,
-      parent: telemetry.span,
-      tracer: deps.tracer,
-      metrics: deps.metrics,
-    }),
+    observer: imageCallObserver(telemetry, started.model, deps),
     ...(partialImages
       ? {
           stream: {

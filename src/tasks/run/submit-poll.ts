@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { Channel } from "../../channels/channel.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
-import { createCallObserver } from "../../observability/create-call-observer.js";
 import type { Tracer } from "../../tracing/tracer.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { HANDOVER } from "../core/task-queue.js";
+import { imageCallObserver } from "./image-call-observer.js";
 import { isFinished, type TaskRecord, type UpstreamJob } from "../core/task-record.js";
 import type { TaskStore } from "../core/task-store.js";
 import { taskLine } from "../service/task-line.js";
@@ -81,15 +81,7 @@ export async function submitAndPoll(
       candidates,
       signal,
       stop: streamStop.signal,
-      observer: createCallObserver({
-        report: telemetry.report,
-        operation: "image_generation",
-        model: started.model,
-        modelLabel: started.model,
-        parent: telemetry.span,
-        tracer: deps.tracer,
-        metrics: deps.metrics,
-      }),
+      observer: imageCallObserver(telemetry, started.model, deps),
     });
     job = { channel: submitted.channel, dialect: submitted.dialect, id: submitted.id, kept: false };
     first = submitted;

@@ -3,6 +3,7 @@ import type { Principal } from "../../auth/principal.js";
 import type { CredentialSealer } from "../../auth/credential-sealer.js";
 import type { Config } from "../../config/config-schema.js";
 import { ServiceError } from "../../errors/service-error.js";
+import { shuttingDown } from "../../errors/shutting-down.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { ModelAccess } from "../../models/model-access.js";
 import { cancelTask } from "./cancel-task.js";
@@ -136,15 +137,7 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
 
     async submit(principal, submission, options) {
       try {
-        if (stopping) {
-          throw new ServiceError(
-            "service_unavailable",
-            "The service is shutting down; retry shortly.",
-            {
-              retryAfter: 2,
-            },
-          );
-        }
+        if (stopping) throw shuttingDown();
         // Before anything else: a task that could not be kept is never sent to a channel.
         const refusal = stores.refusal();
         if (refusal) throw refusal;
