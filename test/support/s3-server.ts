@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import S3rver from "s3rver";
+import type { S3rverStore } from "s3rver";
 
 /** s3rver's fixed credentials: it checks that a request names this access key, but not its signature (Ceph's gateway, `ceph-rgw.ts`, checks both). */
 export const S3_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
@@ -52,6 +53,7 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
       directory,
       configureBuckets: [{ name: bucket }],
     });
+    takeTurns(next.store);
     port = (await next.run()).port;
     next.httpServer?.on("request", (req: { method?: string; url?: string }) => {
       requests.push({ method: req.method ?? "", url: req.url ?? "" });
@@ -85,4 +87,26 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
       await rm(directory, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * s3rver's delete removes the directories it left empty, and its put makes the directory then
+ * opens the file in it with no listener for the open's error: a delete in one day's folder
+ * (a replica's start-up check) between another put's two steps (the other replica's check)
+ * throws ENOENT out of the test process. Puts and deletes here go one at a time.
+ */
+function takeTurns(store: S3rverStore): void {
+  let last: Promise<unknown> = Promise.resolve();
+  const inTurn =
+    (step: (...args: unknown[]) => Promise<unknown>) =>
+    (...args: unknown[]) => {
+      const run = last.then(
+        () => step(...args),
+        () => step(...args),
+      );
+      last = run.catch(() => undefined);
+      return run;
+    };
+  store.putObject = inTurn(store.putObject.bind(store));
+  store.deleteObject = inTurn(store.deleteObject.bind(store));
 }
