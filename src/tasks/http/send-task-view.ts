@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { ImageObject } from "../../images/image-store.js";
 import { clientGone } from "../../http/client-gone.js";
-import { imageGone, PendingImage } from "../view/present-task.js";
+import { imageGone, stringifyView, type PendingImage } from "../view/present-task.js";
 import { base64Length } from "../../images/base64-length.js";
 import { readWhole, sizeMismatch } from "../../images/read-whole.js";
 
@@ -13,25 +13,6 @@ import { readWhole, sizeMismatch } from "../../images/read-whole.js";
  */
 export interface ShownView {
   id: string;
-}
-
-/** Deep enough for every dialect's images (`result.data[i].b64_json` is four levels down). */
-const MAX_IMAGE_DEPTH = 5;
-
-/** Every {@link PendingImage} in the view, wherever its dialect puts it, by marker. */
-function pendingImages(
-  value: unknown,
-  found = new Map<string, PendingImage>(),
-  depth = 0,
-): Map<string, PendingImage> {
-  if (value instanceof PendingImage) {
-    found.set(value.marker, value);
-  } else if (value !== null && typeof value === "object" && depth < MAX_IMAGE_DEPTH) {
-    for (const item of Array.isArray(value) ? value : Object.values(value)) {
-      pendingImages(item, found, depth + 1);
-    }
-  }
-  return found;
 }
 
 /** Writes, and waits for the socket to drain when it is full; rejects when the client left. */
@@ -94,19 +75,15 @@ export function splitLength(parts: readonly string[], images: readonly PendingIm
 
 /** Cuts the view's JSON at its `b64_json` markers. */
 export function splitView(view: ShownView): SplitView {
-  const text = JSON.stringify(view);
-  const pending = pendingImages(view);
-  if (pending.size === 0) return { parts: [text], images: [], length: Buffer.byteLength(text) };
+  const { text, images } = stringifyView(view);
+  if (images.length === 0) return { parts: [text], images, length: Buffer.byteLength(text) };
   const parts: string[] = [];
-  const images: PendingImage[] = [];
-  const pattern = /__b64_[0-9a-f]{24}_\d+__/g;
   let from = 0;
-  for (const match of text.matchAll(pattern)) {
-    const image = pending.get(match[0]);
-    if (!image) continue;
-    parts.push(text.slice(from, match.index));
-    images.push(image);
-    from = match.index + match[0].length;
+  for (const image of images) {
+    // Markers are unique and random: the first one from here is the one written here.
+    const at = text.indexOf(image.marker, from);
+    parts.push(text.slice(from, at));
+    from = at + image.marker.length;
   }
   parts.push(text.slice(from));
   return { parts, images, length: splitLength(parts, images) };

@@ -16,6 +16,8 @@ export type { TaskParameters } from "../../contract/task-contract.js";
 /** Per process: no text a channel or client sends can name a marker. */
 const NONCE = randomBytes(12).toString("hex");
 let markers = 0;
+/** The images a {@link stringifyView} in progress wrote the markers of, in order. */
+let written: PendingImage[] | undefined;
 
 /**
  * A `b64_json` payload not read yet: in JSON it is a marker, which
@@ -34,7 +36,23 @@ export class PendingImage {
   ) {}
 
   toJSON(): string {
+    written?.push(this);
     return this.marker;
+  }
+}
+
+/**
+ * A view's JSON, and the images whose markers it holds in the order they
+ * appear: JSON.stringify meets them where it writes them, which spares a
+ * walk of the view and a search of the text for markers on every poll.
+ */
+export function stringifyView(view: unknown): { text: string; images: PendingImage[] } {
+  const images: PendingImage[] = [];
+  written = images;
+  try {
+    return { text: JSON.stringify(view), images };
+  } finally {
+    written = undefined;
   }
 }
 
