@@ -79,6 +79,38 @@ export function createStdoutDestination(dest: number | string = 1): pino.Destina
 }
 
 /**
+ * Fields replaced by `[redacted]` wherever a line names them. The code never
+ * logs a credential; these catch one a library or an error object carries.
+ */
+export const REDACTED_PATHS: readonly string[] = [
+  "authorization",
+  "apiKey",
+  "key",
+  "*.authorization",
+  "*.apiKey",
+  "*.key",
+  "headers.authorization",
+  "*.headers.authorization",
+  // An error or a bound channel one level further down (`err.headers`, `x.channel`).
+  "*.*.authorization",
+  "*.*.apiKey",
+  // A forward key (an UpstreamCredential prints as [redacted] anyway).
+  "credential",
+  "*.credential",
+  // Whatever else is named like a secret.
+  "password",
+  "*.password",
+  "secret",
+  "*.secret",
+  "token",
+  "*.token",
+  "bearerToken",
+  "*.bearerToken",
+  "secretAccessKey",
+  "*.secretAccessKey",
+];
+
+/**
  * The service's logger: JSON lines on stdout (see {@link createStdoutDestination}).
  * The code itself never logs keys (configured, channel or forward),
  * Authorization headers or other credentials; under that, fields that could
@@ -98,33 +130,7 @@ export function createLogger(
       base: { service: "image-task-sidecar" },
       hooks: { streamWrite: scrub },
       redact: {
-        paths: [
-          "authorization",
-          "apiKey",
-          "key",
-          "*.authorization",
-          "*.apiKey",
-          "*.key",
-          "headers.authorization",
-          "*.headers.authorization",
-          // An error or a bound channel one level further down (`err.headers`, `x.channel`).
-          "*.*.authorization",
-          "*.*.apiKey",
-          // A forward key (an UpstreamCredential prints as [redacted] anyway).
-          "credential",
-          "*.credential",
-          // Whatever else is named like a secret.
-          "password",
-          "*.password",
-          "secret",
-          "*.secret",
-          "token",
-          "*.token",
-          "bearerToken",
-          "*.bearerToken",
-          "secretAccessKey",
-          "*.secretAccessKey",
-        ],
+        paths: [...REDACTED_PATHS],
         censor: "[redacted]",
       },
     },

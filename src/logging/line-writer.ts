@@ -14,7 +14,7 @@ export type LineWriter = (
 ) => void;
 
 /** The parts of a pino logger a line is made of (pino exports these symbols for such use). */
-interface LoggerParts {
+export interface LoggerParts {
   levelPrefix: (level: number) => string | undefined;
   time: () => string;
   bindings: string;
@@ -56,11 +56,16 @@ export function createLineWriter(logger: Logger, keys: readonly string[]): LineW
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /** `text` as a JSON string; most need no escaping, and a test is cheaper than JSON.stringify. */
-function quote(text: string): string {
+export function quote(text: string): string {
   return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 
-function partsOf(logger: Logger): LoggerParts | undefined {
+/**
+ * What a line of `logger` is made of, when pino's own formatting adds nothing
+ * to it; undefined for a logger with a mixin, a stream that wants metadata or
+ * a renamed message key.
+ */
+export function partsOf(logger: Logger): LoggerParts | undefined {
   const s = pino.symbols;
   const own = logger as unknown as Record<symbol, unknown>;
   const cache = own[s.lsCacheSym] as Record<number, string> | undefined;

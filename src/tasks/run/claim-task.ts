@@ -5,6 +5,7 @@ import type { TaskFinisher } from "../service/task-finisher.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { taskLine } from "../service/task-line.js";
 import { interrupted } from "./run-failure.js";
+import { logFields } from "../../logging/log-fields.js";
 
 /** What {@link claimTask} writes with. */
 export interface ClaimDeps {
@@ -64,11 +65,18 @@ export async function claimTask(
   }
   if (rerun) {
     metrics.taskReruns.inc({ reason: "lost" });
-    logger.info({ ...taskLine(started), attempt: started.attempts, reason: "lost" }, "task.rerun");
+    logFields(
+      logger,
+      "info",
+      { ...taskLine(started), attempt: started.attempts, reason: "lost" },
+      "task.rerun",
+    );
   }
   if (resumed === "lost") metrics.taskHandovers.inc({ reason: "lost" });
   finisher.announce("in_progress", started);
-  logger.info(
+  logFields(
+    logger,
+    "info",
     {
       ...taskLine(started),
       attempt: started.attempts,

@@ -6,6 +6,7 @@ import { TaskFailure } from "../core/task-failure.js";
 import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { taskLine } from "../service/task-line.js";
+import { logFields } from "../../logging/log-fields.js";
 
 /** Why a run's upstream call was aborted: its lease ended, or its own timeout. */
 export type AbortReason = LeaseEnd | "timeout";
@@ -65,7 +66,12 @@ export async function settleRunFailure(
       );
       if (back) {
         deps.metrics?.taskReruns.inc({ reason: "grace" });
-        logger.info({ ...taskLine(back), attempt: attempts, reason: "grace" }, "task.rerun");
+        logFields(
+          logger,
+          "info",
+          { ...taskLine(back), attempt: attempts, reason: "grace" },
+          "task.rerun",
+        );
       }
       return;
     }

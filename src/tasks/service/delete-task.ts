@@ -5,6 +5,7 @@ import type { TaskImages } from "../images/task-images.js";
 import { cancelTask, type CancelDeps } from "./cancel-task.js";
 import { taskNotFound } from "./read-owned-task.js";
 import { taskLine } from "./task-line.js";
+import { logFields } from "../../logging/log-fields.js";
 
 /** What {@link deleteTask} works with: a cancel's, and the image store's deletes. */
 export interface DeleteDeps extends CancelDeps {
@@ -41,7 +42,7 @@ export async function deleteTask(deps: DeleteDeps, record: TaskRecord): Promise<
       logger.warn({ err, taskId: deleted.id }, "could not delete a deleted task's last images");
     });
   }
-  logger.info(taskLine(deleted), "task.deleted");
+  logFields(logger, "info", taskLine(deleted), "task.deleted");
   return deleted;
 }
 

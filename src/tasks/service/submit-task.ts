@@ -25,6 +25,7 @@ import type { TaskImages } from "../images/task-images.js";
 import { toUpstreamBody } from "./task-schemas.js";
 import type { TaskFinisher } from "./task-finisher.js";
 import type { EditInput, SubmitOptions, Submission } from "./submission.js";
+import { logFields } from "../../logging/log-fields.js";
 
 /** What {@link submitTask} works with. */
 export interface SubmitDeps {
@@ -151,7 +152,7 @@ export async function admitTask(
       "image_task.id": record.id,
       "image_task.dialect": dialect,
     });
-    logger.info({ ...taskLine(record), dialect }, "task.submitted");
+    logFields(logger, "info", { ...taskLine(record), dialect }, "task.submitted");
     return { record, replayed: false };
   });
 }

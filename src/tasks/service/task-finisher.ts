@@ -16,6 +16,7 @@ import {
 } from "../core/task-record.js";
 import type { Span } from "../../tracing/tracer.js";
 import { taskLine } from "./task-line.js";
+import { logFields } from "../../logging/log-fields.js";
 
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {
@@ -261,7 +262,7 @@ function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
       fields.output_tokens = usage.output;
       if (usage.image !== undefined) fields.image_tokens = usage.image;
     }
-    s.logger.info(fields, "task.completed");
+    logFields(s.logger, "info", fields, "task.completed");
     end.span?.addEvent("image.task.completed", { "image_task.images": images.length });
     return;
   }
@@ -271,7 +272,7 @@ function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
   // line does not.
   fields.error_message = maskPrompt(record.error?.message, record.request.prompt);
   fields.upstream_status = end.upstreamStatus;
-  s.logger.info(fields, code === "cancelled" ? "task.cancelled" : "task.failed");
+  logFields(s.logger, "info", fields, code === "cancelled" ? "task.cancelled" : "task.failed");
   end.span?.addEvent(code === "cancelled" ? "image.task.cancelled" : "image.task.failed", {
     "error.type": code,
   });
