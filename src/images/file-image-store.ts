@@ -89,19 +89,12 @@ async function put(root: string, key: string, bytes: Buffer): Promise<void> {
 const writeWhole = promisify(fs.writeFile);
 
 async function putOnce(path: string, bytes: Buffer): Promise<void> {
+  await makeOwnerDir(dirname(path));
   // Hidden beside its target (same file system, so the rename is atomic); a crash leaves it
   // in the task's expiry-day folder, which the sweep deletes whole.
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   try {
-    try {
-      await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
-    } catch (err) {
-      // The day's folder is made by its first image: a mkdir before every write cost a
-      // system call (and its path walk) per image for a folder that was there.
-      if (!isMissing(err)) throw err;
-      await makeOwnerDir(dirname(path));
-      await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
-    }
+    await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
     await rename(temp, path);
   } catch (err) {
     await unlink(temp).catch(() => undefined);
