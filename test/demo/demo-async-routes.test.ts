@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startDemoChannel, type DemoChannel } from "../../src/demo/start-demo-channel.js";
+import { slow } from "../support/time-factor.js";
 import { inspectPng } from "./inspect-png.js";
 
 // The demo channel's async image APIs on their own, as a client of each dialect calls them.
@@ -35,6 +36,19 @@ async function call(
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The job at `url` once its status is no longer one of `running`: polled, since a loaded machine
+ * runs the demo's delay timer and draws its image late (a fixed wait of twice the delay failed).
+ */
+async function settled(url: string, running: string[]): ReturnType<typeof call> {
+  const deadline = Date.now() + slow(10_000);
+  for (;;) {
+    const answer = await call(url);
+    if (!running.includes(answer.json.status as string) || Date.now() > deadline) return answer;
+    await sleep(50);
+  }
+}
+
 describe("sub2api's async image API", () => {
   it("answers 202 with the job, processing until the delay passed, then the synchronous body", async () => {
     const base = await start(300);
@@ -51,8 +65,7 @@ describe("sub2api's async image API", () => {
     expect(Number(submitted.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
 
     expect((await call(`${base}/images/tasks/${id}`)).json.status).toBe("processing");
-    await sleep(600);
-    const done = await call(`${base}/images/tasks/${id}`);
+    const done = await settled(`${base}/images/tasks/${id}`, ["processing"]);
     expect(done.json).toMatchObject({ status: "completed", http_status: 200 });
     const result = done.json.result as { data: Array<{ b64_json: string }>; usage: unknown };
     expect(inspectPng(Buffer.from(result.data[0]!.b64_json, "base64"))).toMatchObject({
@@ -67,8 +80,7 @@ describe("sub2api's async image API", () => {
     const { json } = await call(`${base}/images/generations/async`, "POST", {
       prompt: "!fail now",
     });
-    await sleep(300);
-    const failed = await call(`${base}/images/tasks/${json.id as string}`);
+    const failed = await settled(`${base}/images/tasks/${json.id as string}`, ["processing"]);
     expect(failed.json).toMatchObject({
       status: "failed",
       http_status: 400,
@@ -98,8 +110,7 @@ describe("Bifrost's async image API", () => {
     const running = await call(`${base}/async/images/generations/${id}`);
     expect(running.status).toBe(202);
     expect(running.json.status).toBe("processing");
-    await sleep(600);
-    const done = await call(`${base}/async/images/generations/${id}`);
+    const done = await settled(`${base}/async/images/generations/${id}`, ["pending", "processing"]);
     expect(done.status).toBe(200);
     expect(done.json.status).toBe("completed");
     expect((done.json.result as { data: unknown[] }).data).toHaveLength(2);
@@ -122,8 +133,7 @@ describe("background Responses with the image_generation tool", () => {
     const id = created.json.id as string;
     expect(id).toMatch(/^resp_/);
     expect((await call(`${base}/responses/${id}`)).json.status).toBe("in_progress");
-    await sleep(600);
-    const done = await call(`${base}/responses/${id}`);
+    const done = await settled(`${base}/responses/${id}`, ["queued", "in_progress"]);
     expect(done.json.status).toBe("completed");
     const [item] = done.json.output as Array<Record<string, unknown>>;
     expect(item).toMatchObject({ type: "image_generation_call", status: "completed" });
@@ -186,8 +196,7 @@ describe("background Responses with the image_generation tool", () => {
     await demo!.close();
     base = await start(200);
     expect((await call(`${base}/responses/${id}`)).json.status).toBe("in_progress");
-    await sleep(500);
-    const done = await call(`${base}/responses/${id}`);
+    const done = await settled(`${base}/responses/${id}`, ["queued", "in_progress"]);
     expect(done.json.status).toBe("completed");
     const [item] = done.json.output as Array<Record<string, unknown>>;
     expect(inspectPng(Buffer.from(item!.result as string, "base64"))).toMatchObject({ width: 48 });
