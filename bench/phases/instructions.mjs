@@ -101,7 +101,8 @@ async function startCounted(ctx, channel, dir, wanted) {
       }),
     baseline: () =>
       ctx.options.baseline
-        ? startService(ctx, serviceConfig({ channelUrl: channel.url }), {
+        ? // The service's configuration: access lines included, as in the service's count.
+          startService(ctx, logged, {
             role: "baseline",
             ...under("baseline"),
           })

@@ -156,8 +156,10 @@ export async function run(ctx, out) {
           env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url },
         }),
       ),
+      // The same configuration as the service's: a baseline without access lines would
+      // look cheaper by what the lines cost.
       options.baseline && wanted.has("baseline")
-        ? startService(ctx, serviceConfig({ channelUrl: channel.url }), { role: "baseline" })
+        ? startService(ctx, logged(true), { role: "baseline" })
         : undefined,
       useWrk ? undefined : startLoader(ctx),
     ],

@@ -115,6 +115,8 @@ async function startSetup(ctx, setup, channel) {
     channelUrl: channel.url,
     storeUrl,
     prefix: setup.redis ? ctx.redisPrefix(setup.key) : undefined,
+    // As shipped: access and task lines at info, on every setup and on BASELINE alike.
+    logging: { level: "info" },
   });
   const services = await Promise.all(
     Array.from({ length: setup.replicas }, () =>
