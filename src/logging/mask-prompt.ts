@@ -35,3 +35,42 @@ export function maskPrompt(text: string | undefined, prompt: unknown): string | 
   }
   return text.replaceAll(whole.slice(0, low), PROMPT_MASK);
 }
+
+/** Texts of a request searched for at most: a conversation's first few turns say enough. */
+const MAX_PROMPTS = 16;
+
+/**
+ * The texts a request sends a channel that a message may echo: an image
+ * task's `prompt`; a Responses body's `instructions` and `input` (a string,
+ * or items whose `content` is a string or parts with `text`).
+ */
+export function promptsOf(request: Readonly<Record<string, unknown>>): string[] {
+  const texts: string[] = [];
+  const add = (value: unknown) => {
+    if (typeof value === "string" && texts.length < MAX_PROMPTS) texts.push(value);
+  };
+  add(request.prompt);
+  add(request.instructions);
+  const { input } = request;
+  add(input);
+  if (Array.isArray(input)) {
+    for (const item of input as unknown[]) {
+      const content = (item as { content?: unknown } | null)?.content;
+      add(content);
+      if (Array.isArray(content)) {
+        for (const part of content as unknown[]) add((part as { text?: unknown } | null)?.text);
+      }
+    }
+  }
+  return texts;
+}
+
+/** {@link maskPrompt} for each of `request`'s texts (see {@link promptsOf}). */
+export function maskPrompts(
+  text: string | undefined,
+  request: Readonly<Record<string, unknown>>,
+): string | undefined {
+  let masked = text;
+  for (const prompt of promptsOf(request)) masked = maskPrompt(masked, prompt);
+  return masked;
+}

@@ -1,6 +1,8 @@
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
-import { PROMPT_MASK, maskPrompt } from "../../src/logging/mask-prompt.js";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { PROMPT_MASK, maskPrompt, maskPrompts } from "../../src/logging/mask-prompt.js";
+import { retrieveUntil, sdk } from "../responses/response-helpers.js";
+import { startTestApp } from "../support/start-test-app.js";
 import { getTask, submitOk, useApp, waitForStatus } from "../tasks/task-api.js";
 
 /*
@@ -74,6 +76,44 @@ describe("a channel's error message that repeats the prompt", () => {
   });
 });
 
+describe("a channel's error message that repeats a background response's input", () => {
+  it("reaches the response's owner as it is, and the task.failed line with the input masked", async () => {
+    const lines: Line[] = [];
+    const logger = pino(
+      { level: "info" },
+      { write: (line: string) => void lines.push(JSON.parse(line)) },
+    );
+    const app = await startTestApp({ logger });
+    onTestFinished(() => app.close());
+    app.upstream.behave("responses", {
+      kind: "custom",
+      respond: (_req, res, body) => {
+        const input = (body as { input?: Array<{ content?: Array<{ text?: string }> }> }).input;
+        const text = input?.[0]?.content?.[0]?.text ?? "";
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            error: { message: `Invalid input: ${text}`, type: "invalid_request_error" },
+          }),
+        );
+      },
+    });
+    const secret = "the launch date of the unannounced product is the ninth";
+    const { id } = await sdk(app).responses.create({
+      model: "gpt-4o-mini",
+      input: [{ role: "user", content: [{ type: "input_text", text: secret }] }],
+      background: true,
+    });
+    const failed = await retrieveUntil(sdk(app), id, ["failed", "completed"]);
+    expect(failed.error?.message).toBe(`Invalid input: ${secret}`);
+    const line = lines.find(
+      (candidate) => candidate.msg === "task.failed" && candidate.task_id === id,
+    );
+    expect(line?.error_message).toBe(`Invalid input: ${PROMPT_MASK}`);
+    expect(JSON.stringify(lines)).not.toContain("unannounced product");
+  });
+});
+
 describe("maskPrompt", () => {
   it("masks every repetition, or the longest start a message kept, and nothing else", () => {
     expect(maskPrompt("bad: a red fox; again a red fox", "a red fox")).toBe(
@@ -89,5 +129,24 @@ describe("maskPrompt", () => {
     );
     expect(maskPrompt(undefined, "a red fox")).toBeUndefined();
     expect(maskPrompt("Invalid: 42", 42)).toBe("Invalid: 42");
+  });
+
+  it("masks each text of a Responses body: instructions, a string input, input items' parts", () => {
+    const request = {
+      instructions: "answer as a pirate would",
+      input: [
+        { role: "user", content: "tell me about the harbour" },
+        { role: "user", content: [{ type: "input_text", text: "and the lighthouse keeper" }] },
+      ],
+    };
+    expect(
+      maskPrompts(
+        "no: answer as a pirate would / tell me about the harbour / and the lighthouse keeper",
+        request,
+      ),
+    ).toBe(`no: ${PROMPT_MASK} / ${PROMPT_MASK} / ${PROMPT_MASK}`);
+    expect(maskPrompts("bad: a string input here", { input: "a string input here" })).toBe(
+      `bad: ${PROMPT_MASK}`,
+    );
   });
 });

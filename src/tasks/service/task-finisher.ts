@@ -1,7 +1,7 @@
 import { imageUsageOf } from "../core/image-usage.js";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
-import { maskPrompt } from "../../logging/mask-prompt.js";
+import { maskPrompts } from "../../logging/mask-prompt.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { FINISH_REASONS } from "../../metrics/task-metrics.js";
 import type { TaskStore } from "../core/task-store.js";
@@ -270,7 +270,7 @@ function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
   fields.error_code = code;
   // A channel's message may repeat the prompt ("Invalid prompt: ..."): the task keeps it, the
   // line does not.
-  fields.error_message = maskPrompt(record.error?.message, record.request.prompt);
+  fields.error_message = maskPrompts(record.error?.message, record.request);
   fields.upstream_status = end.upstreamStatus;
   logFields(s.logger, "info", fields, code === "cancelled" ? "task.cancelled" : "task.failed");
   end.span?.addEvent(code === "cancelled" ? "image.task.cancelled" : "image.task.failed", {
