@@ -26,7 +26,9 @@ const TOOLS = process.env.SKIP_TOOL_TESTS
  * Test files that start real processes: the service's bin (replicas, crashes, signals, the CLI),
  * private `redis-server`s, Chromium. Each spends whole seconds of CPU at once; several at a time
  * on two cores starve each other past their deadlines and leases. They run two at a time at most
- * (test/support/process-slots.ts), beside the in-process files.
+ * (test/support/process-slots.ts). Vitest hands out one project's files after another, so in one
+ * run the in-process files start only once every one of these is handed out; CI runs this project
+ * in a vitest run of its own beside the others (.ci/run).
  */
 const PROCESS_MARKERS = [
   "support/serve-process.js",
