@@ -6,7 +6,9 @@
 # - the S3 tests that need a signature-checking S3 start a one-node Ceph (scripts/ensure-ceph.sh);
 # - the Kubernetes tests render deploy/kubernetes with `kubectl kustomize` (kubectl 1.21+, whose
 #   Kustomize knows components); without it only those rendering tests are skipped;
-# - the web console's tests drive Debian's Chromium (/usr/bin/chromium) with playwright-core.
+# - the web console's tests drive Debian's Chromium (/usr/bin/chromium) with playwright-core;
+# - the background responses are also driven by the official `openai` Python SDK, from a virtual
+#   environment kept in the user's cache (pip installs it from the machine's package index).
 # On a fresh Debian machine (as root) what is missing is installed or started here.
 set -euo pipefail
 
@@ -102,6 +104,28 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "The web console's tests need Chromium at /usr/bin/chromium (Debian: apt-get install chromium)." >&2
     exit 1
   fi
+fi
+
+# The openai Python SDK in a virtual environment of its own, made once (test/responses/
+# background-python-sdk.test.ts finds it there; PYTHON_OPENAI names another Python instead).
+python_env="${XDG_CACHE_HOME:-$HOME/.cache}/image-task-sidecar-test/python"
+has_openai() { [ -x "$1" ] && "$1" -c "import openai" >/dev/null 2>&1; }
+if [ -z "${PYTHON_OPENAI:-}" ] && ! has_openai "$python_env/bin/python"; then
+  if ! python3 -m venv --help >/dev/null 2>&1 && can_install; then
+    echo "installing python3-venv for the Python SDK test..." >&2
+    apt_install python3 python3-venv
+  fi
+  echo "installing the openai Python SDK for the background responses' test..." >&2
+  rm -rf "$python_env"
+  pip_log=$(mktemp)
+  # One retry: an index that cannot be reached (here, pypi.org beside a local one) fails fast.
+  if ! { python3 -m venv "$python_env" &&
+    "$python_env/bin/pip" install -q --retries 1 openai >"$pip_log" 2>&1; }; then
+    cat "$pip_log" >&2
+    echo "The background responses' Python test needs python3 with venv and pip reaching a package index (or PYTHON_OPENAI: a Python with the openai package)." >&2
+    exit 1
+  fi
+  rm -f "$pip_log"
 fi
 
 redis_up() { (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; }
