@@ -169,7 +169,12 @@ describe("traces", () => {
       traceId: submission.traceId,
       parentSpanId: run.spanId,
       kind: OTLP_SPAN_KIND.CLIENT,
-      attributes: { "gen_ai.operation.name": "image_generation" },
+      // The channel's image usage, as a synchronous image call's span carries it.
+      attributes: {
+        "gen_ai.operation.name": "image_generation",
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 100,
+      },
     });
     expect(otlp.requests[0]?.contentType).toBe("application/x-protobuf");
     expectNothingSecret(spans, ["a task prompt", app.key, UPSTREAM_KEY]);
