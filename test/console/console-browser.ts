@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { pino } from "pino";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { expect, onTestFinished } from "vitest";
@@ -227,4 +228,24 @@ export async function makeTask(
   const done = await apiCall(server, "GET", `/v1/images/tasks/${made.json.id}?wait=60`);
   expect(done.json.status).toBe("completed");
   return done.json;
+}
+
+/** axe-core's script, read once (it runs in the page through the DevTools protocol, which the CSP does not govern). */
+let axeSource: string | undefined;
+
+/**
+ * What axe-core (WCAG 2.x A and AA rules) finds wrong on the page as it is
+ * now: `rule: selector, ...` per rule, empty when the page is clean.
+ */
+export async function axeViolations(page: Page): Promise<string[]> {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  await page.evaluate(axeSource);
+  const violations = (await page.evaluate(`axe.run(document, {
+    runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] },
+    resultTypes: ["violations"],
+  }).then((result) => result.violations.map((v) => ({
+    id: v.id,
+    targets: v.nodes.map((node) => node.target.join(" ")),
+  })))`)) as Array<{ id: string; targets: string[] }>;
+  return violations.map(({ id, targets }) => `${id}: ${targets.join(", ")}`);
 }
