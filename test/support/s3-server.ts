@@ -90,6 +90,12 @@ export async function startS3Server(bucket = "images"): Promise<TestS3Server> {
 }
 
 /**
+ * A put or a delete waits for the one before it at most this long: one whose client went away
+ * (a store check cut off, a server stopped) may never settle in s3rver.
+ */
+const TURN_WAIT_MS = 1000;
+
+/**
  * s3rver's delete removes the directories it left empty, and its put makes the directory then
  * opens the file in it with no listener for the open's error: a delete in one day's folder
  * (a replica's start-up check) between another put's two steps (the other replica's check)
@@ -100,10 +106,15 @@ function takeTurns(store: S3rverStore): void {
   const inTurn =
     (step: (...args: unknown[]) => Promise<unknown>) =>
     (...args: unknown[]) => {
-      const run = last.then(
-        () => step(...args),
-        () => step(...args),
-      );
+      const waited = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, TURN_WAIT_MS);
+        timer.unref();
+        void last.finally(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      const run = waited.then(() => step(...args));
       last = run.catch(() => undefined);
       return run;
     };
