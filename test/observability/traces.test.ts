@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { tracingFromEnv } from "../../src/config/tracing-env.js";
+import { encodePng } from "../../src/demo/png-encoder.js";
 import type { TracingOptions } from "../../src/tracing/tracing-options.js";
 import { OTLP_SPAN_KIND, startOtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
 import { startFakeUpstream } from "../support/fake-upstream.js";
@@ -178,6 +179,44 @@ describe("traces", () => {
     });
     expect(otlp.requests[0]?.contentType).toBe("application/x-protobuf");
     expectNothingSecret(spans, ["a task prompt", app.key, UPSTREAM_KEY]);
+  });
+});
+
+describe("an image task whose channel answers image URLs", () => {
+  it("carries the channel's usage on its channel span, though the images are downloaded after the call", async () => {
+    const otlp = await receiver();
+    const app = await startTestApp({
+      tracing: tracingOf({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/v1/traces` }),
+    });
+    onTestFinished(() => app.close());
+    const png = encodePng({ width: 2, height: 2, channels: 3, pixels: new Uint8Array(12) });
+    // Downloaded well after the call's answer ended (and its span with it).
+    app.upstream.serve("/files/fox.png", (_req, res) => {
+      setTimeout(() => res.writeHead(200, { "content-type": "image/png" }).end(png), 100);
+    });
+    app.upstream.behave("images", {
+      kind: "status",
+      status: 200,
+      body: {
+        created: 1,
+        data: [{ url: `${app.upstream.origin}/files/fox.png` }],
+        usage: { input_tokens: 7, output_tokens: 70, total_tokens: 77 },
+      },
+    });
+    const client = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
+    const task = await client.post<{ id: string }>("/images/tasks", {
+      body: { model: "gpt-image-1", prompt: "a fox by URL" },
+    });
+    await waitForStatus(app, task.id, ["completed"]);
+    const spans = await otlp.waitForSpans(
+      (all) => all.some((span) => span.name === "image_generation gpt-image-1"),
+      10_000,
+    );
+    const generation = spans.find((span) => span.name === "image_generation gpt-image-1")!;
+    expect(generation.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 7,
+      "gen_ai.usage.output_tokens": 70,
+    });
   });
 });
 

@@ -74,25 +74,39 @@ export async function generateImages(
     const text = await readErrorText(answer, signal);
     throw upstreamFailure(answer.status, text, answer.scrubber);
   }
-  let result: { images: GeneratedImage[]; usage?: unknown };
   if (input.stream && isEventStream(answer)) {
     const n = typeof input.body.n === "number" ? input.body.n : 1;
-    result = await readStreamedAnswer(answer, { ...input.stream, n, signal });
-  } else {
-    const limit = answerLimit(input.body, answer.channel.maxImageBytes);
-    const extractor = await guarded(signal, () => extractImages(answer, limit));
-    result = await decodeGeneration(extractor.rest, {
-      channel: answer.channel,
-      scrubber: answer.scrubber,
-      requested: input.body.n,
-      signal,
-      extracted: extractor.decoded,
-    });
+    const result = await readStreamedAnswer(answer, { ...input.stream, n, signal });
+    reportUsage(answer, result.usage);
+    return result;
   }
-  // On the channel's span and in the GenAI metrics, as a synchronous image call's usage.
-  const usage = imageUsageOf(result.usage);
+  const limit = answerLimit(input.body, answer.channel.maxImageBytes);
+  const extractor = await guarded(signal, () => extractImages(answer, limit));
+  // Now, before any image the answer names by URL is downloaded: the channel's span ends once
+  // its body is read, and a usage reported after that would miss it.
+  reportUsage(answer, usageIn(extractor.rest));
+  return decodeGeneration(extractor.rest, {
+    channel: answer.channel,
+    scrubber: answer.scrubber,
+    requested: input.body.n,
+    signal,
+    extracted: extractor.decoded,
+  });
+}
+
+/** The channel's usage, on its span and in the GenAI metrics, as a synchronous image call's. */
+function reportUsage(answer: ChannelAnswer, raw: unknown): void {
+  const usage = imageUsageOf(raw);
   if (usage) answer.observer?.usage?.(usage);
-  return result;
+}
+
+/** `usage` of an answer's JSON without its images; undefined when it is not JSON (decoding says why). */
+function usageIn(skeleton: Buffer): unknown {
+  try {
+    return (JSON.parse(skeleton.toString("utf8")) as { usage?: unknown } | null)?.usage;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The answer's length as it arrives: its `Content-Length`, unless it is compressed. */
