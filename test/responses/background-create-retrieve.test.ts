@@ -154,6 +154,32 @@ describe("POST /v1/responses with background: true, on a channel without backgro
     });
   });
 
+  it("ends incomplete when the channel's response does (max_output_tokens), its text and usage kept", async () => {
+    const app = await startTestApp();
+    onTestFinished(() => app.close());
+    scriptChannel(app.upstream, { incomplete: true, usage: { input_tokens: 9, output_tokens: 4 } });
+    const client = sdk(app);
+    const { id } = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "Say a lot",
+      max_output_tokens: 4,
+      background: true,
+    });
+    const ended = await retrieveUntil(client, id, ["incomplete", "completed", "failed"]);
+    expect(ended).toMatchObject({
+      id,
+      status: "incomplete",
+      background: true,
+      incomplete_details: { reason: "max_output_tokens" },
+      error: null,
+      usage: { input_tokens: 9, output_tokens: 4 },
+    });
+    expect(ended.output_text).toBe("Hello from the scripted channel!");
+    // A cancel of an ended response changes nothing: it answers the response as it ended.
+    expect((await client.responses.cancel(id)).status).toBe("incomplete");
+    expect((await client.responses.retrieve(id)).status).toBe("incomplete");
+  });
+
   it("fails the response with the channel's own error, and keeps image tasks' list free of it", async () => {
     const app = await startTestApp();
     onTestFinished(() => app.close());

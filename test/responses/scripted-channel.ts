@@ -24,6 +24,8 @@ export interface ScriptOptions {
   pauseMs?: number;
   /** Usage the final response reports. */
   usage?: { input_tokens: number; output_tokens: number };
+  /** The response ends `incomplete` (`max_output_tokens`), as a capped one does. */
+  incomplete?: boolean;
 }
 
 /** A channel that runs Responses calls, plain and streamed, and knows nothing of background mode. */
@@ -176,7 +178,7 @@ class ScriptedAnswer {
       status,
       background: false,
       error: null,
-      incomplete_details: null,
+      incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
       instructions: this.request.instructions ?? null,
       model: this.request.model,
       output,
@@ -190,7 +192,7 @@ class ScriptedAnswer {
       top_p: 1,
       truncation: "disabled",
       usage:
-        status === "completed"
+        status === "completed" || status === "incomplete"
           ? {
               input_tokens: this.options.usage?.input_tokens ?? 11,
               input_tokens_details: { cached_tokens: 0 },
@@ -207,7 +209,7 @@ class ScriptedAnswer {
   }
 
   final(): Json {
-    return this.object("completed", this.output());
+    return this.object(this.options.incomplete ? "incomplete" : "completed", this.output());
   }
 
   /** The stream's events, in OpenAI's order, numbered from 0. */
@@ -257,7 +259,9 @@ class ScriptedAnswer {
       output_index: outputIndex,
       item: this.message("completed", text),
     });
-    add("response.completed", { response: this.final() });
+    add(this.options.incomplete ? "response.incomplete" : "response.completed", {
+      response: this.final(),
+    });
     return events;
   }
 }
