@@ -1,21 +1,9 @@
 import { spawnSync } from "node:child_process";
-import { Writable } from "node:stream";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { captureLines as capture } from "./capture-lines.js";
 import { createLogger } from "../../src/logging/create-logger.js";
 import { createLineWriter } from "../../src/logging/line-writer.js";
-
-/** A destination keeping every line written to it. */
-function capture() {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-      done();
-    },
-  });
-  return { lines, stream };
-}
 
 const KEYS = ["req_id", "route", "status", "model", "aborted", "note"] as const;
 

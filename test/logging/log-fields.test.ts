@@ -1,20 +1,8 @@
-import { Writable } from "node:stream";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { captureLines as capture } from "./capture-lines.js";
 import { createLogger } from "../../src/logging/create-logger.js";
 import { logFields } from "../../src/logging/log-fields.js";
-
-/** A destination keeping every line written to it. */
-function capture() {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-      done();
-    },
-  });
-  return { lines, stream };
-}
 
 const settle = () => new Promise((done) => setImmediate(done));
 /** Equal but for the time, which each line took on its own. */

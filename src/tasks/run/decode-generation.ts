@@ -25,6 +25,12 @@ export interface GenerationSource {
    * which `bytes` names by their markers.
    */
   extracted?: readonly Buffer[];
+  /**
+   * Hears the answer's usage (scrubbed) before any image URL is downloaded:
+   * the call's span ends once its body is read, so a usage told after the
+   * downloads would miss it.
+   */
+  onUsage?: (usage: unknown) => void;
 }
 
 /** Objects nested deeper than this in `usage` are dropped rather than walked. */
@@ -68,6 +74,8 @@ export async function decodeGenerationBody(
   if (data.length > Math.max(1, requested)) {
     throw invalidResponse(`holds ${data.length} images where ${requested} were asked for`);
   }
+  const usage = scrubDeep((parsed as { usage?: unknown }).usage, scrubber, 0);
+  if (usage !== undefined) source.onUsage?.(usage);
   const images: GeneratedImage[] = [];
   for (const item of data as Array<Record<string, unknown> | null>) {
     let image: Buffer;
@@ -98,7 +106,6 @@ export async function decodeGenerationBody(
         : {}),
     });
   }
-  const usage = scrubDeep((parsed as { usage?: unknown }).usage, scrubber, 0);
   return { images, ...(usage === undefined ? {} : { usage }) };
 }
 

@@ -82,15 +82,13 @@ export async function generateImages(
   }
   const limit = answerLimit(input.body, answer.channel.maxImageBytes);
   const extractor = await guarded(signal, () => extractImages(answer, limit));
-  // Now, before any image the answer names by URL is downloaded: the channel's span ends once
-  // its body is read, and a usage reported after that would miss it.
-  reportUsage(answer, usageIn(extractor.rest));
   return decodeGeneration(extractor.rest, {
     channel: answer.channel,
     scrubber: answer.scrubber,
     requested: input.body.n,
     signal,
     extracted: extractor.decoded,
+    onUsage: (usage) => reportUsage(answer, usage),
   });
 }
 
@@ -98,15 +96,6 @@ export async function generateImages(
 function reportUsage(answer: ChannelAnswer, raw: unknown): void {
   const usage = imageUsageOf(raw);
   if (usage) answer.observer?.usage?.(usage);
-}
-
-/** `usage` of an answer's JSON without its images; undefined when it is not JSON (decoding says why). */
-function usageIn(skeleton: Buffer): unknown {
-  try {
-    return (JSON.parse(skeleton.toString("utf8")) as { usage?: unknown } | null)?.usage;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The answer's length as it arrives: its `Content-Length`, unless it is compressed. */
