@@ -117,7 +117,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const opened = new OpenedParts();
   try {
     const tracer = opened.keep(
-      await startTracer(options.tracing, { replica, trustParent: config.tracing.trustParent }),
+      await startTracer(options.tracing, {
+        replica,
+        trustParent: config.tracing.trustParent,
+        logger,
+      }),
       (started) => started.shutdown(),
     );
     const parts = await buildService(opened, { config, metrics, logger, tracer });

@@ -59,6 +59,7 @@ export function tracingFromEnv(
   if (!SAMPLERS.includes(samplerName)) {
     problems.push(`OTEL_TRACES_SAMPLER: must be one of ${SAMPLERS.join(", ")}`);
   }
+  const batch = batchFromEnv(env, problems);
   const ratioText = env.OTEL_TRACES_SAMPLER_ARG?.trim();
   const ratio = ratioText ? Number(ratioText) : 1;
   if (!(ratio >= 0 && ratio <= 1)) problems.push("OTEL_TRACES_SAMPLER_ARG: must be from 0 to 1");
@@ -76,5 +77,30 @@ export function tracingFromEnv(
     serviceName: env.OTEL_SERVICE_NAME?.trim() || "image-task-sidecar",
     resourceAttributes: pairs(env.OTEL_RESOURCE_ATTRIBUTES, "OTEL_RESOURCE_ATTRIBUTES", problems),
     sampler: { name: samplerName, ratio },
+    ...(batch ? { batch } : {}),
   };
+}
+
+/** `OTEL_BSP_*` and the export timeout, where set: whole numbers, batches no larger than the queue. */
+function batchFromEnv(
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): TracingOptions["batch"] | undefined {
+  const batch: NonNullable<TracingOptions["batch"]> = {};
+  const read = (name: string, key: keyof typeof batch, min: number) => {
+    const text = env[name]?.trim();
+    if (!text) return;
+    const value = Number(text);
+    if (Number.isInteger(value) && value >= min) batch[key] = value;
+    else problems.push(`${name}: must be a whole number from ${min}`);
+  };
+  read("OTEL_BSP_MAX_QUEUE_SIZE", "maxQueueSize", 1);
+  read("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "maxBatchSize", 1);
+  read("OTEL_BSP_SCHEDULE_DELAY", "delayMs", 0);
+  read("OTEL_EXPORTER_OTLP_TIMEOUT", "timeoutMs", 1);
+  read("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "timeoutMs", 1);
+  if ((batch.maxBatchSize ?? 512) > (batch.maxQueueSize ?? 2048)) {
+    problems.push("OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE");
+  }
+  return Object.keys(batch).length > 0 ? batch : undefined;
 }

@@ -1,3 +1,4 @@
+import type { ExportWarnings } from "./batch-exporter.js";
 import { NOOP_TRACER, type Tracer } from "./tracer.js";
 import type { TracingOptions } from "./tracing-options.js";
 
@@ -7,21 +8,23 @@ export interface TracerSettings {
   replica: string;
   /** `tracing.trustParent`: continue a client's `traceparent` rather than link it. Default false. */
   trustParent?: boolean;
+  /** Where lost spans are told (a full queue, a collector that is down), at most once a minute. */
+  logger?: ExportWarnings;
 }
 
 /**
  * The tracer the options ask for: off without them (nothing loaded), else
- * OpenTelemetry's SDK, loaded only now, exporting over OTLP/HTTP; spans
- * name the replica (`service.instance.id`) unless the variables do.
+ * the service's own OTLP/HTTP tracer, loaded only now; spans name the
+ * replica (`service.instance.id`) unless the variables do.
  */
 export async function startTracer(
   options: TracingOptions | undefined,
   settings: TracerSettings,
 ): Promise<Tracer> {
   if (!options) return NOOP_TRACER;
-  const { createOtelTracer } = await import("./otel-tracer.js");
+  const { createOtlpTracer } = await import("./otlp-tracer.js");
   // Which replica made a span: a task's run may be on another than its submission.
-  return createOtelTracer(
+  return createOtlpTracer(
     {
       ...options,
       resourceAttributes: {
@@ -30,5 +33,6 @@ export async function startTracer(
       },
     },
     { trustParent: settings.trustParent ?? false },
+    settings.logger,
   );
 }

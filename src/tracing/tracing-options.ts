@@ -20,4 +20,18 @@ export interface TracingOptions {
       | "parentbased_traceidratio";
     ratio: number;
   };
+  /** Batching and export (`OTEL_BSP_*`, `OTEL_EXPORTER_OTLP_TIMEOUT`); unset ones are {@link BATCH_DEFAULTS}. */
+  batch?: Partial<typeof BATCH_DEFAULTS>;
 }
+
+/** OpenTelemetry's batch defaults, but for a 1 s delay (the SDK's is 5 s). */
+export const BATCH_DEFAULTS = {
+  /** `OTEL_BSP_MAX_QUEUE_SIZE`: spans held at most; past it, spans are dropped. */
+  maxQueueSize: 2048,
+  /** `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`: spans per export request. */
+  maxBatchSize: 512,
+  /** `OTEL_BSP_SCHEDULE_DELAY`: how long a span waits for its batch to fill, in ms. */
+  delayMs: 1000,
+  /** `OTEL_EXPORTER_OTLP_TIMEOUT` (`_TRACES_TIMEOUT`): the deadline of one export request, in ms. */
+  timeoutMs: 10_000,
+};
