@@ -62,12 +62,25 @@ export class ProtobufWriter {
 
   /** A length-delimited UTF-8 string. */
   string(value: string): void {
-    // Up to 42 characters are at most 126 UTF-8 bytes: a one-byte length, no counting.
-    if (value.length < 43) {
-      this.ensure(1 + value.length * 3);
-      const written = this.buf.write(value, this.pos + 1, "utf8");
-      this.buf[this.pos] = written;
-      this.pos += 1 + written;
+    const length = value.length;
+    // Up to 42 characters are at most 126 UTF-8 bytes: a one-byte length, no counting;
+    // ASCII (attribute names, routes, models) is copied here, short of a native call.
+    if (length < 43) {
+      this.ensure(1 + length * 3);
+      const { buf } = this;
+      const start = this.pos + 1;
+      for (let i = 0; i < length; i++) {
+        const code = value.charCodeAt(i);
+        if (code >= 0x80) {
+          const written = buf.write(value, start, "utf8");
+          buf[start - 1] = written;
+          this.pos = start + written;
+          return;
+        }
+        buf[start + i] = code;
+      }
+      buf[start - 1] = length;
+      this.pos = start + length;
       return;
     }
     const bytes = Buffer.byteLength(value, "utf8");
@@ -76,12 +89,17 @@ export class ProtobufWriter {
     this.pos += this.buf.write(value, this.pos, "utf8");
   }
 
-  /** Length-delimited bytes given as hex (an id). */
+  /** Length-delimited bytes given as lower-case hex (an id, which the tracer made or checked). */
   hexBytes(hex: string): void {
     const bytes = hex.length >> 1;
     this.ensure(1 + bytes);
-    this.buf[this.pos++] = bytes;
-    this.pos += this.buf.write(hex, this.pos, "hex");
+    const { buf } = this;
+    let pos = this.pos;
+    buf[pos++] = bytes;
+    for (let i = 0; i < hex.length; i += 2) {
+      buf[pos++] = (nibble(hex.charCodeAt(i)) << 4) | nibble(hex.charCodeAt(i + 1));
+    }
+    this.pos = pos;
   }
 
   fixed32(value: number): void {
@@ -126,6 +144,11 @@ export class ProtobufWriter {
     this.varint(length);
     this.pos = end;
   }
+}
+
+/** A lower-case hex digit's value. */
+function nibble(code: number): number {
+  return code < 58 ? code - 48 : code - 87;
 }
 
 /** How many bytes the varint of `value` takes. */

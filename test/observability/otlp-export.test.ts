@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind } from "@opentelemetry/api";
+import { ROOT_CONTEXT } from "@opentelemetry/api";
 import { SamplingDecision, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -204,7 +204,7 @@ describe("the samplers", () => {
         const traceId = [...crypto.getRandomValues(new Uint8Array(16))]
           .map((byte) => byte.toString(16).padStart(2, "0"))
           .join("");
-        const decision = theirs.shouldSample(ROOT_CONTEXT, traceId, "x", SpanKind.SERVER, {}, []);
+        const decision = theirs.shouldSample(ROOT_CONTEXT, traceId);
         expect(ours(traceId, undefined)).toBe(
           decision.decision === SamplingDecision.RECORD_AND_SAMPLED,
         );
