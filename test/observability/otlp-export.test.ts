@@ -3,6 +3,7 @@ import { SamplingDecision, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-t
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { tracingFromEnv } from "../../src/config/tracing-env.js";
 import { createOtlpTracer } from "../../src/tracing/otlp-tracer.js";
 import { createSampler } from "../../src/tracing/create-sampler.js";
 import type { TracingOptions } from "../../src/tracing/tracing-options.js";
@@ -192,6 +193,35 @@ describe("the OTLP exporter", () => {
     ]);
     // Told at the first drop, with the count so far (a later warning, a minute on, the total).
     expect(warnings[0]![0]).toEqual({ spans_dropped: 1 });
+  });
+});
+
+describe("the batch variables", () => {
+  it("are read as OpenTelemetry names them; a wrong one is named", () => {
+    const problems: string[] = [];
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" };
+    expect(tracingFromEnv(base, problems)?.batch).toBeUndefined();
+    expect(
+      tracingFromEnv(
+        {
+          ...base,
+          OTEL_BSP_MAX_QUEUE_SIZE: "4096",
+          OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "256",
+          OTEL_BSP_SCHEDULE_DELAY: "500",
+          OTEL_EXPORTER_OTLP_TIMEOUT: "5000",
+        },
+        problems,
+      )?.batch,
+    ).toEqual({ maxQueueSize: 4096, maxBatchSize: 256, delayMs: 500, timeoutMs: 5000 });
+    expect(problems).toEqual([]);
+    tracingFromEnv(
+      { ...base, OTEL_BSP_MAX_QUEUE_SIZE: "10", OTEL_BSP_SCHEDULE_DELAY: "soon" },
+      problems,
+    );
+    expect(problems).toEqual([
+      "OTEL_BSP_SCHEDULE_DELAY: must be a whole number from 0",
+      "OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE",
+    ]);
   });
 });
 
