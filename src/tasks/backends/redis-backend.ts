@@ -110,16 +110,12 @@ async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promi
     channels: keys.events,
     logger,
   });
-  // BullMQ's task queue on a connection of its own, pipelined too: a tick's jobs in one write.
-  const queueClient = duplicatePipelined(client);
-  watchRedisClient(queueClient, logger, "queue");
-  await queueClient.connect().catch(() => undefined);
   const earlier = earlierReleasesClient(client);
   return {
     store,
     events,
     queue: createBullmqQueue({
-      client: queueClient,
+      client,
       queueKeys: keys.taskQueue,
       admission: keys.admission,
       ledgerClient: storeClient,
@@ -156,7 +152,6 @@ async function buildParts(config: Config, keys: RedisKeys, c: Connection): Promi
       await events.close();
       await store.close();
       await closeRedisClient(storeClient);
-      await closeRedisClient(queueClient);
       await closeRedisClient(client);
     },
   };
