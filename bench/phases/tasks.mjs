@@ -129,14 +129,17 @@ async function startSetup(ctx, setup, channel) {
   return { setup, services, origins: services.map((service) => service.url) };
 }
 
-/** Warm-up: a few submissions, polls and chats. */
+/**
+ * Warm-up: a few submissions, polls and chats, as many per replica as a setup of one replica
+ * gets (each replica's code is optimised by its own JIT, on its own share of the submissions).
+ */
 async function warmUp(ctx, { setup, origins }, warmup) {
   const timeoutMs = Math.max(1000, ctx.remainingMs() - 2000);
   const warm = await ctx.loader.run({
     origins,
     requests: [submitRequest()],
     concurrency: 4,
-    count: warmup,
+    count: warmup * setup.replicas,
     collectIds: true,
     timeoutMs,
   });

@@ -130,6 +130,12 @@ export function duplicatePipelined(client: RedisClient): RedisClient {
 }
 
 /**
+ * Commands a pipelined connection sends on their own: a blocking read held
+ * in an auto-pipeline would hold back every command queued behind it.
+ */
+const BLOCKING_COMMANDS = ["bzpopmin", "bzpopmax", "blpop", "brpop", "brpoplpush", "blmove"];
+
+/**
  * A client of its own on the same deployment (same deadlines), not connected
  * yet, whose commands wait out an outage or a failover instead of failing at
  * once, as a BullMQ worker's connection must. On one server or a Sentinel set,
@@ -137,8 +143,14 @@ export function duplicatePipelined(client: RedisClient): RedisClient {
  * reconnect attempts (see `endsWhenDisconnected`).
  */
 export function duplicateWaiting(client: RedisClient): RedisClient {
-  if (isCluster(client)) return client.duplicate([], { enableOfflineQueue: true });
-  const connection = client.duplicate({ enableOfflineQueue: true });
+  // Pipelined too: a worker finishes the runs that one reply of the store settled at once.
+  const options = {
+    enableOfflineQueue: true,
+    enableAutoPipelining: true,
+    autoPipeliningIgnoredCommands: BLOCKING_COMMANDS,
+  };
+  if (isCluster(client)) return client.duplicate([], options);
+  const connection = client.duplicate(options);
   endsWhenDisconnected(connection);
   return connection;
 }

@@ -6,6 +6,7 @@ import { CREATE, LIST, TRANSITION } from "./redis-task-scripts.js";
 import { deleteRedisTask } from "./redis-task-delete.js";
 import { sweepExpired } from "./redis-task-sweep.js";
 import { confirmOnReplicas, type ReplicaConfirmation } from "./redis-replica-wait.js";
+import { createRecentEntries, type RecentEntries } from "./recent-entries.js";
 import {
   imageKeysOf,
   isFinished,
@@ -55,6 +56,8 @@ interface RedisTaskState {
   now: () => number;
   idempotencyTtlMs: number;
   keys: RedisStoreKeys;
+  /** Where a transition starts from (see {@link createRecentEntries}). */
+  recent: RecentEntries;
 }
 
 /**
@@ -73,6 +76,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     now: options.now ?? Date.now,
     idempotencyTtlMs: options.idempotencyTtlMs,
     keys,
+    recent: createRecentEntries(),
   };
   return {
     persistent: true,
@@ -81,8 +85,12 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     create: (record, createOptions = {}) => create(s, record, createOptions),
     transition: (id, expected, patch, transitionOptions = {}) =>
       transition(s, id, expected, patch, transitionOptions),
-    delete: async (id) =>
-      strip(await deleteRedisTask({ client, keys, read: (taskId) => readStored(s, taskId) }, id)),
+    delete: async (id) => {
+      s.recent.drop(id);
+      return strip(
+        await deleteRedisTask({ client, keys, read: (taskId) => readStored(s, taskId) }, id),
+      );
+    },
     listUnfinished: () => listUnfinished(s),
     listOwned: (owner, query) => listOwned(s, owner, query),
 
@@ -135,8 +143,13 @@ function valueOf(s: RedisTaskState, text: string | null | undefined): unknown {
   return entry.value;
 }
 
+/** Reads a record; an unfinished one's entry is kept for its next transition. */
 async function readStored(s: RedisTaskState, id: string): Promise<StoredRecord | undefined> {
-  return valueOf(s, await s.client.get(s.keys.task(id))) as StoredRecord | undefined;
+  const text = await s.client.get(s.keys.task(id));
+  const record = valueOf(s, text) as StoredRecord | undefined;
+  if (record && !isFinished(record.status)) s.recent.keep(id, text!);
+  else s.recent.drop(id);
+  return record;
 }
 
 async function readMany(
@@ -257,31 +270,46 @@ async function transition(
   patch: Partial<TaskRecord> & { status: TaskStatus },
   { ttlMs, attempts }: TransitionOptions,
 ): Promise<TaskRecord | undefined> {
-  // Read, merge, write if nothing changed in between; else read again.
+  // Merge into the entry last seen, or read; write if nothing changed in between; else read again.
+  let text = s.recent.get(id);
   for (;;) {
-    const current = await readStored(s, id);
+    const known = text !== undefined;
+    const current = (known ? valueOf(s, text) : await readStored(s, id)) as
+      StoredRecord | undefined;
     const next = transitionRecord(current, expected, patch, attempts);
-    if (!current || !next) return undefined;
+    if (!current || !next) {
+      // What this process saw last may be behind: only the record as read now says no.
+      if (!known) return undefined;
+      text = undefined;
+      continue;
+    }
     next.rev = current.rev + 1;
-    const written = await writeTransition(s, current, next, ttlMs);
+    const finished = isFinished(next.status);
+    const ttl = finished ? ttlMs : undefined;
+    const nextText = serialize(s, next, ttl === undefined ? undefined : s.now() + ttl);
+    const written = await writeTransition(s, current, next, nextText, ttl);
+    if (written === 1 && !finished) s.recent.keep(id, nextText);
+    else s.recent.drop(id);
     if (written === 1) return strip(next);
     if (written === 0) return undefined;
+    text = undefined;
   }
 }
 
 /**
- * Runs the TRANSITION script; resolves 1 written, 0 the task is gone, else
- * `current` changed meanwhile. Not async: `transition` awaits the script itself.
+ * Runs the TRANSITION script (`nextText`: `next` as stored, `ttl` for a
+ * finished one); resolves 1 written, 0 the task is gone, else `current`
+ * changed meanwhile. Not async: `transition` awaits the script itself.
  */
 function writeTransition(
   s: RedisTaskState,
   current: StoredRecord,
   next: StoredRecord,
-  ttlMs: number | undefined,
+  nextText: string,
+  ttl: number | undefined,
 ): Promise<number> {
   const { id } = next;
   const finished = isFinished(next.status);
-  const ttl = finished ? ttlMs : undefined;
   const { keys } = s;
   return TRANSITION.run(
     s.client,
@@ -297,7 +325,7 @@ function writeTransition(
     ],
     [
       current.rev,
-      serialize(s, next, ttl === undefined ? undefined : s.now() + ttl),
+      nextText,
       ttl ?? "",
       finished ? "1" : "0",
       `${id}|${next.owner}`,
