@@ -169,17 +169,20 @@ async function joinSplitView(view: ShownView, split: SplitView): Promise<string>
  * bytes already gone a clean 404; a failure after that cuts the connection,
  * which the client sees as a short body (`Content-Length`), never as a
  * complete but wrong answer. Headers set on `res` before the call are kept.
+ * `sent` hears an answer sent whole in one write (its JSON), as it goes out.
  */
 export async function sendTaskView(
   res: ServerResponse,
   status: number,
   view: ShownView,
+  sent?: (body: string) => void,
 ): Promise<void> {
   const split = splitView(view);
   const headers = { "Content-Type": "application/json; charset=utf-8" };
   if (split.images.length === 0) {
     res.writeHead(status, { ...headers, "Content-Length": split.length });
     res.end(split.parts[0]);
+    sent?.(split.parts[0]!);
     return;
   }
   const head = res.req?.method === "HEAD";
@@ -187,6 +190,7 @@ export async function sendTaskView(
     const body = await joinSplitView(view, split);
     res.writeHead(status, { ...headers, "Content-Length": split.length });
     res.end(body);
+    sent?.(body);
     return;
   }
   const signal = clientGone(res);

@@ -10,6 +10,7 @@ import type { Sub2apiLimits } from "../view/sub2api-view.js";
 import { nativeRouteDialect, showTask, type ShownTask } from "../view/show-task.js";
 import { pollHeaders } from "./poll-headers.js";
 import { readEdit, readGeneration, type TaskBodyLimits } from "./read-submission.js";
+import { FinishedViews } from "./finished-views.js";
 import { sendTaskView } from "./send-task-view.js";
 import { setHeaders, type TaskRequest } from "./task-request.js";
 import { idempotencyKeyOf, wantsEventStream } from "./submission-headers.js";
@@ -42,6 +43,9 @@ function header(req: IncomingMessage, name: string): string | undefined {
  * plain Node requests.
  */
 export class TaskAnswers {
+  /** The answers of finished tasks polled lately (see {@link FinishedViews}). */
+  private readonly finished = new FinishedViews();
+
   constructor(private readonly deps: TaskAnswersDeps) {}
 
   /** `POST /v1/images/tasks`: a generation. */
@@ -91,7 +95,22 @@ export class TaskAnswers {
     r.context.model = record.model;
     setHeaders(r.res, pollHeaders(record, this.deps.pollIntervalSec));
     const links = r.query.links === "service" ? { links: "service" as const } : {};
-    await sendTaskView(r.res, 200, await this.view(record, r.baseUrlOf(), "full", links));
+    const baseUrl = r.baseUrlOf();
+    if (!isFinished(record.status) || r.req.method === "HEAD") {
+      await sendTaskView(r.res, 200, await this.view(record, baseUrl, "full", links));
+      return;
+    }
+    // A finished task's answer no longer changes: made once, then sent again as it is.
+    const variant = `${links.links ?? ""} ${baseUrl}`;
+    const kept = this.finished.get(record, variant);
+    if (kept) {
+      r.res.writeHead(200, kept.headers);
+      r.res.end(kept.body);
+      return;
+    }
+    await sendTaskView(r.res, 200, await this.view(record, baseUrl, "full", links), (body) =>
+      this.finished.set(record, variant, body),
+    );
   }
 
   /** `GET /v1/images/tasks/{id}/events`: the task's event stream. */
@@ -113,6 +132,7 @@ export class TaskAnswers {
    */
   async delete(r: TaskRequest): Promise<void> {
     const record = await this.deps.service.delete(r.principal, r.taskId);
+    this.finished.forget(record.id);
     r.context.model = record.model;
     const deleted: TaskDeleted = { id: record.id, object: "image.task.deleted", deleted: true };
     const body = JSON.stringify(deleted);
