@@ -6,6 +6,12 @@ const MAX_ENTRY_BYTES = 16 * 1024;
 const MAX_TOTAL_BYTES = 2 * 1024 * 1024;
 /** Entries kept, at most (answers of links are small: this binds first). */
 const MAX_ENTRIES = 4096;
+/**
+ * How long an answer is sent again. A presigned link of a task kept longer
+ * than SigV4's 7 days is signed the hour it is asked for (see
+ * `image-links.ts`): an answer kept for ever would hand out an old one.
+ */
+const MAX_AGE_MS = 10 * 60 * 1000;
 
 /** One answer kept: its JSON, and what it was made from. */
 interface Entry {
@@ -19,6 +25,8 @@ interface Entry {
   firstKey: string | undefined;
   body: string;
   bytes: number;
+  /** When it was made (`Date.now()`): kept at most {@link MAX_AGE_MS}. */
+  madeAt: number;
   /** The answer's headers (`Content-Type`, `Content-Length`). */
   headers: Record<string, string | number>;
 }
@@ -31,8 +39,8 @@ interface Entry {
  * Only answers read after the store was: a task deleted or expired is never
  * found, so never answered from here. An entry is used only for the same
  * run of the same finished task (status, attempt, completion, expiry, first
- * image key) and the same variant (origin, `?links`); it is replaced
- * otherwise. Bounded: small answers only, and the oldest go first.
+ * image key) and the same variant (origin, `?links`), for at most ten
+ * minutes; it is replaced otherwise. Bounded: small answers only, and the oldest go first.
  */
 export class FinishedViews {
   private readonly entries = new Map<string, Entry>();
@@ -49,7 +57,8 @@ export class FinishedViews {
       entry.attempts !== record.attempts ||
       entry.completedAt !== record.completed_at ||
       entry.expiresAt !== record.expires_at ||
-      entry.firstKey !== record.images?.[0]?.key
+      entry.firstKey !== record.images?.[0]?.key ||
+      Date.now() - entry.madeAt > MAX_AGE_MS
     ) {
       return undefined;
     }
@@ -71,6 +80,7 @@ export class FinishedViews {
       firstKey: record.images?.[0]?.key,
       body,
       bytes,
+      madeAt: Date.now(),
       headers: { "Content-Type": "application/json; charset=utf-8", "Content-Length": bytes },
     });
     this.total += bytes;
