@@ -2,7 +2,6 @@ import type { ServerResponse } from "node:http";
 import type { AnswerFlow, AnswerReader, ChannelAnswer } from "../channels/channel-answer.js";
 import { answerNotJson } from "../channels/channel-error.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
-import { answerFields, BROKEN } from "./answer-fields.js";
 import { EventStreamTap, usageOf, type TokenUsage } from "./token-usage.js";
 
 /** What {@link deliverAnswer} needs from the request it answers. */
@@ -108,8 +107,12 @@ class JsonAnswer implements AnswerReader {
     const { chunks } = this;
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.size);
     if (this.context.clientGone()) return;
-    const parsed = answerFields(body);
-    if (parsed === BROKEN) {
+    let parsed: unknown;
+    try {
+      // Whole: a byte scan that checks it and reads only the members used costs more
+      // instructions than V8's parser (measured with callgrind: 56k against 23k for 1 KB).
+      parsed = JSON.parse(body.toString("utf8"));
+    } catch {
       this.context.fail(answerNotJson(this.answer.channel.name));
       return;
     }

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { scanJson, valueAt } from "../../src/http/scan-json.js";
-import { answerFields, BROKEN } from "../../src/proxy/answer-fields.js";
-import { usageOf } from "../../src/proxy/token-usage.js";
 
 const accepts = (bytes: Buffer) => scanJson(bytes, [], 64) !== undefined;
 const parses = (bytes: Buffer) => {
@@ -79,26 +77,5 @@ describe("scanJson", () => {
     expect(at(0)).toBe(JSON.parse(text).model);
     expect(at(1)).toBe(-20);
     expect(scanned.starts[2]).toBe(-1);
-  });
-});
-
-describe("answerFields", () => {
-  it("reads an answer's id and usage as JSON.parse would, and marks a broken one", () => {
-    const answers = [
-      '{"id":"chatcmpl-1","model":"m","usage":{"prompt_tokens":9,"completion_tokens":160,"details":{"a":1}}}',
-      '{"id":"resp_1","usage":{"input_tokens":4,"output_tokens":null}}',
-      '{"response":{"usage":{"input_tokens":4},"model":"r"}}',
-      '{"usage":[1]}',
-      '{"usage":{"prompt_tokens":"9"}}',
-      "[1]",
-    ];
-    for (const text of answers) {
-      const fields = answerFields(Buffer.from(text));
-      const parsed = JSON.parse(text) as { id?: unknown };
-      expect(usageOf(fields)).toEqual(usageOf(parsed));
-      expect((fields as { id?: unknown }).id).toEqual(parsed.id);
-    }
-    expect(answerFields(Buffer.from('{"id":"x",}'))).toBe(BROKEN);
-    expect(answerFields(Buffer.from('{"id":"x"'))).toBe(BROKEN);
   });
 });
