@@ -46,6 +46,8 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
   const declared = Number(req.headers["content-length"]);
   // A body that says it is too big is refused before a byte of it is read.
   if (!decoder && declared > limit) return Promise.reject(bodyTooLarge(limit));
+  const arrived = decoder ? undefined : arrivedBody(req, limit);
+  if (arrived) return Promise.resolve(arrived);
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -93,4 +95,21 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
       if (!req.complete) settle(new ServiceError("invalid_value", "The request was aborted."));
     });
   });
+}
+
+/**
+ * The body when all of it has arrived already and waits in the request's
+ * buffer (a small body comes in the packet that brought the headers, and is
+ * parsed by the time an authenticated route reads it): taken at once, with
+ * no listener, timer or watch, as nothing more can arrive. `undefined` when
+ * some of it is still to come, nobody may read it from the start any more,
+ * it is empty, or over `limit`: the stream then reads it.
+ */
+function arrivedBody(req: IncomingMessage, limit: number): Buffer | undefined {
+  const taken = req.readableFlowing !== null || req.readableEncoding !== null;
+  if (!req.complete || taken || req.readableEnded || req.destroyed) return undefined;
+  const size = req.readableLength;
+  if (size === 0 || size > limit) return undefined;
+  // Not flowing and ended: read() hands over the whole buffer, and "end" follows.
+  return req.read(size) as Buffer;
 }

@@ -14,7 +14,7 @@ import type { ModelAccess } from "../models/model-access.js";
 import { deliverAnswer, type AnswerContext } from "./deliver-answer.js";
 import { forwardedRequestHeaders } from "./forwarded-headers.js";
 import { forwardedQuery } from "./forwarded-query.js";
-import { passOnChannelError } from "./pass-on-channel-error.js";
+import { passOnChannelError, type ChannelErrorContext } from "./pass-on-channel-error.js";
 import type { PassthroughRequest } from "./passthrough-request.js";
 import type { RouteMatch } from "./passthrough-routes.js";
 import { createRequestPreparer } from "./prepare-request.js";
@@ -65,33 +65,6 @@ export type Passthrough = (
 
 /** Why a call is aborted when its client went away. */
 const CLIENT_GONE = new Error("the client went away");
-
-/**
- * Aborts a request's channel call when its client goes away: an abort
- * signal with the little the channel client uses of one, made per request
- * at a fraction of an `AbortController`'s cost.
- */
-class ClientGone implements CallSignal {
-  aborted = false;
-  reason: unknown;
-  private listeners: Array<() => void> = [];
-
-  addEventListener(_type: "abort", listener: () => void): void {
-    this.listeners.push(listener);
-  }
-
-  removeEventListener(_type: "abort", listener: () => void): void {
-    const at = this.listeners.indexOf(listener);
-    if (at !== -1) this.listeners.splice(at, 1);
-  }
-
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    for (const listener of this.listeners.splice(0)) listener();
-  }
-}
 
 /**
  * The passthrough for every OpenAI route that names a model (and the routes
@@ -150,11 +123,10 @@ async function serve(
     path: pathOf(match, req.url ?? ""),
     headers,
   };
-  const gone = new ClientGone();
-  const clientGone = () => gone.aborted;
+  const call = new PassthroughCall(s, request, context);
   // "close" comes once (`on`: `once` costs a wrapper).
   res.on("close", () => {
-    if (!res.writableFinished) gone.abort(CLIENT_GONE);
+    if (!res.writableFinished) call.abort(CLIENT_GONE);
     request.form?.dispose();
   });
   await s.prepare(request, req);
@@ -171,7 +143,7 @@ async function serve(
     }
     request.candidates = request.candidates.filter((channel) => channel.nativeBackground);
   }
-  if (clientGone()) {
+  if (call.aborted) {
     request.form?.dispose();
     return;
   }
@@ -184,7 +156,7 @@ async function serve(
       headers: request.headers,
       body: request.body ?? request.form,
       timeout: route.timeout,
-      signal: gone,
+      signal: call,
       observer: createCallObserver({
         report: context,
         operation: route.operation,
@@ -196,75 +168,119 @@ async function serve(
       }),
     });
   } catch (err) {
-    if (!clientGone()) fail(err);
+    if (!call.aborted) fail(err);
     return;
   }
-  if (clientGone()) answer.discard();
-  else answerWith(s, request, answer, res, fail, clientGone, context);
+  if (call.aborted) answer.discard();
+  else call.answerWith(answer, res, fail);
 }
 
-/** Writes the answer that ended the call: the channel's error, or its answer. */
-function answerWith(
-  s: PassthroughState,
-  request: PassthroughRequest,
-  answer: ChannelAnswer,
-  res: ServerResponse,
-  fail: (err: unknown) => void,
-  clientGone: () => boolean,
-  context: RequestContext,
-): void {
-  const { logger } = s;
-  const failLogged = (err: unknown) => {
-    if (err instanceof ChannelError) {
-      logger.warn({ channel: err.channel, reason: err.reason }, "channel sent a broken answer");
+/**
+ * One passthrough request once prepared: the abort signal of its channel
+ * call (the client went away), and what its answer reports to (the
+ * channel's error, or its answer: usage counted, Responses API owners
+ * kept). One object instead of a closure per callback on every request.
+ */
+class PassthroughCall implements CallSignal, AnswerContext, ChannelErrorContext {
+  aborted = false;
+  reason: unknown;
+  readonly maxBytes: number;
+  readonly logger: Logger;
+  onAnswer?: AnswerContext["onAnswer"];
+  onEvent?: AnswerContext["onEvent"];
+  /** The abort listener of the try in flight; any more in `others`. */
+  private listener: (() => void) | undefined;
+  private others: Array<() => void> | undefined;
+  private answer: ChannelAnswer | undefined;
+  private failer: ((err: unknown) => void) | undefined;
+
+  constructor(
+    private readonly s: PassthroughState,
+    private readonly request: PassthroughRequest,
+    private readonly context: RequestContext,
+  ) {
+    this.maxBytes = s.deps.limits.maxResponseBytes;
+    this.logger = s.logger;
+  }
+
+  addEventListener(_type: "abort", listener: () => void): void {
+    if (this.listener === undefined) this.listener = listener;
+    else (this.others ??= []).push(listener);
+  }
+
+  removeEventListener(_type: "abort", listener: () => void): void {
+    if (this.listener === listener) {
+      this.listener = this.others?.shift();
+      return;
     }
-    fail(err);
-  };
-  if (answer.status >= 400) {
-    passOnChannelError(answer, res, {
-      logger,
-      fail: failLogged,
-      clientGone,
-      // The channel's own code (or type) goes in the access line, as ours would.
-      onCode: (code) => (context.errorCode = code),
-    });
-    return;
+    const at = this.others?.indexOf(listener) ?? -1;
+    if (at !== -1) this.others?.splice(at, 1);
   }
-  deliverAnswer(answer, res, answerContext(s, request, answer, failLogged, clientGone));
-}
 
-/** What {@link deliverAnswer} reports to: usage counted, Responses API owners kept. */
-function answerContext(
-  s: PassthroughState,
-  request: PassthroughRequest,
-  answer: ChannelAnswer,
-  fail: (err: unknown) => void,
-  clientGone: () => boolean,
-): AnswerContext {
-  const { channel } = answer;
-  const { route } = request;
-  return {
-    maxBytes: s.deps.limits.maxResponseBytes,
-    onUsage: (usage) => {
-      answer.observer?.usage?.(usage, usage.model);
-      recordUsage(s, request, channel, usage);
-    },
-    onAnswer: route.createsResponse
-      ? (answer) => remember(s, request, channel, (answer as { id?: unknown } | null)?.id)
-      : route.name === "responses_delete" && request.responseId !== undefined
-        ? () => void s.deps.responseOwners.forget(request.responseId as string).catch(() => {})
-        : undefined,
-    onEvent: route.createsResponse
-      ? (event) => {
-          const id = (event as { response?: { id?: unknown } } | null)?.response?.id;
-          if (typeof id !== "string") return false;
-          void remember(s, request, channel, id);
-          return true;
-        }
-      : undefined,
-    fail,
-    clientGone,
-  };
+  /** The client went away: the call in flight is aborted. */
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const { listener, others } = this;
+    this.listener = undefined;
+    this.others = undefined;
+    listener?.();
+    if (others) for (const other of others) other();
+  }
+
+  clientGone(): boolean {
+    return this.aborted;
+  }
+
+  /** Writes the answer that ended the call: the channel's error, or its answer. */
+  answerWith(answer: ChannelAnswer, res: ServerResponse, fail: (err: unknown) => void): void {
+    this.answer = answer;
+    this.failer = fail;
+    if (answer.status >= 400) {
+      passOnChannelError(answer, res, this);
+      return;
+    }
+    const { s, request } = this;
+    const { route } = request;
+    const { channel } = answer;
+    if (route.createsResponse) {
+      this.onAnswer = (parsed) =>
+        remember(s, request, channel, (parsed as { id?: unknown } | null)?.id);
+      this.onEvent = (event) => {
+        const id = (event as { response?: { id?: unknown } } | null)?.response?.id;
+        if (typeof id !== "string") return false;
+        void remember(s, request, channel, id);
+        return true;
+      };
+    } else if (route.name === "responses_delete" && request.responseId !== undefined) {
+      const id = request.responseId;
+      this.onAnswer = () => void s.deps.responseOwners.forget(id).catch(() => {});
+    }
+    deliverAnswer(answer, res, this);
+  }
+
+  /** An error to answer with (nothing was sent yet); a broken answer is logged. */
+  fail(err: unknown): void {
+    if (err instanceof ChannelError) {
+      this.logger.warn(
+        { channel: err.channel, reason: err.reason },
+        "channel sent a broken answer",
+      );
+    }
+    this.failer?.(err);
+  }
+
+  /** The channel's own code (or type) goes in the access line, as ours would. */
+  onCode(code: string): void {
+    this.context.errorCode = code;
+  }
+
+  onUsage(usage: TokenUsage): void {
+    const answer = this.answer as ChannelAnswer;
+    answer.observer?.usage?.(usage, usage.model);
+    recordUsage(this.s, this.request, answer.channel, usage);
+  }
 }
 
 function recordUsage(
@@ -279,7 +295,7 @@ function recordUsage(
     metrics,
     {
       channel: channel.name,
-      model: modelLabel(deps, request, [channel]),
+      model: modelLabel(deps, request, channel),
       group: principal.group,
       key: keyLabelOf(principal),
     },
@@ -295,13 +311,18 @@ function recordUsage(
 function modelLabel(
   deps: PassthroughDeps,
   request: PassthroughRequest,
-  channels: readonly Channel[],
+  channels: Channel | readonly Channel[],
 ): string {
   const { model } = request;
   if (model === undefined) return "other";
-  const listed =
-    channels.some((channel) => deps.registry.lists(channel, model)) ||
-    (request.principal.upstream?.models.ids.has(model) ?? false);
+  let listed = false;
+  if (!Array.isArray(channels)) listed = deps.registry.lists(channels as Channel, model);
+  else {
+    for (let i = 0; i < channels.length && !listed; i += 1) {
+      listed = deps.registry.lists(channels[i] as Channel, model);
+    }
+  }
+  listed ||= request.principal.upstream?.models.ids.has(model) ?? false;
   return listed ? model : "other";
 }
 

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { AnswerFlow, ChannelAnswer } from "../channels/channel-answer.js";
+import type { AnswerFlow, AnswerReader, ChannelAnswer } from "../channels/channel-answer.js";
 import { answerNotJson } from "../channels/channel-error.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
 import { EventStreamTap, usageOf, type TokenUsage } from "./token-usage.js";
@@ -63,34 +63,7 @@ export function deliverAnswer(
   }
 
   if (isJson(contentType)) {
-    answer.read(context.maxBytes).then(
-      (body) => {
-        if (context.clientGone()) return;
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(body.toString("utf8"));
-        } catch {
-          context.fail(answerNotJson(answer.channel.name));
-          return;
-        }
-        const usage = usageOf(parsed);
-        if (usage) context.onUsage(usage);
-        const send = () => {
-          if (context.clientGone()) return;
-          const out = scrubber.scrub(body);
-          res.statusCode = status;
-          copyResponseHeaders(headers, setHeader, scrubber.scrubText);
-          res.setHeader("content-length", out.length);
-          res.end(out);
-        };
-        const recorded = context.onAnswer?.(parsed);
-        if (recorded) void recorded.then(send);
-        else send();
-      },
-      (err: unknown) => {
-        if (!context.clientGone()) context.fail(err);
-      },
-    );
+    answer.pipe(new JsonAnswer(answer, res, context), { maxBytes: context.maxBytes });
     return;
   }
 
@@ -108,6 +81,66 @@ export function deliverAnswer(
     res.flushHeaders();
   }
   streamTo(res, answer, context, eventStream, sameBytes);
+}
+
+/**
+ * Reads a JSON answer whole, checks it and sends it on: a reader object
+ * rather than a promise and closures, as this is every chat answer's path.
+ */
+class JsonAnswer implements AnswerReader {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly answer: ChannelAnswer,
+    private readonly res: ServerResponse,
+    private readonly context: AnswerContext,
+  ) {}
+
+  data(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    return true;
+  }
+
+  end(): void {
+    const { chunks } = this;
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.size);
+    if (this.context.clientGone()) return;
+    let parsed: unknown;
+    try {
+      // Whole: a byte scan that checks it and reads only the members used costs more
+      // instructions than V8's parser (measured with callgrind: 56k against 23k for 1 KB).
+      parsed = JSON.parse(body.toString("utf8"));
+    } catch {
+      this.context.fail(answerNotJson(this.answer.channel.name));
+      return;
+    }
+    const usage = usageOf(parsed);
+    if (usage) this.context.onUsage(usage);
+    const recorded = this.context.onAnswer?.(parsed);
+    if (recorded) void recorded.then(() => this.send(body));
+    else this.send(body);
+  }
+
+  error(err: Error): void {
+    if (!this.context.clientGone()) this.context.fail(err);
+  }
+
+  private send(body: Buffer): void {
+    const { res, answer } = this;
+    if (this.context.clientGone()) return;
+    const { scrubber } = answer;
+    const out = scrubber.scrub(body);
+    res.statusCode = answer.status;
+    copyResponseHeaders(
+      answer.headers,
+      (name, value) => res.setHeader(name, value),
+      scrubber.scrubText,
+    );
+    res.setHeader("content-length", out.length);
+    res.end(out);
+  }
 }
 
 function isIdentity(encoding: string | undefined): boolean {

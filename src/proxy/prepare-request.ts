@@ -1,7 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { Principal } from "../auth/principal.js";
 import { ServiceError } from "../errors/service-error.js";
-import { readJsonBody } from "../http/json-body.js";
+import { MAX_JSON_DEPTH, parseJson } from "../http/inspect-json.js";
+import { scanJson, valueAt, type ScannedJson } from "../http/scan-json.js";
 import { requireJsonObject } from "../errors/parse-body.js";
 import { readRequestBody } from "../http/read-body.js";
 import { shorten } from "../errors/shorten.js";
@@ -49,23 +50,34 @@ export function createRequestPreparer(
       request.route.size === "small"
         ? Math.min(SMALL_BODY_BYTES, limits.maxBodyBytes)
         : limits.maxBodyBytes;
-    const parsed = await readJsonBody(req, { limit, ...timing });
-    const body = requireJsonObject(parsed?.value);
-    if ((parsed?.modelKeys ?? 0) > 1) {
-      // Parsers disagree on such a body (first or last wins, keys matched in any case):
-      // the channel could read another model than the one checked here.
-      throw new ServiceError(
-        "invalid_value",
-        "The request body names 'model' more than once (keys are matched in any case); send one 'model'.",
-        { param: "model" },
-      );
+    const bytes = await readRequestBody(req, { limit, ...timing });
+    const raw = withoutBom(bytes);
+    // Most bodies are only passed on: checked as JSON and their `model` read, not parsed.
+    const scanned = raw.length > 0 ? scanJson(raw, BODY_MEMBERS, MAX_JSON_DEPTH) : undefined;
+    const { createsResponse } = request.route;
+    if (scanned?.isObject && !(createsResponse && asksForResponseWork(scanned))) {
+      checkOneModel(scanned.modelKeys);
+      const start = scanned.starts[MODEL] as number;
+      const model = start === -1 ? undefined : valueAt(raw, start, scanned.ends[MODEL] as number);
+      setModel(request, modelOf(model), raw);
+    } else {
+      // Not JSON, not an object, or a Responses call that needs its fields: parsed whole,
+      // which gives the error it always gave.
+      const parsed = bytes.length > 0 ? parseJson(bytes, MAX_JSON_DEPTH) : undefined;
+      const body = requireJsonObject(parsed?.value);
+      checkOneModel(parsed?.modelKeys ?? 0);
+      setModel(request, modelOf(body.model), parsed?.raw);
+      if (createsResponse) await prepareResponse(request, body);
     }
-    request.model = modelOf(body.model);
-    request.body = parsed?.raw;
+    if (request.candidates.length === 0) throw modelNotFound(request.model as string);
+  }
+
+  /** The body's model and its candidate channels; the raw bytes go on as they are. */
+  function setModel(request: PassthroughRequest, model: string, raw: Buffer | undefined): void {
+    request.model = model;
+    request.body = raw;
     request.headers["content-type"] = "application/json";
-    request.candidates = deps.access.candidates(request.principal, request.model);
-    if (request.route.createsResponse) await prepareResponse(request, body);
-    if (request.candidates.length === 0) throw modelNotFound(request.model);
+    request.candidates = deps.access.candidates(request.principal, model);
   }
 
   /**
@@ -141,6 +153,35 @@ export function createRequestPreparer(
     }
     return prepareJson(request, req);
   };
+}
+
+/** The top-level members of a JSON body the passthrough reads. */
+const BODY_MEMBERS = ["model", "previous_response_id", "background"];
+const [MODEL, PREVIOUS, BACKGROUND] = [0, 1, 2];
+
+/** A Responses call that continues a stored response or runs in the background. */
+function asksForResponseWork({ starts }: ScannedJson): boolean {
+  return starts[PREVIOUS] !== -1 || starts[BACKGROUND] !== -1;
+}
+
+/** The bytes after a UTF-8 byte order mark, as `parseJson` reads them. */
+function withoutBom(bytes: Buffer): Buffer {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
+}
+
+/**
+ * Refuses a body that names `model` more than once: parsers disagree on it
+ * (first or last wins, keys matched in any case), so the channel could read
+ * another model than the one checked here.
+ */
+function checkOneModel(modelKeys: number): void {
+  if (modelKeys > 1) {
+    throw new ServiceError(
+      "invalid_value",
+      "The request body names 'model' more than once (keys are matched in any case); send one 'model'.",
+      { param: "model" },
+    );
+  }
 }
 
 function isMultipart(req: IncomingMessage): boolean {
