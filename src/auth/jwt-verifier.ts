@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from "jose";
+import type { JWTVerifyGetKey } from "jose";
 import type { Config } from "../config/config-schema.js";
 import type { Principal } from "./principal.js";
 
@@ -39,14 +39,27 @@ export function createJwtVerifier(
   jwt: JwtConfig,
   groups: Config["groups"],
 ): (token: string) => Promise<Principal | undefined> {
+  // jose is loaded with the first token, not at start-up: most deployments use static keys only.
+  let verifying: Promise<(token: string) => Promise<Principal | undefined>> | undefined;
+  return async (token) => {
+    // Fail closed: an empty secret (unset variable) must not verify anything.
+    if (jwt.secret === "") return undefined;
+    verifying ??= loadVerifier(jwt, groups);
+    return (await verifying)(token);
+  };
+}
+
+async function loadVerifier(
+  jwt: JwtConfig,
+  groups: Config["groups"],
+): Promise<(token: string) => Promise<Principal | undefined>> {
+  const { createRemoteJWKSet, jwtVerify } = await import("jose");
   const key: Uint8Array | JWTVerifyGetKey =
     jwt.secret !== undefined
       ? new TextEncoder().encode(jwt.secret)
       : createRemoteJWKSet(new URL(jwt.jwksUrl as string));
   const algorithms = jwt.secret !== undefined ? ["HS256"] : ASYMMETRIC_ALGORITHMS;
   return async (token) => {
-    // Fail closed: an empty secret (unset variable) must not verify anything.
-    if (jwt.secret === "") return undefined;
     try {
       const { payload } = await jwtVerify(token, key as Uint8Array, {
         issuer: jwt.issuer,

@@ -5,7 +5,6 @@ import type { Config } from "../config/config-schema.js";
 import type { TracingOptions } from "../tracing/tracing-options.js";
 import { DEFAULT_CONFIG_FILE, loadConfig } from "../config/load-config.js";
 import { loadMcpConfig } from "../config/mcp-config.js";
-import { runMcpStdio } from "../mcp/run-mcp-stdio.js";
 import { createLogger } from "../logging/create-logger.js";
 import { configSecrets, createSecretScrubber, envSecrets } from "../logging/secret-scrubber.js";
 import { describeAuth } from "./describe-auth.js";
@@ -86,7 +85,8 @@ export async function runCli(
         return parsed.values.probe ? await probe(loaded.config, env, deps) : 0;
       }
       case "mcp":
-        await runMcpStdio(loadMcpConfig(env));
+        // Loaded here, not at start-up: `serve` never needs the stdio server.
+        await (await import("../mcp/run-mcp-stdio.js")).runMcpStdio(loadMcpConfig(env));
         return 0;
       default:
         console.error(`Unknown command: ${command}\n\n${USAGE}`);

@@ -1,14 +1,13 @@
 import type { ServerResponse } from "node:http";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Logger } from "pino";
-import { readJsonBody, type JsonBodyOptions } from "../http/json-body.js";
-import { callerOf, type Lane, type LaneCall } from "../http/lane.js";
-import { publicBaseUrl, type PublicOrigin } from "../http/public-base-url.js";
+import type { JsonBodyOptions } from "../http/json-body.js";
+import type { Lane, LaneCall } from "../http/lane.js";
+import type { PublicOrigin } from "../http/public-base-url.js";
 import { sendJson } from "../http/send-json.js";
 import { createRouteTable } from "../http/route-table.js";
+import { jsonRpcError } from "./json-rpc-error.js";
+import type { serveMcpRequest as ServeMcpRequest } from "./serve-mcp-request.js";
 import type { ImageTasks } from "../tasks/create-image-tasks.js";
-import { createMcpServer } from "./create-mcp-server.js";
-import { createInProcessTaskApiClient } from "./in-process-task-api-client.js";
 
 /** What the `/mcp` lane needs from the service. */
 export interface McpLaneDeps {
@@ -58,43 +57,20 @@ export function createMcpLane(deps: McpLaneDeps): Lane {
   };
 }
 
+/**
+ * The MCP SDK (its transport, ajv, zod-to-json-schema, hono: a fifth of the
+ * service's start-up CPU) is loaded on the first MCP call, once: most
+ * deployments never call `/mcp`, and every replica of a rollout starts faster.
+ */
+let serving: Promise<{ serveMcpRequest: typeof ServeMcpRequest }> | undefined;
+
 async function serveMcp(deps: McpLaneDeps, call: LaneCall): Promise<void> {
-  const { req, res } = call;
-  // Same origin rule as the service's own URLs; a poisoned Host is refused here (400).
-  const publicOrigin = publicBaseUrl(req, deps.origin);
-  const body = (await readJsonBody(req, deps.body))?.value;
-  const api = createInProcessTaskApiClient({
-    tasks: deps.tasks,
-    principal: callerOf(call),
-    publicOrigin,
-    pollIntervalSec: deps.pollIntervalSec,
-    credentialHint: "Check the bearer key your MCP client sends to /mcp.",
-    span: call.context.span,
-  });
-  const server = createMcpServer({
-    api,
-    delivery: { kind: "links", publicOrigin },
-    logger: deps.logger,
-  });
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-  res.on("close", () => {
-    void transport.close();
-    void server.close();
-  });
-  try {
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
-  } catch (error) {
-    deps.logger.error({ err: error }, "MCP request failed");
-    if (!res.headersSent) sendJson(res, 500, jsonRpcError(-32603, "Internal error"));
-  }
+  serving ??= import("./serve-mcp-request.js");
+  const { serveMcpRequest } = await serving;
+  await serveMcpRequest(deps, call);
 }
 
 function methodNotAllowed(res: ServerResponse): void {
   const refusal = "Method not allowed: this stateless MCP endpoint accepts only POST.";
   sendJson(res, 405, jsonRpcError(-32000, refusal), { Allow: "POST" });
-}
-
-function jsonRpcError(code: number, message: string) {
-  return { jsonrpc: "2.0", error: { code, message }, id: null };
 }
