@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load-config.js";
 import { schemaProblem } from "./k8s-models.js";
 import {
+  KUBECTL_ENV,
   KUSTOMIZE_ROOT,
   OVERLAYS,
   configText,
@@ -113,7 +114,7 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s configuration", (overlay)
         "-o",
         "yaml",
       ],
-      { encoding: "utf8" },
+      { encoding: "utf8", env: KUBECTL_ENV },
     );
     expect(run.status, run.stderr).toBe(0);
     const [secret] = parseYamlStream(run.stdout);

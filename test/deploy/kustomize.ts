@@ -20,6 +20,11 @@ export const COMPONENTS = [
   "monitoring",
   "network-policy",
 ] as const;
+/** kubectl's environment: a kubeconfig whose cluster refuses at once (see the file). */
+export const KUBECTL_ENV = {
+  ...process.env,
+  KUBECONFIG: join(import.meta.dirname, "no-cluster.kubeconfig"),
+};
 export type Overlay = (typeof OVERLAYS)[number];
 export type Component = (typeof COMPONENTS)[number];
 
@@ -43,7 +48,10 @@ export interface K8sObject {
  * embedded Kustomize that knows components (v4 and later; kubectl 1.21+).
  */
 function kustomizeMissing(): string | undefined {
-  const run = spawnSync("kubectl", ["version", "--client", "-o", "json"], { encoding: "utf8" });
+  const run = spawnSync("kubectl", ["version", "--client", "-o", "json"], {
+    encoding: "utf8",
+    env: KUBECTL_ENV,
+  });
   if (run.error || run.status !== 0) {
     return "kubectl is not on PATH (scripts/ensure-test-tools.sh installs it where it can)";
   }
@@ -122,7 +130,10 @@ export function kustomize(dir: string): Rendered {
   // A machine without it fails these tests with the reason, never skips them.
   checked ??= kustomizeMissing() ?? "";
   if (checked) throw new Error(`kubectl kustomize cannot run: ${checked}`);
-  const run = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
+  const run = spawnSync("kubectl", ["kustomize", dir], {
+    encoding: "utf8",
+    env: KUBECTL_ENV,
+  });
   if (run.status !== 0) return { ok: false, objects: [], stderr: run.stderr };
   return { ok: true, objects: parseYamlStream(run.stdout), stderr: run.stderr };
 }
