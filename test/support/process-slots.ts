@@ -1,8 +1,16 @@
-import { mkdirSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 
 /*
  * Test files that start real processes (the service's bin, private Redis
@@ -19,15 +27,25 @@ const DIR = join(tmpdir(), "image-task-sidecar-test-slots");
 /** A file waiting for a slot waits this long at most (its hook's own timeout). */
 const WAIT_MS = 60 * 60_000;
 
+/**
+ * TEST_SLOT_LOG=FILE appends a line per file: how long it waited for its slot and held it. The
+ * files that hold slots longest are the multi-process run's critical path (CI's longest part).
+ */
+const LOG = process.env.TEST_SLOT_LOG;
+
 let held: string | undefined;
+let asked = 0;
+let taken = 0;
 
 beforeAll(async () => {
   mkdirSync(DIR, { recursive: true });
+  asked = Date.now();
   for (;;) {
     for (let slot = 0; slot < SLOTS; slot += 1) {
       const path = join(DIR, `slot-${slot}`);
       if (take(path)) {
         held = path;
+        taken = Date.now();
         return;
       }
     }
@@ -38,6 +56,11 @@ beforeAll(async () => {
 afterAll(() => {
   if (held) rmSync(held, { force: true });
   held = undefined;
+  if (LOG) {
+    const file = expect.getState().testPath ?? "?";
+    const line = `${Math.round((Date.now() - taken) / 1000)} s held, ${Math.round((taken - asked) / 1000)} s waited: ${file}\n`;
+    appendFileSync(LOG, line);
+  }
 });
 
 /** Takes `path` when it is free or its holder is gone. */
