@@ -21,8 +21,8 @@ import { afterAll, beforeAll, expect } from "vitest";
  * holder died is taken over.
  */
 
-/** Process-starting files at once. */
-const SLOTS = 2;
+/** Process-starting files at once (TEST_PROCESS_SLOTS, default 2). */
+const SLOTS = Math.max(1, Number(process.env.TEST_PROCESS_SLOTS) || 2);
 const DIR = join(tmpdir(), "image-task-sidecar-test-slots");
 /** A file waiting for a slot waits this long at most (its hook's own timeout). */
 const WAIT_MS = 60 * 60_000;
