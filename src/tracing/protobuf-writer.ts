@@ -89,6 +89,14 @@ export class ProtobufWriter {
     this.pos += this.buf.write(value, this.pos, "utf8");
   }
 
+  /** Bytes encoded before (a cached field), copied as they are. */
+  raw(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    // A builtin's copy: fewer instructions than a loop over the bytes (callgrind).
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.length;
+  }
+
   /** Length-delimited bytes given as lower-case hex (an id, which the tracer made or checked). */
   hexBytes(hex: string): void {
     const bytes = hex.length >> 1;
