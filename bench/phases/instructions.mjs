@@ -31,6 +31,7 @@ const LABELS = {
   service: "service",
   traced: "service, tracing on",
   baseline: "service (BASELINE)",
+  "baseline-traced": "service (BASELINE), tracing on",
 };
 
 /**
@@ -76,7 +77,7 @@ const chat = {
 
 /**
  * Starts the processes under test (BENCH_CALLGRIND_TARGETS, of pipe, undici-pipe, service,
- * traced, baseline) under callgrind and switches instrumentation on in each; resolves them
+ * traced, baseline, baseline-traced) under callgrind and switches instrumentation on in each; resolves them
  * with their controls.
  */
 async function startCounted(ctx, channel, dir, wanted) {
@@ -105,6 +106,15 @@ async function startCounted(ctx, channel, dir, wanted) {
           startService(ctx, logged, {
             role: "baseline",
             ...under("baseline"),
+          })
+        : undefined,
+    "baseline-traced": () =>
+      ctx.options.baseline
+        ? startService(ctx, logged, {
+            role: "baseline-traced",
+            dist: ctx.options.baseline,
+            env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url },
+            ...under("baseline-traced"),
           })
         : undefined,
   };

@@ -65,13 +65,13 @@ class ObservedTry implements TryObserver {
   answered(status: number): void {
     this.options.report.upstreamStatus = status;
     if (this.span === NOOP_SPAN) return;
-    this.span.setAttributes({ "http.response.status_code": status });
+    this.span.setAttribute("http.response.status_code", status);
     if (status >= 400) this.span.setError(`status ${status}`);
   }
 
   failed(reason: string): void {
     if (this.span === NOOP_SPAN) return;
-    this.span.setAttributes({ "error.type": reason });
+    this.span.setAttribute("error.type", reason);
     this.span.setError(reason);
   }
 
@@ -82,12 +82,11 @@ class ObservedTry implements TryObserver {
       if (usage.input > 0) tokens.series(operation, modelLabel, "input").observe(usage.input);
       if (usage.output > 0) tokens.series(operation, modelLabel, "output").observe(usage.output);
     }
-    if (this.span === NOOP_SPAN) return;
-    this.span.setAttributes({
-      "gen_ai.usage.input_tokens": usage.input,
-      "gen_ai.usage.output_tokens": usage.output,
-      "gen_ai.response.model": responseModel,
-    });
+    const { span } = this;
+    if (span === NOOP_SPAN) return;
+    span.setAttribute("gen_ai.usage.input_tokens", usage.input);
+    span.setAttribute("gen_ai.usage.output_tokens", usage.output);
+    span.setAttribute("gen_ai.response.model", responseModel);
   }
 
   ended(): void {
@@ -99,19 +98,56 @@ class ObservedTry implements TryObserver {
         .series(operation, modelLabel)
         .observe((performance.now() - this.started) / 1000);
     }
-    const { span } = this;
-    // A reader finds the usage in the answer it just read whole: let it report it first.
-    if (span !== NOOP_SPAN) setImmediate(() => span.end());
+    if (this.span !== NOOP_SPAN) endSoon(this.span);
   }
+}
+
+/*
+ * Client spans ended by a try, ended together on the next turn of the event loop: a reader
+ * finds the usage in the answer it just read whole and reports it right after the try ends
+ * (synchronously), so the span must still take it. One pending immediate for all of them
+ * costs less than a closure and an immediate per span.
+ */
+let ending: Span[] = [];
+let endingSpare: Span[] = [];
+
+function endSoon(span: Span): void {
+  if (ending.length === 0) setImmediate(endWaiting);
+  ending.push(span);
+}
+
+function endWaiting(): void {
+  const spans = ending;
+  ending = endingSpare;
+  endingSpare = spans;
+  try {
+    for (const span of spans) span.end();
+  } finally {
+    spans.length = 0;
+  }
+}
+
+/** The last client span name made, by operation and model: a call's are the same as the last. */
+let lastName = { operation: undefined as string | undefined, model: "", name: "" };
+
+/** `{operation} {model}`, `call` for no operation; an empty part is left out. */
+function spanNameOf(operation: string | undefined, model: string | undefined): string {
+  const last = lastName;
+  if (last.operation === operation && last.model === (model ?? "") && last.name !== "") {
+    return last.name;
+  }
+  const first = operation ?? "call";
+  const name = first && model ? `${first} ${model}` : first || model || "";
+  lastName = { operation, model: model ?? "", name };
+  return name;
 }
 
 function startClientSpan(options: CallObserverOptions, channel: Channel): Span {
   const { operation, model } = options;
-  const name = [operation ?? "call", model].filter(Boolean).join(" ");
   const { host, port } = addressOf(channel);
-  return options.tracer.startSpan(name, {
+  return options.tracer.startSpan(spanNameOf(operation, model), {
     kind: "client",
-    parent: options.parent.traceparent || undefined,
+    parent: options.parent,
     attributes: {
       "gen_ai.operation.name": operation,
       "gen_ai.provider.name": "openai",

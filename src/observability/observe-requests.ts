@@ -134,16 +134,14 @@ function finish(
   deps.metrics.httpRequestSeries.get(route, method, status).inc();
   deps.metrics.httpDuration.series(route, method, status).observe(seconds);
   if (deps.accessLog) logAccess(deps, req, res, context, route, seconds, probe, aborted);
-  if (context.span !== NOOP_SPAN) {
-    context.span.setName(`${req.method} ${route}`);
-    context.span.setAttributes({
-      "http.route": route,
-      "http.response.status_code": res.headersSent ? res.statusCode : undefined,
-      "error.type": context.errorCode,
-    });
-    if (res.statusCode >= 500 || aborted)
-      context.span.setError(aborted ? "aborted" : "server error");
-    context.span.end();
+  const { span } = context;
+  if (span !== NOOP_SPAN) {
+    span.setName(`${req.method} ${route}`);
+    span.setAttribute("http.route", route);
+    span.setAttribute("http.response.status_code", res.headersSent ? res.statusCode : undefined);
+    span.setAttribute("error.type", context.errorCode);
+    if (res.statusCode >= 500 || aborted) span.setError(aborted ? "aborted" : "server error");
+    span.end();
   }
 }
 

@@ -1,5 +1,6 @@
+import { writeAttributes, writeKeyValue } from "./otlp-protobuf-attributes.js";
 import { ProtobufWriter, WIRE, varintSize } from "./protobuf-writer.js";
-import type { AttributeList, RecordedSpan } from "./recorded-span.js";
+import type { RecordedSpan } from "./recorded-span.js";
 import {
   FLAGS_HAS_IS_REMOTE,
   FLAGS_IS_REMOTE,
@@ -154,40 +155,5 @@ function writeLink(writer: ProtobufWriter, link: NonNullable<RecordedSpan["link"
   writer.hexBytes(link.spanId);
   writer.tag(6, WIRE.I32);
   writer.fixed32((link.sampled ? 1 : 0) | FLAGS_HAS_IS_REMOTE | FLAGS_IS_REMOTE);
-  writer.end(start);
-}
-
-function writeAttributes(writer: ProtobufWriter, field: number, list: AttributeList): void {
-  for (let i = 0; i < list.length; i += 2) {
-    writeKeyValue(writer, field, list[i] as string, list[i + 1]!);
-  }
-}
-
-function writeKeyValue(
-  writer: ProtobufWriter,
-  field: number,
-  key: string,
-  value: string | number | boolean,
-): void {
-  writer.tag(field, WIRE.LEN);
-  const start = writer.begin();
-  writer.tag(1, WIRE.LEN);
-  writer.string(key);
-  writer.tag(2, WIRE.LEN);
-  const any = writer.begin();
-  if (typeof value === "string") {
-    writer.tag(1, WIRE.LEN);
-    writer.string(value);
-  } else if (typeof value === "boolean") {
-    writer.tag(2, WIRE.VARINT);
-    writer.varint(value ? 1 : 0);
-  } else if (Number.isInteger(value) && value >= -(2 ** 63) && value < 2 ** 63) {
-    writer.tag(3, WIRE.VARINT);
-    writer.int64(value);
-  } else {
-    writer.tag(4, WIRE.I64);
-    writer.double(value);
-  }
-  writer.end(any);
   writer.end(start);
 }

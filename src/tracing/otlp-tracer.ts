@@ -5,7 +5,7 @@ import { otlpProtobufFormat } from "./otlp-protobuf-batch.js";
 import { createExportPoster } from "./post-export.js";
 import { RecordedSpan, UnsampledSpan, type RecordedLink } from "./recorded-span.js";
 import { OTLP_KINDS } from "./span-batch.js";
-import { newSpanId, newTraceId } from "./span-ids.js";
+import { newRootIds, newSpanId } from "./span-ids.js";
 import { parseTraceparent, type Span, type StartSpanOptions, type Tracer } from "./tracer.js";
 import { BATCH_DEFAULTS, type TracingOptions } from "./tracing-options.js";
 
@@ -43,11 +43,19 @@ export function createOtlpTracer(
   return {
     enabled: true,
     startSpan(name: string, spanOptions: StartSpanOptions): Span {
-      const parent = parseTraceparent(
+      const parent = parentOf(
         spanOptions.parent ?? (trustParent ? spanOptions.callerParent : undefined),
       );
-      const traceId = parent ? parent.traceId : newTraceId();
-      const spanId = newSpanId();
+      let traceId: string;
+      let spanId: string;
+      if (parent) {
+        traceId = parent.traceId;
+        spanId = newSpanId();
+      } else {
+        const ids = newRootIds();
+        traceId = ids.slice(0, 32);
+        spanId = ids.slice(32);
+      }
       if (!sample(traceId, parent?.sampled)) return new UnsampledSpan(traceId, spanId);
       const link: RecordedLink | undefined =
         trustParent || spanOptions.callerParent === undefined
@@ -66,4 +74,16 @@ export function createOtlpTracer(
     },
     shutdown: () => exporter.shutdown(),
   };
+}
+
+/** A parent's trace, span and sampled flag: a span of this tracer's read in place. */
+function parentOf(parent: Span | string | undefined): ParentContext | undefined {
+  if (parent instanceof RecordedSpan || parent instanceof UnsampledSpan) return parent;
+  return parseTraceparent(typeof parent === "string" ? parent : parent?.traceparent || undefined);
+}
+
+interface ParentContext {
+  traceId: string;
+  spanId: string;
+  sampled: boolean;
 }

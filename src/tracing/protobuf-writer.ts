@@ -3,6 +3,9 @@ export const WIRE = { VARINT: 0, I64: 1, LEN: 2, I32: 5 } as const;
 
 const TWO_32 = 0x1_0000_0000;
 
+/** Uint8Array's `set`, read once. */
+const copyInto = Uint8Array.prototype.set;
+
 /**
  * Protobuf written straight into one growing Buffer: what an OTLP export
  * sends, with no message objects in between. A nested message reserves one
@@ -89,6 +92,15 @@ export class ProtobufWriter {
     this.pos += this.buf.write(value, this.pos, "utf8");
   }
 
+  /** Bytes encoded before (a cached field), copied as they are. */
+  raw(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    // A builtin's copy: fewer instructions than a loop over the bytes (callgrind); called
+    // straight, since reading `set` off a Buffer went through V8's generic property load.
+    copyInto.call(this.buf, bytes, this.pos);
+    this.pos += bytes.length;
+  }
+
   /** Length-delimited bytes given as lower-case hex (an id, which the tracer made or checked). */
   hexBytes(hex: string): void {
     const bytes = hex.length >> 1;
@@ -110,9 +122,18 @@ export class ProtobufWriter {
   /** A fixed64 of an unsigned integer given as its high and low 32 bits. */
   fixed64(high: number, low: number): void {
     this.ensure(8);
-    this.buf.writeUInt32LE(low >>> 0, this.pos);
-    this.buf.writeUInt32LE(high >>> 0, this.pos + 4);
-    this.pos += 8;
+    const { buf } = this;
+    const pos = this.pos;
+    // Byte by byte: Buffer's writeUInt32LE went through V8's generic property load.
+    buf[pos] = low;
+    buf[pos + 1] = low >>> 8;
+    buf[pos + 2] = low >>> 16;
+    buf[pos + 3] = low >>> 24;
+    buf[pos + 4] = high;
+    buf[pos + 5] = high >>> 8;
+    buf[pos + 6] = high >>> 16;
+    buf[pos + 7] = high >>> 24;
+    this.pos = pos + 8;
   }
 
   double(value: number): void {

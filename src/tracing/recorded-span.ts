@@ -35,7 +35,6 @@ const MAX_EVENTS = 128;
  * it is encoded. Calls after {@link end} are ignored, as the SDK ignores them.
  */
 export class RecordedSpan implements Span {
-  readonly traceparent: string;
   readonly start = spanNow();
   endTime = 0;
   attributes: AttributeList = [];
@@ -45,6 +44,8 @@ export class RecordedSpan implements Span {
   droppedAttributes = 0;
   droppedEvents = 0;
   private ended = false;
+  /** Made when first asked for: most server spans never are. */
+  private header: string | undefined = undefined;
 
   constructor(
     private readonly sink: SpanSink,
@@ -57,8 +58,16 @@ export class RecordedSpan implements Span {
     readonly link: RecordedLink | undefined,
     attributes: SpanAttributes | undefined,
   ) {
-    this.traceparent = `00-${traceId}-${spanId}-01`;
     if (attributes) this.setAttributes(attributes);
+  }
+
+  get traceparent(): string {
+    return (this.header ??= `00-${this.traceId}-${this.spanId}-01`);
+  }
+
+  /** A child's parent context: sampled (an unsampled span is an {@link UnsampledSpan}). */
+  get sampled(): boolean {
+    return true;
   }
 
   setName(name: string): void {
@@ -70,8 +79,13 @@ export class RecordedSpan implements Span {
     for (const key in attributes) {
       const value = attributes[key];
       if (value === undefined || value === null || key === "") continue;
-      this.droppedAttributes += setAttribute(this.attributes, key, value);
+      this.droppedAttributes += putAttribute(this.attributes, key, value);
     }
+  }
+
+  setAttribute(key: string, value: AttributeValue | undefined): void {
+    if (this.ended || value === undefined || value === null || key === "") return;
+    this.droppedAttributes += putAttribute(this.attributes, key, value);
   }
 
   addEvent(name: string, attributes?: SpanAttributes): void {
@@ -86,7 +100,7 @@ export class RecordedSpan implements Span {
       list = [];
       for (const key in attributes) {
         const value = attributes[key];
-        if (value !== undefined && value !== null && key !== "") setAttribute(list, key, value);
+        if (value !== undefined && value !== null && key !== "") putAttribute(list, key, value);
       }
     }
     events.push({ name, time: spanNow(), attributes: list });
@@ -105,7 +119,7 @@ export class RecordedSpan implements Span {
 }
 
 /** Sets `key` in `list`; returns 1 when it was dropped (a new key past the limit), else 0. */
-function setAttribute(list: AttributeList, key: string, value: AttributeValue): number {
+function putAttribute(list: AttributeList, key: string, value: AttributeValue): number {
   for (let i = 0; i < list.length; i += 2) {
     if (list[i] === key) {
       list[i + 1] = value;
@@ -126,13 +140,19 @@ export class UnsampledSpan implements Span {
 
   constructor(
     readonly traceId: string,
-    spanId: string,
+    readonly spanId: string,
   ) {
     this.traceparent = `00-${traceId}-${spanId}-00`;
   }
 
+  /** A child's parent context: not sampled. */
+  get sampled(): boolean {
+    return false;
+  }
+
   setName(): void {}
   setAttributes(): void {}
+  setAttribute(): void {}
   addEvent(): void {}
   setError(): void {}
   end(): void {}

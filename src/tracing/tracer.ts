@@ -17,6 +17,8 @@ export interface Span {
   /** Renames the span (a server span learns its route once a router matched it). */
   setName(name: string): void;
   setAttributes(attributes: SpanAttributes): void;
+  /** One attribute, as {@link setAttributes} sets it, without an object to hold it. */
+  setAttribute(key: string, value: string | number | boolean | undefined): void;
   addEvent(name: string, attributes?: SpanAttributes): void;
   /** Marks the span failed, with a short description (never a key or a prompt). */
   setError(description: string): void;
@@ -26,8 +28,12 @@ export interface Span {
 /** Options of {@link Tracer.startSpan}. */
 export interface StartSpanOptions {
   kind: SpanKind;
-  /** The parent, as a `traceparent` the service made (one a task kept); none starts a trace. */
-  parent?: string | undefined;
+  /**
+   * The parent: a span of this tracer (read in place), or a `traceparent` the
+   * service made (one a task kept); none, or a span of a tracer that is off,
+   * starts a trace.
+   */
+  parent?: Span | string | undefined;
   /**
    * A `traceparent` a client sent: a hint. Continued only when the tracer
    * trusts callers (`tracing.trustParent`); otherwise the span starts a new
@@ -55,6 +61,7 @@ export const NOOP_SPAN: Span = {
   traceparent: "",
   setName: () => undefined,
   setAttributes: () => undefined,
+  setAttribute: () => undefined,
   addEvent: () => undefined,
   setError: () => undefined,
   end: () => undefined,

@@ -36,8 +36,11 @@ function optionsFor(endpoint: string, more: Partial<TracingOptions> = {}): Traci
   };
 }
 
-/** A server span with a caller's link and a client span under it, every kind of value set. */
-function makeTwoSpans(tracer: ReturnType<typeof createOtlpTracer>) {
+/**
+ * A server span with a caller's link and a client span under it, every kind of value set; the
+ * client's parent named by its `traceparent`, or given as the span itself.
+ */
+function makeTwoSpans(tracer: ReturnType<typeof createOtlpTracer>, parentAsSpan = false) {
   const server = tracer.startSpan("POST", {
     kind: "server",
     callerParent: CALLER,
@@ -45,7 +48,7 @@ function makeTwoSpans(tracer: ReturnType<typeof createOtlpTracer>) {
   });
   const client = tracer.startSpan("chat gpt-4o-mini", {
     kind: "client",
-    parent: server.traceparent,
+    parent: parentAsSpan ? server : server.traceparent,
     attributes: { "gen_ai.request.model": "gpt-4o-mini", "server.port": 8080 },
   });
   client.setAttributes({
@@ -153,6 +156,43 @@ describe("the OTLP exporter", () => {
       expect(otlp.requests[0]!.headers["x-api-key"]).toBe("collector-key");
     },
   );
+
+  it("sends spans made again, from the encodings it kept, as it sent the first ones", async () => {
+    const otlp = await startOtlpReceiver();
+    onTestFinished(() => otlp.close());
+    const tracer = createOtlpTracer(optionsFor(`${otlp.url}/v1/traces`));
+    makeTwoSpans(tracer);
+    makeTwoSpans(tracer, true);
+    await tracer.shutdown();
+    const spans = otlp.spans();
+    expect(spans).toHaveLength(4);
+    // The same but for ids and times: a client's parent is the server span of its own round.
+    const sameParts = (span: ReceivedSpan, server: ReceivedSpan) => {
+      expect(span.traceId).toBe(server.traceId);
+      const {
+        traceId: _traceId,
+        spanId: _spanId,
+        parentSpanId,
+        startTimeUnixNano: _start,
+        endTimeUnixNano: _end,
+        ...rest
+      } = span;
+      return {
+        ...rest,
+        parent: parentSpanId === undefined ? undefined : parentSpanId === server.spanId,
+        events: span.events.map(({ name, attributes }) => ({ name, attributes })),
+      };
+    };
+    const [client1, server1, client2, server2] = spans as [
+      ReceivedSpan,
+      ReceivedSpan,
+      ReceivedSpan,
+      ReceivedSpan,
+    ];
+    expect(sameParts(client2, server2)).toEqual(sameParts(client1, server1));
+    expect(sameParts(server2, server2)).toEqual(sameParts(server1, server1));
+    expect(sameParts(client2, server2).parent).toBe(true);
+  });
 
   it("sends a batch when it is full, and the rest within the delay", async () => {
     const otlp = await startOtlpReceiver();
