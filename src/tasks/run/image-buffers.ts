@@ -14,7 +14,7 @@ const STEP_BYTES = 256 * 1024;
 /** The most idle buffers held at once, in bytes. */
 const MAX_IDLE_BYTES = 32 * 1024 * 1024;
 /** Idle buffers are dropped after this long without a buffer taken or given back. */
-const IDLE_MS = 2_000;
+const IDLE_MS = 1_000;
 
 /** The buffers idle, and the backing stores of those lent (only those come back). */
 const idle: Buffer[] = [];
