@@ -12,7 +12,7 @@
 /** Buffers are allocated in steps of this, so that images of about the same size share them. */
 const STEP_BYTES = 256 * 1024;
 /** The most idle buffers held at once, in bytes. */
-const MAX_IDLE_BYTES = 32 * 1024 * 1024;
+const MAX_IDLE_BYTES = 16 * 1024 * 1024;
 /** Idle buffers are dropped after this long without a buffer taken or given back. */
 const IDLE_MS = 1_000;
 
