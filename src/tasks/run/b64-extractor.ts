@@ -1,3 +1,5 @@
+import { releaseImageBuffers, takeImageBuffer } from "./image-buffers.js";
+
 /**
  * Takes the `b64_json` images out of a JSON answer as it streams, decoding
  * each as its bytes arrive, and keeps the rest of the answer (a few hundred
@@ -6,16 +8,25 @@
  * 0 in the order they came). A 3 MB image (4 MB of base64) is thus never
  * held as one string or a parsed JSON value: chunks are decoded on the way,
  * straight into one buffer per image (sized from the answer's length when it
- * is known, else grown by doubling), and what is kept is the decoded bytes.
+ * is known, and then one of `image-buffers.ts`, which the run gives back once
+ * the image is stored; else grown by doubling), and what is kept is the
+ * decoded bytes.
  *
  * The JSON itself is not checked here: the skeleton is parsed afterwards,
  * and anything broken fails there.
  */
 /** Keys are compared only when this short: `b64_json` is 8 bytes. */
 const MAX_KEY_BYTES = 16;
+/** Images smaller than this get a buffer of their own: a small one costs little to allocate. */
+const POOLED_BYTES = 64 * 1024;
 /** An image's first buffer when the answer's length is unknown. */
 const FIRST_BYTES = 64 * 1024;
-/** Room left unused in a finished image's buffer, at most, before it is copied to its size. */
+/**
+ * Room left unused in a finished image's buffer, at most, before it is copied
+ * to its size: this much, or a quarter of the image (a buffer of
+ * `image-buffers.ts` is a little larger than asked, and goes back after the
+ * store anyway; one sized for several images is not).
+ */
 const SLACK_BYTES = 4096;
 
 export class B64Extractor {
@@ -98,7 +109,7 @@ export class B64Extractor {
           // The opening quote of an image: the skeleton gets a marker in its place.
           this.skeleton.push(chunk.subarray(start, index - 1));
           this.skeleton.push(Buffer.from(`"#b64:${this.images.length}"`));
-          this.images.push(Buffer.allocUnsafe(this.firstBytes(base + index)));
+          this.images.push(this.firstBuffer(base + index));
           this.sizes.push(0);
           this.inImage = true;
           this.keyIs = undefined;
@@ -121,10 +132,13 @@ export class B64Extractor {
   }
 
   /** The first buffer of an image whose base64 starts at `offset` of the answer. */
-  private firstBytes(offset: number): number {
+  private firstBuffer(offset: number): Buffer {
     const left = this.answerBytes === undefined ? undefined : this.answerBytes - offset;
-    const most = left !== undefined && left > 0 ? Math.floor((left * 3) / 4) + 3 : FIRST_BYTES;
-    return Math.min(most, this.maxImageBytes + 3);
+    if (left === undefined || left <= 0) {
+      return Buffer.allocUnsafe(Math.min(FIRST_BYTES, this.maxImageBytes + 3));
+    }
+    const bytes = Math.min(Math.floor((left * 3) / 4) + 3, this.maxImageBytes + 3);
+    return bytes < POOLED_BYTES ? Buffer.allocUnsafe(bytes) : takeImageBuffer(bytes);
   }
 
   /** A byte of a string outside an image: only the first ones matter (a key is short). */
@@ -232,7 +246,10 @@ export class B64Extractor {
     const n = this.images.length - 1;
     const size = this.sizes[n]!;
     const buffer = this.images[n]!;
-    if (buffer.length - size > SLACK_BYTES) this.images[n] = Buffer.from(buffer.subarray(0, size));
+    if (buffer.length - size > Math.max(SLACK_BYTES, size / 4)) {
+      this.images[n] = Buffer.from(buffer.subarray(0, size));
+      releaseImageBuffers([buffer]);
+    }
   }
 
   /** Decodes `base64` at the end of the current image, its buffer grown first when short. */

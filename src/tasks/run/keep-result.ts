@@ -12,6 +12,7 @@ import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { untilAborted } from "./until-aborted.js";
+import { releaseImageBuffers } from "./image-buffers.js";
 
 /** First wait after a failed write, doubled each time up to the last. */
 const FIRST_RETRY_MS = 250;
@@ -77,10 +78,14 @@ export async function keepResult(
     result.images,
     finisher.expiresAt(atMs, started),
   );
+  let tries = 0;
   const written = await writeResult(
     deps,
     started,
-    () => images.putResults(planned, result.images),
+    () => {
+      tries += 1;
+      return images.putResults(planned, result.images);
+    },
     signal,
   );
   if (written !== "written") {
@@ -97,6 +102,9 @@ export async function keepResult(
     );
     return;
   }
+  // Every put has settled and nothing reads the bytes after it: the next run decodes over them.
+  // After a failed try, a put of that try may still be reading them: they are left to the GC.
+  if (tries === 1) releaseImageBuffers(result.images.map((image) => image.bytes));
   const completed = await finisher.complete(
     started,
     attempts,
