@@ -14,7 +14,16 @@ import { createStaticKeyLookup } from "./static-keys.js";
  * request the token came with: forward mode bounds its checks of new keys
  * per client address.
  */
-export type Authenticate = (token: string, req?: IncomingMessage) => Promise<Principal | undefined>;
+export type Authenticate = ((
+  token: string,
+  req?: IncomingMessage,
+) => Promise<Principal | undefined>) & {
+  /**
+   * The principal of a configured key, found at once; `undefined` for any
+   * other token (which {@link Authenticate} itself then decides).
+   */
+  configured?: (token: string) => Principal | undefined;
+};
 
 /**
  * Configured keys first, then (for JWT-shaped tokens, when JWT is configured)
@@ -26,14 +35,23 @@ export function createAuthenticate(config: Config, forward?: ForwardAuthenticate
   const lookup = createStaticKeyLookup(config.auth.keys);
   const verifyJwt = config.auth.jwt ? createJwtVerifier(config.auth.jwt, config.groups) : undefined;
   const { trustProxy } = config.server;
-  return async (token, req) => {
+  const authenticate: Authenticate = async (token, req) => {
     const principal = lookup(token);
     if (principal) return principal;
     if (verifyJwt && looksLikeJwt(token)) return verifyJwt(token);
     if (forward) return forward(token, req ? clientAddressOf(req, trustProxy) : undefined);
     return undefined;
   };
+  authenticate.configured = lookup;
+  return authenticate;
 }
+
+/** The token of an `Authorization: Bearer <token>` header, or `undefined` when it has none. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return header ? BEARER.exec(header)?.[1] : undefined;
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /**
  * `Authorization: Bearer <key or JWT>` to a principal.
@@ -45,14 +63,14 @@ export async function authenticateHeader(
   header: string | undefined,
   req?: IncomingMessage,
 ): Promise<Principal> {
-  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-  if (!header || (match === null && header.trim() === "")) {
+  const token = bearerToken(header);
+  if (!header || (token === undefined && header.trim() === "")) {
     throw new ServiceError(
       "missing_api_key",
       "You didn't provide an API key. Send it as 'Authorization: Bearer YOUR_KEY'.",
     );
   }
-  const principal = match ? await authenticate(match[1] as string, req) : undefined;
+  const principal = token === undefined ? undefined : await authenticate(token, req);
   if (!principal) {
     throw new ServiceError("invalid_api_key", "Incorrect API key provided.");
   }

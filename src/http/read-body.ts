@@ -46,8 +46,51 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
   const declared = Number(req.headers["content-length"]);
   // A body that says it is too big is refused before a byte of it is read.
   if (!decoder && declared > limit) return Promise.reject(bodyTooLarge(limit));
-  const arrived = decoder ? undefined : arrivedBody(req, limit);
+  if (decoder) return readStreamed(req, options, decoder);
+  const arrived = arrivedBody(req, limit);
   if (arrived) return Promise.resolve(arrived);
+  if (bufferedWhole(req, declared)) return afterParse(req, options);
+  return readStreamed(req, options, undefined);
+}
+
+/**
+ * A body whose bytes are all in the request's buffer while its message is
+ * not complete yet: the route runs between the parse of the body and that of
+ * the message's end (Node runs the microtasks after each callback of its
+ * parser), and the parser completes the message before the event loop goes
+ * on. Taken then, as {@link arrivedBody} takes it, rather than read through
+ * listeners, a timer watch and a promise per request; an error answer still
+ * goes out after the message is complete, as before.
+ */
+function afterParse(req: IncomingMessage, options: ReadBodyOptions): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    setImmediate(() => {
+      if (req.destroyed) reject(new ServiceError("invalid_value", "The request was aborted."));
+      else resolve(arrivedBody(req, options.limit) ?? readStreamed(req, options, undefined));
+    });
+  });
+}
+
+/** Whether all of a body framed by its `Content-Length` waits in the request's buffer. */
+function bufferedWhole(req: IncomingMessage, declared: number): boolean {
+  return (
+    declared > 0 &&
+    req.readableLength === declared &&
+    req.headers["transfer-encoding"] === undefined &&
+    req.readableFlowing === null &&
+    req.readableEncoding === null &&
+    !req.readableEnded &&
+    !req.destroyed
+  );
+}
+
+/** Reads a body as it arrives, decoded, within the limit and the time limits. */
+function readStreamed(
+  req: IncomingMessage,
+  options: ReadBodyOptions,
+  decoder: Transform | undefined,
+): Promise<Buffer> {
+  const { limit } = options;
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -99,8 +142,9 @@ export function readRequestBody(req: IncomingMessage, options: ReadBodyOptions):
 
 /**
  * The body when all of it has arrived already and waits in the request's
- * buffer (a small body comes in the packet that brought the headers, and is
- * parsed by the time an authenticated route reads it): taken at once, with
+ * buffer, its message complete (a small body comes in the packet that brought
+ * the headers; see {@link afterParse} for one read before its message
+ * completed): taken at once, with
  * no listener, timer or watch, as nothing more can arrive. `undefined` when
  * some of it is still to come, nobody may read it from the start any more,
  * it is empty, or over `limit`: the stream then reads it.

@@ -167,10 +167,13 @@ function logAccess(
     mark = { read: 0, written: 0 };
     marks.set(socket, mark);
   }
-  const bytesIn = socket.bytesRead - mark.read;
-  const bytesOut = socket.bytesWritten - mark.written;
-  mark.read = socket.bytesRead;
-  mark.written = socket.bytesWritten;
+  // Each a getter that adds up what the socket holds: read once.
+  const read = socket.bytesRead;
+  const written = socket.bytesWritten;
+  const bytesIn = read - mark.read;
+  const bytesOut = written - mark.written;
+  mark.read = read;
+  mark.written = written;
   const level = probe ? "debug" : "info";
   if (!deps.logger.isLevelEnabled(level)) return;
   deps.line(

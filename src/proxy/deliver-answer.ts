@@ -24,6 +24,8 @@ export interface AnswerContext {
 
 /** JSON answers are read whole and checked; anything else is streamed. */
 function isJson(contentType: string): boolean {
+  // Nearly every answer says exactly this: no lower-casing needed to tell.
+  if (contentType.startsWith("application/json")) return true;
   const type = contentType.toLowerCase();
   return type.startsWith("application/json") || /^application\/[\w.-]+\+json\b/.test(type);
 }

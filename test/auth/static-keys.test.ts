@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { bearerToken, createAuthenticate } from "../../src/auth/create-authenticator.js";
 import { createStaticKeyLookup, hashSecret } from "../../src/auth/static-keys.js";
+import { testConfig, TEST_KEYS } from "../support/start-test-app.js";
 
 describe("static key lookup", () => {
   const keys = [
@@ -26,5 +28,26 @@ describe("static key lookup", () => {
       expect(lookup(hashSecret("sk-static-key-one-0001"))).toBeUndefined();
     }
     expect(lookup("sk-static-key-one-0001")).toMatchObject({ keyName: "one" });
+  });
+});
+
+describe("the authenticator's configured keys", () => {
+  const config = testConfig("http://127.0.0.1:9/v1");
+
+  it("are found at once, the same principal as the authenticator's; other tokens are not", async () => {
+    const authenticate = createAuthenticate(config);
+    const found = authenticate.configured?.(TEST_KEYS.default);
+    expect(found).toMatchObject({ group: "default" });
+    expect(await authenticate(TEST_KEYS.default)).toBe(found);
+    expect(authenticate.configured?.("sk-not-configured-0001")).toBeUndefined();
+  });
+
+  it("are named by the bearer token of an Authorization header, as the header check reads it", () => {
+    expect(bearerToken("Bearer sk-a-key")).toBe("sk-a-key");
+    expect(bearerToken("bearer \t sk-a-key  ")).toBe("sk-a-key");
+    expect(bearerToken("Bearer sk-a key")).toBeUndefined();
+    expect(bearerToken("Basic c2s6a2V5")).toBeUndefined();
+    expect(bearerToken("Bearer ")).toBeUndefined();
+    expect(bearerToken(undefined)).toBeUndefined();
   });
 });
