@@ -1,30 +1,11 @@
 import type { ServerResponse } from "node:http";
-import type { Logger } from "pino";
-import type { JsonBodyOptions } from "../http/json-body.js";
 import type { Lane, LaneCall } from "../http/lane.js";
-import type { PublicOrigin } from "../http/public-base-url.js";
 import { sendJson } from "../http/send-json.js";
 import { createRouteTable } from "../http/route-table.js";
 import { jsonRpcError } from "./json-rpc-error.js";
-import type { serveMcpRequest as ServeMcpRequest } from "./serve-mcp-request.js";
-import type { ImageTasks } from "../tasks/create-image-tasks.js";
+import type { McpLaneDeps, serveMcpRequest as ServeMcpRequest } from "./serve-mcp-request.js";
 
-/** What the `/mcp` lane needs from the service. */
-export interface McpLaneDeps {
-  /** The task feature, called in process with the caller's principal. */
-  tasks: ImageTasks;
-  /** `Retry-After` of unfinished tasks (`imageTasks.pollIntervalSec`). */
-  pollIntervalSec: number;
-  logger: Logger;
-  /** Where the origin of the image links comes from (`server.publicBaseUrl`, `trustProxy`). */
-  origin: PublicOrigin;
-  /**
-   * The body's limits: read here, under the service's size and time limits (the MCP transport
-   * would read the body itself without a deadline, so a client trickling bytes could hold a
-   * request forever).
-   */
-  body: JsonBodyOptions;
-}
+export type { McpLaneDeps } from "./serve-mcp-request.js";
 
 const ROUTES = [
   { method: "POST", template: "/mcp" },

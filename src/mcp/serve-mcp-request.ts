@@ -1,12 +1,30 @@
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { readJsonBody } from "../http/json-body.js";
+import type { Logger } from "pino";
+import { readJsonBody, type JsonBodyOptions } from "../http/json-body.js";
 import { callerOf, type LaneCall } from "../http/lane.js";
-import { publicBaseUrl } from "../http/public-base-url.js";
+import { publicBaseUrl, type PublicOrigin } from "../http/public-base-url.js";
 import { sendJson } from "../http/send-json.js";
+import type { ImageTasks } from "../tasks/create-image-tasks.js";
 import { createMcpServer } from "./create-mcp-server.js";
 import { createInProcessTaskApiClient } from "./in-process-task-api-client.js";
 import { jsonRpcError } from "./json-rpc-error.js";
-import type { McpLaneDeps } from "./mcp-lane.js";
+
+/** What the `/mcp` lane needs from the service. */
+export interface McpLaneDeps {
+  /** The task feature, called in process with the caller's principal. */
+  tasks: ImageTasks;
+  /** `Retry-After` of unfinished tasks (`imageTasks.pollIntervalSec`). */
+  pollIntervalSec: number;
+  logger: Logger;
+  /** Where the origin of the image links comes from (`server.publicBaseUrl`, `trustProxy`). */
+  origin: PublicOrigin;
+  /**
+   * The body's limits: read here, under the service's size and time limits (the MCP transport
+   * would read the body itself without a deadline, so a client trickling bytes could hold a
+   * request forever).
+   */
+  body: JsonBodyOptions;
+}
 
 /**
  * Serves one `POST /mcp`: a server of its own over a stateless Streamable HTTP
