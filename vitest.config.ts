@@ -26,9 +26,10 @@ const TOOLS = process.env.SKIP_TOOL_TESTS
  * Test files that start real processes: the service's bin (replicas, crashes, signals, the CLI),
  * private `redis-server`s, Chromium. Each spends whole seconds of CPU at once; several at a time
  * on two cores starve each other past their deadlines and leases. They run two at a time at most
- * (test/support/process-slots.ts; TEST_PROCESS_SLOTS, and CI, where they mostly wait, runs three). Vitest hands out one project's files after another, so in one
- * run the in-process files start only once every one of these is handed out; CI runs this project
- * in a vitest run of its own beside the others (.ci/run).
+ * (test/support/process-slots.ts; TEST_PROCESS_SLOTS, and CI, where they mostly wait, runs
+ * three). Vitest hands out one project's files after another, so in one run the in-process files
+ * start only once every one of these is handed out; CI runs this project in a vitest run of its
+ * own beside the others (.ci/run).
  */
 const PROCESS_MARKERS = [
   "support/serve-process.js",
