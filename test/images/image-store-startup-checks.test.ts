@@ -135,7 +135,7 @@ describe("start-up's image store check (Ceph RGW, Redis)", () => {
   it(
     "waits for a gateway that accepts connections and never answers, then exits 2",
     async () => {
-      rgw.pause();
+      await rgw.pause();
       try {
         const result = await refused(await configFile({}, 2));
         expect(result.code).toBe(2);

@@ -166,7 +166,7 @@ describe("S3 image store on Ceph RGW", () => {
     async () => {
       const store = await openStore();
       await store.put("2030-01-01/task_p/0.png", Buffer.from("before"), "image/png");
-      rgw.pause();
+      await rgw.pause();
       try {
         // ping's own deadline (5 s): the connection is accepted and never answered.
         await expect(store.ping()).rejects.toThrow();
@@ -190,7 +190,7 @@ describe("S3 image store on Ceph RGW", () => {
     async () => {
       const store = await openStore({ idleTimeoutSec: 1 });
       await store.put("2030-01-01/task_q/0.png", Buffer.from("x"), "image/png");
-      rgw.pause();
+      await rgw.pause();
       try {
         const outcome = await Promise.race([
           store.get("2030-01-01/task_q/0.png").then(

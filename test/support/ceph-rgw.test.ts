@@ -199,7 +199,7 @@ describe("Ceph RADOS Gateway", () => {
     });
     const head = new HeadBucketCommand({ Bucket: bucket });
     await s3.send(head);
-    rgw.pause();
+    await rgw.pause();
     try {
       // The kernel still accepts the connection: nothing answers on it.
       expect(await refusal(s3.send(head))).toMatchObject({ name: "TimeoutError" });

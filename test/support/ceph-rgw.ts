@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
@@ -35,8 +35,12 @@ export interface CephRgw extends S3Keys {
   startupMs: number;
   /** Creates a bucket owned by the main user (with the S3 API, as a client would). */
   createBucket(name: string): Promise<void>;
-  /** Freezes the gateway (SIGSTOP): connections are accepted and never answered. */
-  pause(): void;
+  /**
+   * Freezes the gateway (SIGSTOP): connections are accepted and never answered. Resolves once
+   * every thread of it is stopped (a signal reaches each thread on its own, and a request sent
+   * at once was answered in CI).
+   */
+  pause(): Promise<void>;
   /** Lets a paused gateway go on (SIGCONT). */
   resume(): void;
   /** Ends the gateway: connections are refused until {@link CephRgw.startGateway}. Data is kept. */
@@ -246,7 +250,11 @@ function handle(
     async createBucket(name) {
       await client.send(new CreateBucketCommand({ Bucket: name }));
     },
-    pause: () => void gateway().child.kill("SIGSTOP"),
+    async pause() {
+      const { child } = gateway();
+      child.kill("SIGSTOP");
+      await stoppedWhole(child.pid);
+    },
     resume: () => void gateway().child.kill("SIGCONT"),
     async stopGateway() {
       const rgw = cluster.daemons.get("rgw");
@@ -266,4 +274,24 @@ function handle(
       return stopped;
     },
   };
+}
+
+/** Resolves once every thread of `pid` is stopped (state T in /proc), within 5 s. */
+async function stoppedWhole(pid: number | undefined): Promise<void> {
+  if (pid === undefined) throw new Error("the gateway has no process");
+  const states = async () => {
+    const threads = await readdir(`/proc/${pid}/task`);
+    return Promise.all(
+      threads.map(async (tid) => {
+        const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      }),
+    );
+  };
+  for (const until = Date.now() + 5_000; Date.now() < until;) {
+    if ((await states()).every((state) => state === "T" || state === "t")) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`the gateway (pid ${pid}) did not stop within 5 s of SIGSTOP`);
 }
