@@ -3,7 +3,7 @@ import type { Lane, LaneCall } from "../http/lane.js";
 import { sendJson } from "../http/send-json.js";
 import { createRouteTable } from "../http/route-table.js";
 import { jsonRpcError } from "./json-rpc-error.js";
-import type { McpLaneDeps, serveMcpRequest as ServeMcpRequest } from "./serve-mcp-request.js";
+import type { McpLaneDeps } from "./serve-mcp-request.js";
 
 export type { McpLaneDeps } from "./serve-mcp-request.js";
 
@@ -40,14 +40,12 @@ export function createMcpLane(deps: McpLaneDeps): Lane {
 
 /**
  * The MCP SDK (its transport, ajv, zod-to-json-schema, hono: a fifth of the
- * service's start-up CPU) is loaded on the first MCP call, once: most
- * deployments never call `/mcp`, and every replica of a rollout starts faster.
+ * service's start-up CPU) is loaded on the first MCP call (Node keeps the
+ * module after it): most deployments never call `/mcp`, and every replica of
+ * a rollout starts faster.
  */
-let serving: Promise<{ serveMcpRequest: typeof ServeMcpRequest }> | undefined;
-
 async function serveMcp(deps: McpLaneDeps, call: LaneCall): Promise<void> {
-  serving ??= import("./serve-mcp-request.js");
-  const { serveMcpRequest } = await serving;
+  const { serveMcpRequest } = await import("./serve-mcp-request.js");
   await serveMcpRequest(deps, call);
 }
 
