@@ -1,4 +1,4 @@
-// npm run bench [-- PHASE... ] [--quick|--smoke] [--rounds N] [--round-sec S] [--out DIR]
+// npm run bench [-- PHASE... ] [--quick|--smoke] [--control] [--rounds N] [--round-sec S] [--out DIR]
 //
 // The one place where the service's cost is measured: each phase starts its own processes
 // (fake channel, bare pipes, the service from dist/, a load generator), measures side by side
@@ -14,7 +14,10 @@
 //   --round-sec S / BENCH_ROUND_SEC  seconds of load per target per round (default 3, quick 1)
 //   --out DIR / BENCH_RESULTS_DIR where the JSON and latest.md go (default bench/results)
 //   BASELINE=/path/to/other/dist  also measures another build of the service (its dist/ beside
-//                                 a node_modules/) in the same interleaved rounds
+//                                 a node_modules/) in the same interleaved rounds and, in the
+//                                 proxy phase, at the same time as the service
+//   --control / BENCH_CONTROL=1   BASELINE is the run's own dist/: a control run, whose
+//                                 service/BASELINE ratios should read 1.00x within their spread
 //   BENCH_PROFILE=service         a V8 CPU profile of each process of that role (service,
 //                                 access-off, traced, pipe, undici-pipe, channel, baseline),
 //                                 named after the phase, into bench-profiles/
@@ -53,6 +56,7 @@ function readOptions() {
     options: {
       quick: { type: "boolean", default: process.env.BENCH_QUICK === "1" },
       smoke: { type: "boolean", default: process.env.BENCH_SMOKE === "1" },
+      control: { type: "boolean", default: process.env.BENCH_CONTROL === "1" },
       rounds: { type: "string", default: process.env.BENCH_ROUNDS },
       "round-sec": { type: "string", default: process.env.BENCH_ROUND_SEC },
       out: {
@@ -70,12 +74,20 @@ function readOptions() {
   if (values.help || unknown.length) {
     if (unknown.length) console.error(`unknown phase: ${unknown.join(", ")}`);
     console.error(
-      `usage: npm run bench -- [${Object.keys(PHASES).join("|")}]... [--quick|--smoke] [--rounds N] [--round-sec S] [--out DIR]`,
+      `usage: npm run bench -- [${Object.keys(PHASES).join("|")}]... [--quick|--smoke] [--control] [--rounds N] [--round-sec S] [--out DIR]`,
     );
     process.exit(values.help ? 0 : 2);
   }
   const dist = resolve(process.env.BENCH_DIST ?? join(ROOT, "dist"));
-  const baseline = process.env.BASELINE ? resolve(process.env.BASELINE) : undefined;
+  if (values.control && process.env.BASELINE) {
+    console.error("--control measures the run's own build as BASELINE: leave BASELINE unset");
+    process.exit(2);
+  }
+  const baseline = values.control
+    ? dist
+    : process.env.BASELINE
+      ? resolve(process.env.BASELINE)
+      : undefined;
   for (const dir of [dist, baseline].filter(Boolean)) {
     if (!existsSync(join(dir, "server.js"))) {
       console.error(`${dir}/server.js is missing: build it first (npm run build)`);
@@ -98,6 +110,7 @@ function readOptions() {
     out: resolve(values.out),
     dist,
     baseline,
+    control: values.control,
     profile: process.env.BENCH_PROFILE || undefined,
   };
 }
@@ -145,6 +158,7 @@ const result = {
     roundSec: options.roundSec,
     phases: options.phases,
     baseline: options.baseline ?? null,
+    control: options.control,
     machine: describeMachine(),
     pinning: options.pinning,
     profile: options.profile ?? null,

@@ -85,7 +85,9 @@ function header(result) {
     `${date} - Node ${machine.node}, ${machine.cpuModel} x${machine.cpuCount}, ${mode ?? "full"} run ` +
       `(${rounds} rounds of ${roundSec} s) in ${Math.round(durationSec)} s.`,
     `Pinning: ${pinning?.pinned ? pinning.reason : `none (${pinning?.reason ?? "not tried"})`}.` +
-      (baseline ? ` BASELINE: ${baseline}.` : "") +
+      (baseline
+        ? ` BASELINE: ${baseline}${result.meta.control ? " (--control: the run's own build)" : ""}.`
+        : "") +
       (result.meta.profile
         ? ` CPU profiles of ${result.meta.profile} (its figures inflated).`
         : ""),

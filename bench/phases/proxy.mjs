@@ -6,7 +6,11 @@
 // over rounds with their spread (min–max); ratios are taken round by round (a target against
 // the pipe measured next to it) before their median. The load comes from wrk where it is
 // installed (a few µs per request), else from the Node load generator; the processes under
-// test run pinned to their own core where the machine allows.
+// test run pinned to their own core where the machine allows. With BASELINE, the service and
+// BASELINE are measured next to each other in every round (changing places) and, once more,
+// both at the same time: the ratio of that pair is the one a change is judged by (see
+// proxy-measure.mjs for why).
+import { baselineFigures, baselineTable } from "../lib/baseline-pair.mjs";
 import { CHAT_BODY, RESPONSES_BODY, editForm } from "../lib/payloads.mjs";
 import { pick } from "../lib/mode.mjs";
 import { nginxAvailable, startNginxPipe } from "../lib/nginx-pipe.mjs";
@@ -20,9 +24,10 @@ import {
   startUndiciPipe,
   serviceConfig,
 } from "../lib/processes.mjs";
-import { cpuMicros, fmt, fmtRatio, fmtSpread, median, spread } from "../lib/stats.mjs";
+import { fmt, fmtRatio, fmtSpread, median, spread } from "../lib/stats.mjs";
 import { startTraceSink } from "../lib/trace-sink.mjs";
-import { runWrk, wrkAvailable } from "../lib/wrk.mjs";
+import { measure as measureOne, measureTogether, roundOrder } from "../lib/proxy-measure.mjs";
+import { wrkAvailable } from "../lib/wrk.mjs";
 
 export const name = "proxy";
 
@@ -36,6 +41,9 @@ const TARGET_LABELS = {
   traced: "service, tracing on",
   baseline: "service (BASELINE)",
 };
+
+/** The two targets measured at the same time as well, each round, where a load has both. */
+const TOGETHER = ["service", "baseline"];
 
 const chatRequest = {
   path: "/v1/chat/completions",
@@ -123,7 +131,11 @@ function timing(options) {
 
 export function deadlineSec(options) {
   const { rounds, durationMs, warmupMs } = timing(options);
-  const pairs = chosenLoads(options).reduce((sum, load) => sum + load.targets.length, 0);
+  // With BASELINE, two more measurements a load: the service and BASELINE at the same time.
+  const pairs = chosenLoads(options).reduce(
+    (sum, load) => sum + load.targets.length + (options.baseline ? 2 : 0),
+    0,
+  );
   // Each measurement: its load, wrk's start and the stats calls (about half a second).
   const perPair = warmupMs / 1000 + rounds * (Math.max(1, durationMs / 1000) + 0.5);
   return Math.round(40 + pairs * perPair * 1.3);
@@ -180,7 +192,9 @@ export async function run(ctx, out) {
     ...load,
     targets: load.targets.filter((target) => targets[target]),
   }));
-  const samples = {}; // samples[load][target][round] = {rps, p50Ms, p99Ms, cpuUs, failed}
+  // samples[load][target][round] = {rps, p50Ms, p99Ms, cpuUs, failed}; and
+  // samples[load].together[2 * round + i] = {service, baseline}: the two loaded at the same time.
+  const samples = {};
   out.figures = {
     rounds,
     durationMs,
@@ -191,38 +205,8 @@ export async function run(ctx, out) {
   };
   out.figures.nginxMissing = wanted.has("nginx") && !haveNginx;
 
-  const measure = async (load, target, ms) => {
-    const proc = targets[target];
-    const before = await proc.stats();
-    const result = useWrk
-      ? await runWrk(ctx, {
-          origin: proc.url,
-          request: load.request,
-          concurrency: load.concurrency,
-          durationMs: ms,
-        })
-      : await loader.run({
-          origins: [proc.url],
-          requests: [load.request],
-          concurrency: load.concurrency,
-          durationMs: ms,
-          timeoutMs: ms + 20_000,
-        });
-    const after = await proc.stats();
-    if (result.ok === 0)
-      throw new Error(
-        `${load.key} via ${target}: no request succeeded (${JSON.stringify(result.statuses)}, ${result.errors} errors)`,
-      );
-    return {
-      rps: result.rps,
-      p50Ms: result.p50Ms,
-      p99Ms: result.p99Ms,
-      cpuUs: cpuMicros(before, after) / result.ok,
-      // The kernel's share: a gap between CPU time and instruction counts (user space) shows here.
-      systemUs: (after.cpu.system - before.cpu.system) / result.ok,
-      failed: result.requests - result.ok,
-    };
-  };
+  const env = { useWrk, loader, targets };
+  const measure = (load, target, ms) => measureOne(ctx, env, load, target, ms);
 
   // Warm-up: JIT, sockets, keep-alive pools. Two seconds a target: with less, the optimizing
   // compiler was still at work on the service (its threads count in its CPU) in the first round.
@@ -231,11 +215,21 @@ export async function run(ctx, out) {
 
   for (let round = 0; round < rounds; round += 1) {
     for (const load of measured) {
-      const order = load.targets.map((_, i) => load.targets[(i + round) % load.targets.length]);
-      for (const target of order) {
+      const got = (samples[load.key] ??= {});
+      for (const target of roundOrder(load.targets, round)) {
         ctx.check();
         const sample = await measure(load, target, durationMs);
-        ((samples[load.key] ??= {})[target] ??= []).push(sample);
+        (got[target] ??= []).push(sample);
+      }
+      if (TOGETHER.every((target) => load.targets.includes(target))) {
+        // Twice a round, each load generator started first once (the order turns by round).
+        for (const flip of round % 2 ? [true, false] : [false, true]) {
+          ctx.check();
+          const names = flip ? [...TOGETHER].reverse() : TOGETHER;
+          const pair = await measureTogether(ctx, env, load, names, durationMs);
+          const [service, baseline] = flip ? [...pair].reverse() : pair;
+          (got.together ??= []).push({ service, baseline });
+        }
       }
     }
     summarize(out, measured, samples);
@@ -308,8 +302,17 @@ function summarize(out, plan, samples) {
       label: load.label,
       concurrency: load.concurrency,
       targets: byTarget,
+      vsBaseline: baselineFigures(got),
     };
   }
+  const { loader, rounds, durationMs, warmupMs } = out.figures;
+  const notes = [
+    `Load from ${loader === "wrk" ? "wrk (one thread)" : "the Node load generator (undici)"}; ${rounds} rounds of ${fmt(durationMs / 1000, 1)} s per target, after ${fmt(warmupMs / 1000, 1)} s of warm-up each.`,
+    ...(out.figures.nginxMissing
+      ? ["no nginx here (apt-get install nginx-light): its rows are left out"]
+      : []),
+    "Median over rounds (min–max). CPU µs/req is the middle process's CPU time over the requests it served (for direct: the fake channel's; nginx's from /proc, in 10 ms ticks). Ratios are taken round by round, against the pipe measured in the same round.",
+  ];
   out.tables = [
     {
       title: "Proxy: passthrough through the service, against a direct call and the bare pipes",
@@ -326,16 +329,12 @@ function summarize(out, plan, samples) {
         "RPS vs undici pipe",
       ],
       rows,
+      notes,
     },
-  ];
-  const { loader, rounds, durationMs, warmupMs } = out.figures;
-  out.notes = [
-    `Load from ${loader === "wrk" ? "wrk (one thread)" : "the Node load generator (undici)"}; ${rounds} rounds of ${fmt(durationMs / 1000, 1)} s per target, after ${fmt(warmupMs / 1000, 1)} s of warm-up each.`,
-    ...(out.figures.nginxMissing
-      ? ["no nginx here (apt-get install nginx-light): its rows are left out"]
-      : []),
-    "Median over rounds (min–max). CPU µs/req is the middle process's CPU time over the requests it served (for direct: the fake channel's; nginx's from /proc, in 10 ms ticks). Ratios are taken round by round, against the pipe measured in the same round.",
-  ];
+    baselineTable(Object.values(out.figures.loads)),
+  ].filter(Boolean);
+  // The notes are the first table's own: the phase's would go under the last one.
+  out.notes = [];
 }
 
 export function targets(figures) {

@@ -31,10 +31,10 @@ function alive(pid: number): boolean {
 }
 
 /** Runs `node bench/run.mjs ARGS` to its end (SIGKILLed past `ms`); resolves its exit code and output. */
-function runBench(args: string[], ms: number) {
+function runBench(args: string[], ms: number, env: Record<string, string> = {}) {
   const child = spawn(process.execPath, ["bench/run.mjs", ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "" },
+    env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
@@ -101,6 +101,34 @@ describe("npm run bench --smoke", () => {
 
       // Every child the bench started is gone.
       expect(result.meta.childPids.length).toBeGreaterThanOrEqual(4);
+      expect(result.meta.childPids.filter(alive)).toEqual([]);
+    },
+    slow(45_000),
+  );
+
+  it(
+    "with --control, measures the run's own build as BASELINE, in turn and at the same time",
+    async () => {
+      const out = await mkdtemp(join(tmpdir(), "bench-smoke-"));
+      dirs.push(out);
+      const run = await runBench(["proxy", "--smoke", "--control", "--out", out], 40_000, {
+        BENCH_LOADS: "chat-c1",
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain("the service against BASELINE");
+      expect(run.stdout).toContain("--control: the run's own build");
+      const result = JSON.parse(await readFile(join(out, "latest.json"), "utf8")) as BenchResult;
+      const load = result.phases.proxy!.figures.loads as Record<
+        string,
+        {
+          targets: Record<string, { cpuUsPerRequest: number }>;
+          vsBaseline: Record<"inTurn" | "together", { cpu: { median: number } }>;
+        }
+      >;
+      const c1 = load["chat-c1"]!;
+      expect(c1.targets.baseline!.cpuUsPerRequest).toBeGreaterThan(0);
+      expect(c1.vsBaseline.inTurn.cpu.median).toBeGreaterThan(0);
+      expect(c1.vsBaseline.together.cpu.median).toBeGreaterThan(0);
       expect(result.meta.childPids.filter(alive)).toEqual([]);
     },
     slow(45_000),
