@@ -1,6 +1,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { RedisTopology } from "../config/schema/redis-topology.js";
 import { endsWhenDisconnected } from "./ends-when-disconnected.js";
+import { lightPipelines } from "./light-pipelines.js";
 import type { RedisClient } from "./redis-client.js";
 
 /*
@@ -28,11 +29,22 @@ function connectionOptions(): RedisOptions {
     retryStrategy: backoff,
     // A master demoted under a live connection answers writes READONLY: find the new one.
     reconnectOnError: (err) => (err.message.startsWith("READONLY") ? 2 : false),
+    // A tick's commands go in one write: a socket write costs more than the command's own work,
+    // and the shared client's BullMQ job adds, made by the replies of one batch of the store's
+    // creates, come all at once. (ioredis never pipelines its own exceptions: subscriptions,
+    // SELECT, AUTH, MULTI.)
+    enableAutoPipelining: true,
   };
 }
 
-/** An ioredis client for `topology`, not connected yet. */
+/** An ioredis client for `topology`, not connected yet, its pipelines cheap (see lightPipelines). */
 export function createRedisClient(topology: RedisTopology, sentinelPassword?: string): RedisClient {
+  const client = newRedisClient(topology, sentinelPassword);
+  lightPipelines(client);
+  return client;
+}
+
+function newRedisClient(topology: RedisTopology, sentinelPassword?: string): RedisClient {
   const common = connectionOptions();
   switch (topology.mode) {
     case "standalone":
@@ -57,6 +69,8 @@ export function createRedisClient(topology: RedisTopology, sentinelPassword?: st
         lazyConnect: true,
         enableOfflineQueue: false,
         clusterRetryStrategy: backoff,
+        // As on one server (see connectionOptions): a tick's commands in one write per node.
+        enableAutoPipelining: true,
         // Managed clusters (ElastiCache, Memorystore) answer with names their certificates hold.
         dnsLookup: (address, callback) => callback(null, address),
         redisOptions: {
@@ -126,7 +140,9 @@ export function eachConnection(
  */
 export function duplicatePipelined(client: RedisClient): RedisClient {
   const options = { enableAutoPipelining: true };
-  return isCluster(client) ? client.duplicate([], options) : client.duplicate(options);
+  const connection = isCluster(client) ? client.duplicate([], options) : client.duplicate(options);
+  lightPipelines(connection);
+  return connection;
 }
 
 /**
@@ -149,8 +165,14 @@ export function duplicateWaiting(client: RedisClient): RedisClient {
     enableAutoPipelining: true,
     autoPipeliningIgnoredCommands: BLOCKING_COMMANDS,
   };
-  if (isCluster(client)) return client.duplicate([], options);
+  // BullMQ defines its scripts on it: its batches' pipelines are made light.
+  if (isCluster(client)) {
+    const connection = client.duplicate([], options);
+    lightPipelines(connection);
+    return connection;
+  }
   const connection = client.duplicate(options);
+  lightPipelines(connection);
   endsWhenDisconnected(connection);
   return connection;
 }
