@@ -26,6 +26,8 @@ type PipelineClass = new (client: RedisClient) => Pipeline;
  */
 export function lightPipelines(client: RedisClient): void {
   const c = client as unknown as CommandSets;
+  // Internals of ioredis 5: on a release that keeps them otherwise, its own pipelines stay.
+  if (typeof c.scriptsSet !== "object" || !(c.addedBuiltinSet instanceof Set)) return;
   let Light: PipelineClass | undefined;
   for (const method of ["defineCommand", "addBuiltinCommand"] as const) {
     const define = c[method];
