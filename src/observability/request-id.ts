@@ -1,4 +1,4 @@
-import { randomFillSync } from "node:crypto";
+import { drawRandom, randomPool } from "../ids/random-pool.js";
 
 /** What a request id may be: 1 to 128 characters of `[A-Za-z0-9._:-]`. */
 const SANE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -12,12 +12,7 @@ export function requestIdOf(header: string | string[] | undefined): string {
   return typeof header === "string" && SANE.test(header) ? header : newRequestId();
 }
 
-// Random bytes for new ids, refilled 4 KiB at a time (one system call per 256 ids), and the
-// id's text: module state, as `randomUUID`'s own batch is, since every request without an id
-// of its own takes one.
-const POOL_BYTES = 4096;
-const pool = Buffer.allocUnsafe(POOL_BYTES);
-let used = POOL_BYTES;
+// The id's text, written in place and read as one flat string.
 const text = Buffer.allocUnsafe(36);
 const HEX_DIGITS = Buffer.from("0123456789abcdef");
 const DASH = 0x2d;
@@ -29,15 +24,10 @@ const DASH = 0x2d;
  * those needed (an id is quoted in the access line and set as a header).
  */
 export function newRequestId(): string {
-  if (used + 16 > POOL_BYTES) {
-    randomFillSync(pool);
-    used = 0;
-  }
-  const at = used;
-  used += 16;
+  const at = drawRandom(16);
   let p = 0;
   for (let i = 0; i < 16; i += 1) {
-    let byte = pool[at + i] as number;
+    let byte = randomPool[at + i] as number;
     // Version 4, and variant 10xx (RFC 9562), as randomUUID sets them.
     if (i === 6) byte = (byte & 0x0f) | 0x40;
     else if (i === 8) byte = (byte & 0x3f) | 0x80;

@@ -1,18 +1,9 @@
-import { randomFillSync } from "node:crypto";
+import { drawRandom, randomPool } from "../ids/random-pool.js";
 
-const POOL_BYTES = 4096;
-const pool = Buffer.allocUnsafe(POOL_BYTES);
-let used = POOL_BYTES;
-
-/** `bytes` random bytes as hex, from a pool refilled 4 KiB at a time (one syscall per ~170 spans). */
+/** `bytes` random bytes as hex. */
 function randomHex(bytes: number): string {
-  if (used + bytes > POOL_BYTES) {
-    randomFillSync(pool);
-    used = 0;
-  }
-  const hex = pool.toString("hex", used, used + bytes);
-  used += bytes;
-  return hex;
+  const at = drawRandom(bytes);
+  return randomPool.toString("hex", at, at + bytes);
 }
 
 const ZERO_TRACE = "0".repeat(32);

@@ -1,4 +1,4 @@
-import { randomFillSync } from "node:crypto";
+import { drawRandom, randomPool } from "../../ids/random-pool.js";
 import type { TaskError, TaskStatus } from "../../contract/task-contract.js";
 import type { AsyncDialect } from "../../config/schema/channel-schema.js";
 import type { ResponseState } from "./response-state.js";
@@ -189,20 +189,10 @@ export function imageKeysOf(record: {
   );
 }
 
-/** Random bytes drawn at once for this many ids: one call into the CSPRNG per batch, not per id. */
-const IDS_PER_DRAW = 256;
-let pool: Buffer | undefined;
-let used = 0;
-
 /** 128 random bits (base64url, 22 characters); each bit is used once. */
 function randomPart(): string {
-  if (!pool || used === pool.length) {
-    pool ??= Buffer.allocUnsafeSlow(16 * IDS_PER_DRAW);
-    randomFillSync(pool);
-    used = 0;
-  }
-  used += 16;
-  return pool.toString("base64url", used - 16, used);
+  const at = drawRandom(16);
+  return randomPool.toString("base64url", at, at + 16);
 }
 
 /**
