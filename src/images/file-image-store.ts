@@ -1,10 +1,21 @@
 import { randomBytes } from "node:crypto";
-import fs, { constants } from "node:fs";
+import fs, {
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+  type Stats,
+} from "node:fs";
 import { access, readdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
-import { makeOwnerDir, OWNER_FILE_MODE } from "../fs/owner-only.js";
+import { isLocalFileSystem } from "../fs/local-file-system.js";
+import { makeOwnerDir, makeOwnerDirSync, OWNER_FILE_MODE } from "../fs/owner-only.js";
 import { checkKey, contentTypeOfKey, dayOf, dayOfKey } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 import { fileStoreFailure } from "./image-store-error.js";
@@ -13,7 +24,23 @@ import { fileStoreFailure } from "./image-store-error.js";
 export interface FileImageStoreOptions {
   /** The root directory (created when missing). */
   dir: string;
+  /**
+   * Whether small files ({@link SMALL_FILE_BYTES} or less) are written and
+   * read with synchronous calls, and folders made and files renamed so.
+   * Default: when the directory lies on a local file system (ext4, XFS,
+   * tmpfs, overlayfs...; see `fs/local-file-system.ts`), not on a network
+   * mount, where a call may wait on the network.
+   */
+  inline?: boolean;
 }
+
+/**
+ * The largest file written or read whole in one synchronous call on a local
+ * file system; larger ones go through the thread pool, so that copying them
+ * never holds the event loop. The same size is the most read into one buffer
+ * (a larger image is streamed).
+ */
+const SMALL_FILE_BYTES = 256 * 1024;
 
 const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === "ENOENT";
 
@@ -28,10 +55,14 @@ const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === "ENO
  */
 export function createFileImageStore(options: FileImageStoreOptions): ImageStore {
   const root = resolve(options.dir);
+  // Each call through the thread pool costs two thread wake-ups: on a virtual machine about
+  // 80 µs of CPU, where the same call made synchronously on a local disk costs 5 to 40 (a small
+  // image's write, mkdir + write + rename, 480 µs against 120; its read 340 against 15).
+  const inline = options.inline ?? isLocalFileSystem(root);
   return {
     backend: "file",
-    put: (key, bytes) => failing("write", () => put(root, key, bytes)),
-    get: (key) => failing("read", () => get(root, key)),
+    put: (key, bytes) => failing("write", () => put(root, key, bytes, inline)),
+    get: (key) => failing("read", () => (inline ? getInline(root, key) : get(root, key))),
     delete: (keys) => failing("delete", () => deleteKeys(root, keys)),
     list: (prefix) => list(root, prefix),
     ping: () =>
@@ -40,7 +71,7 @@ export function createFileImageStore(options: FileImageStoreOptions): ImageStore
         await makeOwnerDir(root);
         await access(root, constants.W_OK);
       }),
-    check: () => failing("write", () => check(root)),
+    check: () => failing("write", () => check(root, inline)),
     objectKey: (key) => checkKey(key),
     async close() {},
   };
@@ -62,20 +93,20 @@ async function failing<T>(operation: string, step: () => Promise<T>): Promise<T>
  * renamed) and removed, in today's folder, which the day's sweep deletes
  * should the removal fail.
  */
-async function check(root: string): Promise<void> {
+async function check(root: string, inline: boolean): Promise<void> {
   const key = `${dayOf(Math.floor(Date.now() / 1000))}/check-${randomBytes(6).toString("hex")}.txt`;
-  await put(root, key, Buffer.from("image-task-sidecar store check\n"));
+  await put(root, key, Buffer.from("image-task-sidecar store check\n"), inline);
   await deleteKeys(root, [key]);
 }
 
 /** Times a write starts again when its folder vanished under it (another replica pruned it). */
 const PUT_ATTEMPTS = 3;
 
-async function put(root: string, key: string, bytes: Buffer): Promise<void> {
+async function put(root: string, key: string, bytes: Buffer, inline: boolean): Promise<void> {
   const path = pathOf(root, key);
   for (let attempt = 1; ; attempt += 1) {
     try {
-      await putOnce(path, bytes);
+      await (inline ? putInline(path, bytes) : putOnce(path, bytes));
       return;
     } catch (err) {
       // Several replicas share one directory: a folder that another one emptied and removed
@@ -88,11 +119,17 @@ async function put(root: string, key: string, bytes: Buffer): Promise<void> {
 /** Callback `writeFile`, promisified: the promise API's goes through a FileHandle, dearer. */
 const writeWhole = promisify(fs.writeFile);
 
+/**
+ * Where a write goes before its rename: hidden beside its target (same file
+ * system, so the rename is atomic); a crash leaves it in the task's
+ * expiry-day folder, which the sweep deletes whole.
+ */
+const tempOf = (path: string) =>
+  join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+
 async function putOnce(path: string, bytes: Buffer): Promise<void> {
   await makeOwnerDir(dirname(path));
-  // Hidden beside its target (same file system, so the rename is atomic); a crash leaves it
-  // in the task's expiry-day folder, which the sweep deletes whole.
-  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = tempOf(path);
   try {
     await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
     await rename(temp, path);
@@ -103,11 +140,26 @@ async function putOnce(path: string, bytes: Buffer): Promise<void> {
 }
 
 /**
- * An image this small is read whole into one buffer: fewer steps than a file
- * stream (an image poll's file reads were most of its cost), and no more
- * memory than a stream's own first chunk.
+ * {@link putOnce} on a local file system: the folder and the rename are
+ * synchronous calls (no data moves), and a small file's write too; a large
+ * one's copy into the page cache stays off the event loop.
  */
-const READ_WHOLE_BYTES = 256 * 1024;
+async function putInline(path: string, bytes: Buffer): Promise<void> {
+  makeOwnerDirSync(dirname(path));
+  const temp = tempOf(path);
+  try {
+    if (bytes.length <= SMALL_FILE_BYTES) writeFileSync(temp, bytes, { mode: OWNER_FILE_MODE });
+    else await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
+    renameSync(temp, path);
+  } catch (err) {
+    try {
+      unlinkSync(temp);
+    } catch {
+      // never written, or gone
+    }
+    throw err;
+  }
+}
 
 /*
  * Callback file calls, promisified: a FileHandle's promise API costs several
@@ -130,7 +182,7 @@ async function get(root: string, key: string): Promise<ImageObject | undefined> 
   let whole: Buffer | undefined;
   try {
     const info = await fstatFd(fd);
-    if (info.size <= READ_WHOLE_BYTES) {
+    if (info.size <= SMALL_FILE_BYTES) {
       const bytes = Buffer.allocUnsafe(info.size);
       let read = 0;
       while (read < bytes.length) {
@@ -139,22 +191,56 @@ async function get(root: string, key: string): Promise<ImageObject | undefined> 
         read += bytesRead;
       }
       whole = bytes.subarray(0, read);
-      body = Readable.from([whole], { objectMode: false });
     } else {
       // The stream closes the descriptor when it ends or is destroyed.
-      body = fs.createReadStream("", { fd, highWaterMark: 256 * 1024 });
+      body = fs.createReadStream("", { fd, highWaterMark: SMALL_FILE_BYTES });
     }
-    return {
-      body,
-      ...(whole && { bytes: whole }),
-      size: info.size,
-      contentType: contentTypeOfKey(key),
-      // The inode changes with every write (a rename), so a rewrite never keeps its tag.
-      etag: `"${info.ino.toString(16)}-${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`,
-    };
+    return imageObject(key, info, whole ?? body!);
   } finally {
-    if (!body || !(body instanceof fs.ReadStream)) await closeFd(fd).catch(() => undefined);
+    if (!body) await closeFd(fd).catch(() => undefined);
   }
+}
+
+/** {@link get} on a local file system: a small file is read with synchronous calls. */
+async function getInline(root: string, key: string): Promise<ImageObject | undefined> {
+  let fd: number;
+  try {
+    fd = openSync(pathOf(root, key), "r");
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    throw err;
+  }
+  let body: Readable | undefined;
+  try {
+    const info = fstatSync(fd);
+    if (info.size > SMALL_FILE_BYTES) {
+      body = fs.createReadStream("", { fd, highWaterMark: SMALL_FILE_BYTES });
+      return imageObject(key, info, body);
+    }
+    const bytes = Buffer.allocUnsafe(info.size);
+    let read = 0;
+    while (read < bytes.length) {
+      const bytesRead = readSync(fd, bytes, read, bytes.length - read, read);
+      if (bytesRead === 0) break;
+      read += bytesRead;
+    }
+    return imageObject(key, info, bytes.subarray(0, read));
+  } finally {
+    if (!body) closeSync(fd);
+  }
+}
+
+/** A file as an {@link ImageObject}: read whole (`Buffer`), or its stream. */
+function imageObject(key: string, info: Stats, content: Buffer | Readable): ImageObject {
+  const whole = Buffer.isBuffer(content) ? content : undefined;
+  return {
+    body: whole ? Readable.from([whole], { objectMode: false }) : (content as Readable),
+    ...(whole && { bytes: whole }),
+    size: info.size,
+    contentType: contentTypeOfKey(key),
+    // The inode changes with every write (a rename), so a rewrite never keeps its tag.
+    etag: `"${info.ino.toString(16)}-${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`,
+  };
 }
 
 async function deleteKeys(root: string, keys: readonly string[]): Promise<void> {

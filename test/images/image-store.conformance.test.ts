@@ -34,8 +34,15 @@ afterAll(async () => {
 const BACKENDS: Array<{ name: string; open: () => Promise<ImageStore> }> = [
   { name: "memory", open: async () => createMemoryImageStore() },
   {
+    // A local disk: small files written and read with synchronous calls.
     name: "file",
     open: async () => createFileImageStore({ dir: join(dir, randomBytes(4).toString("hex")) }),
+  },
+  {
+    // As on a network mount: every call through the thread pool.
+    name: "file, every call asynchronous",
+    open: async () =>
+      createFileImageStore({ dir: join(dir, randomBytes(4).toString("hex")), inline: false }),
   },
   {
     name: "s3",
