@@ -2,7 +2,8 @@
 // (answers are built once). Routes:
 //   POST /v1/chat/completions   ~1 KB JSON answer; with "stream": true, STREAM_CHUNKS SSE
 //                               events STREAM_GAP_MS apart, one write each
-//   POST /v1/responses          ~1 KB Responses API answer
+//   POST /v1/responses          ~1 KB Responses API answer, each with an id of its own (a
+//                               service remembers each response's owner, as with a real channel)
 //   POST /v1/images/edits       drains the form, answers one tiny b64 PNG
 //   POST /v1/images/generations one tiny b64 PNG at once; for a model whose name holds
 //                               "slow", nothing until the client goes (tasks that never end).
@@ -61,8 +62,9 @@ const chat = json({
   choices: [{ index: 0, message: { role: "assistant", content: filler }, finish_reason: "stop" }],
   usage: { prompt_tokens: 9, completion_tokens: 160, total_tokens: 169 },
 });
+const RESPONSE_ID = "resp_bench_000000000000";
 const responses = json({
-  id: "resp_bench",
+  id: RESPONSE_ID,
   object: "response",
   created_at: 1700000000,
   status: "completed",
@@ -99,6 +101,16 @@ const chunk = (index) =>
     model: "gpt-4o-mini",
     choices: [{ index: 0, delta: { content: `part ${index} ` }, finish_reason: null }],
   })}\n\n`;
+
+const responseIdAt = responses.text.indexOf(RESPONSE_ID) + "resp_bench_".length;
+let responsesMade = 0;
+
+/** The Responses answer with the next id: a copy, since a write may still hold the last one. */
+function nextResponse() {
+  const text = Buffer.from(responses.text);
+  text.write(String(++responsesMade).padStart(12, "0"), responseIdAt, "latin1");
+  return { text, length: responses.length };
+}
 
 const send = (res, { text, length }) => {
   res.writeHead(200, { "content-type": "application/json", "content-length": length });
@@ -139,7 +151,7 @@ const server = createServer((req, res) => {
     if (path === "/v1/chat/completions") {
       if (/"stream"\s*:\s*true/.test(body)) stream(res);
       else send(res, chat);
-    } else if (path === "/v1/responses") send(res, responses);
+    } else if (path === "/v1/responses") send(res, nextResponse());
     else if (path === "/v1/images/edits") send(res, image);
     else if (path === "/v1/images/generations") {
       if (!/"model"\s*:\s*"[^"]*slow/.test(body)) send(res, image);

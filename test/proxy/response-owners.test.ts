@@ -28,4 +28,22 @@ describe("ResponseOwners on a Keyv", () => {
     expect(await owners.lookup("a")).toBeUndefined();
     expect(await owners.lookup("c")).toEqual({ channel: "x", owner: "c" });
   });
+
+  it("forgets in the order entries came, also after some were deleted or written again", () => {
+    const map = new BoundedMap<string, number>(3);
+    for (const key of ["a", "b", "c"]) map.set(key, 1);
+    map.delete("b");
+    map.set("d", 1); // room left by b: nothing forgotten
+    map.set("e", 1); // a goes
+    map.set("c", 2); // written again: keeps its place, nothing forgotten
+    expect([...map.keys()]).toEqual(["c", "d", "e"]);
+    map.set("f", 1); // c goes
+    expect([...map.keys()]).toEqual(["d", "e", "f"]);
+    map.clear();
+    for (let i = 0; i < 1_000; i += 1) {
+      map.set(`k${i}`, i);
+      if (i % 7 === 0) map.delete(`k${i - 2}`);
+    }
+    expect([...map.keys()]).toEqual(["k997", "k998", "k999"]);
+  });
 });
