@@ -1,3 +1,5 @@
+import { OldestKeyCursor } from "../collections/oldest-key-cursor.js";
+
 /** Bounds of {@link createCheckLimiter}. */
 export interface CheckLimits {
   /** Checks running at once. */
@@ -75,6 +77,7 @@ export interface ClientCheckLimiter {
  */
 export function createClientCheckLimiter(limits: ClientCheckLimits): ClientCheckLimiter {
   const clients = new Map<string, CheckLimiter>();
+  const leastRecent = new OldestKeyCursor(clients);
   const limiterOf = (client: string): CheckLimiter => {
     let limiter = clients.get(client);
     if (limiter) {
@@ -84,9 +87,7 @@ export function createClientCheckLimiter(limits: ClientCheckLimits): ClientCheck
       limiter = createCheckLimiter(limits);
     }
     clients.set(client, limiter);
-    while (clients.size > limits.maxClients) {
-      clients.delete(clients.keys().next().value as string);
-    }
+    while (clients.size > limits.maxClients) leastRecent.evictOldest();
     return limiter;
   };
   return {

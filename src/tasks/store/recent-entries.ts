@@ -1,3 +1,5 @@
+import { OldestKeyCursor } from "../../collections/oldest-key-cursor.js";
+
 /** How many entries {@link createRecentEntries} keeps by default (about 1 KB each). */
 const DEFAULT_LIMIT = 1_000;
 
@@ -23,13 +25,14 @@ export interface RecentEntries {
  */
 export function createRecentEntries(limit = DEFAULT_LIMIT): RecentEntries {
   const entries = new Map<string, string>();
+  const oldest = new OldestKeyCursor(entries);
   return {
     get: (id) => entries.get(id),
     keep(id, text) {
       // Re-inserted: the map's order is the order of last use, the oldest first.
       entries.delete(id);
       entries.set(id, text);
-      if (entries.size > limit) entries.delete(entries.keys().next().value!);
+      if (entries.size > limit) oldest.evictOldest();
     },
     drop(id) {
       entries.delete(id);
