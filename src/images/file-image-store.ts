@@ -14,6 +14,7 @@ import { access, readdir, rename, rmdir, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
+import { canWriteDirect, writeFileDirect } from "../fs/direct-write.js";
 import { isLocalFileSystem } from "../fs/local-file-system.js";
 import { makeOwnerDir, makeOwnerDirSync, OWNER_FILE_MODE } from "../fs/owner-only.js";
 import { checkKey, contentTypeOfKey, dayOf, dayOfKey } from "./image-keys.js";
@@ -32,6 +33,19 @@ export interface FileImageStoreOptions {
    * mount, where a call may wait on the network.
    */
   inline?: boolean;
+  /**
+   * Whether a large image decoded into a page-aligned buffer (as a task's
+   * are) is written past the page cache (`O_DIRECT`, see
+   * `fs/direct-write.ts`); the store stops trying at the first file system
+   * that refuses it. Default: as {@link inline}.
+   */
+  direct?: boolean;
+}
+
+/** How a store writes: see {@link FileImageStoreOptions}. */
+interface WriteMode {
+  inline: boolean;
+  direct: boolean;
 }
 
 /**
@@ -59,9 +73,10 @@ export function createFileImageStore(options: FileImageStoreOptions): ImageStore
   // 80 µs of CPU, where the same call made synchronously on a local disk costs 5 to 40 (a small
   // image's write, mkdir + write + rename, 530 µs against 120; its read 340 against 15).
   const inline = options.inline ?? isLocalFileSystem(root);
+  const mode: WriteMode = { inline, direct: options.direct ?? inline };
   return {
     backend: "file",
-    put: (key, bytes) => failing("write", () => put(root, key, bytes, inline)),
+    put: (key, bytes) => failing("write", () => put(root, key, bytes, mode)),
     get: (key) => failing("read", () => (inline ? getInline(root, key) : get(root, key))),
     delete: (keys) => failing("delete", () => deleteKeys(root, keys)),
     list: (prefix) => list(root, prefix),
@@ -71,7 +86,7 @@ export function createFileImageStore(options: FileImageStoreOptions): ImageStore
         await makeOwnerDir(root);
         await access(root, constants.W_OK);
       }),
-    check: () => failing("write", () => check(root, inline)),
+    check: () => failing("write", () => check(root, mode)),
     objectKey: (key) => checkKey(key),
     async close() {},
   };
@@ -93,20 +108,20 @@ async function failing<T>(operation: string, step: () => Promise<T>): Promise<T>
  * renamed) and removed, in today's folder, which the day's sweep deletes
  * should the removal fail.
  */
-async function check(root: string, inline: boolean): Promise<void> {
+async function check(root: string, mode: WriteMode): Promise<void> {
   const key = `${dayOf(Math.floor(Date.now() / 1000))}/check-${randomBytes(6).toString("hex")}.txt`;
-  await put(root, key, Buffer.from("image-task-sidecar store check\n"), inline);
+  await put(root, key, Buffer.from("image-task-sidecar store check\n"), mode);
   await deleteKeys(root, [key]);
 }
 
 /** Times a write starts again when its folder vanished under it (another replica pruned it). */
 const PUT_ATTEMPTS = 3;
 
-async function put(root: string, key: string, bytes: Buffer, inline: boolean): Promise<void> {
+async function put(root: string, key: string, bytes: Buffer, mode: WriteMode): Promise<void> {
   const path = pathOf(root, key);
   for (let attempt = 1; ; attempt += 1) {
     try {
-      await (inline ? putInline(path, bytes) : putOnce(path, bytes));
+      await (mode.inline ? putInline(path, bytes, mode) : putOnce(path, bytes));
       return;
     } catch (err) {
       // Several replicas share one directory: a folder that another one emptied and removed
@@ -144,12 +159,14 @@ async function putOnce(path: string, bytes: Buffer): Promise<void> {
  * synchronous calls (no data moves), and a small file's write too; a large
  * one's copy into the page cache stays off the event loop.
  */
-async function putInline(path: string, bytes: Buffer): Promise<void> {
+async function putInline(path: string, bytes: Buffer, mode: WriteMode): Promise<void> {
   makeOwnerDirSync(dirname(path));
   const temp = tempOf(path);
   try {
     if (bytes.length <= SMALL_FILE_BYTES) writeFileSync(temp, bytes, { mode: OWNER_FILE_MODE });
-    else await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
+    else if (!(await putDirect(temp, bytes, mode))) {
+      await writeWhole(temp, bytes, { mode: OWNER_FILE_MODE });
+    }
     renameSync(temp, path);
   } catch (err) {
     try {
@@ -159,6 +176,17 @@ async function putInline(path: string, bytes: Buffer): Promise<void> {
     }
     throw err;
   }
+}
+
+/**
+ * Writes a large file past the page cache when its buffer allows and the
+ * store has not found its file system refusing; false when it did not.
+ */
+async function putDirect(temp: string, bytes: Buffer, mode: WriteMode): Promise<boolean> {
+  if (!mode.direct || !canWriteDirect(bytes)) return false;
+  if (await writeFileDirect(temp, bytes, OWNER_FILE_MODE)) return true;
+  mode.direct = false;
+  return false;
 }
 
 /*

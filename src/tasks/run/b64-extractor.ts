@@ -137,8 +137,7 @@ export class B64Extractor {
     if (left === undefined || left <= 0) {
       return Buffer.allocUnsafe(Math.min(FIRST_BYTES, this.maxImageBytes + 3));
     }
-    const bytes = Math.min(Math.floor((left * 3) / 4) + 3, this.maxImageBytes + 3);
-    return bytes < POOLED_BYTES ? Buffer.allocUnsafe(bytes) : takeImageBuffer(bytes);
+    return imageBuffer(Math.min(Math.floor((left * 3) / 4) + 3, this.maxImageBytes + 3));
   }
 
   /** A byte of a string outside an image: only the first ones matter (a key is short). */
@@ -247,7 +246,9 @@ export class B64Extractor {
     const size = this.sizes[n]!;
     const buffer = this.images[n]!;
     if (buffer.length - size > Math.max(SLACK_BYTES, size / 4)) {
-      this.images[n] = Buffer.from(buffer.subarray(0, size));
+      const cut = imageBuffer(size);
+      buffer.copy(cut, 0, 0, size);
+      this.images[n] = cut;
       releaseImageBuffers([buffer]);
     }
   }
@@ -259,16 +260,27 @@ export class B64Extractor {
     const most = Math.floor((base64.length * 3) / 4) + 3;
     let buffer = this.images[n]!;
     if (size + most > buffer.length) {
-      const grown = Buffer.allocUnsafe(
+      // An answer of unknown length (compressed, or chunked) grows its image by doubling.
+      const grown = imageBuffer(
         Math.max(size + most, Math.min(buffer.length * 2, this.maxImageBytes + 3)),
       );
       buffer.copy(grown, 0, 0, size);
+      releaseImageBuffers([buffer]);
       this.images[n] = buffer = grown;
     }
     const total = size + buffer.write(base64, size, "base64");
     if (total > this.maxImageBytes) throw new RangeError("an image is larger than allowed");
     this.sizes[n] = total;
   }
+}
+
+/**
+ * A buffer for `bytes` of image: a small one of its own (cheap to allocate),
+ * a larger one from `image-buffers.ts` (reused, and page-aligned for a direct
+ * write).
+ */
+function imageBuffer(bytes: number): Buffer {
+  return bytes < POOLED_BYTES ? Buffer.allocUnsafe(bytes) : takeImageBuffer(bytes);
 }
 
 /** The marker the skeleton holds in place of image `n`; undefined for any other value. */

@@ -1,8 +1,12 @@
+import { allocPageAligned } from "../../fs/page-aligned-buffer.js";
+
 /**
  * Buffers that images are decoded into, kept for the next run once their
  * bytes are stored. A fresh 3 MB buffer per image costs page faults on every
  * page, and V8 counts its memory as external, which starts a full garbage
- * collection every few real-size tasks; a reused one costs neither.
+ * collection every few real-size tasks; a reused one costs neither. Each
+ * starts on a memory page, so that the file image store can write an image
+ * from it straight to the disk (`fs/direct-write.ts`).
  *
  * A buffer comes back only through {@link releaseImageBuffers}, once nothing
  * reads it any more; one never given back is simply collected. Idle buffers
@@ -34,7 +38,7 @@ export function takeImageBuffer(bytes: number): Buffer {
   }
   let buffer: Buffer;
   if (best === -1) {
-    buffer = Buffer.allocUnsafeSlow(Math.ceil(bytes / STEP_BYTES) * STEP_BYTES);
+    buffer = allocPageAligned(Math.ceil(bytes / STEP_BYTES) * STEP_BYTES);
   } else {
     buffer = idle.splice(best, 1)[0]!;
     idleBytes -= buffer.length;
