@@ -76,8 +76,9 @@ export interface TaskService {
   submit(principal: Principal, submission: Submission, options: SubmitOptions): Promise<Submitted>;
   /**
    * The task once it has finished, or after `waitMs` as it is then: a
-   * request waiting here holds no worker slot and reads the store twice
-   * (before and after), whatever the wait. It listens for the task's
+   * request waiting here holds no worker slot and reads the store once
+   * before, and once after unless the finish event (which carries the task)
+   * ended the wait, whatever the wait. It listens for the task's
    * `finished` event (from whichever replica ends it) before its first read,
    * so a finish in between is not missed. A client that goes away
    * (`signal`) or a service that stops ends the wait at once. Waits longer
@@ -161,6 +162,9 @@ export function createTaskService(deps: TaskServiceDeps): TaskService {
           const why = await watch.until(Math.max(0, deadline - performance.now()), signal);
           // Nobody is left to answer: no need to read again.
           if (why === "aborted") return record;
+          // The finish event carries the task as it ended: no read of the store.
+          const heard = why === "finished" ? watch.finished : undefined;
+          if (heard?.owner === principal.subject && heard.id === id) return heard;
           record = await get(principal, id);
           // The bus was cut off: the finish may have been missed, and the read tells.
           if (why !== "resync" || performance.now() >= deadline) return record;

@@ -1,3 +1,4 @@
+import type { TaskRecord } from "../core/task-record.js";
 import type { FeedSignal, TaskFeed } from "../events/task-feed.js";
 
 /** Why a wait ended. */
@@ -14,6 +15,11 @@ export interface TaskWatch {
    * resolves at once.
    */
   until(ms: number, signal?: AbortSignal): Promise<WaitEnd>;
+  /**
+   * The task as the event that finished it carried (see `busRecord`: what
+   * showing it needs), once `until` resolved `finished`.
+   */
+  readonly finished: TaskRecord | undefined;
   /** Resolves once the task's end would be heard: read the task after it (rejects: bus away). */
   ready: Promise<void>;
   /** Forgets the watch (always call it, in `finally`). */
@@ -41,7 +47,7 @@ export interface TaskWaiters {
 /** The longest timer Node takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-const isEnd = (signal: FeedSignal) =>
+const isEnd = (signal: FeedSignal): signal is Extract<FeedSignal, { type: "stage" }> =>
   signal.type === "stage" && (signal.stage === "completed" || signal.stage === "failed");
 
 /**
@@ -56,7 +62,9 @@ export function createTaskWaiters(feed: TaskFeed): TaskWaiters {
       /** What ended the wait before `until` was called, if anything. */
       let heard: WaitEnd | undefined;
       let notify: ((why: WaitEnd) => void) | undefined;
+      let finished: TaskRecord | undefined;
       const following = feed.follow(taskId, (signal) => {
+        if (isEnd(signal)) finished ??= signal.record;
         const why: WaitEnd | undefined = isEnd(signal)
           ? "finished"
           : signal.type === "released" || signal.type === "resync"
@@ -73,6 +81,9 @@ export function createTaskWaiters(feed: TaskFeed): TaskWaiters {
 
       return {
         ready: following.ready,
+        get finished() {
+          return finished;
+        },
         until(ms, signal) {
           if (heard) {
             const why = heard;

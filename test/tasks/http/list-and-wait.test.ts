@@ -173,6 +173,8 @@ describe.each(STORES)("the task list and waiting on $name", ({ options }) => {
     const latency = waiting.answeredAt! - gate.answeredAt;
     expect(latency).toBeLessThan(500);
     expect(waiting.answeredAt! - sent).toBeGreaterThanOrEqual(400);
+    // The wait answers with the task as its finish event carried it: what a read shows.
+    expect(answer.body).toEqual((await getTask(app, id)).body);
 
     const again = performance.now();
     const finished = await call(app, "GET", `/v1/images/tasks/${id}?wait=30`);
