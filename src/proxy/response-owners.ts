@@ -1,4 +1,4 @@
-import type Keyv from "keyv";
+import type { KeyValue } from "../collections/key-value.js";
 
 /** Who created a Responses API object, and on which channel it lives. */
 export interface ResponseOwner {
@@ -24,23 +24,24 @@ const MAX_ID_LENGTH = 200;
 const keyOf = (id: string) => `response-owner:${id}`;
 
 /**
- * {@link ResponseOwners} on a Keyv instance (memory, SQLite or the shared
- * store of many replicas), entries kept `ttlMs` (the task retention).
+ * {@link ResponseOwners} on the task backend's key-value entries (this
+ * process's memory, SQLite or the store every replica shares), kept `ttlMs`
+ * (the task retention).
  */
-export function createResponseOwners(keyv: Keyv, ttlMs: number): ResponseOwners {
+export function createResponseOwners(entries: KeyValue, ttlMs: number): ResponseOwners {
   return {
     async remember(id, owner) {
       if (id.length > MAX_ID_LENGTH) return;
-      await keyv.set(keyOf(id), { channel: owner.channel, owner: owner.owner }, ttlMs);
+      await entries.set(keyOf(id), { channel: owner.channel, owner: owner.owner }, ttlMs);
     },
     async lookup(id) {
       if (id.length > MAX_ID_LENGTH) return undefined;
-      const found = (await keyv.get(keyOf(id))) as Partial<ResponseOwner> | undefined;
+      const found = (await entries.get(keyOf(id))) as Partial<ResponseOwner> | undefined;
       if (typeof found?.channel !== "string" || typeof found.owner !== "string") return undefined;
       return { channel: found.channel, owner: found.owner };
     },
     async forget(id) {
-      await keyv.delete(keyOf(id));
+      await entries.delete(keyOf(id));
     },
   };
 }

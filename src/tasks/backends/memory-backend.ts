@@ -7,7 +7,7 @@ import { createLocalTaskEvents } from "../core/task-events.js";
 import { createInProcessQueue } from "../queue/in-process-queue.js";
 import { createKeyvTaskStore } from "../store/keyv-task-store.js";
 import { createKeyvWebhookJournal } from "../store/keyv-webhook-journal.js";
-import { BoundedMap } from "./bounded-map.js";
+import { createBoundedKeyValue } from "../../collections/bounded-key-value.js";
 import {
   idempotencyTtlMs,
   inProcessResponseEvents,
@@ -55,8 +55,8 @@ function openMemoryBackend(config: Config, logger: Logger): TaskBackend {
     }),
     webhookJournal,
     responseEvents: inProcessResponseEvents(config),
-    keyValue: (namespace, maxLocalEntries) =>
-      new Keyv({ store: new BoundedMap(maxLocalEntries), namespace }),
+    // One map a namespace (each call its own), in this process's memory.
+    keyValue: (_namespace, maxLocalEntries) => createBoundedKeyValue(maxLocalEntries),
     legacy: undefined,
     forwardSecret: processForwardSecretHome(),
     async close() {

@@ -1,3 +1,5 @@
+import type { KeyValue } from "../../collections/key-value.js";
+import { keyvKeyValue } from "./keyv-key-value.js";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
@@ -170,7 +172,7 @@ function replicaConfirmation(config: Config) {
 }
 
 /** Keyv on Redis itself, entries with a native TTL; errors reach the caller. */
-function redisKeyValue(client: RedisClient, keys: RedisKeys, namespace: string): Keyv {
+function redisKeyValue(client: RedisClient, keys: RedisKeys, namespace: string): KeyValue {
   const place = keys.keyValue(namespace);
   const keyv = new Keyv({
     store: new RedisKeyvStore(client, place.key),
@@ -178,7 +180,7 @@ function redisKeyValue(client: RedisClient, keys: RedisKeys, namespace: string):
     throwOnErrors: true,
   });
   keyv.on("error", () => undefined); // thrown to the caller as well
-  return keyv;
+  return keyvKeyValue(keyv);
 }
 
 /** Redis answers `PING` (within `store.connectTimeoutSec`), on a client closed after. */

@@ -1,3 +1,4 @@
+import { keyvKeyValue } from "./keyv-key-value.js";
 import { constants, existsSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -72,7 +73,7 @@ async function openSqliteBackend(
       keyv.on("error", () => undefined); // thrown to the caller as well
       // Keyv's format at native JSON's cost.
       useKeyvCodec(keyv);
-      return keyv;
+      return keyvKeyValue(keyv);
     },
     legacy: createSqliteLegacyData(db, Date.now),
     forwardSecret: fileForwardSecretHome(`${file}.forward-secret`, logger),

@@ -1,4 +1,4 @@
-import type Keyv from "keyv";
+import type { KeyValue } from "../../collections/key-value.js";
 import type { Logger } from "pino";
 import type { ForwardSecretHome } from "../../auth/resolve-forward-secret.js";
 import type { Config } from "../../config/config-schema.js";
@@ -42,7 +42,7 @@ export interface TaskBackend {
    * table, swept with the tasks; on the memory store in this process's
    * memory, at most `maxLocalEntries` (the oldest go first).
    */
-  keyValue(namespace: string, maxLocalEntries: number): Keyv;
+  keyValue(namespace: string, maxLocalEntries: number): KeyValue;
   /**
    * What earlier releases left in the store, for the upgrade step at start-up
    * (`upgradeLegacyData`); undefined where there can be none (the memory
