@@ -54,7 +54,21 @@ function scriptFor(request, dir) {
  * Runs wrk against `origin` for `durationMs` (whole seconds, at least one) with `concurrency`
  * connections; resolves what the Node load generator's `run` answers (ok, rps, p50Ms, p99Ms...).
  */
-export async function runWrk(ctx, { origin, request, concurrency, durationMs }) {
+export async function runWrk(ctx, load) {
+  // wrk once ended with status 0 and no summary line (a full run lost its proxy phase to it):
+  // such a run is made again once, anything else fails as before.
+  try {
+    return await runWrkOnce(ctx, load);
+  } catch (err) {
+    if (!(err instanceof NoSummary)) throw err;
+    return runWrkOnce(ctx, load);
+  }
+}
+
+/** wrk ended without the summary line its `done` hook prints. */
+class NoSummary extends Error {}
+
+async function runWrkOnce(ctx, { origin, request, concurrency, durationMs }) {
   const seconds = Math.max(1, Math.round(durationMs / 1000));
   const script = scriptFor(request, ctx.tempDir);
   const { child, exited } = startProgram(
@@ -71,6 +85,7 @@ export async function runWrk(ctx, { origin, request, concurrency, durationMs }) 
     .split("\n")
     .reverse()
     .find((text) => text.startsWith("{"));
+  if (code === 0 && !line) throw new NoSummary(`wrk printed no summary: ${child.errors.trim()}`);
   if (code !== 0 || !line) throw new Error(`wrk exited ${code}: ${child.errors.trim()}`);
   const r = JSON.parse(line);
   const errors = r.connectErrors + r.readErrors + r.writeErrors + r.timeouts;
