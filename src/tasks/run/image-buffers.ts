@@ -15,8 +15,14 @@ import { allocPageAligned } from "../../fs/page-aligned-buffer.js";
 
 /** Buffers are allocated in steps of this, so that images of about the same size share them. */
 const STEP_BYTES = 256 * 1024;
-/** The most idle buffers held at once, in bytes. */
-const MAX_IDLE_BYTES = 16 * 1024 * 1024;
+/**
+ * The most idle buffers held at once, in bytes: about 16 real-size images, as many as run at
+ * once with `maxConcurrent: 16`. Idle buffers come only from runs that ended, so this holds no
+ * more than those runs held; with 16 MiB, 16 tasks at a time mostly took fresh buffers, whose
+ * first touch of each page costs a fault in the host on a VM (0.83x the CPU a real-size task
+ * at 64 MiB, 3 interleaved runs of 160 tasks).
+ */
+const MAX_IDLE_BYTES = 64 * 1024 * 1024;
 /** Idle buffers are dropped after this long without a buffer taken or given back. */
 const IDLE_MS = 1_000;
 
