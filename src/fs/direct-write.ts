@@ -54,11 +54,8 @@ export async function writeFileDirect(
     // does not is finished below through the page cache.
     while (written < whole) {
       const { bytesWritten } = await writeAt(fd, bytes, written, whole - written, written);
-      if (bytesWritten === 0 || bytesWritten % DIRECT_IO_ALIGNMENT !== 0) {
-        written += bytesWritten;
-        break;
-      }
       written += bytesWritten;
+      if (bytesWritten === 0 || bytesWritten % DIRECT_IO_ALIGNMENT !== 0) break;
     }
     if (written < bytes.length) writeRest(path, bytes, written);
   } finally {

@@ -1,5 +1,3 @@
-import type { KeyValue } from "../../collections/key-value.js";
-import { keyvKeyValue } from "./keyv-key-value.js";
 import Keyv from "keyv";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config-schema.js";
@@ -28,6 +26,8 @@ import {
   type TaskBackend,
   type TaskBackendKind,
 } from "./task-backend.js";
+import type { KeyValue } from "../../collections/key-value.js";
+import { keyvKeyValue } from "./keyv-key-value.js";
 
 /** What `store.url` says of a Redis deployment (`config.deployment.taskStore`). */
 export interface RedisTarget {

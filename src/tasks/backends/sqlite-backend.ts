@@ -1,4 +1,3 @@
-import { keyvKeyValue } from "./keyv-key-value.js";
 import { constants, existsSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -22,6 +21,7 @@ import {
   type TaskBackend,
   type TaskBackendKind,
 } from "./task-backend.js";
+import { keyvKeyValue } from "./keyv-key-value.js";
 
 /**
  * `sqlite://PATH`: one file, taken by this process alone, kept across
