@@ -29,7 +29,7 @@
 // Every phase has a deadline: past it the phase's processes are killed and what it measured
 // so far is reported, marked partial. Every child is killed at the end, on error and on Ctrl-C.
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -38,6 +38,7 @@ import { childCount, killAllNow, startedPids, stopChildren } from "./lib/childre
 import { setUpPinning } from "./lib/cores.mjs";
 import { issueTargets } from "./lib/issue-targets.mjs";
 import { describeMachine } from "./lib/machine.mjs";
+import { TMPFS } from "./lib/real-size.mjs";
 import { deletePrefix } from "./lib/redis-keys.mjs";
 import { renderText, writeResults } from "./lib/report.mjs";
 import * as proxy from "./phases/proxy.mjs";
@@ -240,6 +241,10 @@ for (const phaseName of options.phases) {
 await stopChildren();
 await cleanRedis();
 await rm(tempDir, { recursive: true, force: true });
+// What phases put in memory-backed folders (named after the run), also after one failed.
+for (const entry of await readdir(TMPFS).catch(() => [])) {
+  if (entry.startsWith(runId)) await rm(join(TMPFS, entry), { recursive: true, force: true });
+}
 // The issue's targets first (they take figures from several phases), then each phase's own.
 result.targets.push(...issueTargets(result.phases));
 for (const [phaseName, out] of Object.entries(result.phases)) {
