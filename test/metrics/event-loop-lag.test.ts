@@ -1,0 +1,53 @@
+import { describe, expect, it, onTestFinished } from "vitest";
+import { startTestApp } from "../support/start-test-app.js";
+
+/*
+ * The event loop's delay, sampled every 100 ms and summed up per scrape: a
+ * scrape that comes before the next sample (two Prometheus servers scraping
+ * one replica, or a scrape right after another) gets the last summary again,
+ * never an empty one (prom-client's exported a mean of NaN and a minimum of
+ * 9.2e9 s then, which broke the dashboard's lag panel).
+ */
+
+const NAMES = ["min", "max", "mean", "stddev", "p50", "p90", "p99"].map(
+  (part) => `image_task_sidecar_nodejs_eventloop_lag_${part}_seconds`,
+);
+
+/** The event-loop gauges of one scrape, by name. */
+async function scrape(url: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const values = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const [name, value] = line.split(" ");
+    if (name?.startsWith("image_task_sidecar_nodejs_eventloop_lag")) {
+      values.set(name, Number(value));
+    }
+  }
+  return values;
+}
+
+describe("event-loop lag metrics", () => {
+  it("keep the last summary when a scrape finds no new sample: never NaN, never 9.2e9 s", async () => {
+    const app = await startTestApp({ defaultMetrics: true });
+    onTestFinished(() => app.close());
+    // Samples come every 100 ms: by then the window holds several.
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    // Scrapes one after the other: most find no sample since the one before.
+    const scrapes: Array<Map<string, number>> = [];
+    for (let i = 0; i < 20; i += 1) scrapes.push(await scrape(app.url));
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    scrapes.push(await scrape(app.url));
+    for (const values of scrapes) {
+      expect([...values.keys()].sort()).toEqual(
+        [...NAMES, "image_task_sidecar_nodejs_eventloop_lag_seconds"].sort(),
+      );
+      for (const name of NAMES) {
+        const value = values.get(name)!;
+        expect(Number.isFinite(value), `${name} = ${value}`).toBe(true);
+        expect(value, name).toBeGreaterThanOrEqual(0);
+        expect(value, name).toBeLessThan(10);
+      }
+      expect(values.get(NAMES[0]!)!).toBeLessThanOrEqual(values.get(NAMES[1]!)!);
+    }
+  });
+});
