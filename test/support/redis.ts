@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -56,13 +57,45 @@ export async function listKeys(prefix: string, url = REDIS_URL): Promise<string[
   }
 }
 
-/** A free TCP port on 127.0.0.1. */
+/**
+ * A free TCP port on 127.0.0.1, for a process the test starts to listen on.
+ * Taken below the kernel's ephemeral range where there is one: a port from
+ * that range can be taken, between this check and the process's listen, as
+ * the local port of any other test's outgoing connection (seen in CI:
+ * `EADDRINUSE`).
+ */
 export async function freePort(): Promise<number> {
+  const below = ephemeralStart();
+  for (let attempt = 0; below !== undefined && attempt < 50; attempt += 1) {
+    const port = below - 1 - Math.floor(Math.random() * Math.min(12_000, below - 10_000));
+    if (await listensOn(port)) return port;
+  }
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** Whether 127.0.0.1:`port` can be listened on (it is then closed again). */
+function listensOn(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** The first port of Linux's ephemeral range (`ip_local_port_range`); undefined elsewhere. */
+function ephemeralStart(): number | undefined {
+  try {
+    const start = Number(
+      readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0],
+    );
+    return Number.isInteger(start) && start > 11_000 ? start : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A Redis of the test's own, for outages: the shared one is never stopped. */
