@@ -136,5 +136,7 @@ export function summarize(out, setups) {
     "CPU µs/task: from the first submission of a round until its last task finished, over the tasks (the submission, the run, the stored result); CPU µs/submit (window): within the submission window only.",
     "Store CPU µs/task written: the store code's own CPU (create + transition, in the bench process, as the build writes them) over 1,000 tasks written once the store held that many; on Redis without the server's.",
     "Waits held: GETs with ?wait=30 still open after a while, on tasks whose channel never answers; RSS added over the idle service, CPU while only holding them.",
+    // What the phase noted of this run (kept here: each summary writes the notes anew).
+    ...(out.figures.notes ?? []),
   ];
 }

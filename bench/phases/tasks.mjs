@@ -116,8 +116,8 @@ async function totalStats(services) {
 const imagesRoot = (ctx) =>
   existsSync(TMPFS) ? join(TMPFS, `${ctx.runId}-tasks`) : join(ctx.tempDir, "task-images");
 
-/** Starts a setup's services (every replica on the same store and prefix). */
-async function startSetup(ctx, setup, channel) {
+/** Starts a setup's services (every replica on the same store and prefix), images in `imagesDir`. */
+async function startSetup(ctx, setup, channel, imagesDir) {
   const storeUrl = setup.redis
     ? REDIS_URL
     : setup.key === "sqlite"
@@ -130,7 +130,7 @@ async function startSetup(ctx, setup, channel) {
     // As shipped: access and task lines at info, on every setup and on BASELINE alike.
     logging: { level: "info" },
   });
-  config.images = { url: `file://${join(imagesRoot(ctx), setup.key)}` };
+  config.images = { url: `file://${join(imagesDir, setup.key)}` };
   const services = await Promise.all(
     Array.from({ length: setup.replicas }, () =>
       startService(ctx, config, {
@@ -288,12 +288,18 @@ export async function run(ctx, out) {
   const channel = await startFakeChannel(ctx);
   ctx.loader = await startLoader(ctx);
   const haveRedis = await redisAvailable();
-  out.figures = { ...plan, setups: {}, samples: {} };
-  if (!haveRedis) out.notes.push(`no Redis at ${REDIS_URL}: the Redis setups were skipped`);
+  const imagesDir = imagesRoot(ctx);
+  out.figures = { ...plan, setups: {}, samples: {}, notes: [] };
+  if (!haveRedis) out.figures.notes.push(`no Redis at ${REDIS_URL}: the Redis setups were skipped`);
+  out.figures.notes.push(
+    `every setup's images in files under ${imagesDir.startsWith(TMPFS) ? `${TMPFS} (memory-backed)` : "the run's temp folder"}: the task stores are compared, not the image stores`,
+  );
   const setups = SETUPS.filter(
     (setup) => (!setup.redis || haveRedis) && (!setup.baseline || options.baseline),
   );
-  const running = await Promise.all(setups.map((setup) => startSetup(ctx, setup, channel)));
+  const running = await Promise.all(
+    setups.map((setup) => startSetup(ctx, setup, channel, imagesDir)),
+  );
   for (const entry of running) {
     ctx.check();
     await warmUp(ctx, entry, plan.warmup);
@@ -315,10 +321,7 @@ export async function run(ctx, out) {
     summarize(out, setups);
     await Promise.all(entry.services.map((service) => service.stop()));
   }
-  await rm(imagesRoot(ctx), { recursive: true, force: true });
-  out.notes.push(
-    `every setup's images in files under ${existsSync(TMPFS) ? `${TMPFS} (memory-backed)` : "the run's temp folder"}: the task stores are compared, not the image stores`,
-  );
+  await rm(imagesDir, { recursive: true, force: true });
   out.figures.held = [];
   await measureHeldTasks(ctx, {
     channel,

@@ -1,16 +1,31 @@
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import { Gauge, type Registry } from "prom-client";
 
-/** prom-client's event-loop gauges, by the part of the name after `nodejs_eventloop_lag`. */
-const SUMMARY = [
-  ["_min_seconds", "The minimum recorded event loop delay."],
-  ["_max_seconds", "The maximum recorded event loop delay."],
-  ["_mean_seconds", "The mean of the recorded event loop delays."],
-  ["_stddev_seconds", "The standard deviation of the recorded event loop delays."],
-  ["_p50_seconds", "The 50th percentile of the recorded event loop delays."],
-  ["_p90_seconds", "The 90th percentile of the recorded event loop delays."],
-  ["_p99_seconds", "The 99th percentile of the recorded event loop delays."],
-] as const;
+/**
+ * prom-client's event-loop summary gauges: the part of the name after
+ * `nodejs_eventloop_lag`, the help, and what each reads of the histogram (ns).
+ */
+const SUMMARY: ReadonlyArray<readonly [string, string, (h: IntervalHistogram) => number]> = [
+  ["_min_seconds", "The minimum recorded event loop delay.", (h) => h.min],
+  ["_max_seconds", "The maximum recorded event loop delay.", (h) => h.max],
+  ["_mean_seconds", "The mean of the recorded event loop delays.", (h) => h.mean],
+  ["_stddev_seconds", "The standard deviation of the recorded event loop delays.", (h) => h.stddev],
+  [
+    "_p50_seconds",
+    "The 50th percentile of the recorded event loop delays.",
+    (h) => h.percentile(50),
+  ],
+  [
+    "_p90_seconds",
+    "The 90th percentile of the recorded event loop delays.",
+    (h) => h.percentile(90),
+  ],
+  [
+    "_p99_seconds",
+    "The 99th percentile of the recorded event loop delays.",
+    (h) => h.percentile(99),
+  ],
+];
 
 /**
  * The event loop's delay, as prom-client's default metrics name and describe
@@ -28,18 +43,10 @@ export function registerEventLoopLag(registry: Registry, prefix: string, precisi
   for (const [suffix] of SUMMARY) registry.removeSingleMetric(`${base}${suffix}`);
   const histogram = monitorEventLoopDelay({ resolution: precisionMs });
   histogram.enable();
-  const summary = SUMMARY.map(
-    ([suffix, help]) => new Gauge({ name: `${base}${suffix}`, help, registers: [registry] }),
-  );
-  const [min, max, mean, stddev, p50, p90, p99] = summary as [
-    Gauge,
-    Gauge,
-    Gauge,
-    Gauge,
-    Gauge,
-    Gauge,
-    Gauge,
-  ];
+  const summary = SUMMARY.map(([suffix, help, read]) => ({
+    gauge: new Gauge({ name: `${base}${suffix}`, help, registers: [registry] }),
+    read,
+  }));
   const lag = new Gauge({
     name: `${base}_seconds`,
     help: "Lag of event loop in seconds.",
@@ -49,13 +56,7 @@ export function registerEventLoopLag(registry: Registry, prefix: string, precisi
       const start = process.hrtime.bigint();
       setImmediate(() => lag.set(Number(process.hrtime.bigint() - start) / 1e9));
       if (histogram.count === 0) return;
-      min.set(histogram.min / 1e9);
-      max.set(histogram.max / 1e9);
-      mean.set(histogram.mean / 1e9);
-      stddev.set(histogram.stddev / 1e9);
-      p50.set(histogram.percentile(50) / 1e9);
-      p90.set(histogram.percentile(90) / 1e9);
-      p99.set(histogram.percentile(99) / 1e9);
+      for (const { gauge, read } of summary) gauge.set(read(histogram) / 1e9);
       histogram.reset();
     },
   });
