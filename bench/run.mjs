@@ -21,6 +21,8 @@
 //   BENCH_PROFILE=service         a V8 CPU profile of each process of that role (service,
 //                                 access-off, traced, pipe, undici-pipe, channel, baseline),
 //                                 named after the phase, into bench-profiles/
+//   BENCH_PERF=service            `perf record` of each process of that role (the same roles),
+//                                 JIT code named (--perf-basic-prof), into bench-profiles/
 //   BENCH_PIN=0                   no pinning (default: taskset, where there are 2+ cores)
 //   BENCH_LOADER=node             the Node load generator for the proxy phase even with wrk
 //   BENCH_LOADS, BENCH_CALLGRIND_TARGETS, BENCH_CALLGRIND_REQUESTS, BENCH_CALLGRIND_WARMUP,
@@ -113,6 +115,7 @@ function readOptions() {
     baseline,
     control: values.control,
     profile: process.env.BENCH_PROFILE || undefined,
+    perf: process.env.BENCH_PERF || undefined,
   };
 }
 
@@ -163,6 +166,7 @@ const result = {
     machine: describeMachine(),
     pinning: options.pinning,
     profile: options.profile ?? null,
+    perf: options.perf ?? null,
   },
   phases: {},
   targets: [],
@@ -263,5 +267,7 @@ const file = await writeResults(options.out, result);
 console.log(`\nresults: ${file} (and latest.md, latest.json beside it)`);
 if (options.profile)
   console.log(`CPU profiles (${options.profile}): ${join(ROOT, "bench-profiles")}/`);
+if (options.perf)
+  console.log(`perf records (${options.perf}): ${join(ROOT, "bench-profiles")}/*.perf.data`);
 if (childCount() > 0) console.error(`bench: ${childCount()} child processes were still running`);
 process.exit(interrupted ? 130 : 0);

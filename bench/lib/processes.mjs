@@ -4,6 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { startChild } from "./children.mjs";
 import { underTest } from "./cores.mjs";
+import { perfRecorder } from "./perf-record.mjs";
 
 /** The bench's API key (static, in a group that may use every model). */
 export const KEY = "sk-bench-key-0001";
@@ -36,7 +37,8 @@ function profileArgs(ctx, role, label) {
 const testPrefix = (ctx, prefix) => prefix ?? underTest(ctx.options.pinning);
 
 /** A started process: its URL, `stats()` (CPU, memory) and `gc()` (the same after a GC). */
-function wrap(started, role) {
+function wrap(started, role, perf) {
+  perf?.attach(started.child.pid);
   return {
     role,
     url: started.ready.url,
@@ -51,17 +53,19 @@ function wrap(started, role) {
       const timer = setTimeout(() => started.child.kill("SIGKILL"), graceMs);
       await started.exited;
       clearTimeout(timer);
+      await perf?.done();
     },
   };
 }
 
 /** The fake channel, on the load side's cores (it stands for the network and the gateway). */
 export async function startFakeChannel(ctx, options = {}) {
+  const perf = perfRecorder(ctx, "channel");
   const started = await startChild("fake-channel.mjs", [JSON.stringify(options)], {
     group: ctx.group,
-    execArgv: profileArgs(ctx, "channel"),
+    execArgv: [...profileArgs(ctx, "channel"), ...perf.args],
   });
-  return wrap(started, "channel");
+  return wrap(started, "channel", perf);
 }
 
 /**
@@ -69,24 +73,26 @@ export async function startFakeChannel(ctx, options = {}) {
  * (under valgrind). `timeoutMs` bounds its start.
  */
 export async function startPipe(ctx, channelUrl, { prefix, timeoutMs } = {}) {
+  const perf = perfRecorder(ctx, "pipe");
   const started = await startChild("bare-pipe.mjs", [channelUrl], {
     group: ctx.group,
-    execArgv: ["--expose-gc", ...profileArgs(ctx, "pipe")],
+    execArgv: ["--expose-gc", ...profileArgs(ctx, "pipe"), ...perf.args],
     prefix: testPrefix(ctx, prefix),
     timeoutMs,
   });
-  return wrap(started, "pipe");
+  return wrap(started, "pipe", perf);
 }
 
 /** The bare pipe with undici as its client (see undici-pipe.mjs), as {@link startPipe}. */
 export async function startUndiciPipe(ctx, channelUrl, { prefix, timeoutMs } = {}) {
+  const perf = perfRecorder(ctx, "undici-pipe");
   const started = await startChild("undici-pipe.mjs", [channelUrl], {
     group: ctx.group,
-    execArgv: ["--expose-gc", ...profileArgs(ctx, "undici-pipe")],
+    execArgv: ["--expose-gc", ...profileArgs(ctx, "undici-pipe"), ...perf.args],
     prefix: testPrefix(ctx, prefix),
     timeoutMs,
   });
-  return wrap(started, "undici-pipe");
+  return wrap(started, "undici-pipe", perf);
 }
 
 export async function startLoader(ctx) {
@@ -159,12 +165,13 @@ export async function startService(
   await writeFile(file, JSON.stringify({ ...config, images }, null, 2)); // JSON is YAML
   const from = dist ?? (role === "baseline" ? ctx.options.baseline : ctx.options.dist);
   const options = JSON.stringify({ logFile: join(ctx.tempDir, `service-${configs}.log`), env });
+  const perf = perfRecorder(ctx, role, label);
   const started = await startChild("service-process.mjs", [from, file, options], {
     group: ctx.group,
-    execArgv: ["--expose-gc", ...profileArgs(ctx, role, label)],
+    execArgv: ["--expose-gc", ...profileArgs(ctx, role, label), ...perf.args],
     timeoutMs,
     prefix: testPrefix(ctx, prefix),
     env: processEnv,
   });
-  return wrap(started, role);
+  return wrap(started, role, perf);
 }

@@ -90,7 +90,8 @@ function header(result) {
         : "") +
       (result.meta.profile
         ? ` CPU profiles of ${result.meta.profile} (its figures inflated).`
-        : ""),
+        : "") +
+      (result.meta.perf ? ` perf records of ${result.meta.perf} (its figures inflated).` : ""),
     `Machine: ${describeBusy(busy)} over the run (load average at start → end; others: CPU taken by other processes, Redis's included); per phase: ${phases}.` +
       (busyRun ? " BUSY: other processes ran; figures are noisier than on a quiet machine." : ""),
     machine.note,

@@ -1,0 +1,65 @@
+// BENCH_PERF=<role>: `perf record` of each process of that role, for the whole of its life. V8's
+// own profiler (BENCH_PROFILE) names JavaScript functions but puts native time (the kernel, a
+// socket write, V8's compiler thread) wherever a sample lands; perf counts those for what they
+// are, and with --perf-basic-prof names the JIT code too (see docs/performance.md, the ninth pass).
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const PERF_DIR = resolve(import.meta.dirname, "../../bench-profiles");
+let records = 0;
+let available;
+
+/** True when `perf` runs here (Debian: linux-perf); said once when it does not. */
+function perfAvailable() {
+  if (available === undefined) {
+    const out = spawnSync("perf", ["--version"], { encoding: "utf8" });
+    available = !out.error && out.status === 0;
+    if (!available) console.error("bench: BENCH_PERF is set but perf does not run here: skipped");
+  }
+  return available;
+}
+
+/**
+ * The recorder of a process of `role` (`label` names its file beside the phase): `args` for its
+ * node (JIT code named in /tmp/perf-<pid>.map), `attach(pid)` once it runs, `done()` resolving
+ * once perf has written its file (perf stops when the process exits), into `dir` (default
+ * bench-profiles/). Does nothing for another role, under callgrind, or without perf.
+ */
+export function perfRecorder(ctx, role, label, dir = PERF_DIR) {
+  const wanted = ctx.options.perf === "sidecar" ? "service" : ctx.options.perf;
+  if (wanted !== role || ctx.group === "instructions" || !perfAvailable()) {
+    return { args: [], attach() {}, done: async () => {} };
+  }
+  records += 1;
+  const name = [ctx.group, role, label, records].filter(Boolean).join("-");
+  let exited = Promise.resolve();
+  return {
+    file: join(dir, `${name}.perf.data`),
+    args: ["--perf-basic-prof"],
+    attach(pid) {
+      mkdirSync(dir, { recursive: true });
+      const perf = spawn(
+        "perf",
+        ["record", "-e", "cpu-clock", "-F", "4000", "-g", "-p", String(pid)].concat([
+          "-o",
+          join(dir, `${name}.perf.data`),
+        ]),
+        { stdio: "ignore" },
+      );
+      exited = new Promise((done) => {
+        perf.once("exit", done);
+        perf.once("error", done);
+      });
+    },
+    /** Resolves once perf has written its file, or after `graceMs` (then it is stopped). */
+    async done(graceMs = 10_000) {
+      const timer = setTimeout(
+        () => spawnSync("pkill", ["-INT", "-f", `${name}.perf.data`]),
+        graceMs,
+      );
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
