@@ -14,6 +14,36 @@ export interface CallReport {
   tries: number;
 }
 
+/** Tokens an answer reported it used. */
+export interface TokenCounts {
+  input: number;
+  output: number;
+}
+
+/**
+ * Counts `usage` in the GenAI token metric (`gen_ai_client_token_usage`) of
+ * `operation` and `modelLabel` (a bounded label: a model a channel lists);
+ * a count of 0 is not observed.
+ */
+export function observeTokenUsage(
+  metrics: Metrics,
+  operation: string,
+  modelLabel: string,
+  usage: TokenCounts,
+): void {
+  const tokens = metrics.genAiTokenUsage;
+  if (usage.input > 0) tokens.series(operation, modelLabel, "input").observe(usage.input);
+  if (usage.output > 0) tokens.series(operation, modelLabel, "output").observe(usage.output);
+}
+
+/** Puts `usage` on `span` as the GenAI conventions name it (`gen_ai.usage.*`). */
+export function setUsageAttributes(span: Span, usage: TokenCounts, responseModel?: string): void {
+  if (span === NOOP_SPAN) return;
+  span.setAttribute("gen_ai.usage.input_tokens", usage.input);
+  span.setAttribute("gen_ai.usage.output_tokens", usage.output);
+  span.setAttribute("gen_ai.response.model", responseModel);
+}
+
 /** Options of {@link createCallObserver}. */
 export interface CallObserverOptions {
   report: CallReport;
@@ -75,18 +105,10 @@ class ObservedTry implements TryObserver {
     this.span.setError(reason);
   }
 
-  usage(usage: { input: number; output: number }, responseModel?: string): void {
+  usage(usage: TokenCounts, responseModel?: string): void {
     const { operation, modelLabel, metrics } = this.options;
-    if (operation !== undefined) {
-      const tokens = metrics.genAiTokenUsage;
-      if (usage.input > 0) tokens.series(operation, modelLabel, "input").observe(usage.input);
-      if (usage.output > 0) tokens.series(operation, modelLabel, "output").observe(usage.output);
-    }
-    const { span } = this;
-    if (span === NOOP_SPAN) return;
-    span.setAttribute("gen_ai.usage.input_tokens", usage.input);
-    span.setAttribute("gen_ai.usage.output_tokens", usage.output);
-    span.setAttribute("gen_ai.response.model", responseModel);
+    if (operation !== undefined) observeTokenUsage(metrics, operation, modelLabel, usage);
+    setUsageAttributes(this.span, usage, responseModel);
   }
 
   ended(): void {

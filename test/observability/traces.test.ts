@@ -9,6 +9,7 @@ import { deleteKeys, uniquePrefix } from "../support/redis.js";
 import { startTestApp, UPSTREAM_KEY } from "../support/start-test-app.js";
 import { waitForStatus } from "../tasks/task-api.js";
 import { startWebhookReceiver } from "../webhooks/webhook-receiver.js";
+import { startFakeAsyncChannel } from "../tasks/async/fake-async-channel.js";
 
 /*
  * Traces as an operator's collector receives them: an OTLP/HTTP receiver the
@@ -216,6 +217,45 @@ describe("an image task whose channel answers image URLs", () => {
     expect(generation.attributes).toMatchObject({
       "gen_ai.usage.input_tokens": 7,
       "gen_ai.usage.output_tokens": 70,
+    });
+  });
+});
+
+describe("an image task on a channel with an async API", () => {
+  it("carries the job's usage on its run span (its submission's span ended long before)", async () => {
+    const otlp = await receiver();
+    const jobs = await startFakeAsyncChannel();
+    onTestFinished(() => jobs.close());
+    const app = await startTestApp({
+      tracing: tracingOf({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlp.url}/v1/traces` }),
+      config: {
+        channels: [
+          {
+            name: "jobs",
+            baseUrl: jobs.baseUrl,
+            apiKey: UPSTREAM_KEY,
+            models: ["gpt-image-1"],
+            async: "sub2api",
+            pollSec: 1,
+          },
+        ],
+      },
+    });
+    onTestFinished(() => app.close());
+    const client = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
+    const task = await client.post<{ id: string }>("/images/tasks", {
+      body: { model: "gpt-image-1", prompt: "a fox, polled", response_format: "b64_json" },
+    });
+    const done = await waitForStatus(app, task.id, ["completed"]);
+    const spans = await otlp.waitForSpans(
+      (all) => all.some((span) => span.name === "image_task.run"),
+      10_000,
+    );
+    const run = spans.find((span) => span.name === "image_task.run")!;
+    expect(done.body.usage).toMatchObject({ input_tokens: 10, output_tokens: 20 });
+    expect(run.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 10,
+      "gen_ai.usage.output_tokens": 20,
     });
   });
 });

@@ -5,6 +5,8 @@ import type { Tracer } from "../../tracing/tracer.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { HANDOVER } from "../core/task-queue.js";
 import { imageCallObserver } from "./image-call-observer.js";
+import { imageUsageOf } from "../core/image-usage.js";
+import { observeTokenUsage, setUsageAttributes } from "../../observability/create-call-observer.js";
 import { isFinished, type TaskRecord, type UpstreamJob } from "../core/task-record.js";
 import type { TaskStore } from "../core/task-store.js";
 import { taskLine } from "../service/task-line.js";
@@ -199,7 +201,23 @@ async function finishWith(deps: SubmitPollDeps, context: RunContext, state: JobE
     await context.fail(state.failure);
     return;
   }
+  reportJobUsage(deps, context, state.usage);
   await keepResult(deps.keep, context.started, state, context.signal, context.end());
+}
+
+/**
+ * A finished job's usage, counted as a held call's is: in the GenAI token
+ * metrics (`image_generation`, the task's model) and on the run's span (a
+ * held call puts it on its client span; a job's submission span ended long
+ * before). Counted once the job is read finished, before its images are
+ * kept: the tokens were spent whether or not they are.
+ */
+function reportJobUsage(deps: SubmitPollDeps, context: RunContext, raw: unknown): void {
+  const usage = imageUsageOf(raw);
+  if (!usage) return;
+  // The model passed the task's checks: one a channel serves, a bounded label.
+  observeTokenUsage(deps.metrics, "image_generation", context.started.model, usage);
+  setUsageAttributes(context.telemetry.span, usage);
 }
 
 /**

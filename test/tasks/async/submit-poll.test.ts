@@ -101,6 +101,16 @@ describe.each(DIALECTS)("a channel with async: %s", (dialect) => {
     expect(
       counter(metrics, "upstream_async_submissions_total", { channel: "jobs", outcome: "refused" }),
     ).toBe(0);
+    // The job's tokens reach the GenAI token metric, as a held call's do.
+    const usage = done.body.usage as { input_tokens: number; output_tokens: number };
+    for (const [type, tokens] of [
+      ["input", usage.input_tokens],
+      ["output", usage.output_tokens],
+    ] as const) {
+      const series = { operation: "image_generation", model: "gpt-image-1", token_type: type };
+      expect(counter(metrics, "gen_ai_client_token_usage_sum", series), type).toBe(tokens);
+      expect(counter(metrics, "gen_ai_client_token_usage_count", series), type).toBe(1);
+    }
   });
 
   it("fails the task with the job's error, scrubbed of the channel's key", async () => {
