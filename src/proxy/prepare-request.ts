@@ -90,6 +90,8 @@ export function createRequestPreparer(
     body: Record<string, unknown>,
   ): Promise<void> {
     const previous = body.previous_response_id;
+    checkType(previous, "string", "previous_response_id");
+    checkType(body.background, "boolean", "background");
     let sent = body;
     let pinned: string | undefined;
     if (typeof previous === "string") {
@@ -199,6 +201,17 @@ function modelOf(model: unknown): string {
     throw new ServiceError("invalid_value", "'model' must be a string.", { param: "model" });
   }
   return model;
+}
+
+/**
+ * Refuses a field the service acts on when it is there (not null) with
+ * another JSON type than OpenAI's API takes: the service would read it one
+ * way (not a background call, no previous response) and the channel perhaps
+ * another; OpenAI's API refuses it too.
+ */
+function checkType(value: unknown, type: "string" | "boolean", param: string): void {
+  if (value === undefined || value === null || typeof value === type) return;
+  throw new ServiceError("invalid_value", `Invalid '${param}': must be a ${type}.`, { param });
 }
 
 /** One answer for "unknown" and "another key's", so ids cannot be probed. */

@@ -23,6 +23,33 @@ describe("responses the service did not make, and channels that run background m
     expect(responseCalls(app)).toHaveLength(2);
   });
 
+  it("refuses a `background` or `previous_response_id` of another type, as OpenAI does, before any channel call", async () => {
+    const app = await startTestApp();
+    onTestFinished(() => app.close());
+    const client = sdk(app);
+    for (const [param, value] of [
+      ["background", "true"],
+      ["background", 1],
+      ["previous_response_id", 42],
+      ["previous_response_id", { id: "resp_x" }],
+    ] as const) {
+      const refused = await apiError(
+        client.post("/responses", { body: { model: "gpt-4o-mini", input: "x", [param]: value } }),
+      );
+      expect(refused, `${param}: ${JSON.stringify(value)}`).toMatchObject({
+        status: 400,
+        error: { code: "invalid_value", param, type: "invalid_request_error" },
+      });
+    }
+    expect(responseCalls(app)).toHaveLength(0);
+    // null is OpenAI's "not set": passed on as any other field.
+    const plain = await client.post<{ id: string }>("/responses", {
+      body: { model: "gpt-4o-mini", input: "x", background: null, previous_response_id: null },
+    });
+    expect(plain.id).toMatch(/^resp_fake/);
+    expect(responseCalls(app)).toHaveLength(1);
+  });
+
   it("sends background: true on to a channel set to `responses.background: native`", async () => {
     const upstream = await startFakeUpstream();
     onTestFinished(() => upstream.close());
