@@ -13,7 +13,7 @@ import {
   type ClientCheckLimiter,
 } from "./check-limiter.js";
 import { FORWARD_GROUP, type GatewayModels, type Principal } from "./principal.js";
-import { TtlLruCache } from "./ttl-lru-cache.js";
+import { TtlMap } from "../collections/ttl-map.js";
 import { UpstreamCredential } from "./upstream-credential.js";
 
 /** `auth.forward`, defaults filled in. */
@@ -98,13 +98,13 @@ export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): Forw
   });
   const s: ForwardState = {
     deps,
-    accepted: new TtlLruCache<GatewayModels>(options.maxCachedKeys, now),
+    accepted: new TtlMap<GatewayModels>(options.maxCachedKeys, { order: "use", now }),
     // Apart from the accepted keys: random bad keys must not push good ones out.
-    refused: new TtlLruCache<true>(options.maxCachedKeys, now),
+    refused: new TtlMap<true>(options.maxCachedKeys, { order: "use", now }),
     inFlight: new Map(),
     lists: createListInterner(Math.min(options.maxCachedKeys, 1000)),
     // Only keys the gateway accepted get in here, so made-up keys cannot fill it.
-    known: new TtlLruCache<true>(options.maxCachedKeys, now),
+    known: new TtlMap<true>(options.maxCachedKeys, { order: "use", now }),
     limiter,
     clients: createClientCheckLimiter({
       maxConcurrent: options.maxChecksInFlightPerClient,
@@ -120,12 +120,12 @@ export function createForwardAuthenticator(deps: ForwardAuthenticatorDeps): Forw
 /** What the authenticator keeps between requests. */
 interface ForwardState {
   deps: ForwardAuthenticatorDeps;
-  accepted: TtlLruCache<GatewayModels>;
-  refused: TtlLruCache<true>;
+  accepted: TtlMap<GatewayModels>;
+  refused: TtlMap<true>;
   /** Checks under way, by key hash: concurrent requests with one key share one. */
   inFlight: Map<string, Promise<CachedVerdict>>;
   lists: ReturnType<typeof createListInterner>;
-  known: TtlLruCache<true>;
+  known: TtlMap<true>;
   limiter: CheckLimiter;
   /** The same bounds, per client address. */
   clients: ClientCheckLimiter;

@@ -1,10 +1,5 @@
 import type { KeyValue } from "./key-value.js";
-import { OldestKeyCursor } from "./oldest-key-cursor.js";
-
-interface Entry {
-  value: unknown;
-  expiresAt: number;
-}
+import { TtlMap } from "./ttl-map.js";
 
 /**
  * A {@link KeyValue} in this process's memory, at most `maxEntries` entries:
@@ -16,20 +11,11 @@ interface Entry {
  * @param now milliseconds since the epoch (default `Date.now`), for tests
  */
 export function createBoundedKeyValue(maxEntries: number, now = Date.now): KeyValue {
-  const entries = new Map<string, Entry>();
-  const oldest = new OldestKeyCursor(entries);
-  const read = (key: string): unknown => {
-    const entry = entries.get(key);
-    if (!entry) return undefined;
-    if (entry.expiresAt > now()) return entry.value;
-    entries.delete(key);
-    return undefined;
-  };
+  const entries = new TtlMap<unknown>(maxEntries, { order: "write", now });
   return {
-    get: (key) => Promise.resolve(read(key)),
+    get: (key) => Promise.resolve(entries.get(key)),
     set(key, value, ttlMs) {
-      if (entries.size >= maxEntries && !entries.has(key)) oldest.evictOldest();
-      entries.set(key, { value, expiresAt: now() + ttlMs });
+      entries.set(key, value, ttlMs);
       return Promise.resolve();
     },
     delete(key) {
