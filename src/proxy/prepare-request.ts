@@ -106,6 +106,8 @@ export function createRequestPreparer(
       request.candidates = request.candidates.filter((channel) => channel.name === pinned);
     }
     if (body.background === true) {
+      // The service streams a background response itself: `stream` is its to read.
+      checkType(body.stream, "boolean", "stream");
       request.background = {
         body: sent,
         ...(pinned === undefined ? {} : { pinned }),

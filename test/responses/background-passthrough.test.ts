@@ -41,6 +41,16 @@ describe("responses the service did not make, and channels that run background m
         error: { code: "invalid_value", param, type: "invalid_request_error" },
       });
     }
+    // A background response is streamed by the service: its `stream` is checked too.
+    const streamed = await apiError(
+      client.post("/responses", {
+        body: { model: "gpt-4o-mini", input: "x", background: true, stream: "true" },
+      }),
+    );
+    expect(streamed).toMatchObject({
+      status: 400,
+      error: { code: "invalid_value", param: "stream" },
+    });
     expect(responseCalls(app)).toHaveLength(0);
     // null is OpenAI's "not set": passed on as any other field.
     const plain = await client.post<{ id: string }>("/responses", {
