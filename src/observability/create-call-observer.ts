@@ -57,6 +57,12 @@ export interface CallObserverOptions {
   model: string | undefined;
   /** The same, bounded for metric labels: one a channel lists, else `other`. */
   modelLabel: string;
+  /**
+   * Whether a try's time is the GenAI operation's duration (default true).
+   * False for an async job's submission: its operation ends when the job
+   * does, and the run reports that duration itself.
+   */
+  timed?: boolean;
   /** The span the tries' client spans belong to. */
   parent: Span;
   tracer: Tracer;
@@ -114,8 +120,8 @@ class ObservedTry implements TryObserver {
   ended(): void {
     if (this.over) return;
     this.over = true;
-    const { operation, modelLabel, metrics } = this.options;
-    if (operation !== undefined) {
+    const { operation, modelLabel, metrics, timed } = this.options;
+    if (operation !== undefined && timed !== false) {
       metrics.genAiOperationDuration
         .series(operation, modelLabel)
         .observe((performance.now() - this.started) / 1000);

@@ -14,8 +14,11 @@ export function imageCallObserver(
   telemetry: RunTelemetry,
   model: string,
   deps: Pick<CallObserverOptions, "tracer" | "metrics">,
+  /** False for a job's submission (see `CallObserverOptions.timed`). */
+  timed = true,
 ): CallObserver {
   return createCallObserver({
+    timed,
     report: telemetry.report,
     operation: "image_generation",
     model,

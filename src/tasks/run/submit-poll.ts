@@ -83,7 +83,8 @@ export async function submitAndPoll(
       candidates,
       signal,
       stop: streamStop.signal,
-      observer: imageCallObserver(telemetry, started.model, deps),
+      // The generation's duration is the job's, reported when it ends (finishWith).
+      observer: imageCallObserver(telemetry, started.model, deps, false),
     });
     job = { channel: submitted.channel, dialect: submitted.dialect, id: submitted.id, kept: false };
     first = submitted;
@@ -197,12 +198,26 @@ async function follow(
 
 /** Ends the task as its job ended: its images kept and the task completed, or failed. */
 async function finishWith(deps: SubmitPollDeps, context: RunContext, state: JobEnd): Promise<void> {
+  observeJobDuration(deps, context);
   if (state.kind === "failed") {
     await context.fail(state.failure);
     return;
   }
   reportJobUsage(deps, context, state.usage);
   await keepResult(deps.keep, context.started, state, context.signal, context.end());
+}
+
+/**
+ * A finished job's time, as the GenAI operation's duration (a held call's is
+ * its call's): from the task's start, which a hand-over keeps and the
+ * submission follows at once, to the answer that told the job ended.
+ */
+function observeJobDuration(deps: SubmitPollDeps, context: RunContext): void {
+  const { started } = context;
+  const startedMs = started.startedMs ?? (started.started_at ?? 0) * 1000;
+  deps.metrics.genAiOperationDuration
+    .series("image_generation", started.model)
+    .observe(Math.max(0, Date.now() - startedMs) / 1000);
 }
 
 /**

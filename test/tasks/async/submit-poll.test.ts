@@ -111,6 +111,13 @@ describe.each(DIALECTS)("a channel with async: %s", (dialect) => {
       expect(counter(metrics, "gen_ai_client_token_usage_sum", series), type).toBe(tokens);
       expect(counter(metrics, "gen_ai_client_token_usage_count", series), type).toBe(1);
     }
+    // The generation's duration is the job's (submitted, then polled after pollSec: 1 s), once;
+    // not the submission call's few milliseconds.
+    const operation = { operation: "image_generation", model: "gpt-image-1" };
+    expect(counter(metrics, "gen_ai_client_operation_duration_seconds_count", operation)).toBe(1);
+    expect(
+      counter(metrics, "gen_ai_client_operation_duration_seconds_sum", operation),
+    ).toBeGreaterThanOrEqual(0.9);
   });
 
   it("fails the task with the job's error, scrubbed of the channel's key", async () => {
