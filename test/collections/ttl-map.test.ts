@@ -6,6 +6,12 @@ import { TtlMap } from "../../src/collections/ttl-map.js";
  * (the least recently used forgotten first); by write, the memory store's
  * small entries (the oldest written first). An expired entry is never answered.
  */
+/** A deterministic stream of numbers in (0, 1) (Park and Miller's generator). */
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => (state = (state * 48271) % 2147483647) / 2147483647;
+}
+
 describe("TtlMap by use", () => {
   it("forgets the least recently used entry past its bound", () => {
     const cache = new TtlMap<number>(3, { order: "use", now: () => 0 });
@@ -29,8 +35,7 @@ describe("TtlMap by use", () => {
       reference.push(key);
     };
     // A deterministic mix of new keys, hits and deletes.
-    let seed = 7;
-    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const random = seeded(7);
     for (let step = 0; step < 20_000; step += 1) {
       const key = `k${Math.floor(random() * 120)}`;
       const roll = random();
@@ -80,8 +85,7 @@ describe("TtlMap by write", () => {
   it("keeps the same entries as a plain first-written list over a long mixed run", () => {
     const map = new TtlMap<number>(50, { order: "write", now: () => 0 });
     const reference: string[] = []; // oldest written first
-    let seed = 11;
-    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const random = seeded(11);
     for (let step = 0; step < 20_000; step += 1) {
       const key = `k${Math.floor(random() * 120)}`;
       const roll = random();

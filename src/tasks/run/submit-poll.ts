@@ -213,11 +213,11 @@ async function finishWith(deps: SubmitPollDeps, context: RunContext, state: JobE
  * submission follows at once, to the answer that told the job ended.
  */
 function observeJobDuration(deps: SubmitPollDeps, context: RunContext): void {
-  const { started } = context;
-  const startedMs = started.startedMs ?? (started.started_at ?? 0) * 1000;
+  // The run's start as the task line counts it, on the same clock.
+  const startedMs = context.end().startedMs ?? deps.keep.now();
   deps.metrics.genAiOperationDuration
-    .series("image_generation", started.model)
-    .observe(Math.max(0, Date.now() - startedMs) / 1000);
+    .series("image_generation", context.started.model)
+    .observe(Math.max(0, deps.keep.now() - startedMs) / 1000);
 }
 
 /**
