@@ -123,7 +123,14 @@ function taskLines(tasks) {
       target: "Redis, 3 replicas: CPU per submission <= 1.3x one replica's",
       s: tasks?.redis3VsRedis1,
       limit: 1.3,
-      measured: `${us(perTask("redis-3"))} vs ${us(perTask("redis-1"))} per task`,
+      measured: [
+        `${us(perTask("redis-3"))} vs ${us(perTask("redis-1"))} per task`,
+        tasks?.redis3VsRedis1Chat
+          ? `a chat on the same replicas ${fmtRatio(tasks.redis3VsRedis1Chat.median)} one's (three processes on one core)`
+          : "",
+      ]
+        .filter(Boolean)
+        .join("; "),
     }),
   ];
 }
@@ -145,6 +152,7 @@ function memoryLines(memory) {
       }),
     });
   }
+  lines.push(...freshLines(memory?.fresh, memory?.malloc));
   const tuned = memory?.malloc;
   for (const key of HOLD) {
     const x = setups[key];
@@ -168,6 +176,29 @@ function memoryLines(memory) {
     lines.push(line);
   }
   return lines;
+}
+
+/** The issue's own check: real-size tasks on Redis from a fresh start (fresh-start.mjs). */
+function freshLines(fresh, tuned) {
+  if (!fresh) return [];
+  const what = `${fmt(fresh.tasks)} real-size tasks from a fresh start, Redis, default image directory`;
+  const one = (value) => ({ median: value, min: value, max: value, n: 1 });
+  const cpu = ratioLine({
+    target: `${what}: service CPU per task <= 10 ms`,
+    s: one(fresh.cpuMsPerTask / 10),
+    limit: 1,
+    measured: `${fmt(fresh.cpuMsPerTask, 1)} ms (first ${fmt(Math.min(fresh.step, fresh.tasks))}: ${fmt(fresh.stepMsPerTask[0], 1)} ms)`,
+  });
+  const rss = ratioLine({
+    target: `${what}: RSS after them < 200 MB without allocator tuning`,
+    s: one((fresh.rssAfterMiB * MIB) / 1e6 / LIMIT_MB),
+    limit: 1,
+    measured: `${fmt((fresh.rssAfterMiB * MIB) / 1e6)} MB (before: ${fmt((fresh.rssBeforeMiB * MIB) / 1e6)} MB)`,
+  });
+  if (tuned) rss.met = null;
+  // A run with failed tasks measured something else.
+  if (fresh.failed > 0) cpu.met = rss.met = null;
+  return [cpu, rss];
 }
 
 /**

@@ -95,4 +95,31 @@ export function summarize(out, setups) {
         .map((setup) => holdRow(setup, f(setup))),
     },
   ];
+  const { fresh } = out.figures;
+  if (fresh) out.tables.unshift(freshTable(fresh));
+}
+
+/** The fresh start's table (see fresh-start.mjs): one row. */
+function freshTable(x) {
+  return {
+    title: `Real-size tasks from a fresh start (Redis, images in the default directory's place, ${fmt(x.concurrency)} at a time)`,
+    columns: [
+      "tasks",
+      "service CPU ms/task",
+      `per step of ${fmt(x.step)} (ms/task)`,
+      "RSS before MiB",
+      "RSS after MiB",
+      "failed",
+    ],
+    rows: [
+      [
+        fmt(x.tasks),
+        fmt(x.cpuMsPerTask, 1),
+        x.stepMsPerTask.map((v) => fmt(v, 1)).join(", "),
+        fmt(x.rssBeforeMiB, 1),
+        fmt(x.rssAfterMiB, 1),
+        fmt(x.failed),
+      ],
+    ],
+  };
 }

@@ -49,6 +49,10 @@ export function summarize(out, setups) {
   const f = out.figures.setups;
   out.figures.redis1VsMemory = pairedBy(samples["redis-1"], samples.memory, perTask);
   out.figures.redis3VsRedis1 = pairedBy(samples["redis-3"], samples["redis-1"], perTask);
+  // Three processes on the core under test, without task work: the chat passthrough's CPU.
+  out.figures.redis3VsRedis1Chat = samples["redis-3"]?.[0]?.chat
+    ? pairedBy(samples["redis-3"], samples["redis-1"], (sample) => sample.chat.cpuUsPerRequest)
+    : null;
   out.figures.redis1VsMemoryBaseline = pairedBy(
     samples["redis-1-baseline"],
     samples["memory-baseline"],
@@ -93,7 +97,7 @@ export function summarize(out, setups) {
   const chatRows = setups.filter((setup) => f[setup.key]?.chat);
   if (chatRows.length) {
     out.tables.push({
-      title: "Tasks: a poll against a chat passthrough (same service, concurrency 32)",
+      title: "Tasks: a poll against a chat passthrough (on the same services, concurrency 32)",
       columns: ["store", "chat/s", "CPU µs/chat", "polls/s", "CPU µs/poll", "poll vs chat"],
       rows: chatRows.map((setup) => {
         const x = f[setup.key];

@@ -1,0 +1,78 @@
+// The issue's own check of real-size tasks, as a user would run it: a service started anew on
+// Redis, its images where the default `./data/images` puts them (data/images under the
+// service's folder: here the run's temp folder, on disk), then N url tasks at a low concurrency
+// from its very first task, with no warm-up. A fresh process's first tasks cost more than the
+// throughput rounds' warmed ones (V8 compiles the task path once, and memory is touched for the
+// first time), and this check counts them: service CPU per task over all of them and per step,
+// RSS before the first task and after the last (no forced GC, no allocator tuning).
+import { join } from "node:path";
+import { pick } from "./mode.mjs";
+import { startOn, submitJob } from "./real-size.mjs";
+import { REDIS_URL } from "./redis-keys.mjs";
+import { cpuMicros, MIB } from "./stats.mjs";
+import { waitFinished } from "./task-client.mjs";
+
+/** Tasks in flight at once (each a `Prefer: wait` submission): a client with a few workers. */
+export const FRESH_CONCURRENCY = 4;
+/** Tasks per step of the CPU figures. */
+const STEP = 50;
+
+/** How many tasks the check runs: the issue's 300 in a full run. */
+export const freshTasks = (options) => pick(options, { smoke: 8, quick: 100, full: 300 });
+
+/**
+ * Runs the check on its own service (stopped after it): `{ tasks, concurrency, step,
+ * cpuMsPerTask, stepMsPerTask[], rssBeforeMiB, rssAfterMiB, failed }`.
+ */
+export async function measureFreshStart(ctx, { channel, loader }) {
+  const tasks = freshTasks(ctx.options);
+  const dir = join(ctx.tempDir, "fresh");
+  const where = {
+    dir,
+    storeUrl: REDIS_URL,
+    prefix: ctx.redisPrefix("fresh"),
+    images: { url: `file://${join(dir, "data", "images")}` },
+  };
+  const service = await startOn(ctx, channel, where, { retentionSec: 3600, label: "fresh" });
+  try {
+    const first = await service.stats();
+    const stepMsPerTask = [];
+    let last = first;
+    let failed = 0;
+    for (let done = 0; done < tasks;) {
+      const count = Math.min(STEP, tasks - done);
+      const run = await loader.run({
+        ...submitJob(service, "url", 60),
+        concurrency: FRESH_CONCURRENCY,
+        count,
+        timeoutMs: Math.max(1000, Math.min(120_000, ctx.deadline - 5000 - Date.now())),
+      });
+      const ids = run.ids ?? [];
+      failed += count - ids.length;
+      // Each answer came when its task ended (`Prefer: wait`); the last one read makes sure.
+      if (ids.length > 0) {
+        const end = await waitFinished(service.url, ids.at(-1), {
+          signal: ctx.signal,
+          deadline: ctx.deadline - 5000,
+        });
+        if (end.status !== "completed") failed += 1;
+      }
+      const now = await service.stats();
+      stepMsPerTask.push(cpuMicros(last, now) / 1000 / count);
+      last = now;
+      done += count;
+    }
+    return {
+      tasks,
+      concurrency: FRESH_CONCURRENCY,
+      step: STEP,
+      cpuMsPerTask: cpuMicros(first, last) / 1000 / tasks,
+      stepMsPerTask,
+      rssBeforeMiB: first.memory.rss / MIB,
+      rssAfterMiB: last.memory.rss / MIB,
+      failed,
+    };
+  } finally {
+    await service.stop();
+  }
+}

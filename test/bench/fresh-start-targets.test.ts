@@ -1,0 +1,88 @@
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { describe, expect, it } from "vitest";
+
+interface TargetLine {
+  target: string;
+  measured: string;
+  met: boolean | null;
+}
+interface Table {
+  title: string;
+  rows: string[][];
+}
+interface Fresh {
+  tasks: number;
+  concurrency: number;
+  step: number;
+  cpuMsPerTask: number;
+  stepMsPerTask: number[];
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+  failed: number;
+}
+
+// Paths in variables: the bench is plain JavaScript without type declarations.
+const lib = (name: string) =>
+  pathToFileURL(resolve(import.meta.dirname, `../../bench/lib/${name}`)).href;
+const { issueTargets } = (await import(lib("issue-targets.mjs"))) as {
+  issueTargets(phases: Record<string, { figures: unknown }>): TargetLine[];
+};
+const { summarize } = (await import(lib("memory-report.mjs"))) as {
+  summarize(out: { figures: unknown; tables?: Table[] }, setups: unknown[]): void;
+};
+
+const fresh = (changes: Partial<Fresh> = {}): Fresh => ({
+  tasks: 300,
+  concurrency: 4,
+  step: 50,
+  cpuMsPerTask: 8.4,
+  stepMsPerTask: [12.6, 8.2, 8.2, 6.6, 7, 6],
+  rssBeforeMiB: 118,
+  rssAfterMiB: 159,
+  failed: 0,
+  ...changes,
+});
+
+/** The fresh start's two target lines, as the bench prints them. */
+function freshTargets(figures: Record<string, unknown>) {
+  const lines = issueTargets({ memory: { figures: { setups: {}, ...figures } } });
+  return lines.filter((line) => /from a fresh start/.test(line.target));
+}
+
+describe("the memory phase's fresh start (the issue's 300 real-size tasks)", () => {
+  it("prints a CPU and an RSS target line, met by the figures", () => {
+    const [cpu, rss] = freshTargets({ fresh: fresh() });
+    expect(cpu?.target).toBe(
+      "300 real-size tasks from a fresh start, Redis, default image directory: service CPU per task <= 10 ms",
+    );
+    expect(cpu?.measured).toBe("8.4 ms (first 50: 12.6 ms)");
+    expect(cpu?.met).toBe(true);
+    expect(rss?.target).toMatch(/RSS after them < 200 MB without allocator tuning$/);
+    expect(rss?.measured).toBe("167 MB (before: 124 MB)");
+    expect(rss?.met).toBe(true);
+  });
+
+  it("says not met past the limits, and decides nothing when a task failed or malloc was tuned", () => {
+    const [cpu, rss] = freshTargets({ fresh: fresh({ cpuMsPerTask: 11.2, rssAfterMiB: 200 }) });
+    expect(cpu?.met).toBe(false);
+    expect(rss?.met).toBe(false);
+    const failed = freshTargets({ fresh: fresh({ failed: 1 }) });
+    expect(failed.map((line) => line.met)).toEqual([null, null]);
+    const tuned = freshTargets({ fresh: fresh(), malloc: "131072" });
+    expect(tuned.map((line) => line.met)).toEqual([true, null]);
+  });
+
+  it("has no line without the figures (no Redis), and a table of its own with them", () => {
+    expect(freshTargets({})).toEqual([]);
+    const out: { figures: unknown; tables?: Table[] } = {
+      figures: { rounds: 5, tasksPerRound: 60, tasks: 10_000, setups: {}, fresh: fresh() },
+    };
+    summarize(out, []);
+    const table = out.tables?.[0];
+    expect(table?.title).toMatch(/^Real-size tasks from a fresh start/);
+    expect(table?.rows).toEqual([
+      ["300", "8.4", "12.6, 8.2, 8.2, 6.6, 7.0, 6.0", "118.0", "159.0", "0"],
+    ]);
+  });
+});
