@@ -86,3 +86,34 @@ describe("the memory phase's fresh start (the issue's 300 real-size tasks)", () 
     ]);
   });
 });
+
+describe("the three-replica target's control (the tasks phase's chat on both Redis setups)", () => {
+  const spread = (median: number) => ({ median, min: median, max: median, n: 1 });
+  const tasks = (figures: Record<string, unknown>) => {
+    const lines = issueTargets({
+      tasks: {
+        figures: {
+          setups: {
+            "redis-1": { submissions: { cpuUsPerTask: spread(1036) } },
+            "redis-3": { submissions: { cpuUsPerTask: spread(3367) } },
+          },
+          redis3VsRedis1: spread(3.25),
+          ...figures,
+        },
+      },
+    });
+    return lines.find((line) => /3 replicas/.test(line.target));
+  };
+
+  it("prints what a chat costs on three replicas against one beside the target", () => {
+    const line = tasks({ redis3VsRedis1Chat: spread(1.68) });
+    expect(line?.measured).toBe(
+      "3,367 µs vs 1,036 µs per task; a chat on the same replicas 1.68x one's (three processes on one core)",
+    );
+    expect(line?.met).toBe(false);
+  });
+
+  it("prints the task figures alone when the chat was not measured", () => {
+    expect(tasks({ redis3VsRedis1Chat: null })?.measured).toBe("3,367 µs vs 1,036 µs per task");
+  });
+});
