@@ -10,7 +10,7 @@ import { pick } from "./mode.mjs";
 import { startOn, submitJob } from "./real-size.mjs";
 import { REDIS_URL } from "./redis-keys.mjs";
 import { cpuMicros, MIB } from "./stats.mjs";
-import { waitFinished } from "./task-client.mjs";
+import { getTask, waitFinished } from "./task-client.mjs";
 
 /** Tasks in flight at once (each a `Prefer: wait` submission): a client with a few workers. */
 export const FRESH_CONCURRENCY = 4;
@@ -37,8 +37,8 @@ export async function measureFreshStart(ctx, { channel, loader }) {
   try {
     const first = await service.stats();
     const stepMsPerTask = [];
+    const ids = [];
     let last = first;
-    let failed = 0;
     for (let done = 0; done < tasks;) {
       const count = Math.min(STEP, tasks - done);
       const run = await loader.run({
@@ -47,20 +47,25 @@ export async function measureFreshStart(ctx, { channel, loader }) {
         count,
         timeoutMs: Math.max(1000, Math.min(120_000, ctx.deadline - 5000 - Date.now())),
       });
-      const ids = run.ids ?? [];
-      failed += count - ids.length;
+      const accepted = run.ids ?? [];
+      ids.push(...accepted);
       // Each answer came when its task ended (`Prefer: wait`); the last one read makes sure.
-      if (ids.length > 0) {
-        const end = await waitFinished(service.url, ids.at(-1), {
+      if (accepted.length > 0) {
+        await waitFinished(service.url, accepted.at(-1), {
           signal: ctx.signal,
           deadline: ctx.deadline - 5000,
         });
-        if (end.status !== "completed") failed += 1;
       }
       const now = await service.stats();
       stepMsPerTask.push(cpuMicros(last, now) / 1000 / count);
       last = now;
       done += count;
+    }
+    // Read once the figures are taken: every task that did not end completed (refused ones too).
+    let completed = 0;
+    for (const id of ids) {
+      const { task } = await getTask(service.url, id, { signal: ctx.signal });
+      if (task?.status === "completed") completed += 1;
     }
     return {
       tasks,
@@ -70,7 +75,7 @@ export async function measureFreshStart(ctx, { channel, loader }) {
       stepMsPerTask,
       rssBeforeMiB: first.memory.rss / MIB,
       rssAfterMiB: last.memory.rss / MIB,
-      failed,
+      failed: tasks - completed,
     };
   } finally {
     await service.stop();

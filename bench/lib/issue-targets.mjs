@@ -4,7 +4,7 @@
 // instructions (callgrind, concurrency 1). A target is met when the median is; "spread
 // crosses" says the rounds fell on both sides of the limit (a closer look is needed).
 import { HOLD } from "./real-size.mjs";
-import { fmt, fmtRatio, fmtSpread, MIB } from "./stats.mjs";
+import { fmt, fmtRatio, fmtSpread, MIB, spread } from "./stats.mjs";
 
 const LIMIT_MB = 200;
 
@@ -182,16 +182,15 @@ function memoryLines(memory) {
 function freshLines(fresh, tuned) {
   if (!fresh) return [];
   const what = `${fmt(fresh.tasks)} real-size tasks from a fresh start, Redis, default image directory`;
-  const one = (value) => ({ median: value, min: value, max: value, n: 1 });
   const cpu = ratioLine({
     target: `${what}: service CPU per task <= 10 ms`,
-    s: one(fresh.cpuMsPerTask / 10),
+    s: spread([fresh.cpuMsPerTask / 10]),
     limit: 1,
     measured: `${fmt(fresh.cpuMsPerTask, 1)} ms (first ${fmt(Math.min(fresh.step, fresh.tasks))}: ${fmt(fresh.stepMsPerTask[0], 1)} ms)`,
   });
   const rss = ratioLine({
     target: `${what}: RSS after them < 200 MB without allocator tuning`,
-    s: one((fresh.rssAfterMiB * MIB) / 1e6 / LIMIT_MB),
+    s: spread([(fresh.rssAfterMiB * MIB) / 1e6 / LIMIT_MB]),
     limit: 1,
     measured: `${fmt((fresh.rssAfterMiB * MIB) / 1e6)} MB (before: ${fmt((fresh.rssBeforeMiB * MIB) / 1e6)} MB)`,
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TtlMap } from "../../src/collections/ttl-map.js";
+import { TtlMap, type EvictionOrder } from "../../src/collections/ttl-map.js";
 
 /*
  * Bounded maps with expiry: by use, the forward mode's caches of checked keys
@@ -10,6 +10,43 @@ import { TtlMap } from "../../src/collections/ttl-map.js";
 function seeded(seed: number): () => number {
   let state = seed;
   return () => (state = (state * 48271) % 2147483647) / 2147483647;
+}
+
+/**
+ * 20,000 steps of new keys, hits and deletes on a TtlMap of 50 entries, each
+ * checked against a plain list in eviction order (first out first): by use, a
+ * read or a write moves a key to the end; by write, only a key's first write
+ * places it. Resolves the map and the list after the run.
+ */
+function runBesideList(order: EvictionOrder, seed: number) {
+  const map = new TtlMap<number>(50, { order, now: () => 0 });
+  const list: string[] = [];
+  const remove = (key: string) => {
+    const at = list.indexOf(key);
+    if (at !== -1) list.splice(at, 1);
+  };
+  const place = (key: string) => {
+    if (order === "use") remove(key);
+    if (!list.includes(key)) list.push(key);
+  };
+  const random = seeded(seed);
+  for (let step = 0; step < 20_000; step += 1) {
+    const key = `k${Math.floor(random() * 120)}`;
+    const roll = random();
+    if (roll < 0.45) {
+      map.set(key, step, 1_000);
+      place(key);
+      if (list.length > 50) list.shift();
+    } else if (roll < 0.9) {
+      const hit = map.get(key) !== undefined;
+      expect(hit).toBe(list.includes(key));
+      if (hit && order === "use") place(key);
+    } else {
+      map.delete(key);
+      remove(key);
+    }
+  }
+  return { map, list };
 }
 
 describe("TtlMap by use", () => {
@@ -27,34 +64,9 @@ describe("TtlMap by use", () => {
   });
 
   it("keeps the same entries as a plain least-recently-used list over a long mixed run", () => {
-    const cache = new TtlMap<number>(50, { order: "use", now: () => 0 });
-    const reference: string[] = []; // least recently used first
-    const use = (key: string) => {
-      const at = reference.indexOf(key);
-      if (at !== -1) reference.splice(at, 1);
-      reference.push(key);
-    };
-    // A deterministic mix of new keys, hits and deletes.
-    const random = seeded(7);
-    for (let step = 0; step < 20_000; step += 1) {
-      const key = `k${Math.floor(random() * 120)}`;
-      const roll = random();
-      if (roll < 0.45) {
-        cache.set(key, step, 1_000);
-        use(key);
-        if (reference.length > 50) reference.shift();
-      } else if (roll < 0.9) {
-        const hit = cache.get(key) !== undefined;
-        expect(hit).toBe(reference.includes(key));
-        if (hit) use(key);
-      } else {
-        cache.delete(key);
-        const at = reference.indexOf(key);
-        if (at !== -1) reference.splice(at, 1);
-      }
-    }
-    expect(cache.size).toBe(reference.length);
-    for (const key of reference) expect(cache.get(key)).toBeDefined();
+    const { map, list } = runBesideList("use", 7);
+    expect(map.size).toBe(list.length);
+    for (const key of list) expect(map.get(key)).toBeDefined();
   });
 
   it("answers nothing for an expired entry", () => {
@@ -83,25 +95,8 @@ describe("TtlMap by write", () => {
   });
 
   it("keeps the same entries as a plain first-written list over a long mixed run", () => {
-    const map = new TtlMap<number>(50, { order: "write", now: () => 0 });
-    const reference: string[] = []; // oldest written first
-    const random = seeded(11);
-    for (let step = 0; step < 20_000; step += 1) {
-      const key = `k${Math.floor(random() * 120)}`;
-      const roll = random();
-      if (roll < 0.45) {
-        map.set(key, step, 1_000);
-        if (!reference.includes(key)) reference.push(key);
-        if (reference.length > 50) reference.shift();
-      } else if (roll < 0.9) {
-        expect(map.get(key) !== undefined).toBe(reference.includes(key));
-      } else {
-        map.delete(key);
-        const at = reference.indexOf(key);
-        if (at !== -1) reference.splice(at, 1);
-      }
-    }
-    expect(map.size).toBe(reference.length);
+    const { map, list } = runBesideList("write", 11);
+    expect(map.size).toBe(list.length);
   });
 
   it("answers nothing for an expired entry, and drops it", () => {
