@@ -199,6 +199,7 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   const maintenance = new TaskMaintenance({
     ...{ store, queue, imageStore: deps.imageStore, webhooks, metrics, logger, now },
     shared: config.deployment.shared,
+    primary: backend.redis,
   });
   const service = createTaskService({
     ...{ config, store, images, queue, finisher, access, sealer },

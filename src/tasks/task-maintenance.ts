@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { ImageStore } from "../images/image-store.js";
 import { sweepExpiredImages } from "../images/sweep-expired-images.js";
 import type { Metrics } from "../metrics/create-metrics.js";
+import type { RedisPrimaryWatch } from "../redis/redis-primary.js";
 import type { QueueCounts, TaskQueue } from "./core/task-queue.js";
 import type { TaskStore } from "./core/task-store.js";
 import type { TaskWebhooks } from "./webhooks/task-webhooks.js";
@@ -49,6 +50,12 @@ export interface TaskMaintenanceDeps {
   webhooks: Pick<TaskWebhooks, "drainOutbox">;
   metrics: Metrics;
   logger: Logger;
+  /**
+   * On Redis, the primary this process writes to: after a switch, an adoption
+   * pass follows in {@link ADOPT_SOON_MS} (what the old primary acknowledged
+   * and never passed on, a task's job among it, is gone).
+   */
+  primary?: Pick<RedisPrimaryWatch, "status" | "onChange">;
   /** Replicas share the store: a young outbox entry belongs to the replica that finished it. */
   shared: boolean;
   now: () => number;
@@ -103,6 +110,7 @@ export class TaskMaintenance {
   async start(): Promise<void> {
     const { deps } = this;
     await this.drainOutbox(deps.shared ? OUTBOX_GRACE_MS : 0);
+    this.adoptAfterSwitches();
     // The cluster's queue, read at scrape time; while the store is away, the last known one.
     deps.metrics.watchQueue(async () => {
       this.lastCounts = await deps.queue.counts().catch(() => this.lastCounts);
@@ -126,6 +134,17 @@ export class TaskMaintenance {
     for (const timer of this.timers.splice(0)) clearInterval(timer);
     this.stopped = true;
     clearTimeout(this.adoptTimer);
+  }
+
+  /** An adoption pass soon after each switch of the Redis primary (see `primary`). */
+  private adoptAfterSwitches(): void {
+    const { primary } = this.deps;
+    if (!primary) return;
+    let switches = primary.status().switches;
+    primary.onChange((status) => {
+      if (status.switches > switches) this.adoptSoon();
+      switches = status.switches;
+    });
   }
 
   /** Queues the webhook events the outbox has held at least `minAgeMs`. */

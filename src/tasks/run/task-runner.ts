@@ -67,7 +67,9 @@ export interface TaskRunner {
  * channel call bounded by the timeout and the lease, then `completed` or
  * `failed`. Only the run holding the lease writes the end (`attempts` names
  * it). A task's own failure never rejects; a store that cannot be written
- * does, and the queue runs the task again later.
+ * does, and the queue runs the task again later; a completion is first
+ * written again for a minute (see `TaskFinisher.complete`), so that a
+ * generation paid for is not made twice.
  */
 export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;

@@ -18,6 +18,16 @@ import type { Span } from "../../tracing/tracer.js";
 import { taskLine } from "./task-line.js";
 import { logFields } from "../../logging/log-fields.js";
 
+/**
+ * How long a run's completion is written again while the task store fails:
+ * a Redis failover takes seconds (Sentinel's default `down-after-milliseconds`
+ * alone is 30 s).
+ */
+const COMPLETE_RETRY_MS = 60_000;
+/** The first wait after a failed completion, doubled up to the last. */
+const FIRST_RETRY_MS = 250;
+const LAST_RETRY_MS = 1_000;
+
 /** Dependencies of {@link createTaskFinisher}. */
 export interface TaskFinisherDeps {
   store: TaskStore;
@@ -25,6 +35,8 @@ export interface TaskFinisherDeps {
   metrics: Metrics;
   logger: Logger;
   limits: Config["imageTasks"];
+  /** How long a run's completion is retried while the store fails. Default 60 s. */
+  completeRetryMs?: number;
   /** Where an edit's input images are deleted once its task has finished. */
   images: Pick<TaskImages, "deleteInputs">;
   now: () => number;
@@ -74,7 +86,8 @@ export interface TaskFinisher {
   /**
    * `in_progress -> completed` by run `attempts`, with what the record keeps
    * of its images (stored already, under keys made for the expiry of a task
-   * completing at `atMs`).
+   * completing at `atMs`). A store that fails is tried again for up to a
+   * minute (`completeRetryMs`) before this rejects.
    */
   complete(
     task: FinishingTask,
@@ -217,24 +230,49 @@ async function complete(
   options: { atMs?: number; end?: RunEnd; more?: KindFields } = {},
 ): Promise<TaskRecord | undefined> {
   const atMs = options.atMs ?? s.now();
-  return finished(
-    s,
-    await s.store.transition(
-      task.id,
-      "in_progress",
-      {
-        status: "completed",
-        completed_at: Math.floor(atMs / 1000),
-        expires_at: expiresAt(s, atMs, task),
-        images: result.images,
-        ...(result.usage === undefined ? {} : { usage: result.usage }),
-        sealedCredential: undefined,
-        ...options.more,
-      },
-      { ttlMs: retentionMs(s, task), attempts },
-    ),
-    options.end,
-  );
+  const patch = {
+    status: "completed",
+    completed_at: Math.floor(atMs / 1000),
+    expires_at: expiresAt(s, atMs, task),
+    images: result.images,
+    ...(result.usage === undefined ? {} : { usage: result.usage }),
+    sealedCredential: undefined,
+    ...options.more,
+  } as const;
+  const write = () =>
+    s.store.transition(task.id, "in_progress", patch, { ttlMs: retentionMs(s, task), attempts });
+  return finished(s, await writeCompletion(s, task.id, attempts, write), options.end);
+}
+
+/**
+ * A run's completion, written again while the task store fails (an outage,
+ * a Redis failover), for {@link COMPLETE_RETRY_MS} at most: the generation
+ * the run paid for is kept, where the queue would start the task again and
+ * make it twice. A write whose answer was lost may have landed: a record
+ * completed by this run (its `attempts`; only a run writes `completed`) says so.
+ */
+async function writeCompletion(
+  s: FinisherState,
+  id: string,
+  attempts: number,
+  write: () => Promise<TaskRecord | undefined>,
+): Promise<TaskRecord | undefined> {
+  let until: number | undefined;
+  for (let wait = FIRST_RETRY_MS; ; wait = Math.min(wait * 2, LAST_RETRY_MS)) {
+    try {
+      const record = await write();
+      if (record || until === undefined) return record;
+      const now = await s.store.get(id);
+      return now?.status === "completed" && now.attempts === attempts ? now : undefined;
+    } catch (err) {
+      // The process's clock, not the task clock `now` (which tests may hold still).
+      until ??= performance.now() + (s.completeRetryMs ?? COMPLETE_RETRY_MS);
+      const left = until - performance.now();
+      if (left <= 0) throw err;
+      s.logger.warn({ err, taskId: id }, "could not record a task's completion yet; retrying");
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)));
+    }
+  }
 }
 
 /**

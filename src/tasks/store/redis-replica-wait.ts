@@ -50,3 +50,63 @@ export async function confirmOnReplicas(
     ),
   );
 }
+
+/**
+ * How long a run's end is waited for on replicas (and written again when a
+ * failover took it back) before it is left as the primary has it.
+ */
+const FINISH_CONFIRM_MS = 60_000;
+/** The pause between two looks while replicas do not confirm a run's end. */
+const FINISH_RECHECK_MS = 500;
+
+/** A run's end just written, as {@link keepFinishOnReplicas} needs it. */
+export interface FinishedWrite {
+  client: RedisClient;
+  /** The record's key. */
+  key: string;
+  /** The record's entry as the end wrote it. */
+  text: string;
+  /** Whether an entry read now is the record as it was before the end (a failover lost the end). */
+  isBefore(text: string): boolean;
+  /** Writes the end again over the record as it was before (compare-and-set); whether it was. */
+  rewrite(): Promise<boolean>;
+}
+
+/**
+ * Waits until `minReplicas` Redis replicas hold a run's end (`WAIT`), so
+ * that a failover right after cannot take it back: the task would be run
+ * again (its generation paid twice), or its job finish with the task still
+ * in progress. While they do not confirm it, the record is read again: still
+ * this end, it is waited for again (on whichever primary holds it now); back
+ * as it was before the end (the promoted replica never had it), the end is
+ * written again; anything else (a cancel, another run) won, and this
+ * resolves false. Past {@link FINISH_CONFIRM_MS} the end stays as the primary
+ * has it (true), as without `store.minReplicas`.
+ */
+export async function keepFinishOnReplicas(
+  confirmation: Pick<ReplicaConfirmation, "minReplicas" | "waitMs">,
+  write: FinishedWrite,
+): Promise<boolean> {
+  const { minReplicas, waitMs } = confirmation;
+  const until = Date.now() + FINISH_CONFIRM_MS;
+  for (;;) {
+    const acknowledged = await waitForReplicas(write.client, write.key, minReplicas, waitMs).catch(
+      () => -1,
+    );
+    if (acknowledged >= minReplicas || Date.now() >= until) return true;
+    await new Promise((resolve) => setTimeout(resolve, FINISH_RECHECK_MS));
+    let now: string | null;
+    try {
+      now = await write.client.get(write.key);
+    } catch {
+      continue; // the store is away: wait for it
+    }
+    if (now === write.text) continue;
+    if (now === null || !write.isBefore(now)) return false;
+    try {
+      if (!(await write.rewrite())) return false;
+    } catch {
+      // the store went away again: look again
+    }
+  }
+}

@@ -2,10 +2,15 @@ import Keyv from "keyv";
 import type { RedisClient } from "../../redis/open-redis-client.js";
 import type { RedisStoreKeys } from "../../redis/redis-keys.js";
 import { createKeyvCodec, type KeyvCodec, type KeyvEntry } from "./keyv-codec.js";
-import { CREATE, LIST, TRANSITION } from "./redis-task-scripts.js";
+import { CREATE, TRANSITION } from "./redis-task-scripts.js";
+import { listOwnedTasks } from "./redis-task-lists.js";
 import { deleteRedisTask } from "./redis-task-delete.js";
 import { sweepExpired } from "./redis-task-sweep.js";
-import { confirmOnReplicas, type ReplicaConfirmation } from "./redis-replica-wait.js";
+import {
+  confirmOnReplicas,
+  keepFinishOnReplicas,
+  type ReplicaConfirmation,
+} from "./redis-replica-wait.js";
 import { createRecentEntries, type RecentEntries } from "./recent-entries.js";
 import {
   imageKeysOf,
@@ -19,8 +24,6 @@ import type {
   CreateResult,
   Idempotency,
   IdempotentAnswer,
-  OwnedPage,
-  OwnedQuery,
   TaskStore,
   TransitionOptions,
 } from "../core/task-store.js";
@@ -92,7 +95,12 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
       );
     },
     listUnfinished: () => listUnfinished(s),
-    listOwned: (owner, query) => listOwned(s, owner, query),
+    listOwned: (owner, query) =>
+      listOwnedTasks(
+        { client, keys, read: async (ids) => (await readMany(s, ids)).map(strip) },
+        owner,
+        query,
+      ),
 
     async webhookOutbox(limit) {
       const flat = await client.zrange(keys.webhookOutbox, 0, limit - 1, "WITHSCORES");
@@ -290,11 +298,26 @@ async function transition(
     const written = await writeTransition(s, current, next, nextText, ttl);
     if (written === 1 && !finished) s.recent.keep(id, nextText);
     else s.recent.drop(id);
+    // A run's end must outlive a failover: replicas confirm it, or it is written again.
+    if (written === 1 && finished && attempts !== undefined && s.replicas) {
+      const kept = await keepFinishOnReplicas(s.replicas, {
+        ...{ client: s.client, key: s.keys.task(id), text: nextText },
+        isBefore: (now) => isSameRecord(valueOf(s, now) as StoredRecord | undefined, current),
+        rewrite: async () => (await writeTransition(s, current, next, nextText, ttl)) === 1,
+      });
+      return kept ? strip(next) : undefined;
+    }
     if (written === 1) return strip(next);
     if (written === 0) return undefined;
     text = undefined;
   }
 }
+
+/** Whether `stored` is `record` as it was (the same write of it). */
+const isSameRecord = (stored: StoredRecord | undefined, record: StoredRecord) =>
+  stored?.rev === record.rev &&
+  stored.status === record.status &&
+  stored.attempts === record.attempts;
 
 /**
  * Runs the TRANSITION script (`nextText`: `next` as stored, `ttl` for a
@@ -346,38 +369,6 @@ async function listUnfinished(s: RedisTaskState): Promise<TaskRecord[]> {
     .map(strip)
     .filter((record): record is TaskRecord => Boolean(record) && !isFinished(record!.status))
     .sort((a, b) => a.created - b.created);
-}
-
-async function listOwned(
-  s: RedisTaskState,
-  owner: string,
-  { limit, after, status, nowSec }: OwnedQuery,
-): Promise<OwnedPage | undefined> {
-  const index = status ? s.keys.owned(status, owner) : s.keys.owner(owner);
-  const records: TaskRecord[] = [];
-  let from: { after?: string; max?: string } = { after };
-  // Records that expired before the sweep took them out of the index are skipped.
-  while (records.length <= limit) {
-    const want = limit + 1 - records.length;
-    const page = (await LIST.run(
-      s.client,
-      [s.keys.owner(owner), index],
-      [from.after ?? "", from.max ?? "", want],
-    )) as string[] | null;
-    if (page === null) return undefined;
-    const ids = page.filter((_, at) => at % 2 === 0);
-    if (ids.length === 0) break;
-    const found = await readMany(s, ids);
-    for (const stored of found) {
-      const record = strip(stored);
-      if (!record || (status !== undefined && record.status !== status)) continue;
-      if (isFinished(record.status) && (record.expires_at ?? Infinity) <= nowSec) continue;
-      records.push(record);
-    }
-    if (ids.length < want) break;
-    from = { max: `(${page[page.length - 1]}` };
-  }
-  return { records: records.slice(0, limit), hasMore: records.length > limit };
 }
 
 async function getOrSetMeta(

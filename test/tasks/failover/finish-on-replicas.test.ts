@@ -1,0 +1,106 @@
+import { slow } from "../../support/time-factor.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import { uniquePrefix } from "../../support/redis.js";
+import {
+  pollUntil,
+  redisCommand,
+  startSentinelSet,
+  type RedisAddress,
+  type SentinelSet,
+} from "../../support/redis-topology.js";
+import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
+import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
+import { startReplicaApps } from "./failover-load.js";
+
+// store.minReplicas keeps a run's end as it keeps a new task: on a real Sentinel set whose
+// replicas are frozen (SIGSTOP) while a run completes its task, the master that took the
+// completion dies before passing it on. The task still completes, with one generation.
+
+let set: SentinelSet;
+let upstream: FakeUpstream;
+const frozen = new Set<number>();
+
+beforeAll(async () => {
+  [set, upstream] = await Promise.all([
+    // Two replicas: the promoted one has another to confirm writes with.
+    startSentinelSet({ password: TOPOLOGY_PASSWORD, replicas: 2 }),
+    startFakeUpstream(),
+  ]);
+}, slow(60_000));
+afterAll(async () => {
+  for (const pid of frozen) process.kill(pid, "SIGCONT");
+  await Promise.all([set?.stop(), upstream?.close()]);
+});
+
+/** The pid of a Redis server, as it reports it. */
+async function pidOf(node: RedisAddress): Promise<number> {
+  const info = String(
+    await redisCommand(node, ["INFO", "server"], { password: TOPOLOGY_PASSWORD }),
+  );
+  return Number(/process_id:(\d+)/.exec(info)![1]);
+}
+
+/** The task's status as the master holds it (its record's key ends with `task:<id>`). */
+async function statusOnMaster(id: string): Promise<string | undefined> {
+  const options = { password: TOPOLOGY_PASSWORD };
+  const keys = (await redisCommand(set.master, ["KEYS", `*task:${id}`], options)) as string[];
+  const record =
+    keys.length === 1 ? await redisCommand(set.master, ["GET", keys[0]!], options) : "";
+  return /"status":"([a-z_]+)"/.exec(String(record))?.[1];
+}
+
+describe("store.minReplicas and a run's end", () => {
+  it(
+    "a completion the dead master never passed on is written again on the promoted one: completed, one generation",
+    async () => {
+      upstream.behave("images", { kind: "ok", delayMs: 1_500 });
+      const [app] = await startReplicaApps({
+        upstream,
+        count: 1,
+        store: { url: set.url, prefix: uniquePrefix("finish-replicas"), minReplicas: 1 },
+      });
+      const prompt = "completed as the master dies";
+      const id = await submitOk(app!, { prompt });
+      await waitUntil(() => upstreamPrompts(upstream).includes(prompt), "the channel call", 10_000);
+
+      // The replicas stop taking the master's writes while the channel answers; a value
+      // larger than the sockets' buffers keeps what follows it in the master's own memory.
+      const pids = await Promise.all(set.replicas.map(pidOf));
+      for (const pid of pids) {
+        process.kill(pid, "SIGSTOP");
+        frozen.add(pid);
+      }
+      await redisCommand(set.master, ["SET", "filler", "x".repeat(32 << 20)], {
+        password: TOPOLOGY_PASSWORD,
+        timeoutMs: 10_000,
+      });
+      await pollUntil(
+        "the master to hold the task completed",
+        async () => ((await statusOnMaster(id)) === "completed" ? true : undefined),
+        { timeoutMs: slow(10_000), intervalMs: 20 },
+      );
+      await set.killMaster();
+      for (const pid of pids) {
+        process.kill(pid, "SIGCONT");
+        frozen.delete(pid);
+      }
+      await set.waitForFailover(30_000);
+
+      // The store answers 503 until the service follows the promoted master.
+      await waitUntil(
+        async () => (await getTask(app!, id)).status === 200,
+        "the task store to answer again",
+        30_000,
+      );
+      const done = await waitForStatus(app!, id, ["completed", "failed"], 30_000);
+      expect(done.body.status, done.text).toBe("completed");
+      // Past the time a second run would have taken (a lease, a stalled check, the channel's 1.5 s).
+      await new Promise((resolve) => setTimeout(resolve, slow(6_000)));
+      expect(upstreamPrompts(upstream).filter((p) => p === prompt)).toHaveLength(1);
+      const again = await call(app!, "GET", `/v1/images/tasks/${id}`);
+      expect(again.body).toMatchObject({ status: "completed" });
+    },
+    slow(120_000),
+  );
+});
