@@ -270,7 +270,8 @@ async function writeCompletion(
       const left = until - performance.now();
       if (left <= 0) throw err;
       s.logger.warn({ err, taskId: id }, "could not record a task's completion yet; retrying");
-      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)));
+      // Unref'd: a store closed for good (a stop) does not hold the process up.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)).unref());
     }
   }
 }

@@ -94,7 +94,7 @@ export async function keepFinishOnReplicas(
       () => -1,
     );
     if (acknowledged >= minReplicas || Date.now() >= until) return true;
-    await new Promise((resolve) => setTimeout(resolve, FINISH_RECHECK_MS));
+    await new Promise((resolve) => setTimeout(resolve, FINISH_RECHECK_MS).unref());
     let now: string | null;
     try {
       now = await write.client.get(write.key);
