@@ -58,6 +58,46 @@ export async function confirmOnReplicas(
 const FINISH_CONFIRM_MS = 60_000;
 /** The pause between two looks while replicas do not confirm a run's end. */
 const FINISH_RECHECK_MS = 500;
+/**
+ * `WAIT`'s own deadline for runs' ends: a replica that is up acknowledges
+ * within milliseconds, and while none is, each look holds the connection
+ * (every store command behind it) this long at most.
+ */
+const FINISH_WAIT_MS = 250;
+
+/**
+ * The `WAIT` that confirms runs' ends: one at a time on the store's
+ * connection, shared by every end written before it was sent (a `WAIT`
+ * covers every write its connection sent before it). However many runs end
+ * while replicas are away, the connection is held by one `WAIT` at a time.
+ * `routeKey`: a key of the deployment, where a cluster sends it.
+ */
+export function createReplicaWaiter(
+  client: RedisClient,
+  routeKey: string,
+  minReplicas: number,
+): ReplicaWaiter {
+  let next: Promise<number> | undefined;
+  let sent: Promise<unknown> = Promise.resolve();
+  return {
+    minReplicas,
+    wait: () =>
+      (next ??= sent.then(() => {
+        next = undefined;
+        const acknowledged = waitForReplicas(client, routeKey, minReplicas, FINISH_WAIT_MS);
+        sent = acknowledged.catch(() => undefined);
+        return acknowledged;
+      })),
+  };
+}
+
+/** See {@link createReplicaWaiter}. */
+export interface ReplicaWaiter {
+  /** Replicas that must acknowledge (`store.minReplicas`). */
+  minReplicas: number;
+  /** Resolves how many replicas acknowledged every write sent before it. */
+  wait(): Promise<number>;
+}
 
 /** A run's end just written, as {@link keepFinishOnReplicas} needs it. */
 export interface FinishedWrite {
@@ -73,27 +113,25 @@ export interface FinishedWrite {
 }
 
 /**
- * Waits until `minReplicas` Redis replicas hold a run's end (`WAIT`), so
- * that a failover right after cannot take it back: the task would be run
- * again (its generation paid twice), or its job finish with the task still
- * in progress. While they do not confirm it, the record is read again: still
- * this end, it is waited for again (on whichever primary holds it now); back
- * as it was before the end (the promoted replica never had it), the end is
- * written again; anything else (a cancel, another run) won, and this
- * resolves false. Past {@link FINISH_CONFIRM_MS} the end stays as the primary
- * has it (true), as without `store.minReplicas`.
+ * Waits until `minReplicas` Redis replicas hold a run's end (`WAIT`, through
+ * `waiter`: see {@link createReplicaWaiter}), so that a failover right after
+ * cannot take it back: the task would be run again (its generation paid
+ * twice), or its job finish with the task still in progress. While they do
+ * not confirm it, the record is read again: still this end, it is waited for
+ * again (on whichever primary holds it now); back as it was before the end
+ * (the promoted replica never had it), the end is written again; anything
+ * else (a cancel, another run) won, and this resolves false. Past
+ * {@link FINISH_CONFIRM_MS} the end stays as the primary has it (true), as
+ * without `store.minReplicas`.
  */
 export async function keepFinishOnReplicas(
-  confirmation: Pick<ReplicaConfirmation, "minReplicas" | "waitMs">,
+  waiter: ReplicaWaiter,
   write: FinishedWrite,
 ): Promise<boolean> {
-  const { minReplicas, waitMs } = confirmation;
   const until = Date.now() + FINISH_CONFIRM_MS;
   for (;;) {
-    const acknowledged = await waitForReplicas(write.client, write.key, minReplicas, waitMs).catch(
-      () => -1,
-    );
-    if (acknowledged >= minReplicas || Date.now() >= until) return true;
+    const acknowledged = await waiter.wait().catch(() => -1);
+    if (acknowledged >= waiter.minReplicas || Date.now() >= until) return true;
     await new Promise((resolve) => setTimeout(resolve, FINISH_RECHECK_MS).unref());
     let now: string | null;
     try {

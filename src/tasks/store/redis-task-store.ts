@@ -8,8 +8,10 @@ import { deleteRedisTask } from "./redis-task-delete.js";
 import { sweepExpired } from "./redis-task-sweep.js";
 import {
   confirmOnReplicas,
+  createReplicaWaiter,
   keepFinishOnReplicas,
   type ReplicaConfirmation,
+  type ReplicaWaiter,
 } from "./redis-replica-wait.js";
 import { createRecentEntries, type RecentEntries } from "./recent-entries.js";
 import {
@@ -61,6 +63,8 @@ interface RedisTaskState {
   keys: RedisStoreKeys;
   /** Where a transition starts from (see {@link createRecentEntries}). */
   recent: RecentEntries;
+  /** With `replicas`: the `WAIT` runs' ends share (see {@link createReplicaWaiter}). */
+  finishWaiter: ReplicaWaiter | undefined;
 }
 
 /**
@@ -80,6 +84,9 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     idempotencyTtlMs: options.idempotencyTtlMs,
     keys,
     recent: createRecentEntries(),
+    finishWaiter:
+      options.replicas &&
+      createReplicaWaiter(client, keys.unfinished, options.replicas.minReplicas),
   };
   return {
     persistent: true,
@@ -299,8 +306,8 @@ async function transition(
     if (written === 1 && !finished) s.recent.keep(id, nextText);
     else s.recent.drop(id);
     // A run's end must outlive a failover: replicas confirm it, or it is written again.
-    if (written === 1 && finished && attempts !== undefined && s.replicas) {
-      const kept = await keepFinishOnReplicas(s.replicas, {
+    if (written === 1 && finished && attempts !== undefined && s.finishWaiter) {
+      const kept = await keepFinishOnReplicas(s.finishWaiter, {
         ...{ client: s.client, key: s.keys.task(id), text: nextText },
         isBefore: (now) => isSameRecord(valueOf(s, now) as StoredRecord | undefined, current),
         rewrite: async () => (await writeTransition(s, current, next, nextText, ttl)) === 1,

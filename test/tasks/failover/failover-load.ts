@@ -22,6 +22,8 @@ export async function startReplicaApps(options: {
   store: Record<string, unknown> & { url: string; prefix: string };
   count?: number;
   config?: Record<string, unknown>;
+  /** Over the replicas' own (4 tasks at a time, a 2 s lease). */
+  imageTasks?: { maxConcurrent?: number };
 }): Promise<TestApp[]> {
   const { prefix } = options.store;
   onTestFinished(() => rm(imagesDirOf(prefix), { recursive: true, force: true }));
@@ -29,7 +31,7 @@ export async function startReplicaApps(options: {
   for (let i = 0; i < (options.count ?? 2); i += 1) {
     const app = await startTestApp({
       upstream: options.upstream,
-      imageTasks: { maxConcurrent: 4, leaseSec: leaseSec(2) },
+      imageTasks: { maxConcurrent: 4, leaseSec: leaseSec(2), ...options.imageTasks },
       config: {
         store: { commandTimeoutSec: COMMAND_TIMEOUT_SEC, ...options.store },
         images: { url: `file://${imagesDirOf(prefix)}` },

@@ -50,7 +50,58 @@ async function statusOnMaster(id: string): Promise<string | undefined> {
   return /"status":"([a-z_]+)"/.exec(String(record))?.[1];
 }
 
+/** Freezes (SIGSTOP) the set's replicas; resolves a call that thaws them. */
+async function freezeReplicas(): Promise<() => void> {
+  const pids = await Promise.all(set.replicas.map(pidOf));
+  for (const pid of pids) {
+    process.kill(pid, "SIGSTOP");
+    frozen.add(pid);
+  }
+  return () => {
+    for (const pid of pids) {
+      process.kill(pid, "SIGCONT");
+      frozen.delete(pid);
+    }
+  };
+}
+
 describe("store.minReplicas and a run's end", () => {
+  it(
+    "while no replica confirms, eight runs waiting on their ends leave the store answering polls",
+    async () => {
+      upstream.behave("images", { kind: "ok", delayMs: 300 });
+      const [app] = await startReplicaApps({
+        upstream,
+        count: 1,
+        imageTasks: { maxConcurrent: 8 },
+        store: { url: set.url, prefix: uniquePrefix("finish-waits"), minReplicas: 1 },
+      });
+      const ids = await Promise.all(
+        Array.from({ length: 8 }, (_, n) => submitOk(app!, { prompt: `waiting end ${n}` })),
+      );
+      await waitUntil(() => upstreamPrompts(upstream).length >= 8, "the eight channel calls");
+      const thaw = await freezeReplicas();
+      try {
+        // Every run has its image and waits for replicas to hold its end.
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        for (const id of ids) {
+          const started = performance.now();
+          expect((await getTask(app!, id)).status).toBe(200);
+          // One WAIT at a time holds the connection (250 ms at most), not one per run.
+          expect(performance.now() - started).toBeLessThan(slow(1_000));
+        }
+      } finally {
+        thaw();
+      }
+      for (const id of ids) {
+        expect((await waitForStatus(app!, id, ["completed", "failed"], 20_000)).body.status).toBe(
+          "completed",
+        );
+      }
+    },
+    slow(60_000),
+  );
+
   it(
     "a completion the dead master never passed on is written again on the promoted one: completed, one generation",
     async () => {
@@ -66,11 +117,7 @@ describe("store.minReplicas and a run's end", () => {
 
       // The replicas stop taking the master's writes while the channel answers; a value
       // larger than the sockets' buffers keeps what follows it in the master's own memory.
-      const pids = await Promise.all(set.replicas.map(pidOf));
-      for (const pid of pids) {
-        process.kill(pid, "SIGSTOP");
-        frozen.add(pid);
-      }
+      const thaw = await freezeReplicas();
       await redisCommand(set.master, ["SET", "filler", "x".repeat(32 << 20)], {
         password: TOPOLOGY_PASSWORD,
         timeoutMs: 10_000,
@@ -81,10 +128,7 @@ describe("store.minReplicas and a run's end", () => {
         { timeoutMs: slow(10_000), intervalMs: 20 },
       );
       await set.killMaster();
-      for (const pid of pids) {
-        process.kill(pid, "SIGCONT");
-        frozen.delete(pid);
-      }
+      thaw();
       await set.waitForFailover(30_000);
 
       // The store answers 503 until the service follows the promoted master.
