@@ -4,7 +4,7 @@ import { expect, onTestFinished } from "vitest";
 import type { FakeUpstream } from "../../support/fake-upstream.js";
 import { imagesDirOf } from "../../support/redis.js";
 import { startTestApp, type TestApp } from "../../support/start-test-app.js";
-import { submit, waitForStatus, waitUntil, type Target } from "../task-api.js";
+import { submit, upstreamPrompts, waitForStatus, waitUntil, type Target } from "../task-api.js";
 
 /*
  * What the failover tests share: service replicas (in this process, each with
@@ -161,6 +161,19 @@ export async function expectNothingLost(
     );
     expect(done.body.status, done.text).toBe("completed");
   }
+}
+
+/**
+ * No submission of the stream reached the channel twice: a run whose image
+ * came back while the primary was dying keeps it (its completion is written
+ * once the new primary answers), where the queue used to run the task again,
+ * paying for the image twice.
+ */
+export function expectEachGeneratedOnce(upstream: FakeUpstream): void {
+  const prompts = upstreamPrompts(upstream).filter((prompt) =>
+    /^client \d+ #\d+$/.test(prompt ?? ""),
+  );
+  expect(prompts.filter((prompt, at) => prompts.indexOf(prompt) !== at)).toEqual([]);
 }
 
 /**
