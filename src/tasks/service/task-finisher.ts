@@ -35,8 +35,6 @@ export interface TaskFinisherDeps {
   metrics: Metrics;
   logger: Logger;
   limits: Config["imageTasks"];
-  /** How long a run's completion is retried while the store fails. Default 60 s. */
-  completeRetryMs?: number;
   /** Where an edit's input images are deleted once its task has finished. */
   images: Pick<TaskImages, "deleteInputs">;
   now: () => number;
@@ -87,7 +85,7 @@ export interface TaskFinisher {
    * `in_progress -> completed` by run `attempts`, with what the record keeps
    * of its images (stored already, under keys made for the expiry of a task
    * completing at `atMs`). A store that fails is tried again for up to a
-   * minute (`completeRetryMs`) before this rejects.
+   * minute before this rejects.
    */
   complete(
     task: FinishingTask,
@@ -266,10 +264,15 @@ async function writeCompletion(
       return now?.status === "completed" && now.attempts === attempts ? now : undefined;
     } catch (err) {
       // The process's clock, not the task clock `now` (which tests may hold still).
-      until ??= performance.now() + (s.completeRetryMs ?? COMPLETE_RETRY_MS);
+      const first = until === undefined;
+      until ??= performance.now() + COMPLETE_RETRY_MS;
       const left = until - performance.now();
       if (left <= 0) throw err;
-      s.logger.warn({ err, taskId: id }, "could not record a task's completion yet; retrying");
+      // Once per completion at warn: an outage meets every run that ends during it.
+      s.logger[first ? "warn" : "debug"](
+        { err, taskId: id },
+        "could not record a task's completion yet; retrying",
+      );
       // Unref'd: a store closed for good (a stop) does not hold the process up.
       await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)).unref());
     }
