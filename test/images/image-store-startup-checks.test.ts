@@ -109,11 +109,12 @@ describe("start-up's image store check (Ceph RGW, Redis)", () => {
         ],
       ];
       for (const [settings, line] of cases) {
-        const result = await refused(await configFile(settings));
+        // A minute's wait for a store that does not answer: far from what a refusal takes.
+        const result = await refused(await configFile(settings, 60));
         expect(result.code, result.lines.join("\n")).toBe(2);
         expect(result.lines).toEqual([line]);
-        // At once: a refusal is not waited for.
-        expect(result.ms).toBeLessThan(9_000);
+        // At once: a refusal is not waited for (a loaded CI took 9.6 s to start and refuse).
+        expect(result.ms).toBeLessThan(30_000);
         expect(result.stdout).not.toContain("listening on");
       }
     },

@@ -52,25 +52,27 @@ export async function confirmOnReplicas(
 }
 
 /**
- * How long a run's end is waited for on replicas (and written again when a
- * failover took it back) before it is left as the primary has it.
+ * How long a run's step (its claim, its end) is waited for on replicas (and
+ * written again when a failover took it back) before it is left as the
+ * primary has it.
  */
-const FINISH_CONFIRM_MS = 60_000;
-/** The pause between two looks while replicas do not confirm a run's end. */
-const FINISH_RECHECK_MS = 500;
+const STEP_CONFIRM_MS = 60_000;
+/** The pause between two looks while replicas do not confirm a run's step. */
+const STEP_RECHECK_MS = 500;
 /**
- * `WAIT`'s own deadline for runs' ends: a replica that is up acknowledges
+ * `WAIT`'s own deadline for runs' steps: a replica that is up acknowledges
  * within milliseconds, and while none is, each look holds the connection
  * (every store command behind it) this long at most.
  */
-const FINISH_WAIT_MS = 250;
+const STEP_WAIT_MS = 250;
 
 /**
- * The `WAIT` that confirms runs' ends: one at a time on the store's
- * connection, shared by every end written before it was sent (a `WAIT`
- * covers every write its connection sent before it). However many runs end
- * while replicas are away, the connection is held by one `WAIT` at a time.
- * `routeKey`: a key of the deployment, where a cluster sends it.
+ * The `WAIT` that confirms runs' steps: one at a time on the store's
+ * connection, shared by every step written before it was sent (a `WAIT`
+ * covers every write its connection sent before it). However many runs
+ * start or end while replicas are away, the connection is held by one
+ * `WAIT` at a time. `routeKey`: a key of the deployment, where a cluster
+ * sends it.
  */
 export function createReplicaWaiter(
   client: RedisClient,
@@ -84,7 +86,7 @@ export function createReplicaWaiter(
     wait: () =>
       (next ??= sent.then(() => {
         next = undefined;
-        const acknowledged = waitForReplicas(client, routeKey, minReplicas, FINISH_WAIT_MS);
+        const acknowledged = waitForReplicas(client, routeKey, minReplicas, STEP_WAIT_MS);
         sent = acknowledged.catch(() => undefined);
         return acknowledged;
       })),
@@ -99,40 +101,41 @@ export interface ReplicaWaiter {
   wait(): Promise<number>;
 }
 
-/** A run's end just written, as {@link keepFinishOnReplicas} needs it. */
-export interface FinishedWrite {
+/** A run's step just written, as {@link keepRunStepOnReplicas} needs it. */
+export interface RunStepWrite {
   client: RedisClient;
   /** The record's key. */
   key: string;
-  /** The record's entry as the end wrote it. */
+  /** The record's entry as the step wrote it. */
   text: string;
-  /** Whether an entry read now is the record as it was before the end (a failover lost the end). */
+  /** Whether an entry read now is the record as it was before the step (a failover lost it). */
   isBefore(text: string): boolean;
-  /** Writes the end again over the record as it was before (compare-and-set); whether it was. */
+  /** Writes the step again over the record as it was before (compare-and-set); whether it was. */
   rewrite(): Promise<boolean>;
 }
 
 /**
- * Waits until `minReplicas` Redis replicas hold a run's end (`WAIT`, through
- * `waiter`: see {@link createReplicaWaiter}), so that a failover right after
- * cannot take it back: the task would be run again (its generation paid
- * twice), or its job finish with the task still in progress. While they do
- * not confirm it, the record is read again: still this end, it is waited for
- * again (on whichever primary holds it now); back as it was before the end
- * (the promoted replica never had it), the end is written again; anything
- * else (a cancel, another run) won, and this resolves false. Past
- * {@link FINISH_CONFIRM_MS} the end stays as the primary has it (true), as
- * without `store.minReplicas`.
+ * Waits until `minReplicas` Redis replicas hold a run's step (`WAIT`,
+ * through `waiter`: see {@link createReplicaWaiter}): its claim, before it
+ * calls a channel, and its end. A failover right after cannot take it back:
+ * a lost claim has the task run by another run while this one generates (one
+ * of the two images thrown away), a lost end has it run again (paid twice) or
+ * its job finish with the task still in progress. While they do not confirm
+ * it, the record is read again: still this step, it is waited for again (on
+ * whichever primary holds it now); back as it was before (the promoted
+ * replica never had it), the step is written again; anything else (a cancel,
+ * another run) won, and this resolves false. Past {@link STEP_CONFIRM_MS} the
+ * step stays as the primary has it (true), as without `store.minReplicas`.
  */
-export async function keepFinishOnReplicas(
+export async function keepRunStepOnReplicas(
   waiter: ReplicaWaiter,
-  write: FinishedWrite,
+  write: RunStepWrite,
 ): Promise<boolean> {
-  const until = Date.now() + FINISH_CONFIRM_MS;
+  const until = Date.now() + STEP_CONFIRM_MS;
   for (;;) {
     const acknowledged = await waiter.wait().catch(() => -1);
     if (acknowledged >= waiter.minReplicas || Date.now() >= until) return true;
-    await new Promise((resolve) => setTimeout(resolve, FINISH_RECHECK_MS).unref());
+    await new Promise((resolve) => setTimeout(resolve, STEP_RECHECK_MS).unref());
     let now: string | null;
     try {
       now = await write.client.get(write.key);

@@ -9,7 +9,7 @@ import { sweepExpired } from "./redis-task-sweep.js";
 import {
   confirmOnReplicas,
   createReplicaWaiter,
-  keepFinishOnReplicas,
+  keepRunStepOnReplicas,
   type ReplicaConfirmation,
   type ReplicaWaiter,
 } from "./redis-replica-wait.js";
@@ -63,8 +63,8 @@ interface RedisTaskState {
   keys: RedisStoreKeys;
   /** Where a transition starts from (see {@link createRecentEntries}). */
   recent: RecentEntries;
-  /** With `replicas`: the `WAIT` runs' ends share (see {@link createReplicaWaiter}). */
-  finishWaiter: ReplicaWaiter | undefined;
+  /** With `replicas`: the `WAIT` runs' claims and ends share (see {@link createReplicaWaiter}). */
+  stepWaiter: ReplicaWaiter | undefined;
 }
 
 /**
@@ -84,7 +84,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
     idempotencyTtlMs: options.idempotencyTtlMs,
     keys,
     recent: createRecentEntries(),
-    finishWaiter:
+    stepWaiter:
       options.replicas &&
       createReplicaWaiter(client, keys.unfinished, options.replicas.minReplicas),
   };
@@ -305,9 +305,11 @@ async function transition(
     const written = await writeTransition(s, current, next, nextText, ttl);
     if (written === 1 && !finished) s.recent.keep(id, nextText);
     else s.recent.drop(id);
-    // A run's end must outlive a failover: replicas confirm it, or it is written again.
-    if (written === 1 && finished && attempts !== undefined && s.finishWaiter) {
-      const kept = await keepFinishOnReplicas(s.finishWaiter, {
+    // A run's claim (a new attempt) and its end must outlive a failover: replicas confirm
+    // them, or they are written again.
+    const runStep = attempts !== undefined && (finished || next.attempts !== current.attempts);
+    if (written === 1 && runStep && s.stepWaiter) {
+      const kept = await keepRunStepOnReplicas(s.stepWaiter, {
         ...{ client: s.client, key: s.keys.task(id), text: nextText },
         isBefore: (now) => isSameRecord(valueOf(s, now) as StoredRecord | undefined, current),
         rewrite: async () => (await writeTransition(s, current, next, nextText, ttl)) === 1,

@@ -2,16 +2,11 @@ import { slow } from "../../support/time-factor.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
 import { uniquePrefix } from "../../support/redis.js";
-import {
-  pollUntil,
-  redisCommand,
-  startSentinelSet,
-  type RedisAddress,
-  type SentinelSet,
-} from "../../support/redis-topology.js";
+import { pollUntil, startSentinelSet, type SentinelSet } from "../../support/redis-topology.js";
 import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
 import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
 import { startReplicaApps } from "./failover-load.js";
+import { freezeReplicas, statusOnMaster } from "./frozen-replicas.js";
 
 // store.minReplicas keeps a run's end as it keeps a new task: on a real Sentinel set whose
 // replicas are frozen (SIGSTOP) while a run completes its task, the master that took the
@@ -19,7 +14,6 @@ import { startReplicaApps } from "./failover-load.js";
 
 let set: SentinelSet;
 let upstream: FakeUpstream;
-const frozen = new Set<number>();
 
 beforeAll(async () => {
   [set, upstream] = await Promise.all([
@@ -29,41 +23,8 @@ beforeAll(async () => {
   ]);
 }, slow(60_000));
 afterAll(async () => {
-  for (const pid of frozen) process.kill(pid, "SIGCONT");
   await Promise.all([set?.stop(), upstream?.close()]);
 });
-
-/** The pid of a Redis server, as it reports it. */
-async function pidOf(node: RedisAddress): Promise<number> {
-  const info = String(
-    await redisCommand(node, ["INFO", "server"], { password: TOPOLOGY_PASSWORD }),
-  );
-  return Number(/process_id:(\d+)/.exec(info)![1]);
-}
-
-/** The task's status as the master holds it (its record's key ends with `task:<id>`). */
-async function statusOnMaster(id: string): Promise<string | undefined> {
-  const options = { password: TOPOLOGY_PASSWORD };
-  const keys = (await redisCommand(set.master, ["KEYS", `*task:${id}`], options)) as string[];
-  const record =
-    keys.length === 1 ? await redisCommand(set.master, ["GET", keys[0]!], options) : "";
-  return /"status":"([a-z_]+)"/.exec(String(record))?.[1];
-}
-
-/** Freezes (SIGSTOP) the set's replicas; resolves a call that thaws them. */
-async function freezeReplicas(): Promise<() => void> {
-  const pids = await Promise.all(set.replicas.map(pidOf));
-  for (const pid of pids) {
-    process.kill(pid, "SIGSTOP");
-    frozen.add(pid);
-  }
-  return () => {
-    for (const pid of pids) {
-      process.kill(pid, "SIGCONT");
-      frozen.delete(pid);
-    }
-  };
-}
 
 describe("store.minReplicas and a run's end", () => {
   it(
@@ -80,7 +41,7 @@ describe("store.minReplicas and a run's end", () => {
         Array.from({ length: 8 }, (_, n) => submitOk(app!, { prompt: `waiting end ${n}` })),
       );
       await waitUntil(() => upstreamPrompts(upstream).length >= 8, "the eight channel calls");
-      const thaw = await freezeReplicas();
+      const thaw = await freezeReplicas(set);
       try {
         // Every run has its image and waits for replicas to hold its end.
         await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -115,16 +76,11 @@ describe("store.minReplicas and a run's end", () => {
       const id = await submitOk(app!, { prompt });
       await waitUntil(() => upstreamPrompts(upstream).includes(prompt), "the channel call", 10_000);
 
-      // The replicas stop taking the master's writes while the channel answers; a value
-      // larger than the sockets' buffers keeps what follows it in the master's own memory.
-      const thaw = await freezeReplicas();
-      await redisCommand(set.master, ["SET", "filler", "x".repeat(32 << 20)], {
-        password: TOPOLOGY_PASSWORD,
-        timeoutMs: 10_000,
-      });
+      // The replicas stop taking the master's writes while the channel answers.
+      const thaw = await freezeReplicas(set, { fill: true });
       await pollUntil(
         "the master to hold the task completed",
-        async () => ((await statusOnMaster(id)) === "completed" ? true : undefined),
+        async () => ((await statusOnMaster(set, id)) === "completed" ? true : undefined),
         { timeoutMs: slow(10_000), intervalMs: 20 },
       );
       await set.killMaster();

@@ -1,0 +1,73 @@
+import { slow } from "../../support/time-factor.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import { uniquePrefix } from "../../support/redis.js";
+import { pollUntil, startSentinelSet, type SentinelSet } from "../../support/redis-topology.js";
+import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
+import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
+import { startReplicaApps } from "./failover-load.js";
+import { freezeReplicas, statusOnMaster } from "./frozen-replicas.js";
+
+// store.minReplicas keeps a run's claim as it keeps a new task: the claim waits for a replica
+// before the run calls its channel. Here the replicas are frozen while a task is claimed and the
+// master that took the claim dies before passing it on: the task still completes, and the
+// channel is called once (a run that had gone on would generate beside the run the promoted
+// master starts).
+
+let set: SentinelSet;
+let upstream: FakeUpstream;
+
+beforeAll(async () => {
+  [set, upstream] = await Promise.all([
+    // Two replicas: the promoted one has another to confirm writes with.
+    startSentinelSet({ password: TOPOLOGY_PASSWORD, replicas: 2 }),
+    startFakeUpstream(),
+  ]);
+}, slow(60_000));
+afterAll(async () => {
+  await Promise.all([set?.stop(), upstream?.close()]);
+});
+
+describe("store.minReplicas and a run's claim", () => {
+  it(
+    "a claim the dead master never passed on: the task still completes, with one generation",
+    async () => {
+      upstream.behave("images", { kind: "hang" });
+      const [app] = await startReplicaApps({
+        upstream,
+        count: 1,
+        // One task at a time: the second waits until the first is cancelled.
+        imageTasks: { maxConcurrent: 1 },
+        store: { url: set.url, prefix: uniquePrefix("claim-replicas"), minReplicas: 1 },
+      });
+      const first = await submitOk(app!, { prompt: "held, then cancelled" });
+      await waitForStatus(app!, first, ["in_progress"]);
+      upstream.behave("images", { kind: "ok", delayMs: 300 });
+      const prompt = "claimed as the master dies";
+      const id = await submitOk(app!, { prompt });
+
+      // The second task is claimed while the replicas cannot take the master's writes.
+      const thaw = await freezeReplicas(set, { fill: true });
+      expect((await call(app!, "POST", `/v1/images/tasks/${first}/cancel`)).status).toBe(200);
+      await pollUntil(
+        "the master to hold the second task claimed",
+        async () => ((await statusOnMaster(set, id)) === "in_progress" ? true : undefined),
+        { timeoutMs: slow(10_000), intervalMs: 20 },
+      );
+      await set.killMaster();
+      thaw();
+      await set.waitForFailover(30_000);
+
+      await waitUntil(
+        async () => (await getTask(app!, id)).status === 200,
+        "the task store to answer again",
+        30_000,
+      );
+      const done = await waitForStatus(app!, id, ["completed", "failed"], 30_000);
+      expect(done.body.status, done.text).toBe("completed");
+      await new Promise((resolve) => setTimeout(resolve, slow(3_000)));
+      expect(upstreamPrompts(upstream).filter((p) => p === prompt)).toHaveLength(1);
+    },
+    slow(120_000),
+  );
+});

@@ -1,0 +1,54 @@
+import { onTestFinished } from "vitest";
+import { redisCommand, type RedisAddress, type SentinelSet } from "../../support/redis-topology.js";
+import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
+
+/*
+ * What the tests of `store.minReplicas` do to a Sentinel set (started with
+ * TOPOLOGY_PASSWORD, never failed over before): freeze its replicas, so that
+ * a write the master takes stays with the master, and read the master.
+ */
+
+const options = { password: TOPOLOGY_PASSWORD };
+
+/** The pid of a Redis server, as it reports it. */
+async function pidOf(node: RedisAddress): Promise<number> {
+  const info = String(await redisCommand(node, ["INFO", "server"], options));
+  return Number(/process_id:(\d+)/.exec(info)![1]);
+}
+
+/**
+ * Freezes (SIGSTOP) the set's replicas; resolves a call that thaws them
+ * (also called when the test ends). With `fill`, the master then takes a
+ * value larger than the sockets' buffers (32 MB): a frozen replica's socket
+ * would otherwise receive what follows and hand it over once thawed, while
+ * behind that value it stays in the master's own memory and dies with it.
+ */
+export async function freezeReplicas(
+  set: SentinelSet,
+  { fill = false }: { fill?: boolean } = {},
+): Promise<() => void> {
+  const pids = await Promise.all(set.replicas.map(pidOf));
+  let frozen = true;
+  const thaw = () => {
+    if (!frozen) return;
+    frozen = false;
+    for (const pid of pids) process.kill(pid, "SIGCONT");
+  };
+  for (const pid of pids) process.kill(pid, "SIGSTOP");
+  onTestFinished(thaw);
+  if (fill) {
+    await redisCommand(set.master, ["SET", "filler", "x".repeat(32 << 20)], {
+      ...options,
+      timeoutMs: 10_000,
+    });
+  }
+  return thaw;
+}
+
+/** A task's status as the master holds it (its record's key ends with `task:<id>`). */
+export async function statusOnMaster(set: SentinelSet, id: string): Promise<string | undefined> {
+  const keys = (await redisCommand(set.master, ["KEYS", `*task:${id}`], options)) as string[];
+  const record =
+    keys.length === 1 ? await redisCommand(set.master, ["GET", keys[0]!], options) : "";
+  return /"status":"([a-z_]+)"/.exec(String(record))?.[1];
+}
