@@ -28,9 +28,7 @@ afterAll(async () => {
 });
 
 describe("after a switch of the Redis primary", () => {
-  // Skipped: it failed in one clean-clone CI run (the task stayed queued for 40 s after the
-  // switch) and passed alone; why is not known yet (see the closing note of 2026-12-03).
-  it.skip(
+  it(
     "a queued task whose job the failover lost runs within seconds",
     async () => {
       const prefix = uniquePrefix("adopt-switch");
@@ -38,7 +36,7 @@ describe("after a switch of the Redis primary", () => {
       const app = await startTestApp({
         upstream,
         // One task at a time: the second waits in the queue while the first runs.
-        imageTasks: { maxConcurrent: 1, leaseSec: leaseSec(5) },
+        imageTasks: { maxConcurrent: 1, leaseSec: leaseSec(2) },
         config: {
           store: { url: set.url, prefix, commandTimeoutSec: COMMAND_TIMEOUT_SEC },
           images: { url: `file://${imagesDirOf(prefix)}` },
@@ -57,6 +55,8 @@ describe("after a switch of the Redis primary", () => {
         [
           ["LREM", `${queue}:wait`, "0", waiting],
           ["DEL", `${queue}:${waiting}`],
+          // On the replica before the master dies: the promoted one must not have the job.
+          ["WAIT", "1", "2000"],
         ],
         { password: TOPOLOGY_PASSWORD },
       );
