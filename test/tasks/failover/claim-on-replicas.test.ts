@@ -6,7 +6,7 @@ import { pollUntil, startSentinelSet, type SentinelSet } from "../../support/red
 import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
 import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
 import { startReplicaApps } from "./failover-load.js";
-import { freezeReplicas, statusOnMaster } from "./frozen-replicas.js";
+import { freezeReplicas, queueOnMaster, statusOnMaster } from "./frozen-replicas.js";
 
 // store.minReplicas keeps a run's claim as it keeps a new task: the claim waits for a replica
 // before the run calls its channel. Here the replicas are frozen while a task is claimed and the
@@ -49,10 +49,16 @@ describe("store.minReplicas and a run's claim", () => {
       // The second task is claimed while the replicas cannot take the master's writes.
       const thaw = await freezeReplicas(set, { fill: true });
       expect((await call(app!, "POST", `/v1/images/tasks/${first}/cancel`)).status).toBe(200);
+      let seen = "";
       await pollUntil(
         "the master to hold the second task claimed",
-        async () => ((await statusOnMaster(set, id)) === "in_progress" ? true : undefined),
-        { timeoutMs: slow(10_000), intervalMs: 20 },
+        async () => {
+          const status = await statusOnMaster(set, id);
+          if (status === "in_progress") return true;
+          seen = `second task ${status}; ${await queueOnMaster(set)}; upstream ${upstreamPrompts(upstream).join(" | ")}`;
+          return undefined;
+        },
+        { timeoutMs: slow(10_000), intervalMs: 20, details: () => seen },
       );
       await set.killMaster();
       thaw();

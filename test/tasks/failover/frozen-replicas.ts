@@ -4,8 +4,11 @@ import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
 
 /*
  * What the tests of `store.minReplicas` do to a Sentinel set (started with
- * TOPOLOGY_PASSWORD, never failed over before): freeze its replicas, so that
- * a write the master takes stays with the master, and read the master.
+ * TOPOLOGY_PASSWORD): freeze its replicas, so that a write the master takes
+ * stays with the master, and read the master. "The master" is the one the
+ * sentinels name now: on a loaded machine a master slow to answer their
+ * pings for `down-after-milliseconds` is failed over before the test gets to
+ * it, and freezing the start-up replicas would then freeze the master.
  */
 
 const options = { password: TOPOLOGY_PASSWORD };
@@ -27,7 +30,9 @@ export async function freezeReplicas(
   set: SentinelSet,
   { fill = false }: { fill?: boolean } = {},
 ): Promise<() => void> {
-  const pids = await Promise.all(set.replicas.map(pidOf));
+  const master = await set.currentMaster();
+  const replicas = [set.master, ...set.replicas].filter((node) => node.port !== master.port);
+  const pids = await Promise.all(replicas.map(pidOf));
   let frozen = true;
   const thaw = () => {
     if (!frozen) return;
@@ -37,7 +42,7 @@ export async function freezeReplicas(
   for (const pid of pids) process.kill(pid, "SIGSTOP");
   onTestFinished(thaw);
   if (fill) {
-    await redisCommand(set.master, ["SET", "filler", "x".repeat(32 << 20)], {
+    await redisCommand(master, ["SET", "filler", "x".repeat(32 << 20)], {
       ...options,
       timeoutMs: 10_000,
     });
@@ -47,8 +52,27 @@ export async function freezeReplicas(
 
 /** A task's status as the master holds it (its record's key ends with `task:<id>`). */
 export async function statusOnMaster(set: SentinelSet, id: string): Promise<string | undefined> {
-  const keys = (await redisCommand(set.master, ["KEYS", `*task:${id}`], options)) as string[];
-  const record =
-    keys.length === 1 ? await redisCommand(set.master, ["GET", keys[0]!], options) : "";
+  const master = await set.currentMaster();
+  const keys = (await redisCommand(master, ["KEYS", `*task:${id}`], options)) as string[];
+  const record = keys.length === 1 ? await redisCommand(master, ["GET", keys[0]!], options) : "";
   return /"status":"([a-z_]+)"/.exec(String(record))?.[1];
+}
+
+/** The task queue's jobs as the master holds them: waiting, active, delayed, and their ids. */
+export async function queueOnMaster(set: SentinelSet): Promise<string> {
+  const master = await set.currentMaster();
+  const keys = (await redisCommand(master, ["KEYS", "*image-tasks:*"], options)) as string[];
+  const parts: string[] = [`master ${master.port} (at start-up ${set.master.port})`];
+  for (const key of keys.sort()) {
+    const type = String(await redisCommand(master, ["TYPE", key], options));
+    const name = key.slice(key.indexOf("image-tasks:") + "image-tasks:".length);
+    if (type === "list") {
+      const ids = (await redisCommand(master, ["LRANGE", key, "0", "-1"], options)) as string[];
+      parts.push(`${name}=[${ids.join(",")}]`);
+    } else if (type === "zset") {
+      const ids = (await redisCommand(master, ["ZRANGE", key, "0", "-1"], options)) as string[];
+      parts.push(`${name}={${ids.join(",")}}`);
+    } else if (!/^task_/.test(name)) parts.push(`${name}:${type}`);
+  }
+  return parts.join(" ");
 }
