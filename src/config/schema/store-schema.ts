@@ -76,8 +76,9 @@ export const storeSchema = z
           "Redis only: how many Redis replicas must hold a new task before its submission is " +
           "answered 202 (`WAIT`). When they do not confirm within `commandTimeoutSec`, the " +
           "submission answers 503 `store_unavailable` and the task is cancelled, never run. " +
-          "A run's claim (before it calls a channel) and its end (completed or failed) are " +
-          "kept the same way: waited for on as many replicas, and written again on the " +
+          "A run's claim (before it calls a channel), the id of an async channel's job and " +
+          "its end (completed or failed) are kept the same way: waited for on as many " +
+          "replicas, and written again on the " +
           "promoted primary when a failover lost them (for up to a minute), so a task is " +
           "neither stuck nor generated twice. " +
           "0 (the default) answers once the primary has it: a failover right after may lose a " +

@@ -1,6 +1,7 @@
 import type { RedisClient } from "../../redis/redis-client.js";
 import { waitForReplicas } from "../../redis/redis-topologies.js";
 import { storeUnavailable } from "../../errors/store-unavailable.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
 
 /** `store.minReplicas` and how long to wait for them. */
 export interface ReplicaConfirmation {
@@ -52,7 +53,27 @@ export async function confirmOnReplicas(
 }
 
 /**
- * How long a run's step (its claim, its end) is waited for on replicas (and
+ * Whether a transition by a run (`attempts`: its attempt number) is a step
+ * that must outlive a failover: its claim (a new attempt), the id of its
+ * channel's job (lost, the next run would submit the generation again: a
+ * second paid image) or its end. Replicas confirm these, or they are
+ * written again (see {@link keepRunStepOnReplicas}).
+ */
+export function isRunStep(
+  current: TaskRecord,
+  next: TaskRecord,
+  attempts: number | undefined,
+): boolean {
+  return (
+    attempts !== undefined &&
+    (isFinished(next.status) ||
+      next.attempts !== current.attempts ||
+      next.upstream?.id !== current.upstream?.id)
+  );
+}
+
+/**
+ * How long a run's step (its claim, its job id, its end) is waited for on replicas (and
  * written again when a failover took it back) before it is left as the
  * primary has it.
  */

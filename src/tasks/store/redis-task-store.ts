@@ -9,6 +9,7 @@ import { sweepExpired } from "./redis-task-sweep.js";
 import {
   confirmOnReplicas,
   createReplicaWaiter,
+  isRunStep,
   keepRunStepOnReplicas,
   type ReplicaConfirmation,
   type ReplicaWaiter,
@@ -305,10 +306,7 @@ async function transition(
     const written = await writeTransition(s, current, next, nextText, ttl);
     if (written === 1 && !finished) s.recent.keep(id, nextText);
     else s.recent.drop(id);
-    // A run's claim (a new attempt) and its end must outlive a failover: replicas confirm
-    // them, or they are written again.
-    const runStep = attempts !== undefined && (finished || next.attempts !== current.attempts);
-    if (written === 1 && runStep && s.stepWaiter) {
+    if (written === 1 && s.stepWaiter && isRunStep(current, next, attempts)) {
       const kept = await keepRunStepOnReplicas(s.stepWaiter, {
         ...{ client: s.client, key: s.keys.task(id), text: nextText },
         isBefore: (now) => isSameRecord(valueOf(s, now) as StoredRecord | undefined, current),

@@ -56,6 +56,12 @@ export interface FakeAsyncChannel {
   behave(behaviour: Partial<JobBehaviour>): void;
   /** Ends a running job now (completed). */
   finish(id: string): void;
+  /**
+   * Holds the answers to submissions (the job is made, counted and listed
+   * when it is answered) until the call it resolves is made: a test acts
+   * while a run waits for its channel.
+   */
+  holdSubmissions(): () => void;
   reset(): void;
   close(): Promise<void>;
 }
@@ -69,6 +75,7 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
   const submissions: Record<Dialect, number> = { sub2api: 0, bifrost: 0, "openai-background": 0 };
   const cancels: string[] = [];
   const byId = new Map<string, FakeJob>();
+  let held: Promise<void> | undefined;
 
   const stateOf = (job: FakeJob): "running" | "completed" | "failed" | "cancelled" => {
     if (job.cancelled) return "cancelled";
@@ -87,6 +94,7 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
       ? (parseForm(contentType, raw)?.fields ?? {})
       : (JSON.parse(raw.toString("utf8")) as Record<string, unknown>);
     submissions[dialect] += 1;
+    await held;
     if (behaviour.submitStatus) {
       sendJson(res, behaviour.submitStatus, {
         error: { message: "refused", type: "server_error", code: "refused" },
@@ -263,6 +271,14 @@ export async function startFakeAsyncChannel(): Promise<FakeAsyncChannel> {
     finish(id) {
       const job = byId.get(id);
       if (job) job.finishedByTest = true;
+    },
+    holdSubmissions() {
+      let release = () => {};
+      held = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        held = undefined;
+        release();
+      };
     },
     reset() {
       behaviour = { ...DEFAULTS };

@@ -1,12 +1,10 @@
 import { slow } from "../../support/time-factor.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import { describe, expect, it } from "vitest";
 import { uniquePrefix } from "../../support/redis.js";
-import { pollUntil, startSentinelSet, type SentinelSet } from "../../support/redis-topology.js";
-import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
+import { pollUntil } from "../../support/redis-topology.js";
 import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
 import { startReplicaApps } from "./failover-load.js";
-import { freezeReplicas, queueOnMaster, statusOnMaster } from "./frozen-replicas.js";
+import { freezeReplicas, useReplicaSet, queueOnMaster, statusOnMaster } from "./frozen-replicas.js";
 
 // store.minReplicas keeps a run's claim as it keeps a new task: the claim waits for a replica
 // before the run calls its channel. Here the replicas are frozen while a task is claimed and the
@@ -14,24 +12,13 @@ import { freezeReplicas, queueOnMaster, statusOnMaster } from "./frozen-replicas
 // channel is called once (a run that had gone on would generate beside the run the promoted
 // master starts).
 
-let set: SentinelSet;
-let upstream: FakeUpstream;
-
-beforeAll(async () => {
-  [set, upstream] = await Promise.all([
-    // Two replicas: the promoted one has another to confirm writes with.
-    startSentinelSet({ password: TOPOLOGY_PASSWORD, replicas: 2 }),
-    startFakeUpstream(),
-  ]);
-}, slow(60_000));
-afterAll(async () => {
-  await Promise.all([set?.stop(), upstream?.close()]);
-});
+const fixture = useReplicaSet();
 
 describe("store.minReplicas and a run's claim", () => {
   it(
     "a claim the dead master never passed on: the task still completes, with one generation",
     async () => {
+      const { set, upstream } = fixture;
       upstream.behave("images", { kind: "hang" });
       const [app] = await startReplicaApps({
         upstream,
@@ -53,6 +40,7 @@ describe("store.minReplicas and a run's claim", () => {
       await pollUntil(
         "the master to hold the second task claimed",
         async () => {
+          const { set, upstream } = fixture;
           const status = await statusOnMaster(set, id);
           if (status === "in_progress") return true;
           seen = `second task ${status}; ${await queueOnMaster(set)}; upstream ${upstreamPrompts(upstream).join(" | ")}`;

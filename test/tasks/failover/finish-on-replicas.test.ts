@@ -1,35 +1,22 @@
 import { slow } from "../../support/time-factor.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import { describe, expect, it } from "vitest";
 import { uniquePrefix } from "../../support/redis.js";
-import { pollUntil, startSentinelSet, type SentinelSet } from "../../support/redis-topology.js";
-import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
+import { pollUntil } from "../../support/redis-topology.js";
 import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
 import { startReplicaApps } from "./failover-load.js";
-import { freezeReplicas, statusOnMaster } from "./frozen-replicas.js";
+import { freezeReplicas, useReplicaSet, statusOnMaster } from "./frozen-replicas.js";
 
 // store.minReplicas keeps a run's end as it keeps a new task: on a real Sentinel set whose
 // replicas are frozen (SIGSTOP) while a run completes its task, the master that took the
 // completion dies before passing it on. The task still completes, with one generation.
 
-let set: SentinelSet;
-let upstream: FakeUpstream;
-
-beforeAll(async () => {
-  [set, upstream] = await Promise.all([
-    // Two replicas: the promoted one has another to confirm writes with.
-    startSentinelSet({ password: TOPOLOGY_PASSWORD, replicas: 2 }),
-    startFakeUpstream(),
-  ]);
-}, slow(60_000));
-afterAll(async () => {
-  await Promise.all([set?.stop(), upstream?.close()]);
-});
+const fixture = useReplicaSet();
 
 describe("store.minReplicas and a run's end", () => {
   it(
     "while no replica confirms, eight runs waiting on their ends leave the store answering polls",
     async () => {
+      const { set, upstream } = fixture;
       upstream.behave("images", { kind: "ok", delayMs: 300 });
       const [app] = await startReplicaApps({
         upstream,
@@ -66,6 +53,7 @@ describe("store.minReplicas and a run's end", () => {
   it(
     "a completion the dead master never passed on is written again on the promoted one: completed, one generation",
     async () => {
+      const { set, upstream } = fixture;
       upstream.behave("images", { kind: "ok", delayMs: 1_500 });
       const [app] = await startReplicaApps({
         upstream,

@@ -1,5 +1,12 @@
-import { onTestFinished } from "vitest";
-import { redisCommand, type RedisAddress, type SentinelSet } from "../../support/redis-topology.js";
+import { afterAll, beforeAll, onTestFinished } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
+import {
+  redisCommand,
+  startSentinelSet,
+  type RedisAddress,
+  type SentinelSet,
+} from "../../support/redis-topology.js";
+import { slow } from "../../support/time-factor.js";
 import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
 
 /*
@@ -12,6 +19,31 @@ import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
  */
 
 const options = { password: TOPOLOGY_PASSWORD };
+
+/** The Sentinel set and the fake channel a file's tests share (filled in by `beforeAll`). */
+export interface ReplicaSetFixture {
+  set: SentinelSet;
+  upstream: FakeUpstream;
+}
+
+/**
+ * Starts, for the calling test file, a Sentinel set with two replicas (the
+ * promoted one has another to confirm writes with) and a fake channel; both
+ * stop after the file's last test.
+ */
+export function useReplicaSet(): ReplicaSetFixture {
+  const fixture = {} as ReplicaSetFixture;
+  beforeAll(async () => {
+    [fixture.set, fixture.upstream] = await Promise.all([
+      startSentinelSet({ password: TOPOLOGY_PASSWORD, replicas: 2 }),
+      startFakeUpstream(),
+    ]);
+  }, slow(60_000));
+  afterAll(async () => {
+    await Promise.all([fixture.set?.stop(), fixture.upstream?.close()]);
+  });
+  return fixture;
+}
 
 /** The pid of a Redis server, as it reports it. */
 async function pidOf(node: RedisAddress): Promise<number> {
@@ -50,12 +82,16 @@ export async function freezeReplicas(
   return thaw;
 }
 
-/** A task's status as the master holds it (its record's key ends with `task:<id>`). */
-export async function statusOnMaster(set: SentinelSet, id: string): Promise<string | undefined> {
+/** A task's record as the master holds it (its key ends with `task:<id>`); "" when none. */
+export async function recordOnMaster(set: SentinelSet, id: string): Promise<string> {
   const master = await set.currentMaster();
   const keys = (await redisCommand(master, ["KEYS", `*task:${id}`], options)) as string[];
-  const record = keys.length === 1 ? await redisCommand(master, ["GET", keys[0]!], options) : "";
-  return /"status":"([a-z_]+)"/.exec(String(record))?.[1];
+  return keys.length === 1 ? String(await redisCommand(master, ["GET", keys[0]!], options)) : "";
+}
+
+/** A task's status as the master holds it. */
+export async function statusOnMaster(set: SentinelSet, id: string): Promise<string | undefined> {
+  return /"status":"([a-z_]+)"/.exec(await recordOnMaster(set, id))?.[1];
 }
 
 /** The task queue's jobs as the master holds them: waiting, active, delayed, and their ids. */
