@@ -132,14 +132,34 @@ async function serve(
     console.error(scrub(err instanceof Error ? err.message : String(err)));
     return 1;
   }
-  const demo = configFile === DEFAULT_CONFIG_FILE;
-  const banner = { url: server.url, config, demo, configFile };
   // Written whatever `logging.level` says (a person or a collector must see them), through the
   // same scrubbing as every line.
   const line = (msg: string, fields: Record<string, string>) =>
     process.stdout.write(`${scrub(lifecycleLine(msg, fields))}\n`);
+  // The signals are heard before the banner says the service is up: whoever waits for that line
+  // (a supervisor, a test) may send SIGTERM at once, and a process descheduled between the line
+  // and the handlers would die of it, undrained.
+  const exited = untilStopped(server, { json, line, printError });
+  const banner = { url: server.url, config, demo: configFile === DEFAULT_CONFIG_FILE, configFile };
   if (json) line("started", bannerFields(banner));
   else process.stdout.write(`${formatBanner(banner)}\n`);
+  return exited;
+}
+
+/**
+ * Resolves the exit code once a signal stopped the service: SIGTERM (maybe
+ * twice: npm and process managers forward it) drains it, then 0 (1 when the
+ * drain failed); SIGINT once drains, twice exits at once (130).
+ */
+function untilStopped(
+  server: ServingProcess,
+  out: {
+    json: boolean;
+    line: (msg: string, fields: Record<string, string>) => void;
+    printError: (err: unknown) => void;
+  },
+): Promise<number> {
+  const { json, line, printError } = out;
   const say = (signal: string, text: string, msg: string) =>
     json ? line(msg, { signal }) : process.stdout.write(`${signal}: ${text}\n`);
   return new Promise<number>((resolve) => {
@@ -159,7 +179,6 @@ async function serve(
         },
       );
     };
-    // npm and process managers forward SIGTERM, so it may come twice: the drain goes on.
     process.on("SIGTERM", () => stop("SIGTERM"));
     // A person pressing Ctrl-C twice wants out now.
     let interrupts = 0;
