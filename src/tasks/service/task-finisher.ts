@@ -19,12 +19,12 @@ import { taskLine } from "./task-line.js";
 import { logFields } from "../../logging/log-fields.js";
 
 /**
- * How long a run's completion is written again while the task store fails:
- * a Redis failover takes seconds (Sentinel's default `down-after-milliseconds`
- * alone is 30 s).
+ * How long a run's end (its completion, its failure) is written again while
+ * the task store fails: a Redis failover takes seconds (Sentinel's default
+ * `down-after-milliseconds` alone is 30 s).
  */
-const COMPLETE_RETRY_MS = 60_000;
-/** The first wait after a failed completion, doubled up to the last. */
+const END_RETRY_MS = 60_000;
+/** The first wait after a failed write of a run's end, doubled up to the last. */
 const FIRST_RETRY_MS = 250;
 const LAST_RETRY_MS = 1_000;
 
@@ -73,7 +73,9 @@ export interface TaskFinisher {
   /**
    * `from -> failed`; undefined when the task was no longer in `from` (or,
    * with `attempts`, no longer that run's). A {@link TaskFailure} from a
-   * channel's error answer keeps that answer's status with the task.
+   * channel's error answer keeps that answer's status with the task. A run's
+   * failure (`attempts` set) is tried again, as a completion is, while the
+   * store fails.
    */
   fail(
     task: FinishingTask,
@@ -199,24 +201,26 @@ async function fail(
   const atMs = s.now();
   const error = failure instanceof TaskFailure ? failure.toTaskError() : failure;
   const status = failure instanceof TaskFailure ? failure.status : undefined;
-  return finished(
-    s,
-    await s.store.transition(
-      task.id,
-      from,
-      {
-        status: "failed",
-        completed_at: Math.floor(atMs / 1000),
-        expires_at: expiresAt(s, atMs, task),
-        error,
-        ...(status === undefined ? {} : { failureStatus: status }),
-        sealedCredential: undefined,
-        ...options.more,
-      },
-      { ttlMs: retentionMs(s, task), attempts: options.attempts },
-    ),
-    options.end,
-  );
+  const patch = {
+    status: "failed",
+    completed_at: Math.floor(atMs / 1000),
+    expires_at: expiresAt(s, atMs, task),
+    error,
+    ...(status === undefined ? {} : { failureStatus: status }),
+    sealedCredential: undefined,
+    ...options.more,
+  } as const;
+  const { attempts } = options;
+  const write = () =>
+    s.store.transition(task.id, from, patch, { ttlMs: retentionMs(s, task), attempts });
+  if (attempts === undefined) return finished(s, await write(), options.end);
+  // A run's failure: a rerun would call the channel again (and may pay where this run did not).
+  const isThisEnd = (now: TaskRecord) =>
+    now.status === "failed" &&
+    now.attempts === attempts &&
+    now.error?.code === error.code &&
+    now.error?.message === error.message;
+  return finished(s, await writeRunEnd(s, task.id, isThisEnd, write), options.end);
 }
 
 /** {@link TaskFinisher.complete}. */
@@ -239,20 +243,22 @@ async function complete(
   } as const;
   const write = () =>
     s.store.transition(task.id, "in_progress", patch, { ttlMs: retentionMs(s, task), attempts });
-  return finished(s, await writeCompletion(s, task.id, attempts, write), options.end);
+  const isThisEnd = (now: TaskRecord) => now.status === "completed" && now.attempts === attempts;
+  return finished(s, await writeRunEnd(s, task.id, isThisEnd, write), options.end);
 }
 
 /**
- * A run's completion, written again while the task store fails (an outage,
- * a Redis failover), for {@link COMPLETE_RETRY_MS} at most: the generation
- * the run paid for is kept, where the queue would start the task again and
- * make it twice. A write whose answer was lost may have landed: a record
- * completed by this run (its `attempts`; only a run writes `completed`) says so.
+ * A run's end, written again while the task store fails (an outage, a Redis
+ * failover), for {@link END_RETRY_MS} at most: the generation the run paid
+ * for (or the failure it met) is kept, where the queue would start the task
+ * again and call the channel twice. A write whose answer was lost may have
+ * landed: a record that `isThisEnd` recognises (this run's `attempts`, and
+ * what it wrote) says so.
  */
-async function writeCompletion(
+async function writeRunEnd(
   s: FinisherState,
   id: string,
-  attempts: number,
+  isThisEnd: (now: TaskRecord) => boolean,
   write: () => Promise<TaskRecord | undefined>,
 ): Promise<TaskRecord | undefined> {
   let until: number | undefined;
@@ -261,17 +267,17 @@ async function writeCompletion(
       const record = await write();
       if (record || until === undefined) return record;
       const now = await s.store.get(id);
-      return now?.status === "completed" && now.attempts === attempts ? now : undefined;
+      return now && isThisEnd(now) ? now : undefined;
     } catch (err) {
       // The process's clock, not the task clock `now` (which tests may hold still).
       const first = until === undefined;
-      until ??= performance.now() + COMPLETE_RETRY_MS;
+      until ??= performance.now() + END_RETRY_MS;
       const left = until - performance.now();
       if (left <= 0) throw err;
-      // Once per completion at warn: an outage meets every run that ends during it.
+      // Once per end at warn: an outage meets every run that ends during it.
       s.logger[first ? "warn" : "debug"](
         { err, taskId: id },
-        "could not record a task's completion yet; retrying",
+        "could not record the end of a task's run yet; retrying",
       );
       // Unref'd: a store closed for good (a stop) does not hold the process up.
       await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)).unref());
