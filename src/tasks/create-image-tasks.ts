@@ -183,6 +183,9 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     ...{ store, images, access, sealer, finisher },
     ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },
     writeRetryMs: config.images.writeRetrySec * 1000,
+    // A run that outlived its lease in a store outage writes its end again every second, after
+    // a write to the dead primary has timed out: a rerun leaves it that long, and some.
+    rerunGraceMs: config.deployment.shared ? config.store.commandTimeoutSec * 1000 + 3_000 : 0,
     channels: config.channels,
     responseEvents: backend.responseEvents,
   });

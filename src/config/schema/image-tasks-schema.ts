@@ -63,7 +63,9 @@ export const imageTasksSchema = z
           "Redis only: seconds a replica holds a running task's lease without renewing it " +
           "(renewed every 1/12 to 1/6 of it, so a live replica keeps its tasks through an " +
           "event-loop stall of up to 5/6 of it). The tasks of a replica that dies run again " +
-          "elsewhere (a channel's async job: is polled on) within about three times this.",
+          "elsewhere (a channel's async job: is polled on) within about three times this, " +
+          "plus `store.commandTimeoutSec` + 3 s: a store outage longer than the lease lets a " +
+          "live run's lease lapse, and that run is given the time to write its task's end.",
       }),
     eventsKeepAliveSec: fromText(
       z.number({ error: "must be a number (seconds)" }).positive("must be > 0").max(300),

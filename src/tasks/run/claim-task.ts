@@ -2,10 +2,10 @@ import type { Logger } from "pino";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
-import type { TaskRecord } from "../core/task-record.js";
 import { taskLine } from "../service/task-line.js";
 import { interrupted } from "./run-failure.js";
 import { logFields } from "../../logging/log-fields.js";
+import { isFinished, type TaskRecord } from "../core/task-record.js";
 
 /** What {@link claimTask} writes with. */
 export interface ClaimDeps {
@@ -15,6 +15,11 @@ export interface ClaimDeps {
   logger: Logger;
   maxAttempts: number;
   now: () => number;
+  /**
+   * How long a rerun waits before it takes a task in progress whose lease
+   * lapsed (see {@link claimTask}); 0 takes it at once. Default 0.
+   */
+  rerunGraceMs?: number;
 }
 
 /**
@@ -30,10 +35,15 @@ export interface ClaimDeps {
 export async function claimTask(
   deps: ClaimDeps,
   record: TaskRecord,
+  signal?: AbortSignal,
 ): Promise<TaskRecord | undefined> {
   const { store, finisher, metrics, logger } = deps;
   const resumed = record.upstream ? (record.status === "queued" ? "handover" : "lost") : undefined;
   const rerun = record.status === "in_progress" && !resumed;
+  if (rerun && deps.rerunGraceMs) {
+    const now = await afterGrace(deps, record, deps.rerunGraceMs, signal);
+    if (now !== record) return now && claimTask({ ...deps, rerunGraceMs: 0 }, now, signal);
+  }
   if (rerun && record.attempts >= deps.maxAttempts) {
     await finisher.fail(
       record,
@@ -86,4 +96,40 @@ export async function claimTask(
     "task.started",
   );
   return started;
+}
+
+/**
+ * A lease can lapse while its run is alive: a store outage longer than the
+ * lease (a Redis failover takes 30 s and more with Sentinel's defaults) keeps
+ * the run from renewing it, and the queue hands the task to another run once
+ * the store is back. The first run may hold its channel's answer and be
+ * writing the task's end again (see `TaskFinisher.complete`): a claim now would
+ * outbid it and call the channel a second time. So the rerun waits `graceMs`,
+ * then reads the task again: resolves `record` when nothing changed (the run
+ * it replaces is gone), the task as it now reads when it did (ended, or its
+ * channel's job recorded), undefined when it is gone or `signal` aborted.
+ */
+async function afterGrace(
+  deps: ClaimDeps,
+  record: TaskRecord,
+  graceMs: number,
+  signal: AbortSignal | undefined,
+): Promise<TaskRecord | undefined> {
+  const aborted = await new Promise<boolean>((resolve) => {
+    if (signal?.aborted) return resolve(true);
+    const done = (value: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(value);
+    };
+    const onAbort = () => done(true);
+    const timer = setTimeout(() => done(false), graceMs);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  if (aborted) return undefined;
+  const now = await deps.store.get(record.id);
+  if (!now || isFinished(now.status)) return undefined;
+  const unchanged =
+    now.status === record.status && now.attempts === record.attempts && !now.upstream;
+  return unchanged ? record : now;
 }

@@ -52,6 +52,12 @@ export interface TaskRunnerDeps {
    * Default 5 s.
    */
   checkEveryMs?: number;
+  /**
+   * How long a rerun waits for the run it replaces to write the task's end
+   * (see `claimTask`): on a shared store, whose leases a store outage can
+   * outlast while their runs live. Default 0.
+   */
+  rerunGraceMs?: number;
 }
 
 /** Runs tasks the queue hands over, one lease each. */
@@ -82,14 +88,17 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
     checkEveryMs: deps.checkEveryMs ?? 5_000,
     tracer: deps.tracer ?? NOOP_TRACER,
     failure,
-    claim: { store, finisher, metrics, logger, maxAttempts: limits.maxAttempts, now: deps.now },
+    claim: {
+      ...{ store, finisher, metrics, logger, maxAttempts: limits.maxAttempts, now: deps.now },
+      rerunGraceMs: deps.rerunGraceMs,
+    },
   };
   const s: RunnerState = { ...shared, steps: createRunSteps(shared, stores) };
   return {
     async run(lease) {
       const record = await store.get(lease.taskId);
       if (!record || isFinished(record.status) || lease.signal.aborted) return;
-      const started = await claimTask(s.claim, record);
+      const started = await claimTask(s.claim, record, lease.signal);
       if (!started) return;
       const run = startRunTelemetry(s.tracer, started);
       try {
