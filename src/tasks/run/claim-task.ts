@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import type { TaskStore } from "../core/task-store.js";
@@ -115,17 +116,7 @@ async function afterGrace(
   graceMs: number,
   signal: AbortSignal | undefined,
 ): Promise<TaskRecord | undefined> {
-  const aborted = await new Promise<boolean>((resolve) => {
-    if (signal?.aborted) return resolve(true);
-    const done = (value: boolean) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      resolve(value);
-    };
-    const onAbort = () => done(true);
-    const timer = setTimeout(() => done(false), graceMs);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
+  const aborted = await sleep(graceMs, false, { signal }).catch(() => true);
   if (aborted) return undefined;
   const now = await deps.store.get(record.id);
   if (!now || isFinished(now.status)) return undefined;

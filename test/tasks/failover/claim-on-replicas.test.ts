@@ -2,9 +2,15 @@ import { slow } from "../../support/time-factor.js";
 import { describe, expect, it } from "vitest";
 import { uniquePrefix } from "../../support/redis.js";
 import { pollUntil } from "../../support/redis-topology.js";
-import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
+import { call, submitOk, upstreamPrompts, waitForStatus } from "../task-api.js";
 import { startReplicaApps } from "./failover-load.js";
-import { freezeReplicas, useReplicaSet, queueOnMaster, statusOnMaster } from "./frozen-replicas.js";
+import {
+  freezeReplicas,
+  killMasterAndFollow,
+  useReplicaSet,
+  queueOnMaster,
+  statusOnMaster,
+} from "./frozen-replicas.js";
 
 // store.minReplicas keeps a run's claim as it keeps a new task: the claim waits for a replica
 // before the run calls its channel. Here the replicas are frozen while a task is claimed and the
@@ -48,15 +54,7 @@ describe("store.minReplicas and a run's claim", () => {
         },
         { timeoutMs: slow(10_000), intervalMs: 20, details: () => seen },
       );
-      await set.killMaster();
-      thaw();
-      await set.waitForFailover(30_000);
-
-      await waitUntil(
-        async () => (await getTask(app!, id)).status === 200,
-        "the task store to answer again",
-        30_000,
-      );
+      await killMasterAndFollow(set, thaw, app!, id);
       const done = await waitForStatus(app!, id, ["completed", "failed"], 30_000);
       expect(done.body.status, done.text).toBe("completed");
       await new Promise((resolve) => setTimeout(resolve, slow(3_000)));

@@ -4,7 +4,12 @@ import { uniquePrefix } from "../../support/redis.js";
 import { pollUntil } from "../../support/redis-topology.js";
 import { call, getTask, submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
 import { startReplicaApps } from "./failover-load.js";
-import { freezeReplicas, useReplicaSet, statusOnMaster } from "./frozen-replicas.js";
+import {
+  freezeReplicas,
+  killMasterAndFollow,
+  useReplicaSet,
+  statusOnMaster,
+} from "./frozen-replicas.js";
 
 // store.minReplicas keeps a run's end as it keeps a new task: on a real Sentinel set whose
 // replicas are frozen (SIGSTOP) while a run completes its task, the master that took the
@@ -71,16 +76,7 @@ describe("store.minReplicas and a run's end", () => {
         async () => ((await statusOnMaster(set, id)) === "completed" ? true : undefined),
         { timeoutMs: slow(10_000), intervalMs: 20 },
       );
-      await set.killMaster();
-      thaw();
-      await set.waitForFailover(30_000);
-
-      // The store answers 503 until the service follows the promoted master.
-      await waitUntil(
-        async () => (await getTask(app!, id)).status === 200,
-        "the task store to answer again",
-        30_000,
-      );
+      await killMasterAndFollow(set, thaw, app!, id);
       const done = await waitForStatus(app!, id, ["completed", "failed"], 30_000);
       expect(done.body.status, done.text).toBe("completed");
       // Past the time a second run would have taken (a lease, a stalled check, the channel's 1.5 s).

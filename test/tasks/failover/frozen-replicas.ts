@@ -7,6 +7,7 @@ import {
   type SentinelSet,
 } from "../../support/redis-topology.js";
 import { slow } from "../../support/time-factor.js";
+import { getTask, waitUntil, type Target } from "../task-api.js";
 import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
 
 /*
@@ -111,4 +112,26 @@ export async function queueOnMaster(set: SentinelSet): Promise<string> {
     } else if (!/^task_/.test(name)) parts.push(`${name}:${type}`);
   }
   return parts.join(" ");
+}
+
+/**
+ * Kills the master (which holds what the frozen replicas never got), thaws
+ * the replicas, and resolves once the sentinels promoted one and `app`'s
+ * task store answers for task `id` again (503 until the service follows the
+ * promoted master).
+ */
+export async function killMasterAndFollow(
+  set: SentinelSet,
+  thaw: () => void,
+  app: Target,
+  id: string,
+): Promise<void> {
+  await set.killMaster();
+  thaw();
+  await set.waitForFailover(30_000);
+  await waitUntil(
+    async () => (await getTask(app, id)).status === 200,
+    "the task store to answer again",
+    30_000,
+  );
 }

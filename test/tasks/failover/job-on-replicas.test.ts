@@ -4,9 +4,14 @@ import { UPSTREAM_KEY } from "../../support/start-test-app.js";
 import { uniquePrefix } from "../../support/redis.js";
 import { pollUntil } from "../../support/redis-topology.js";
 import { startFakeAsyncChannel, type FakeAsyncChannel } from "../async/fake-async-channel.js";
-import { getTask, submitOk, waitForStatus, waitUntil } from "../task-api.js";
+import { submitOk, waitForStatus, waitUntil } from "../task-api.js";
 import { startReplicaApps } from "./failover-load.js";
-import { freezeReplicas, recordOnMaster, useReplicaSet } from "./frozen-replicas.js";
+import {
+  freezeReplicas,
+  killMasterAndFollow,
+  recordOnMaster,
+  useReplicaSet,
+} from "./frozen-replicas.js";
 
 // store.minReplicas keeps the id of a channel's job (an async channel: sub2api, Bifrost, OpenAI
 // background) as it keeps a run's claim and end: replicas confirm it, or it is written again on
@@ -58,15 +63,7 @@ describe("store.minReplicas and a channel's job", () => {
         { timeoutMs: slow(10_000), intervalMs: 20 },
       );
       expect(jobId).toBe(channel.jobs[0]!.id);
-      await set.killMaster();
-      thaw();
-      await set.waitForFailover(30_000);
-
-      await waitUntil(
-        async () => (await getTask(app!, id)).status === 200,
-        "the task store to answer again",
-        30_000,
-      );
+      await killMasterAndFollow(set, thaw, app!, id);
       // Polled again after the switch (by the run, or a run that took the task over), or
       // submitted again (what the test must not see).
       const polled = channel.jobs[0]!.polls.length;
