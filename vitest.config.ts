@@ -37,6 +37,7 @@ const PROCESS_MARKERS = [
   "node:child_process",
   "startPrivateRedis",
   "redis-topology",
+  "frozen-replicas.js",
   "console-browser.js",
   "ceph-rgw.js",
 ];

@@ -63,9 +63,19 @@ export function watchCommandDeadlines(client: RedisClient, options: DeadlineOpti
   return client;
 }
 
-/** Reconnects a hung connection: what waited on it fails, the client connects anew. */
+/**
+ * Reconnects a hung connection: what waited on it fails, the client connects
+ * anew. Only a connection with a socket (`connect`: waiting for its ready
+ * check, `ready`) is cut. Between attempts there is nothing to cut, and while
+ * one is made (`connecting`: a Sentinel client asking the sentinels for the
+ * master, which may take long) a disconnect makes ioredis end the client for
+ * good: its connect fails "Connection is closed" and it never reconnects (a
+ * queue worker's connection, whose commands wait out an outage, then never
+ * ran a task again). The attempt has its own deadlines (`connectTimeout`,
+ * `sentinelCommandTimeout`).
+ */
 function cut(redis: Redis): void {
-  if (redis.status === "end" || redis.status === "close") return;
+  if (redis.status !== "ready" && redis.status !== "connect") return;
   redis.disconnect(true);
 }
 

@@ -15,6 +15,9 @@ import type { RedisClient } from "./redis-client.js";
 /** Retries back off to 2 s between attempts. */
 const backoff = (attempt: number) => Math.min(100 * 2 ** attempt, 2_000);
 
+/** How long a sentinel may take to name the master, in ms. */
+const SENTINEL_COMMAND_TIMEOUT_MS = 5_000;
+
 /** What every connection shares, whatever the deployment. */
 function connectionOptions(): RedisOptions {
   return {
@@ -59,6 +62,9 @@ function newRedisClient(topology: RedisTopology, sentinelPassword?: string): Red
         password: topology.password,
         sentinelPassword,
         sentinelRetryStrategy: backoff,
+        // A sentinel that takes the connection and never answers (paused, overloaded) is left
+        // for the next one: without it the client's connect waits on it for ever.
+        sentinelCommandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
         // Not ioredis's failoverDetector: its reconnect on the sentinels' +switch-master message
         // could hang, right after the client had found the new master. A demoted master that
         // stays up answers writes READONLY, which reconnects (reconnectOnError).

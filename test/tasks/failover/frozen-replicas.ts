@@ -46,10 +46,35 @@ export function useReplicaSet(): ReplicaSetFixture {
   return fixture;
 }
 
-/** The pid of a Redis server, as it reports it. */
-async function pidOf(node: RedisAddress): Promise<number> {
-  const info = String(await redisCommand(node, ["INFO", "server"], options));
+/** The pid of a Redis server (or, without `auth`, a sentinel), as it reports it. */
+async function pidOf(node: RedisAddress, auth: { password?: string } = options): Promise<number> {
+  const info = String(await redisCommand(node, ["INFO", "server"], auth));
   return Number(/process_id:(\d+)/.exec(info)![1]);
+}
+
+/**
+ * Freezes (SIGSTOP) the set's sentinels and SIGKILLs its master: a client
+ * that then asks the sentinels for the master waits on them (they accept the
+ * connection and never answer). Resolves a call that thaws them, and with
+ * them the failover (also called when the test ends).
+ */
+export async function killMasterBehindFrozenSentinels(set: SentinelSet): Promise<() => void> {
+  const masterPid = await pidOf(await set.currentMaster());
+  const pids = await Promise.all(set.sentinels.map((node) => pidOf(node, {})));
+  // A sentinel whose clock jumped 2 s (frozen) idles 30 s in TILT mode before it acts: 1 s here.
+  for (const node of set.sentinels) {
+    await redisCommand(node, ["SENTINEL", "DEBUG", "tilt-period", "1000"]);
+  }
+  let frozen = true;
+  const thaw = () => {
+    if (!frozen) return;
+    frozen = false;
+    for (const pid of pids) process.kill(pid, "SIGCONT");
+  };
+  for (const pid of pids) process.kill(pid, "SIGSTOP");
+  onTestFinished(thaw);
+  process.kill(masterPid, "SIGKILL");
+  return thaw;
 }
 
 /**
@@ -65,7 +90,7 @@ export async function freezeReplicas(
 ): Promise<() => void> {
   const master = await set.currentMaster();
   const replicas = [set.master, ...set.replicas].filter((node) => node.port !== master.port);
-  const pids = await Promise.all(replicas.map(pidOf));
+  const pids = await Promise.all(replicas.map((node) => pidOf(node)));
   let frozen = true;
   const thaw = () => {
     if (!frozen) return;

@@ -1,0 +1,49 @@
+import { slow } from "../../support/time-factor.js";
+import { describe, expect, it } from "vitest";
+import { uniquePrefix } from "../../support/redis.js";
+import { submitOk, waitForStatus, waitUntil, getTask } from "../task-api.js";
+import { COMMAND_TIMEOUT_SEC, startReplicaApps } from "./failover-load.js";
+import { killMasterBehindFrozenSentinels, useReplicaSet } from "./frozen-replicas.js";
+
+// A command that outlives `store.commandTimeoutSec` has its connection cut, so that it
+// reconnects. A Sentinel connection that is asking the sentinels for the master has no socket
+// to cut: cut then, ioredis ended it for good, and the queue's worker (whose connection keeps
+// its commands while Redis is away) never ran a task again. Here the sentinels are frozen while
+// the master dies, so the worker's connection waits on them past its commands' deadlines.
+
+const fixture = useReplicaSet();
+
+describe("a Redis connection past its deadline while it looks for the master", () => {
+  it(
+    "comes back with the promoted master: a task submitted after the failover runs",
+    async () => {
+      const { set, upstream } = fixture;
+      upstream.behave("images", { kind: "ok" });
+      const [app] = await startReplicaApps({
+        upstream,
+        count: 1,
+        store: { url: set.url, prefix: uniquePrefix("cut-resolving") },
+      });
+      const before = await submitOk(app!, { prompt: "before the failover" });
+      expect((await waitForStatus(app!, before, ["completed", "failed"])).body.status).toBe(
+        "completed",
+      );
+
+      const thaw = await killMasterBehindFrozenSentinels(set);
+      // Past the worker's deadlines (its stalled checks come every lease, 2 s), a few times over.
+      await new Promise((resolve) => setTimeout(resolve, slow(COMMAND_TIMEOUT_SEC * 3_000)));
+      thaw();
+      await set.waitForFailover(30_000);
+      await waitUntil(
+        async () => (await getTask(app!, before)).status === 200,
+        "the task store to answer again",
+        30_000,
+      );
+
+      const after = await submitOk(app!, { prompt: "after the failover" });
+      const done = await waitForStatus(app!, after, ["completed", "failed"], 20_000);
+      expect(done.body.status, done.text).toBe("completed");
+    },
+    slow(120_000),
+  );
+});
