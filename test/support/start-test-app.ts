@@ -113,7 +113,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   });
   const server = await startServer({
     config,
-    logger: options.logger ?? pino({ level: "silent" }),
+    logger: options.logger ?? testLogger(),
     defaultMetrics: options.defaultMetrics ?? false,
     ...(options.tracing ? { tracing: options.tracing } : {}),
   });
@@ -131,4 +131,14 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       if (ownPrefix) await deleteKeys(ownPrefix);
     },
   };
+}
+
+/**
+ * Silent, unless `TEST_APP_LOG` names a path prefix: each app then writes its debug log to a
+ * file of its own under it (`<prefix>.<pid>.<ms>`), to read what a failing run did.
+ */
+function testLogger(): Logger {
+  const prefix = process.env.TEST_APP_LOG;
+  if (!prefix) return pino({ level: "silent" });
+  return pino({ level: "debug" }, pino.destination(`${prefix}.${process.pid}.${Date.now()}`));
 }

@@ -79,8 +79,9 @@ export const storeSchema = z
           "A run's claim (before it calls a channel), the id of an async channel's job and " +
           "its end (completed or failed) are kept the same way: waited for on as many " +
           "replicas, and written again on the " +
-          "promoted primary when a failover lost them (for up to a minute), so a task is " +
-          "neither stuck nor generated twice. " +
+          "promoted primary when a failover lost them (for up to a minute; a lost claim is " +
+          "not: its run gives the task back to the queue), so a task is " +
+          "neither stuck nor generated twice; a cancel too, without holding its answer. " +
           "0 (the default) answers once the primary has it: a failover right after may lose a " +
           "task that was answered 202. Keeping submissions open through a failover needs one " +
           "Redis replica more than this.",

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Metrics } from "../../metrics/create-metrics.js";
+import { HANDOVER } from "../core/task-queue.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskFinisher } from "../service/task-finisher.js";
 import { taskLine } from "../service/task-line.js";
@@ -31,13 +32,14 @@ export interface ClaimDeps {
  * already in progress lost its earlier run with its holder (a crash, a lost
  * lease, a failed write): it runs again (a rerun, counted and logged) until
  * `maxAttempts`, then fails `interrupted`. Undefined when the run must not
- * go on (the race was lost, or the task failed here).
+ * go on (the race was lost, or the task failed here); `HANDOVER` when the
+ * claim was lost with no other run's in its place (see {@link claimLost}).
  */
 export async function claimTask(
   deps: ClaimDeps,
   record: TaskRecord,
   signal?: AbortSignal,
-): Promise<TaskRecord | undefined> {
+): Promise<TaskRecord | typeof HANDOVER | undefined> {
   const { store, finisher, metrics, logger } = deps;
   const resumed = record.upstream ? (record.status === "queued" ? "handover" : "lost") : undefined;
   const rerun = record.status === "in_progress" && !resumed;
@@ -70,7 +72,12 @@ export async function claimTask(
         },
     { attempts: record.attempts },
   );
-  if (!started) return undefined;
+  if (!started) {
+    if (!(await claimLost(store, record))) return undefined;
+    const fields = { ...taskLine(record), attempt: record.attempts + 1, reason: "claim_lost" };
+    logFields(logger, "info", fields, "task.handover");
+    return HANDOVER;
+  }
   if (record.status === "queued" && !resumed) {
     metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - record.created));
   }
@@ -97,6 +104,23 @@ export async function claimTask(
     "task.started",
   );
   return started;
+}
+
+/**
+ * Whether a claim that did not take left the task as `record` was: no other
+ * run claimed it, nothing ended it. With `store.minReplicas` that is a claim
+ * a failover took back (the store does not write it again, see
+ * `RunStepWrite.rewrite`); the queue's hold on the job likely went with it,
+ * so the run gives the task back to the queue rather than end with it
+ * claimed by nobody.
+ */
+async function claimLost(store: TaskStore, record: TaskRecord): Promise<boolean> {
+  const now = await store.get(record.id).catch(() => undefined);
+  return (
+    now?.status === record.status &&
+    now.attempts === record.attempts &&
+    now.upstream?.id === record.upstream?.id
+  );
 }
 
 /**

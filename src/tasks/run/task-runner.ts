@@ -7,7 +7,7 @@ import type { ModelAccess } from "../../models/model-access.js";
 import { NOOP_SPAN, NOOP_TRACER, type Tracer } from "../../tracing/tracer.js";
 import type { ResponseEventLog } from "../core/response-state.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
-import type { HANDOVER, TaskLease } from "../core/task-queue.js";
+import { HANDOVER, type TaskLease } from "../core/task-queue.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskImages } from "../images/task-images.js";
@@ -99,7 +99,7 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
       const record = await store.get(lease.taskId);
       if (!record || isFinished(record.status) || lease.signal.aborted) return;
       const started = await claimTask(s.claim, record, lease.signal);
-      if (!started) return;
+      if (!started || started === HANDOVER) return started;
       const run = startRunTelemetry(s.tracer, started);
       try {
         return await runClaimed(s, started, lease, run);

@@ -53,23 +53,28 @@ export async function confirmOnReplicas(
 }
 
 /**
- * Whether a transition by a run (`attempts`: its attempt number) is a step
- * that must outlive a failover: its claim (a new attempt), the id of its
+ * Which transitions must outlive a failover. `"run"`: a step by a run
+ * (`attempts`: its attempt number): its claim (a new attempt), the id of its
  * channel's job (lost, the next run would submit the generation again: a
- * second paid image) or its end. Replicas confirm these, or they are
- * written again (see {@link keepRunStepOnReplicas}).
+ * second paid image) or its end; the run waits for replicas to confirm it
+ * (see {@link keepRunStepOnReplicas}). `"end"`: an end written by no run (a
+ * cancel): lost, the task would run again after its client was told it
+ * ended; kept the same way, but its writer does not wait (a cancel is
+ * answered at once). Undefined for any other write.
  */
-export function isRunStep(
+export function stepToKeep(
   current: TaskRecord,
   next: TaskRecord,
   attempts: number | undefined,
-): boolean {
-  return (
-    attempts !== undefined &&
-    (isFinished(next.status) ||
-      next.attempts !== current.attempts ||
-      next.upstream?.id !== current.upstream?.id)
-  );
+): "run" | "end" | undefined {
+  if (attempts === undefined) {
+    return isFinished(next.status) && !isFinished(current.status) ? "end" : undefined;
+  }
+  return isFinished(next.status) ||
+    next.attempts !== current.attempts ||
+    next.upstream?.id !== current.upstream?.id
+    ? "run"
+    : undefined;
 }
 
 /**
@@ -131,8 +136,14 @@ export interface RunStepWrite {
   text: string;
   /** Whether an entry read now is the record as it was before the step (a failover lost it). */
   isBefore(text: string): boolean;
-  /** Writes the step again over the record as it was before (compare-and-set); whether it was. */
-  rewrite(): Promise<boolean>;
+  /**
+   * Writes the step again over the record as it was before (compare-and-set);
+   * whether it was. Absent for a claim: a failover that lost the claim lost
+   * the queue's hold on the job with it (BullMQ's lock, written just before),
+   * so a run that went on would lose its lease mid-generation and the task
+   * would be generated again; the run hands the task back instead.
+   */
+  rewrite?(): Promise<boolean>;
 }
 
 /**
@@ -144,7 +155,8 @@ export interface RunStepWrite {
  * its job finish with the task still in progress. While they do not confirm
  * it, the record is read again: still this step, it is waited for again (on
  * whichever primary holds it now); back as it was before (the promoted
- * replica never had it), the step is written again; anything else (a cancel,
+ * replica never had it), the step is written again (a claim is not: this
+ * resolves false, see {@link RunStepWrite.rewrite}); anything else (a cancel,
  * another run) won, and this resolves false. Past {@link STEP_CONFIRM_MS} the
  * step stays as the primary has it (true), as without `store.minReplicas`.
  */
@@ -164,7 +176,7 @@ export async function keepRunStepOnReplicas(
       continue; // the store is away: wait for it
     }
     if (now === write.text) continue;
-    if (now === null || !write.isBefore(now)) return false;
+    if (now === null || !write.isBefore(now) || !write.rewrite) return false;
     try {
       if (!(await write.rewrite())) return false;
     } catch {

@@ -9,8 +9,8 @@ import { sweepExpired } from "./redis-task-sweep.js";
 import {
   confirmOnReplicas,
   createReplicaWaiter,
-  isRunStep,
   keepRunStepOnReplicas,
+  stepToKeep,
   type ReplicaConfirmation,
   type ReplicaWaiter,
 } from "./redis-replica-wait.js";
@@ -306,13 +306,18 @@ async function transition(
     const written = await writeTransition(s, current, next, nextText, ttl);
     if (written === 1 && !finished) s.recent.keep(id, nextText);
     else s.recent.drop(id);
-    if (written === 1 && s.stepWaiter && isRunStep(current, next, attempts)) {
-      const kept = await keepRunStepOnReplicas(s.stepWaiter, {
+    const waiter = written === 1 ? s.stepWaiter : undefined;
+    const step = waiter && stepToKeep(current, next, attempts);
+    if (waiter && step) {
+      const kept = keepRunStepOnReplicas(waiter, {
         ...{ client: s.client, key: s.keys.task(id), text: nextText },
         isBefore: (now) => isSameRecord(valueOf(s, now) as StoredRecord | undefined, current),
-        rewrite: async () => (await writeTransition(s, current, next, nextText, ttl)) === 1,
+        ...(next.attempts === current.attempts && {
+          rewrite: async () => (await writeTransition(s, current, next, nextText, ttl)) === 1,
+        }),
       });
-      return kept ? strip(next) : undefined;
+      if (step === "end") kept.catch(() => undefined);
+      else return (await kept) ? strip(next) : undefined;
     }
     if (written === 1) return strip(next);
     if (written === 0) return undefined;

@@ -117,9 +117,12 @@ export function logLines(replica: ServedProcess, msg: string): Array<Record<stri
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
-/** A counter's value on a replica's `/metrics`, by name (without the prefix) and labels. */
+/**
+ * A counter's value on a replica's (or an in-process app's) `/metrics`, by name (without the
+ * prefix) and labels.
+ */
 export async function counterOf(
-  replica: ServedProcess,
+  replica: { url: string },
   name: string,
   labels: Record<string, string> = {},
 ): Promise<number> {
