@@ -1,5 +1,6 @@
 import { slow } from "../../support/time-factor.js";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { startWebhookReceiver } from "../../webhooks/webhook-receiver.js";
 import { uniquePrefix } from "../../support/redis.js";
 import { submitOk, waitForStatus, waitUntil, getTask } from "../task-api.js";
 import { COMMAND_TIMEOUT_SEC, startReplicaApps } from "./failover-load.js";
@@ -8,10 +9,12 @@ import { killMasterBehindFrozenSentinels, useReplicaSet } from "./frozen-replica
 // A command that outlives `store.commandTimeoutSec` has its connection cut, so that it
 // reconnects. A Sentinel connection that is asking the sentinels for the master has no socket
 // to cut: cut then, ioredis ended it for good, and the queue's worker (whose connection keeps
-// its commands while Redis is away) never ran a task again. Here the sentinels are frozen while
-// the master dies, so the worker's connection waits on them past its commands' deadlines.
+// its commands while Redis is away) never ran a task again, nor the webhooks' worker delivered.
+// Here the sentinels are frozen while the master dies, so the workers' connections wait on them
+// past their commands' deadlines.
 
 const fixture = useReplicaSet();
+const WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
 
 describe("a Redis connection past its deadline while it looks for the master", () => {
   it(
@@ -23,7 +26,10 @@ describe("a Redis connection past its deadline while it looks for the master", (
         upstream,
         count: 1,
         store: { url: set.url, prefix: uniquePrefix("cut-resolving") },
+        config: { webhooks: { secret: WEBHOOK_SECRET, allowPrivateNetworks: true } },
       });
+      const receiver = await startWebhookReceiver();
+      onTestFinished(() => receiver.close());
       const before = await submitOk(app!, { prompt: "before the failover" });
       expect((await waitForStatus(app!, before, ["completed", "failed"])).body.status).toBe(
         "completed",
@@ -40,9 +46,15 @@ describe("a Redis connection past its deadline while it looks for the master", (
         30_000,
       );
 
-      const after = await submitOk(app!, { prompt: "after the failover" });
+      // Both workers came back: the queue's runs the task, the webhooks' delivers its end.
+      const after = await submitOk(app!, {
+        prompt: "after the failover",
+        webhook_url: receiver.url,
+      });
       const done = await waitForStatus(app!, after, ["completed", "failed"], 20_000);
       expect(done.body.status, done.text).toBe("completed");
+      await receiver.received(1);
+      expect(JSON.parse(receiver.requests[0]!.body)).toMatchObject({ data: { id: after } });
     },
     slow(120_000),
   );
