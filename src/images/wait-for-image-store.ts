@@ -21,7 +21,8 @@ const RETRY_MS = 500;
  * cannot be written) stops start-up at once; a store that does not answer is
  * checked again until `timeoutMs` has passed. Either way the failure is a
  * {@link ConfigError} of one line naming the field at fault and the store's
- * own code, so the CLI prints it and exits 2.
+ * own code (the last one it gave: `timeout` only when no check got one), so
+ * the CLI prints it and exits 2.
  */
 export async function waitForImageStore(
   store: ImageStore,
@@ -30,6 +31,9 @@ export async function waitForImageStore(
   const { timeoutMs, where, logger } = options;
   const deadline = Date.now() + timeoutMs;
   let warned = false;
+  // What the store last said when a check was not cut by the deadline: a last check that the
+  // deadline cut (on a loaded machine, before its connection was even refused) says less.
+  let answered: ImageStoreError | undefined;
   for (;;) {
     const left = deadline - Date.now();
     const signal = AbortSignal.timeout(Math.max(1, left));
@@ -45,6 +49,8 @@ export async function waitForImageStore(
       );
     }
     if (failure.permanent) throw new ConfigError([lineOf(failure, where)]);
+    if (signal.aborted) failure = answered ?? failure;
+    else answered = failure;
     if (Date.now() + RETRY_MS >= deadline) {
       const waited = `did not answer within images.connectTimeoutSec (${Math.round(timeoutMs / 1000)} s)`;
       throw new ConfigError([
