@@ -54,6 +54,19 @@ async function pidOf(node: RedisAddress, auth: { password?: string } = options):
   return Number(/process_id:(\d+)/.exec(info)![1]);
 }
 
+/** SIGSTOPs `pids`; resolves the call that SIGCONTs them, once (also made when the test ends). */
+function freeze(pids: readonly number[]): () => void {
+  let frozen = true;
+  const thaw = () => {
+    if (!frozen) return;
+    frozen = false;
+    for (const pid of pids) process.kill(pid, "SIGCONT");
+  };
+  for (const pid of pids) process.kill(pid, "SIGSTOP");
+  onTestFinished(thaw);
+  return thaw;
+}
+
 /**
  * Freezes (SIGSTOP) the set's sentinels and SIGKILLs its master: a client
  * that then asks the sentinels for the master waits on them (they accept the
@@ -67,14 +80,7 @@ export async function killMasterBehindFrozenSentinels(set: SentinelSet): Promise
   for (const node of set.sentinels) {
     await redisCommand(node, ["SENTINEL", "DEBUG", "tilt-period", "1000"]);
   }
-  let frozen = true;
-  const thaw = () => {
-    if (!frozen) return;
-    frozen = false;
-    for (const pid of pids) process.kill(pid, "SIGCONT");
-  };
-  for (const pid of pids) process.kill(pid, "SIGSTOP");
-  onTestFinished(thaw);
+  const thaw = freeze(pids);
   process.kill(masterPid, "SIGKILL");
   return thaw;
 }
@@ -93,14 +99,7 @@ export async function freezeReplicas(
   const master = await set.currentMaster();
   const replicas = [set.master, ...set.replicas].filter((node) => node.port !== master.port);
   const pids = await Promise.all(replicas.map((node) => pidOf(node)));
-  let frozen = true;
-  const thaw = () => {
-    if (!frozen) return;
-    frozen = false;
-    for (const pid of pids) process.kill(pid, "SIGCONT");
-  };
-  for (const pid of pids) process.kill(pid, "SIGSTOP");
-  onTestFinished(thaw);
+  const thaw = freeze(pids);
   if (fill) {
     await redisCommand(master, ["SET", "filler", "x".repeat(32 << 20)], {
       ...options,
