@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { ServiceError } from "../errors/service-error.js";
 import { ERROR_CODES } from "./error-codes.js";
+import { bodyReadWhole } from "./read-body.js";
 
 /** Turns anything thrown into a {@link ServiceError}; unknown errors become a bland 500. */
 export function toServiceError(err: unknown): ServiceError {
@@ -81,7 +82,7 @@ export function sendError(
     "content-length": Buffer.byteLength(body),
     // A body left unread (refused, too large, too slow) is not waited for: the
     // connection closes after the answer instead of draining whatever follows.
-    ...(req.complete ? {} : { connection: "close" }),
+    ...(bodyReadWhole(req) ? {} : { connection: "close" }),
   });
   res.end(body);
   return code;

@@ -129,7 +129,9 @@ async function serve(
     if (!res.writableFinished) call.abort(CLIENT_GONE);
     request.form?.dispose();
   });
-  await s.prepare(request, req);
+  // Most bodies are at hand already: no promise to wait on then.
+  const prepared = s.prepare(request, req);
+  if (prepared !== undefined) await prepared;
   context.model = request.model;
   if (background && request.background) {
     // Background mode: the channel's own where the channel that would serve it has it.

@@ -4,7 +4,7 @@ import { ServiceError } from "../errors/service-error.js";
 import { MAX_JSON_DEPTH, parseJson } from "../http/inspect-json.js";
 import { scanJson, valueAt, type ScannedJson } from "../http/scan-json.js";
 import { requireJsonObject } from "../errors/parse-body.js";
-import { readRequestBody } from "../http/read-body.js";
+import { bodyAtHand, readRequestBody } from "../http/read-body.js";
 import { shorten } from "../errors/shorten.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { modelNotFound } from "../models/model-not-found.js";
@@ -33,24 +33,46 @@ export interface RequestPreparerDeps {
 }
 
 /**
+ * Prepares one passthrough request: a promise while it waits on the body or
+ * the store, `undefined` when it was done at once. Throws (or rejects with)
+ * the 4xx the client gets.
+ */
+export type RequestPreparer = (
+  request: PassthroughRequest,
+  req: IncomingMessage,
+) => Promise<void> | undefined;
+
+/**
  * Reads what a passthrough request needs before any channel is called: the
  * model its JSON body or form names (checked unambiguous), or the stored
  * response it names (checked owned), and from it the candidate channels.
  * Throws the 4xx the client gets; nothing has gone upstream then.
  */
-export function createRequestPreparer(
-  deps: RequestPreparerDeps,
-): (request: PassthroughRequest, req: IncomingMessage) => Promise<void> {
+export function createRequestPreparer(deps: RequestPreparerDeps): RequestPreparer {
   const { limits } = deps;
   const timing = { timeoutMs: limits.bodyTimeoutMs, idleMs: limits.bodyIdleMs };
 
-  /** The model a JSON body names, checked; the raw bytes go on as they are. */
-  async function prepareJson(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
+  /**
+   * The model a JSON body names, checked; the raw bytes go on as they are.
+   * A body already at hand (the usual chat body) is checked at once, without
+   * a promise: `undefined` then, unless a Responses call needs the store.
+   */
+  function prepareJson(
+    request: PassthroughRequest,
+    req: IncomingMessage,
+  ): Promise<void> | undefined {
     const limit =
       request.route.size === "small"
         ? Math.min(SMALL_BODY_BYTES, limits.maxBodyBytes)
         : limits.maxBodyBytes;
-    const bytes = await readRequestBody(req, { limit, ...timing });
+    const atHand = bodyAtHand(req, limit);
+    if (atHand) return prepareJsonBody(request, atHand);
+    return readRequestBody(req, { limit, ...timing }).then((bytes) =>
+      prepareJsonBody(request, bytes),
+    );
+  }
+
+  function prepareJsonBody(request: PassthroughRequest, bytes: Buffer): Promise<void> | undefined {
     const raw = withoutBom(bytes);
     // Most bodies are only passed on: checked as JSON and their `model` read, not parsed.
     const scanned = raw.length > 0 ? scanJson(raw, BODY_MEMBERS, MAX_JSON_DEPTH) : undefined;
@@ -60,16 +82,21 @@ export function createRequestPreparer(
       const start = scanned.starts[MODEL] as number;
       const model = start === -1 ? undefined : valueAt(raw, start, scanned.ends[MODEL] as number);
       setModel(request, modelOf(model), raw);
-    } else {
-      // Not JSON, not an object, or a Responses call that needs its fields: parsed whole,
-      // which gives the error it always gave.
-      const parsed = bytes.length > 0 ? parseJson(bytes, MAX_JSON_DEPTH) : undefined;
-      const body = requireJsonObject(parsed?.value);
-      checkOneModel(parsed?.modelKeys ?? 0);
-      setModel(request, modelOf(body.model), parsed?.raw);
-      if (createsResponse) await prepareResponse(request, body);
+      return requireCandidates(request);
     }
+    // Not JSON, not an object, or a Responses call that needs its fields: parsed whole,
+    // which gives the error it always gave.
+    const parsed = bytes.length > 0 ? parseJson(bytes, MAX_JSON_DEPTH) : undefined;
+    const body = requireJsonObject(parsed?.value);
+    checkOneModel(parsed?.modelKeys ?? 0);
+    setModel(request, modelOf(body.model), parsed?.raw);
+    if (!createsResponse) return requireCandidates(request);
+    return prepareResponse(request, body).then(() => requireCandidates(request));
+  }
+
+  function requireCandidates(request: PassthroughRequest): undefined {
     if (request.candidates.length === 0) throw modelNotFound(request.model as string);
+    return undefined;
   }
 
   /** The body's model and its candidate channels; the raw bytes go on as they are. */
