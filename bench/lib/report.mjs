@@ -2,6 +2,7 @@
 // README) and as JSON, written to the results directory.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describeBusy, wasBusy } from "./busy.mjs";
 
 function textTable({ title, columns, rows }) {
@@ -125,11 +126,16 @@ export function renderMarkdown(result) {
   );
 }
 
-/** Formats with the project's prettier when it is there, so that results pass `npm run lint`. */
+/**
+ * Formats with the project's prettier when it is there, so that results pass `npm run lint`.
+ * The settings are the project's wherever the results go (`--out /tmp/...` finds none there,
+ * and prettier's defaults would then fail the lint once the files are copied in).
+ */
 async function pretty(text, file) {
   try {
     const prettier = await import("prettier");
-    return await prettier.format(text, { ...(await prettier.resolveConfig(file)), filepath: file });
+    const settings = await prettier.resolveConfig(fileURLToPath(import.meta.url));
+    return await prettier.format(text, { ...settings, filepath: file });
   } catch {
     return text;
   }
