@@ -4,6 +4,7 @@ import type * as S3Sdk from "@aws-sdk/client-s3";
 import { checkKey, dayOf } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 import { ImageStoreError } from "./image-store-error.js";
+import { createPutObject, type PutObject } from "./s3-put-object.js";
 import { s3StoreFailure } from "./s3-store-failure.js";
 
 /** Options of {@link openS3ImageStore}: `s3://bucket/prefix` and the `images.s3` section. */
@@ -41,19 +42,31 @@ const isNotFound = (err: unknown) => {
  * Images in an S3-compatible bucket (`s3://bucket/prefix`). The SDK is
  * loaded only when this backend is used. Checksums are computed only where
  * an operation requires them (`WHEN_REQUIRED`), as R2, MinIO and other
- * self-hosted stores expect; the SDK retries once, the task's own write
- * retries cover the rest.
+ * self-hosted stores expect; each request is tried twice at most, the
+ * task's own write retries cover the rest. Images are written without the
+ * SDK's middleware (see `createPutObject`); the other operations are rare.
  */
 export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<ImageStore> {
   const sdk = await import("@aws-sdk/client-s3");
   const { getSignedUrl } = await import("@aws-sdk/s3-request-presigner");
+  const signerModule = await import("@smithy/signature-v4");
   const client = openClient(sdk, options);
+  const writer = createPutObject({
+    sdk,
+    client,
+    signerModule,
+    getSignedUrl,
+    bucket: options.bucket,
+    connectTimeoutMs: (options.connectTimeoutSec ?? 5) * 1000,
+    idleTimeoutMs: (options.idleTimeoutSec ?? 30) * 1000,
+  });
   const s: S3State = {
     sdk,
     client,
     bucket: options.bucket,
     base: options.prefix === "" ? "" : `${options.prefix}/`,
     staticCredentials: options.credentials !== undefined,
+    putObject: writer.put,
   };
   return {
     backend: "s3",
@@ -76,6 +89,7 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
       );
     },
     async close() {
+      writer.close();
       client.destroy();
     },
   };
@@ -90,6 +104,8 @@ interface S3State {
   base: string;
   /** `images.s3.accessKeyId` is set (else the SDK's chain signs): which field a refusal names. */
   staticCredentials: boolean;
+  /** Writes an object without the SDK's middleware (see `createPutObject`). */
+  putObject: PutObject;
 }
 
 /** Runs one operation; its failure becomes an `ImageStoreError` (an abort passes as it is). */
@@ -188,33 +204,15 @@ function openClient(sdk: typeof S3Sdk, options: S3ImageStoreOptions): S3Sdk.S3Cl
 
 const objectKey = (s: S3State, key: string) => `${s.base}${checkKey(key)}`;
 
-async function put(
+/** Writes an image (or the check's object); the body goes unsigned, see `createPutObject`. */
+function put(
   s: S3State,
   key: string,
   bytes: Buffer,
   contentType: string,
   signal?: AbortSignal,
 ): Promise<void> {
-  const command = new s.sdk.PutObjectCommand({
-    Bucket: s.bucket,
-    Key: objectKey(s, key),
-    Body: bytes,
-    ContentType: contentType,
-    ContentLength: bytes.byteLength,
-  });
-  // The body goes unsigned: signing it hashes all of it (SHA-256 over a 3 MB image is a fifth of
-  // a task's CPU). The SDK sends every streamed body this way itself; S3, R2 and MinIO accept it,
-  // TLS covers the bytes on an https endpoint, and the signature still covers the rest of the
-  // request, Content-Length included.
-  command.middlewareStack.add(
-    (next) => (args) => {
-      const request = args.request as { headers?: Record<string, string> };
-      if (request.headers) request.headers["x-amz-content-sha256"] = "UNSIGNED-PAYLOAD";
-      return next(args);
-    },
-    { step: "build", name: "unsignedImagePayload" },
-  );
-  await s.client.send(command, signal ? { abortSignal: signal } : {});
+  return s.putObject(objectKey(s, key), bytes, contentType, signal);
 }
 
 async function get(
