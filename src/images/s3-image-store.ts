@@ -4,8 +4,10 @@ import type * as S3Sdk from "@aws-sdk/client-s3";
 import { checkKey, dayOf } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 import { ImageStoreError } from "./image-store-error.js";
+import { presignGet } from "./s3-presign-get.js";
 import { createPutObject, type PutObject } from "./s3-put-object.js";
 import { s3StoreFailure } from "./s3-store-failure.js";
+import { createS3Target } from "./s3-target.js";
 
 /** Options of {@link openS3ImageStore}: `s3://bucket/prefix` and the `images.s3` section. */
 export interface S3ImageStoreOptions {
@@ -43,20 +45,24 @@ const isNotFound = (err: unknown) => {
  * loaded only when this backend is used. Checksums are computed only where
  * an operation requires them (`WHEN_REQUIRED`), as R2, MinIO and other
  * self-hosted stores expect; each request is tried twice at most, the
- * task's own write retries cover the rest. Images are written without the
- * SDK's middleware (see `createPutObject`); the other operations are rare.
+ * task's own write retries cover the rest. Images are written and links
+ * presigned without the SDK's per-call pipeline (`createPutObject`,
+ * `presignGet`): both happen per task or per poll; the other operations are rare.
  */
 export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<ImageStore> {
   const sdk = await import("@aws-sdk/client-s3");
   const { getSignedUrl } = await import("@aws-sdk/s3-request-presigner");
   const signerModule = await import("@smithy/signature-v4");
   const client = openClient(sdk, options);
-  const writer = createPutObject({
+  const target = createS3Target({
     sdk,
     client,
     signerModule,
     getSignedUrl,
     bucket: options.bucket,
+  });
+  const writer = createPutObject({
+    target,
     connectTimeoutMs: (options.connectTimeoutSec ?? 5) * 1000,
     idleTimeoutMs: (options.idleTimeoutSec ?? 30) * 1000,
   });
@@ -78,15 +84,8 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
     ping: () => failing(s, "HeadBucket", () => headBucket(s, AbortSignal.timeout(PING_TIMEOUT_MS))),
     check: (signal) => check(s, signal),
     objectKey: (key) => objectKey(s, key),
-    presign(key, { expiresInSec, signingDate }) {
-      return getSignedUrl(
-        client,
-        new sdk.GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
-        {
-          expiresIn: expiresInSec,
-          signingDate,
-        },
-      );
+    async presign(key, options) {
+      return presignGet(await target(), objectKey(s, key), options);
     },
     async close() {
       writer.close();

@@ -1,10 +1,6 @@
-import { createHash, createHmac, type BinaryLike } from "node:crypto";
 import * as http from "node:http";
 import * as https from "node:https";
-import type * as S3Sdk from "@aws-sdk/client-s3";
-import type { getSignedUrl } from "@aws-sdk/s3-request-presigner";
-import type * as SignerModule from "@smithy/signature-v4";
-import type { SignatureV4 } from "@smithy/signature-v4";
+import type { S3Target } from "./s3-target.js";
 
 /** Writes one object (its key as the store addresses it: prefix included); rejects as the SDK would. */
 export type PutObject = (
@@ -14,31 +10,14 @@ export type PutObject = (
   signal?: AbortSignal,
 ) => Promise<void>;
 
-/** Dependencies of {@link createPutObject}: the store's SDK client, and how long to wait. */
+/** Dependencies of {@link createPutObject}: where objects go, and how long to wait. */
 export interface PutObjectDeps {
-  sdk: typeof S3Sdk;
-  client: S3Sdk.S3Client;
-  signerModule: typeof SignerModule;
-  getSignedUrl: typeof getSignedUrl;
-  bucket: string;
+  /** The bucket as the SDK resolved it (see `createS3Target`). */
+  target: () => Promise<S3Target>;
   /** Default 5 s and 30 s, as the SDK's own requests. */
   connectTimeoutMs: number;
   idleTimeoutMs: number;
 }
-
-/** Where objects go and how requests there are signed, as the SDK resolved it. */
-interface Target {
-  transport: typeof http | typeof https;
-  hostname: string;
-  port: string;
-  host: string;
-  /** The bucket's path up to the key (path-style: `/bucket/`; virtual-hosted: `/`). */
-  pathBase: string;
-  signer: SignatureV4;
-}
-
-/** The key the target is resolved with; any key of checked characters is addressed alike. */
-const PROBE = "put-object-probe";
 
 /** Bytes of an error answer read for its `<Code>`. */
 const MAX_ERROR_BYTES = 64 * 1024;
@@ -51,12 +30,9 @@ const RETRY_DELAY_MS = 100;
  * cost ~2 ms of CPU more than the request itself (measured with a 1 KB and a
  * 3 MB body alike: its per-call middleware, and the compiler and collector
  * work it keeps alive), a fifth of a real-size task. The request is the
- * SDK's still where it matters: the endpoint, the path style and the signing
- * region are read once from a link the SDK presigns for the bucket (its own
- * rules: custom endpoints, path-style, dotted bucket names, FIPS and
- * dual-stack settings), the credentials are the client's (static, or its
- * default chain with its refreshing), and the SDK's SigV4 signer signs
- * every header. The body goes unsigned (`UNSIGNED-PAYLOAD`, as the SDK
+ * SDK's still where it matters: the endpoint, path style, signing region
+ * and credentials are the SDK's (see `createS3Target`), and the SDK's SigV4
+ * signer signs every header. The body goes unsigned (`UNSIGNED-PAYLOAD`, as the SDK
  * sends a streamed body; hashing 3 MB for the signature would cost another
  * fifth of a task): S3, R2, MinIO and Ceph take it, TLS covers the bytes on
  * an https endpoint, and the signature still covers the headers,
@@ -72,17 +48,8 @@ export function createPutObject(deps: PutObjectDeps): { put: PutObject; close():
     "http:": new http.Agent({ keepAlive: true, maxSockets: 50 }),
     "https:": new https.Agent({ keepAlive: true, maxSockets: 50 }),
   };
-  let target: Promise<Target> | undefined;
-  const resolved = () => {
-    target ??= resolveTarget(deps).catch((err: unknown) => {
-      // No credentials yet, say: the next write asks again.
-      target = undefined;
-      throw err;
-    });
-    return target;
-  };
   const put: PutObject = async (objectKey, bytes, contentType, signal) => {
-    const where = await resolved();
+    const where = await deps.target();
     try {
       await send(deps, agents, where, objectKey, bytes, contentType, signal);
     } catch (err) {
@@ -101,43 +68,11 @@ export function createPutObject(deps: PutObjectDeps): { put: PutObject; close():
   };
 }
 
-/** The bucket's address and signing scope, read off a link the SDK presigns (no request made). */
-async function resolveTarget(deps: PutObjectDeps): Promise<Target> {
-  const link = new URL(
-    await deps.getSignedUrl(
-      deps.client,
-      new deps.sdk.PutObjectCommand({ Bucket: deps.bucket, Key: PROBE }),
-      { expiresIn: 60 },
-    ),
-  );
-  const scope = (link.searchParams.get("X-Amz-Credential") ?? "").split("/");
-  const [region, service] = [scope[2], scope[3]];
-  if (!link.pathname.endsWith(PROBE) || !region || !service) {
-    throw new Error(`the S3 SDK presigned an unexpected link for the bucket (${link.origin})`);
-  }
-  return {
-    transport: link.protocol === "https:" ? https : http,
-    hostname: link.hostname.replace(/^\[(.*)\]$/, "$1"),
-    port: link.port,
-    host: link.host,
-    pathBase: link.pathname.slice(0, -PROBE.length),
-    signer: new deps.signerModule.SignatureV4({
-      service,
-      region,
-      credentials: deps.client.config.credentials,
-      sha256: NodeSha256,
-      // S3 signs the path as sent (the SDK's `signingEscapePath: false` for S3).
-      uriEscapePath: false,
-      applyChecksum: false,
-    }),
-  };
-}
-
 /** One `PUT` of the object, signed; resolves on a 200, rejects with an SDK-shaped error. */
 async function send(
   deps: PutObjectDeps,
   agents: Record<"http:" | "https:", http.Agent>,
-  where: Target,
+  where: S3Target,
   objectKey: string,
   bytes: Buffer,
   contentType: string,
@@ -146,7 +81,7 @@ async function send(
   const path = where.pathBase + objectKey;
   const signed = await where.signer.sign({
     method: "PUT",
-    protocol: where.transport === https ? "https:" : "http:",
+    protocol: where.protocol,
     hostname: where.hostname,
     ...(where.port ? { port: Number(where.port) } : {}),
     path,
@@ -158,11 +93,11 @@ async function send(
       "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
     },
   });
-  const agent = agents[where.transport === https ? "https:" : "http:"];
+  const transport = where.protocol === "https:" ? https : http;
   await new Promise<void>((resolve, reject) => {
-    const req = where.transport.request(
+    const req = transport.request(
       {
-        agent,
+        agent: agents[where.protocol],
         hostname: where.hostname,
         ...(where.port ? { port: where.port } : {}),
         method: "PUT",
@@ -237,31 +172,4 @@ function mayHeal(err: unknown): boolean {
   const status = $metadata?.httpStatusCode;
   if (status !== undefined) return status >= 500 || status === 429;
   return name === "TimeoutError" || (typeof code === "string" && /^E[A-Z]+$/.test(code));
-}
-
-/** What the signer hashes. */
-type SourceData = string | ArrayBuffer | ArrayBufferView;
-
-const bytesOf = (data: SourceData): BinaryLike =>
-  typeof data === "string"
-    ? data
-    : data instanceof ArrayBuffer
-      ? new Uint8Array(data)
-      : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-
-/** SHA-256 and its HMAC as the signer asks for them, on Node's own crypto. */
-class NodeSha256 {
-  private readonly hash;
-
-  constructor(secret?: SourceData) {
-    this.hash = secret === undefined ? createHash("sha256") : createHmac("sha256", bytesOf(secret));
-  }
-
-  update(data: SourceData): void {
-    this.hash.update(bytesOf(data));
-  }
-
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
 }
