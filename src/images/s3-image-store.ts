@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import type { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
 import type * as S3Sdk from "@aws-sdk/client-s3";
 import { checkKey, dayOf } from "./image-keys.js";
 import type { ImageObject, ImageStore, ListedObject } from "./image-store.js";
 import { ImageStoreError } from "./image-store-error.js";
 import { presignGet } from "./s3-presign-get.js";
-import { createPutObject, type PutObject } from "./s3-put-object.js";
+import { createS3Sender, withOneRetry, type S3Send } from "./s3-sender.js";
 import { s3StoreFailure } from "./s3-store-failure.js";
 import { createS3Target } from "./s3-target.js";
 
@@ -45,9 +45,10 @@ const isNotFound = (err: unknown) => {
  * loaded only when this backend is used. Checksums are computed only where
  * an operation requires them (`WHEN_REQUIRED`), as R2, MinIO and other
  * self-hosted stores expect; each request is tried twice at most, the
- * task's own write retries cover the rest. Images are written and links
- * presigned without the SDK's per-call pipeline (`createPutObject`,
- * `presignGet`): both happen per task or per poll; the other operations are rare.
+ * task's own write retries cover the rest. Images are written and read,
+ * and links presigned, without the SDK's per-call pipeline (`createS3Sender`,
+ * `presignGet`): each happens per task, per poll or per download; the
+ * SDK's client does the rare rest (the bucket's probe, deletes, listings).
  */
 export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<ImageStore> {
   const sdk = await import("@aws-sdk/client-s3");
@@ -61,7 +62,7 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
     getSignedUrl,
     bucket: options.bucket,
   });
-  const writer = createPutObject({
+  const sender = createS3Sender({
     target,
     connectTimeoutMs: (options.connectTimeoutSec ?? 5) * 1000,
     idleTimeoutMs: (options.idleTimeoutSec ?? 30) * 1000,
@@ -72,7 +73,7 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
     bucket: options.bucket,
     base: options.prefix === "" ? "" : `${options.prefix}/`,
     staticCredentials: options.credentials !== undefined,
-    putObject: writer.put,
+    send: sender.send,
   };
   return {
     backend: "s3",
@@ -88,7 +89,7 @@ export async function openS3ImageStore(options: S3ImageStoreOptions): Promise<Im
       return presignGet(await target(), objectKey(s, key), options);
     },
     async close() {
-      writer.close();
+      sender.close();
       client.destroy();
     },
   };
@@ -103,8 +104,8 @@ interface S3State {
   base: string;
   /** `images.s3.accessKeyId` is set (else the SDK's chain signs): which field a refusal names. */
   staticCredentials: boolean;
-  /** Writes an object without the SDK's middleware (see `createPutObject`). */
-  putObject: PutObject;
+  /** Requests on objects without the SDK's pipeline (see `createS3Sender`). */
+  send: S3Send;
 }
 
 /** Runs one operation; its failure becomes an `ImageStoreError` (an abort passes as it is). */
@@ -145,14 +146,11 @@ async function check(s: S3State, signal: AbortSignal | undefined): Promise<void>
   const key = `${dayOf(Math.floor(Date.now() / 1000))}/check-${randomBytes(6).toString("hex")}.txt`;
   const bytes = Buffer.from("image-task-sidecar store check\n");
   const options = signal ? { abortSignal: signal } : {};
-  // Written as images are (the same request, body unsigned), so what passes here passes there.
+  // Written and read as images are (the same requests), so what passes here passes there.
   await failing(s, "PutObject", () => put(s, key, bytes, "text/plain", signal));
   await failing(s, "GetObject", async () => {
-    const answer = await s.client.send(
-      new s.sdk.GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
-      options,
-    );
-    const read = Buffer.from((await answer.Body?.transformToByteArray()) ?? []);
+    const found = await get(s, key, signal);
+    const read = found ? Buffer.concat(await found.body.toArray()) : Buffer.alloc(0);
     if (!read.equals(bytes)) {
       throw new ImageStoreError(
         "ContentMismatch",
@@ -203,32 +201,42 @@ function openClient(sdk: typeof S3Sdk, options: S3ImageStoreOptions): S3Sdk.S3Cl
 
 const objectKey = (s: S3State, key: string) => `${s.base}${checkKey(key)}`;
 
-/** Writes an image (or the check's object); the body goes unsigned, see `createPutObject`. */
-function put(
+/** Writes an image (or the check's object); the body goes unsigned (see `createS3Sender`). */
+async function put(
   s: S3State,
   key: string,
   bytes: Buffer,
   contentType: string,
   signal?: AbortSignal,
 ): Promise<void> {
-  return s.putObject(objectKey(s, key), bytes, contentType, signal);
+  const request = {
+    method: "PUT" as const,
+    objectKey: objectKey(s, key),
+    headers: { "content-type": contentType },
+    body: bytes,
+    signal,
+  };
+  await withOneRetry(async () => {
+    const answer = await s.send(request);
+    await finished(answer.resume());
+  }, signal);
 }
 
+/** Reads an object as a stream; undefined when there is none (a missing bucket is a failure). */
 async function get(
   s: S3State,
   key: string,
   signal: AbortSignal | undefined,
 ): Promise<ImageObject | undefined> {
+  const request = { method: "GET" as const, objectKey: objectKey(s, key), signal };
   try {
-    const answer = await s.client.send(
-      new s.sdk.GetObjectCommand({ Bucket: s.bucket, Key: objectKey(s, key) }),
-      signal ? { abortSignal: signal } : {},
-    );
+    const answer = await withOneRetry(() => s.send(request), signal);
+    const { headers } = answer;
     return {
-      body: answer.Body as Readable,
-      size: answer.ContentLength ?? 0,
-      contentType: answer.ContentType ?? "application/octet-stream",
-      etag: answer.ETag ?? `"${key}"`,
+      body: answer,
+      size: Number(headers["content-length"] ?? 0),
+      contentType: headers["content-type"] ?? "application/octet-stream",
+      etag: headers.etag ?? `"${key}"`,
     };
   } catch (err) {
     if (isNotFound(err)) return undefined;

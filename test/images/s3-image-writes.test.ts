@@ -7,7 +7,7 @@ import { openS3ImageStore } from "../../src/images/s3-image-store.js";
 import { S3_CREDENTIALS, startS3Server, type TestS3Server } from "../support/s3-server.js";
 import { readAll } from "./read-all.js";
 
-/* How the S3 store writes images: on kept-alive connections, tried once more where that can heal. */
+/* How the S3 store writes and reads images: on kept-alive connections, tried once more where that can heal. */
 
 let s3: TestS3Server;
 const prefix = `s3-writes/${randomBytes(4).toString("hex")}`;
@@ -26,8 +26,8 @@ const listen = async (server: Server) => {
 const closeServer = (server: Server) =>
   new Promise((resolve) => server.close(resolve)).catch(() => undefined);
 
-describe("S3 image writes", () => {
-  it("write images of a generated size (over 2 MiB) on one kept-alive connection", async () => {
+describe("S3 image writes and reads", () => {
+  it("write and read images of a generated size (over 2 MiB) on one kept-alive connection", async () => {
     // A TCP hop in front of s3rver that counts the connections the store opens.
     let connections = 0;
     const sockets = new Set<Socket>();
@@ -53,12 +53,15 @@ describe("S3 image writes", () => {
       for (const [i, bytes] of images.entries()) {
         await store.put(`2030-01-01/task_k/${i}.png`, bytes, "image/png");
       }
-      // The SDK sent such bodies with `Expect: 100-continue`, each on a connection of its own.
-      expect(connections).toBe(1);
       for (const [i, bytes] of images.entries()) {
         const found = await store.get(`2030-01-01/task_k/${i}.png`);
+        expect(found).toMatchObject({ size: bytes.length, contentType: "image/png" });
         expect((await readAll(found!.body)).equals(bytes)).toBe(true);
       }
+      expect(await store.get("2030-01-01/task_k/missing.png")).toBeUndefined();
+      // The SDK sent such bodies with `Expect: 100-continue`, each on a connection of its own,
+      // and read on connections of its own agent.
+      expect(connections).toBe(1);
     } finally {
       await store.close();
       for (const socket of sockets) socket.destroy();
@@ -66,17 +69,25 @@ describe("S3 image writes", () => {
     }
   });
 
-  it("tries a write once more after a 5xx, and never after a refusal", async () => {
-    // A fake store: answers each PUT with the next status of the script, as S3 words errors.
+  it("tries a write or a read once more after a 5xx, and never after a refusal", async () => {
+    // A fake store: answers each request with the next status of the script, as S3 words errors.
     const script: number[] = [];
     const puts: IncomingMessage["headers"][] = [];
-    const codes: Record<number, string> = { 503: "SlowDown", 403: "AccessDenied" };
+    let gets = 0;
+    const codes: Record<number, string> = {
+      503: "SlowDown",
+      403: "AccessDenied",
+      404: "NoSuchBucket",
+    };
     const fake = createHttpServer((req, res) => {
       req.resume();
       req.on("end", () => {
         if (req.method === "PUT") puts.push(req.headers);
+        if (req.method === "GET") gets += 1;
         const status = script.shift() ?? 200;
-        if (status === 200) return res.writeHead(200, { etag: '"x"' }).end();
+        if (status === 200) {
+          return res.writeHead(200, { etag: '"x"', "content-type": "image/png" }).end("png");
+        }
         res.writeHead(status, { "content-type": "application/xml" });
         res.end(`<?xml version="1.0"?><Error><Code>${codes[status]}</Code></Error>`);
       });
@@ -123,6 +134,17 @@ describe("S3 image writes", () => {
         operation: "PutObject",
       });
       expect(puts).toHaveLength(1);
+
+      script.push(503);
+      const found = await store.get("2030-01-01/task_r/0.png");
+      expect((await readAll(found!.body)).toString()).toBe("png");
+      expect(gets).toBe(2);
+
+      gets = 0;
+      script.push(404);
+      const gone = await store.get("2030-01-01/task_r/0.png").catch((err: unknown) => err);
+      expect(gone).toMatchObject({ code: "NoSuchBucket", permanent: true, field: "images.url" });
+      expect(gets).toBe(1);
     } finally {
       await store.close();
       await closeServer(fake);
