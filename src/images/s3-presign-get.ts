@@ -1,5 +1,5 @@
 import type { PresignOptions } from "./image-store.js";
-import type { S3Target } from "./s3-target.js";
+import { signableRequest, type S3Target } from "./s3-target.js";
 
 /**
  * A presigned `GET` link to an object (its key as the store addresses it),
@@ -13,20 +13,12 @@ export async function presignGet(
   objectKey: string,
   options: PresignOptions,
 ): Promise<string> {
-  const path = target.pathBase + objectKey;
-  const signed = await target.signer.presign(
-    {
-      method: "GET",
-      protocol: target.protocol,
-      hostname: target.hostname,
-      ...(target.port ? { port: Number(target.port) } : {}),
-      path,
-      query: {},
-      headers: { host: target.host, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" },
-    },
-    { expiresIn: options.expiresInSec, signingDate: options.signingDate },
-  );
-  return `${target.protocol}//${target.host}${path}?${queryString(signed.query ?? {})}`;
+  const request = signableRequest(target, "GET", objectKey);
+  const signed = await target.signer.presign(request, {
+    expiresIn: options.expiresInSec,
+    signingDate: options.signingDate,
+  });
+  return `${target.protocol}//${target.host}${request.path}?${queryString(signed.query ?? {})}`;
 }
 
 /** The query as the signer canonicalized it: keys sorted, each part escaped as RFC 3986 says. */

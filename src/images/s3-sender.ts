@@ -1,6 +1,6 @@
 import * as http from "node:http";
 import * as https from "node:https";
-import type { S3Target } from "./s3-target.js";
+import { signableRequest, type S3Target } from "./s3-target.js";
 
 /** Dependencies of {@link createS3Sender}: where objects are, and how long to wait. */
 export interface S3SenderDeps {
@@ -52,7 +52,10 @@ export function createS3Sender(deps: S3SenderDeps): { send: S3Send; close(): voi
     "https:": new https.Agent({ keepAlive: true, maxSockets: 50 }),
   };
   return {
-    send: async (request) => sendOnce(deps, agents[(await deps.target()).protocol], request),
+    send: async (request) => {
+      const where = await deps.target();
+      return sendOnce(deps, where, agents[where.protocol], request);
+    },
     close() {
       agents["http:"].destroy();
       agents["https:"].destroy();
@@ -62,25 +65,16 @@ export function createS3Sender(deps: S3SenderDeps): { send: S3Send; close(): voi
 
 async function sendOnce(
   deps: S3SenderDeps,
+  where: S3Target,
   agent: http.Agent,
   request: S3ObjectRequest,
 ): Promise<http.IncomingMessage> {
-  const where = await deps.target();
-  const path = where.pathBase + request.objectKey;
-  const signed = await where.signer.sign({
-    method: request.method,
-    protocol: where.protocol,
-    hostname: where.hostname,
-    ...(where.port ? { port: Number(where.port) } : {}),
-    path,
-    query: {},
-    headers: {
-      ...request.headers,
-      host: where.host,
-      ...(request.body ? { "content-length": String(request.body.byteLength) } : {}),
-      "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
-    },
+  const unsigned = signableRequest(where, request.method, request.objectKey, {
+    ...request.headers,
+    ...(request.body ? { "content-length": String(request.body.byteLength) } : {}),
   });
+  const { path } = unsigned;
+  const signed = await where.signer.sign(unsigned);
   const transport = where.protocol === "https:" ? https : http;
   return new Promise((resolve, reject) => {
     const req = transport.request(

@@ -18,6 +18,27 @@ export interface S3Target {
   signer: SignatureV4;
 }
 
+/**
+ * A request on an object of the target, as the signer takes it: the object's
+ * path after the bucket's, `host` and an unsigned payload among its headers.
+ */
+export function signableRequest(
+  target: S3Target,
+  method: "GET" | "PUT",
+  objectKey: string,
+  headers: Record<string, string> = {},
+) {
+  return {
+    method,
+    protocol: target.protocol,
+    hostname: target.hostname,
+    ...(target.port ? { port: Number(target.port) } : {}),
+    path: target.pathBase + objectKey,
+    query: {},
+    headers: { ...headers, host: target.host, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" },
+  };
+}
+
 /** Dependencies of {@link createS3Target}: the store's SDK, its client and bucket. */
 export interface S3TargetDeps {
   sdk: typeof S3Sdk;
