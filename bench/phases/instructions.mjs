@@ -6,7 +6,8 @@
 // warmed up in chunks of 500 requests until three chunks agree (V8 has finished tiering up),
 // then each round sends it a fixed number of chat requests, one at a time (concurrency 1: no
 // batching that would depend on timing), counters zeroed before and dumped after.
-import { mkdir } from "node:fs/promises";
+import { copyFile, mkdir, readdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { callgrindAvailable, callgrindControl, callgrindPrefix } from "../lib/callgrind.mjs";
 import { pick } from "../lib/mode.mjs";
@@ -140,7 +141,10 @@ export async function run(ctx, out) {
   const channel = await startFakeChannel(ctx);
   const loader = await startLoader(ctx);
   ctx.log("instructions: starting the processes under valgrind");
-  const targets = await startCounted(ctx, channel, dir, settings.roles);
+  const keep = process.env.BENCH_CALLGRIND_KEEP;
+  const targets = await withPerfMaps(keep !== undefined, () =>
+    startCounted(ctx, channel, dir, settings.roles),
+  );
   const send = (proc, count) =>
     loader.run({
       origins: [proc.url],
@@ -152,6 +156,40 @@ export async function run(ctx, out) {
   // Each process on its own: warm-up until settled, then its rounds (counts do not depend
   // on what runs beside them, so the rounds need not be at the same time).
   await Promise.all(targets.map((target) => countTarget(ctx, target, settings, send, out)));
+  if (keep !== undefined) await keepDumps(ctx, dir, keep, targets);
+}
+
+/**
+ * Runs `start` with the processes it starts writing V8's perf map (`--perf-basic-prof`, through
+ * NODE_OPTIONS, which they inherit), when `on`: what names their compiled JavaScript in a dump.
+ */
+async function withPerfMaps(on, start) {
+  if (!on) return start();
+  const before = process.env.NODE_OPTIONS;
+  process.env.NODE_OPTIONS = [before, "--perf-basic-prof"].filter(Boolean).join(" ");
+  try {
+    return await start();
+  } finally {
+    if (before === undefined) delete process.env.NODE_OPTIONS;
+    else process.env.NODE_OPTIONS = before;
+  }
+}
+
+/**
+ * Copies every dump (`callgrind.<role>.<pid>.<dump>-<thread>`; thread 01 is the main thread, the
+ * highest dump the last round) and each process's perf map to `to`, for
+ * `bench/callgrind-functions.mjs`.
+ */
+async function keepDumps(ctx, dir, to, targets) {
+  await mkdir(to, { recursive: true });
+  for (const name of await readdir(dir)) {
+    if (name.startsWith("callgrind.")) await copyFile(join(dir, name), join(to, name));
+  }
+  for (const { proc } of targets) {
+    const map = `/tmp/perf-${proc.child.pid}.map`;
+    if (existsSync(map)) await copyFile(map, join(to, `perf-${proc.child.pid}.map`));
+  }
+  ctx.log(`instructions: callgrind dumps kept in ${to} (node bench/callgrind-functions.mjs)`);
 }
 
 /** Counters zeroed, `count` requests, counters dumped: instructions per request. */

@@ -53,6 +53,9 @@ const ACCESS_FIELDS = [
   "user_agent",
 ] as const;
 
+/** The access line's fields whose values come from a small set (see `LineWriterOptions`). */
+const REPEATING_FIELDS = ["method", "route", "key_name", "group", "model", "channel", "client_ip"];
+
 /** The longest `user_agent` an access line keeps. */
 const MAX_USER_AGENT = 200;
 
@@ -73,7 +76,10 @@ export function createRequestObserver(
   // Access lines hold only fields the service fills in itself (never a header or a body), so
   // they skip pino's per-field work (see createLineWriter); the scrubbing of every written
   // line for the config's secrets still applies.
-  const access: Observing = { ...deps, line: createLineWriter(deps.logger, ACCESS_FIELDS) };
+  const access: Observing = {
+    ...deps,
+    line: createLineWriter(deps.logger, ACCESS_FIELDS, { repeating: REPEATING_FIELDS }),
+  };
   return (req, res) => {
     const url = req.url ?? "";
     const mark = url.indexOf("?");

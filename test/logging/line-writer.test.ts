@@ -31,6 +31,28 @@ describe("createLineWriter", () => {
     expect(line).not.toContain('"note"');
   });
 
+  it("writes remembered values of repeating fields as pino does, line after line", async () => {
+    const odd = 'model "quoted" \\ é';
+    const ours = capture();
+    const theirs = capture();
+    const logger = pino({ base: null, timestamp: false }, ours.stream);
+    const reference = pino({ base: null, timestamp: false }, theirs.stream);
+    const write = createLineWriter(logger, KEYS, { repeating: ["route", "model", "note"] });
+    // More distinct values than are remembered, each written twice, odd ones among them.
+    const models = Array.from({ length: 300 }, (_, i) => (i % 7 === 0 ? `${odd} ${i}` : `m-${i}`));
+    models.push("x".repeat(500));
+    for (const model of [...models, ...models]) {
+      write("info", ["r", "/v1/chat/completions", 200, model, undefined, "n"], "request");
+      reference.info(
+        { req_id: "r", route: "/v1/chat/completions", status: 200, model, note: "n" },
+        "request",
+      );
+    }
+    await new Promise((done) => setImmediate(done));
+    expect(ours.lines).toHaveLength(models.length * 2);
+    expect(ours.lines).toEqual(theirs.lines);
+  });
+
   it("passes every line through the logger's secret scrubbing", async () => {
     const { lines, stream } = capture();
     const logger = createLogger("debug", stream, ["sk-config-secret-0001"]);
