@@ -83,12 +83,13 @@ function createQuoteMemory(): Quoter {
   const known = new Map<string, string>();
   return (text) => {
     let quoted = known.get(text);
-    if (quoted === undefined) {
-      quoted = quote(text);
-      if (known.size < MAX_REMEMBERED && text.length <= MAX_REMEMBERED_LENGTH) {
-        known.set(text, quoted);
-      }
-    }
+    if (quoted !== undefined) return quoted;
+    if (known.size >= MAX_REMEMBERED || text.length > MAX_REMEMBERED_LENGTH) return quote(text);
+    // Remembered from a copy: `text` may be a slice of a larger string (a header's value),
+    // which a remembered slice, or a quoted form made of it, would keep alive whole.
+    const copy = ` ${text}`.slice(1);
+    quoted = quote(copy);
+    known.set(copy, quoted);
     return quoted;
   };
 }

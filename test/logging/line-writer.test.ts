@@ -53,6 +53,32 @@ describe("createLineWriter", () => {
     expect(ours.lines).toEqual(theirs.lines);
   });
 
+  it("keeps no larger string alive through a remembered value", () => {
+    // 200 client addresses, each a slice of a 1 MB string (as a value cut from a long header
+    // can be): remembered as slices, they would hold 200 MB.
+    const script = `
+      const { pino } = await import("pino");
+      const { createLineWriter } = await import(${JSON.stringify(
+        new URL("../../dist/logging/line-writer.js", import.meta.url).href,
+      )});
+      const { Writable } = await import("node:stream");
+      const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
+      const write = createLineWriter(pino(sink), ["client_ip"], { repeating: ["client_ip"] });
+      for (let i = 0; i < 200; i += 1) {
+        const header = String(i).padStart(8, "0") + " ".repeat(1_000_000) + "192.168.100." + i;
+        write("info", [header.slice(1_000_008)], "request");
+      }
+      globalThis.gc();
+      console.log(process.memoryUsage().heapUsed);
+    `;
+    const run = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      cwd: new URL("../..", import.meta.url),
+    });
+    expect(run.stderr).toBe("");
+    expect(Number(run.stdout.trim())).toBeLessThan(50 * 1024 * 1024);
+  });
+
   it("passes every line through the logger's secret scrubbing", async () => {
     const { lines, stream } = capture();
     const logger = createLogger("debug", stream, ["sk-config-secret-0001"]);
