@@ -142,6 +142,15 @@ export function serviceConfig({
 }
 
 /**
+ * Node's flags for the service's own processes (role `service`), from BENCH_SERVICE_NODE_ARGS:
+ * a V8 flag measured against the same build without it (BASELINE=dist, at the same time).
+ */
+function nodeArgs(role) {
+  const args = process.env.BENCH_SERVICE_NODE_ARGS;
+  return role === "service" && args ? args.split(" ").filter(Boolean) : [];
+}
+
+/**
  * Starts the service from `dist` (default the run's, or `ctx.options.baseline` for role
  * "baseline") with `config` written as a file in the run's temp dir; its log lines go to a file
  * there (as stdout would take them), and `env` is the environment the config is loaded with
@@ -168,7 +177,7 @@ export async function startService(
   const perf = perfRecorder(ctx, role, label);
   const started = await startChild("service-process.mjs", [from, file, options], {
     group: ctx.group,
-    execArgv: ["--expose-gc", ...profileArgs(ctx, role, label), ...perf.args],
+    execArgv: ["--expose-gc", ...profileArgs(ctx, role, label), ...perf.args, ...nodeArgs(role)],
     timeoutMs,
     prefix: testPrefix(ctx, prefix),
     env: processEnv,

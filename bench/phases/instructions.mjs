@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { callgrindAvailable, callgrindControl, callgrindPrefix } from "../lib/callgrind.mjs";
 import { pick } from "../lib/mode.mjs";
-import { CHAT_BODY } from "../lib/payloads.mjs";
+import { CHAT_BODY, RESPONSES_BODY } from "../lib/payloads.mjs";
 import {
   JSON_HEADERS,
   serviceConfig,
@@ -47,7 +47,12 @@ function plan(options) {
   const warmupMax =
     Number(process.env.BENCH_CALLGRIND_WARMUP) ||
     pick(options, { smoke: requests, quick: 6000, full: 12_000 });
+  const request = process.env.BENCH_CALLGRIND_REQUEST ?? "chat";
+  if (!REQUESTS[request]) {
+    throw new Error(`BENCH_CALLGRIND_REQUEST: ${request} is not one of ${Object.keys(REQUESTS)}`);
+  }
   return {
+    request,
     requests,
     warmupChunk: Math.min(requests, 500),
     warmupMin: Math.min(warmupMax, pick(options, { smoke: requests, quick: 2000, full: 4000 })),
@@ -69,11 +74,10 @@ export function deadlineSec(options) {
   return Math.round(240 + (warmupMax + rounds * requests) / 10);
 }
 
-const chat = {
-  path: "/v1/chat/completions",
-  method: "POST",
-  headers: JSON_HEADERS,
-  body: CHAT_BODY,
+/** The requests a count may send (BENCH_CALLGRIND_REQUEST; chat unless named). */
+const REQUESTS = {
+  chat: { path: "/v1/chat/completions", method: "POST", headers: JSON_HEADERS, body: CHAT_BODY },
+  responses: { path: "/v1/responses", method: "POST", headers: JSON_HEADERS, body: RESPONSES_BODY },
 };
 
 /**
@@ -148,7 +152,7 @@ export async function run(ctx, out) {
   const send = (proc, count) =>
     loader.run({
       origins: [proc.url],
-      requests: [chat],
+      requests: [REQUESTS[settings.request]],
       concurrency: 1,
       count,
       timeoutMs: Math.max(10_000, ctx.remainingMs() - 5000),
@@ -258,13 +262,13 @@ function summarize(out) {
       fmtSpread(figures.vsUndici, fmtRatio),
     ]);
   }
-  const { requests, rounds, warmup } = out.figures;
+  const { request, requests, rounds, warmup } = out.figures;
   const unsettled = Object.entries(warmup)
     .filter(([, w]) => !w.settled)
     .map(([role]) => LABELS[role]);
   out.tables = [
     {
-      title: `Instructions per chat request (callgrind, concurrency 1; ${rounds} rounds of ${fmt(requests)} after a warm-up)`,
+      title: `Instructions per ${request === "chat" ? "chat" : "/v1/responses"} request (callgrind, concurrency 1; ${rounds} rounds of ${fmt(requests)} after a warm-up)`,
       columns: [
         "target",
         "k instr./req, main thread",
