@@ -2,7 +2,6 @@ import { constants, existsSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import Keyv from "keyv";
 import type { Logger } from "pino";
 import { fileForwardSecretHome } from "../../auth/resolve-forward-secret.js";
 import type { Config } from "../../config/config-schema.js";
@@ -11,9 +10,8 @@ import { createLocalTaskEvents } from "../core/task-events.js";
 import { createSqliteLegacyData } from "../legacy/sqlite-legacy-data.js";
 import { LEGACY_SQLITE_MIGRATIONS } from "../legacy/sqlite-migrations.js";
 import { createInProcessQueue } from "../queue/in-process-queue.js";
-import { useKeyvCodec } from "../store/keyv-codec.js";
 import { openSqliteTaskStore } from "../store/open-sqlite-task-store.js";
-import { createSqliteKeyValueStore } from "../store/sqlite-key-value-store.js";
+import { createSqliteKeyValue } from "../store/sqlite-key-value-store.js";
 import { createSqliteWebhookJournal } from "../store/sqlite-webhook-journal.js";
 import {
   idempotencyTtlMs,
@@ -21,7 +19,6 @@ import {
   type TaskBackend,
   type TaskBackendKind,
 } from "./task-backend.js";
-import { keyvKeyValue } from "./keyv-key-value.js";
 
 /**
  * `sqlite://PATH`: one file, taken by this process alone, kept across
@@ -64,17 +61,7 @@ async function openSqliteBackend(
     webhookJournal,
     // The file belongs to this process alone: so do the streams that read the events.
     responseEvents: inProcessResponseEvents(config),
-    keyValue(namespace) {
-      const keyv = new Keyv({
-        store: createSqliteKeyValueStore(db, Date.now),
-        namespace,
-        throwOnErrors: true,
-      });
-      keyv.on("error", () => undefined); // thrown to the caller as well
-      // Keyv's format at native JSON's cost.
-      useKeyvCodec(keyv);
-      return keyvKeyValue(keyv);
-    },
+    keyValue: (namespace) => createSqliteKeyValue(db, namespace),
     legacy: createSqliteLegacyData(db, Date.now),
     forwardSecret: fileForwardSecretHome(`${file}.forward-secret`, logger),
     async close() {

@@ -1,6 +1,43 @@
 import { EventEmitter } from "node:events";
 import type { Database } from "better-sqlite3";
-import type { KeyvStoreAdapter, StoredData } from "keyv";
+import Keyv, { type KeyvStoreAdapter, type StoredData } from "keyv";
+import type { KeyValue } from "../../collections/key-value.js";
+import { useKeyvCodec } from "./keyv-codec.js";
+
+/**
+ * The SQLite store's key-value entries of one namespace: read and deleted
+ * through Keyv, written straight to the table as Keyv writes them (the key
+ * `<namespace>:<key>`, the text `{"value":…,"expires":…}` through the same
+ * codec, the expiry in its column), so that either way reads what the other
+ * wrote, an older release included. Keyv's `set` (its hooks, its promise
+ * chain, its serializer call) cost more than the row on every
+ * `/v1/responses` answer, which records the response's owner.
+ * @param now milliseconds since the epoch (default `Date.now`), for tests
+ */
+export function createSqliteKeyValue(
+  db: Database,
+  namespace: string,
+  now: () => number = Date.now,
+): KeyValue {
+  const adapter = createSqliteKeyValueStore(db, now);
+  const keyv = new Keyv({ store: adapter, namespace, throwOnErrors: true });
+  keyv.on("error", () => undefined); // thrown to the caller as well
+  // Keyv's format at native JSON's cost.
+  const codec = useKeyvCodec(keyv);
+  const prefix = `${namespace}:`;
+  return {
+    get: (key) => keyv.get(key) as Promise<unknown>,
+    async delete(key) {
+      await keyv.delete(key);
+    },
+    set(key, value, ttlMs) {
+      const expires = now() + ttlMs;
+      const text = codec.serialize({ value, expires });
+      adapter.write(key.startsWith(prefix) ? key : prefix + key, text, expires);
+      return Promise.resolve();
+    },
+  };
+}
 
 /**
  * A Keyv storage adapter on the SQLite store's `key_values` table: small
@@ -8,7 +45,10 @@ import type { KeyvStoreAdapter, StoredData } from "keyv";
  * expiry in a column, so that the store's sweep deletes them and a read never
  * sees one past it. Keyv serializes values and prefixes keys with its namespace.
  */
-export function createSqliteKeyValueStore(db: Database, now: () => number): KeyvStoreAdapter {
+export function createSqliteKeyValueStore(
+  db: Database,
+  now: () => number,
+): KeyvStoreAdapter & { write(key: string, text: string, expiresMs: number | null): void } {
   const select = db
     .prepare(
       "SELECT value FROM key_values WHERE key = ? AND (expires_ms IS NULL OR expires_ms > ?)",
@@ -31,6 +71,10 @@ export function createSqliteKeyValueStore(db: Database, now: () => number): Keyv
       const expires = typeof ttl === "number" && ttl > 0 ? now() + ttl : null;
       upsert.run(key, value, expires);
     },
+    /** A row written as it is: the key with its namespace, the text serialized. */
+    write(key: string, text: string, expiresMs: number | null) {
+      upsert.run(key, text, expiresMs);
+    },
     async delete(key: string) {
       return remove.run(key).changes > 0;
     },
@@ -39,5 +83,5 @@ export function createSqliteKeyValueStore(db: Database, now: () => number): Keyv
       clearAll.run(`${prefix.replace(/[\\%_]/g, "\\$&")}%`);
     },
   });
-  return adapter as unknown as KeyvStoreAdapter;
+  return adapter as unknown as KeyvStoreAdapter & typeof adapter;
 }

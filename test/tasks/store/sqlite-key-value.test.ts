@@ -1,0 +1,85 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type Database from "better-sqlite3";
+import Keyv from "keyv";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { KeyValue } from "../../../src/collections/key-value.js";
+import { useKeyvCodec } from "../../../src/tasks/store/keyv-codec.js";
+import { openSqliteTaskStore } from "../../../src/tasks/store/open-sqlite-task-store.js";
+import {
+  createSqliteKeyValue,
+  createSqliteKeyValueStore,
+} from "../../../src/tasks/store/sqlite-key-value-store.js";
+import type { TaskStore } from "../../../src/tasks/core/task-store.js";
+
+describe("the SQLite store's key-value entries", () => {
+  let dir: string;
+  let store: TaskStore;
+  let db: Database.Database;
+  /** Entries as this release reads and writes them. */
+  let entries: KeyValue;
+  /** The same table as the release before wrote and read it: everything through Keyv. */
+  let older: Keyv;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "key-values-"));
+    const opened = await openSqliteTaskStore(join(dir, "tasks.db"), {
+      idempotencyTtlMs: 60_000,
+      logger: pino({ level: "silent" }),
+    });
+    store = opened.store;
+    db = opened.db;
+    entries = createSqliteKeyValue(db, "responses");
+    older = new Keyv({ store: createSqliteKeyValueStore(db, Date.now), namespace: "responses" });
+    useKeyvCodec(older);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The table's rows, their expiry times left out (each writer took its own clock reading). */
+  const rows = () =>
+    (
+      db.prepare("SELECT key, value FROM key_values ORDER BY key").all() as Array<{
+        key: string;
+        value: string;
+      }>
+    ).map((row) => ({ ...row, value: row.value.replace(/"expires":\d+/, '"expires":0') }));
+
+  const odd = { channel: ":colon first", owner: 'key:é " \\ 图', n: 3 };
+
+  it("writes the rows the release before wrote, a value its codec escapes included", async () => {
+    await entries.set("response-owner:resp_new", odd, 60_000);
+    await entries.set("responses:response-owner:resp_named", odd, 60_000);
+    const ours = rows();
+    db.prepare("DELETE FROM key_values").run();
+    await older.set("response-owner:resp_new", odd, 60_000);
+    await older.set("responses:response-owner:resp_named", odd, 60_000);
+    expect(ours).toEqual(rows());
+    expect(ours.map((row) => row.key)).toEqual([
+      "responses:response-owner:resp_named",
+      "responses:response-owner:resp_new",
+    ]);
+  });
+
+  it("reads what the release before wrote, and it reads what this one writes", async () => {
+    await older.set("response-owner:resp_old", odd, 60_000);
+    await entries.set("response-owner:resp_new", odd, 60_000);
+    expect(await entries.get("response-owner:resp_old")).toEqual(odd);
+    expect(await older.get("response-owner:resp_new")).toEqual(odd);
+    await entries.delete("response-owner:resp_old");
+    expect(await older.get("response-owner:resp_old")).toBeUndefined();
+  });
+
+  it("forgets an entry after its time to live", async () => {
+    await entries.set("response-owner:resp_short", odd, 20);
+    expect(await entries.get("response-owner:resp_short")).toEqual(odd);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(await entries.get("response-owner:resp_short")).toBeUndefined();
+    expect(await older.get("response-owner:resp_short")).toBeUndefined();
+  });
+});
