@@ -31,9 +31,10 @@ export function createSqliteKeyValue(
       await keyv.delete(key);
     },
     set(key, value, ttlMs) {
-      const expires = now() + ttlMs;
+      // As Keyv: no time to live (0 or none) is no expiry.
+      const expires = ttlMs > 0 ? now() + ttlMs : undefined;
       const text = codec.serialize({ value, expires });
-      adapter.write(key.startsWith(prefix) ? key : prefix + key, text, expires);
+      adapter.write(key.startsWith(prefix) ? key : prefix + key, text, expires ?? null);
       return Promise.resolve();
     },
   };

@@ -55,12 +55,19 @@ describe("the SQLite store's key-value entries", () => {
   it("writes the rows the release before wrote, a value its codec escapes included", async () => {
     await entries.set("response-owner:resp_new", odd, 60_000);
     await entries.set("responses:response-owner:resp_named", odd, 60_000);
+    await entries.set("response-owner:resp_kept", odd, 0);
     const ours = rows();
+    // No time to live: no expiry, in the text (compared below) or the column.
+    expect(db.prepare("SELECT expires_ms FROM key_values WHERE key LIKE '%kept'").get()).toEqual({
+      expires_ms: null,
+    });
     db.prepare("DELETE FROM key_values").run();
     await older.set("response-owner:resp_new", odd, 60_000);
     await older.set("responses:response-owner:resp_named", odd, 60_000);
+    await older.set("response-owner:resp_kept", odd, 0);
     expect(ours).toEqual(rows());
     expect(ours.map((row) => row.key)).toEqual([
+      "responses:response-owner:resp_kept",
       "responses:response-owner:resp_named",
       "responses:response-owner:resp_new",
     ]);
