@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it, onTestFinished } from "vitest";
@@ -185,9 +186,12 @@ describe.each(STORES)("webhooks on $name", ({ name, options }) => {
     async () => {
       const upstream = await startFakeUpstream();
       onTestFinished(() => upstream.close());
-      const down = await startWebhookReceiver();
-      const port = down.port;
-      await down.close();
+      // The receiver's port stays taken while it is down (each connection reset at once): a
+      // port closed instead could be handed to another test's server meanwhile.
+      const down = createServer((socket) => socket.destroy());
+      await new Promise<void>((listening) => down.listen(0, "127.0.0.1", listening));
+      const port = (down.address() as AddressInfo).port;
+      onTestFinished(() => void down.close());
       const place: TestAppOptions =
         name === "sqlite"
           ? { storeUrl: `sqlite://${join(await useTempDir(), "restart.db")}` }
@@ -209,6 +213,7 @@ describe.each(STORES)("webhooks on $name", ({ name, options }) => {
         /^image_task_sidecar_webhook_attempts_total\{outcome="network_error"\} (\d+)/m;
       await waitUntil(async () => (await metric(first, refused)) >= 1, "a refused attempt");
       await first.close();
+      await new Promise((closed) => down.close(closed));
 
       const receiver = await startWebhookReceiver(undefined, { port });
       onTestFinished(() => receiver.close());
