@@ -30,12 +30,12 @@ export function createSqliteKeyValue(
     async delete(key) {
       await keyv.delete(key);
     },
-    set(key, value, ttlMs) {
+    // Async: a failed write (a full disk) rejects, as through Keyv, and never throws at the caller.
+    async set(key, value, ttlMs) {
       // As Keyv: no time to live (0 or none) is no expiry.
       const expires = ttlMs > 0 ? now() + ttlMs : undefined;
       const text = codec.serialize({ value, expires });
       adapter.write(key.startsWith(prefix) ? key : prefix + key, text, expires ?? null);
-      return Promise.resolve();
     },
   };
 }

@@ -82,6 +82,12 @@ describe("the SQLite store's key-value entries", () => {
     expect(await older.get("response-owner:resp_old")).toBeUndefined();
   });
 
+  it("rejects a write the file refuses, as a promise does", async () => {
+    db.exec("DROP TABLE key_values");
+    const written = entries.set("response-owner:resp_lost", odd, 60_000);
+    await expect(written).rejects.toThrow(/key_values/);
+  });
+
   it("forgets an entry after its time to live", async () => {
     await entries.set("response-owner:resp_short", odd, 20);
     expect(await entries.get("response-owner:resp_short")).toEqual(odd);
