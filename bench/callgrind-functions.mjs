@@ -12,6 +12,9 @@
 //        who calls the functions whose name holds PATTERN, and what each call cost inclusive
 //   node bench/callgrind-functions.mjs DUMP --inclusive PATTERN [--per N]
 //        the inclusive cost of the functions whose name holds PATTERN, and their callees'
+//   --event NAME (with any of them): another of the dump's events than instructions (Ir), such as
+//        the cache misses and mispredicted branches of a count made with BENCH_CALLGRIND_CACHE=1;
+//        --events prints every event's total
 //
 // Inclusive costs of async functions mislead (callgrind follows the stack, which an await
 // leaves); a synchronous function's, and every self cost, hold.
@@ -74,7 +77,7 @@ function namer(map) {
 }
 
 /** Self costs per function and inclusive costs per call edge, names resolved. */
-function readDump(dump) {
+function readDump(dump, event = "Ir") {
   const name = namer(loadPerfMap(dump));
   const self = new Map();
   const edges = new Map();
@@ -82,14 +85,26 @@ function readDump(dump) {
   let callee = "";
   let afterCalls = false;
   let total = 0;
+  // A cost line is a position, then one number per event in the header's order (trailing
+  // zeros left out).
+  let column = 1;
+  let events = [];
+  let totals = [];
   for (const line of readFileSync(dump, "utf8").split("\n")) {
-    if (line.startsWith("fn=")) {
+    if (line.startsWith("events:")) {
+      events = line.slice(7).trim().split(/\s+/);
+      column = events.indexOf(event) + 1;
+      if (column === 0)
+        throw new Error(`no event ${event} in ${dump} (it has ${events.join(" ")})`);
+    } else if (line.startsWith("totals:") || line.startsWith("summary:")) {
+      totals = line.split(":")[1].trim().split(/\s+/).map(Number);
+    } else if (line.startsWith("fn=")) {
       fn = name(line.slice(3).trim());
       afterCalls = false;
     } else if (line.startsWith("cfn=")) callee = name(line.slice(4).trim());
     else if (line.startsWith("calls=")) afterCalls = true;
     else if (/^[0-9+\-*]/.test(line)) {
-      const cost = Number(line.split(" ")[1] ?? 0);
+      const cost = Number(line.split(" ")[column] ?? 0);
       if (afterCalls) {
         const key = `${fn}\u0000${callee}`;
         edges.set(key, (edges.get(key) ?? 0) + cost);
@@ -100,7 +115,7 @@ function readDump(dump) {
       }
     }
   }
-  return { self, edges, total };
+  return { self, edges, total, events, totals };
 }
 
 const fmt = (value, per) => String(Math.round(value / per)).padStart(9);
@@ -110,6 +125,15 @@ function printSelf({ self, total }, per, top) {
   for (const [fn, cost] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) {
     console.log(`${fmt(cost, per)} ${fn}`);
   }
+}
+
+/** Every event's total (against another dump's, when given). */
+function printEvents(a, b, per) {
+  a.events.forEach((event, index) => {
+    const mine = a.totals[index] ?? 0;
+    const theirs = b ? ` against ${fmt(b.totals[b.events.indexOf(event)] ?? 0, per).trim()}` : "";
+    console.log(`${fmt(mine, per)} ${event}${theirs}`);
+  });
 }
 
 function printAgainst(a, b, per, top) {
@@ -154,18 +178,21 @@ const { values, positionals } = parseArgs({
     against: { type: "string" },
     callers: { type: "string" },
     inclusive: { type: "string" },
+    event: { type: "string", default: "Ir" },
+    events: { type: "boolean", default: false },
   },
 });
 if (positionals.length !== 1) {
   console.error(
-    "usage: node bench/callgrind-functions.mjs DUMP [--per N] [--top N] [--against DUMP | --callers TEXT | --inclusive TEXT]",
+    "usage: node bench/callgrind-functions.mjs DUMP [--per N] [--top N] [--event NAME | --events] [--against DUMP | --callers TEXT | --inclusive TEXT]",
   );
   process.exit(2);
 }
-const dump = readDump(positionals[0]);
+const dump = readDump(positionals[0], values.event);
 const per = Number(values.per);
 const top = Number(values.top);
-if (values.against) printAgainst(dump, readDump(values.against), per, top);
+if (values.events) printEvents(dump, values.against && readDump(values.against), per);
+else if (values.against) printAgainst(dump, readDump(values.against, values.event), per, top);
 else if (values.callers) printEdges(dump, per, values.callers, "callers");
 else if (values.inclusive) printEdges(dump, per, values.inclusive, "callees");
 else printSelf(dump, per, top);

@@ -37,6 +37,7 @@ export function callgrindPrefix(dir, role, pinning) {
     ...anyCore(pinning),
     "valgrind",
     "--tool=callgrind",
+    ...cacheSimulation(),
     "--separate-threads=yes",
     "--instr-atstart=no",
     `--callgrind-out-file=${join(dir, `callgrind.${role}.%p`)}`,
@@ -45,6 +46,25 @@ export function callgrindPrefix(dir, role, pinning) {
     "--compress-strings=no",
     `--log-file=${join(dir, `valgrind.${role}.%p.log`)}`,
   ];
+}
+
+/**
+ * BENCH_CALLGRIND_CACHE=1 adds callgrind's cache and branch-predictor simulation (its model of
+ * the machine's caches, about twice as slow): the dumps then also count instruction and data
+ * cache misses (I1mr, D1mr, D1mw, ILmr, DLmr, DLmw) and mispredicted branches (Bcm, Bim), which
+ * `bench/callgrind-functions.mjs --event` reads by function. Valgrind's cache options in place
+ * of `1` set the model's sizes (`--LL=524288,8,64`: a last level the size of a 512 KiB L2, whose
+ * misses the default model, with the L3 as its last level, does not see). The instruction counts
+ * (Ir, the first event) are the same with it or without.
+ */
+function cacheSimulation(env = process.env) {
+  const value = env.BENCH_CALLGRIND_CACHE?.trim();
+  if (!value) return [];
+  const sizes = value === "1" ? [] : value.split(/\s+/);
+  const wrong = sizes.find((option) => !/^--(I1|D1|LL)=\d+,\d+,\d+$/.test(option));
+  if (wrong)
+    throw new Error(`BENCH_CALLGRIND_CACHE: ${wrong} is not 1 or --I1/--D1/--LL=size,assoc,line`);
+  return ["--cache-sim=yes", "--branch-sim=yes", ...sizes];
 }
 
 async function totalsOf(file) {

@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { callgrindAvailable, callgrindControl, callgrindPrefix } from "../lib/callgrind.mjs";
 import { pick } from "../lib/mode.mjs";
-import { CHAT_BODY, RESPONSES_BODY } from "../lib/payloads.mjs";
+import { CHAT_BODY, RESPONSES_BODY, editForm } from "../lib/payloads.mjs";
 import {
   JSON_HEADERS,
   serviceConfig,
@@ -76,9 +76,35 @@ export function deadlineSec(options) {
 
 /** The requests a count may send (BENCH_CALLGRIND_REQUEST; chat unless named). */
 const REQUESTS = {
-  chat: { path: "/v1/chat/completions", method: "POST", headers: JSON_HEADERS, body: CHAT_BODY },
-  responses: { path: "/v1/responses", method: "POST", headers: JSON_HEADERS, body: RESPONSES_BODY },
+  chat: {
+    label: "chat",
+    path: "/v1/chat/completions",
+    method: "POST",
+    headers: JSON_HEADERS,
+    body: CHAT_BODY,
+  },
+  responses: {
+    label: "/v1/responses",
+    path: "/v1/responses",
+    method: "POST",
+    headers: JSON_HEADERS,
+    body: RESPONSES_BODY,
+  },
+  // The proxy phase's multipart edit (300 KB form, the model first): the undici pipe does not
+  // take forms, so count it against the node:http pipe (BENCH_CALLGRIND_TARGETS=pipe,service).
+  edit: editRequest(),
 };
+
+function editRequest() {
+  const form = editForm(300);
+  return {
+    label: "multipart edit (300 KB form)",
+    path: "/v1/images/edits",
+    method: "POST",
+    headers: { ...JSON_HEADERS, "content-type": form.contentType },
+    bodyBase64: form.body.toString("base64"),
+  };
+}
 
 /**
  * Starts the processes under test (BENCH_CALLGRIND_TARGETS, of pipe, undici-pipe, service,
@@ -268,7 +294,7 @@ function summarize(out) {
     .map(([role]) => LABELS[role]);
   out.tables = [
     {
-      title: `Instructions per ${request === "chat" ? "chat" : "/v1/responses"} request (callgrind, concurrency 1; ${rounds} rounds of ${fmt(requests)} after a warm-up)`,
+      title: `Instructions per ${REQUESTS[request].label} request (callgrind, concurrency 1; ${rounds} rounds of ${fmt(requests)} after a warm-up)`,
       columns: [
         "target",
         "k instr./req, main thread",

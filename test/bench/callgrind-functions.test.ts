@@ -93,4 +93,39 @@ describe("bench/callgrind-functions.mjs", () => {
     expect(out).toContain("2000 more in all (4600 against 2600)");
     expect(rows(out)[1]).toEqual(["2000", "2500", "500", "Builtins_JsonParse"]);
   });
+
+  it("reads another event of a count made with the cache simulation, by function and in total", () => {
+    // Events per cost line in the header's order; callgrind leaves trailing zeros out.
+    const cached = join(dir, "callgrind.service.4244.1-01");
+    writeFileSync(
+      cached,
+      `events: Ir I1mr Bcm
+summary: 4600 70 12
+
+fn=0x0000000000001010
+0 1000 40 2
+fn=Builtins_JsonParse
+0 2500 30 10
+fn=0x0000000000009000
+0 500
+`,
+    );
+    writeFileSync(join(dir, "perf-4244.map"), MAP);
+    expect(rows(tool(cached, "--event", "I1mr"))).toEqual([
+      ["70", "in", "all"],
+      ["40", "JS", "JS:*answer", "file:///app/dist/deliver.js:1:1"],
+      ["30", "Builtins_JsonParse"],
+      ["0", "compiled", "code,", "unnamed"],
+    ]);
+    expect(rows(tool(cached, "--events", "--per", "2"))).toEqual([
+      ["2300", "Ir"],
+      ["35", "I1mr"],
+      ["6", "Bcm"],
+    ]);
+    const missing = spawnSync(process.execPath, [TOOL, dump, "--event", "I1mr"], {
+      encoding: "utf8",
+    });
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain("no event I1mr");
+  });
 });
