@@ -45,8 +45,11 @@ const rps = (s) => (s ? `${fmt(s.median)}/s` : "-");
 
 function proxyLines(proxy, instructions) {
   const load = (key) => proxy?.loads?.[key]?.targets ?? {};
-  // Counts of another request (BENCH_CALLGRIND_REQUEST) are not the chat's the targets name.
-  const counted = (instructions?.request ?? "chat") === "chat" ? (instructions?.targets ?? {}) : {};
+  // Counts of another request (BENCH_CALLGRIND_REQUEST) or store (BENCH_CALLGRIND_STORE) are not
+  // the chat's on memory the targets name.
+  const chatOnMemory =
+    (instructions?.request ?? "chat") === "chat" && (instructions?.store ?? "memory") === "memory";
+  const counted = chatOnMemory ? (instructions?.targets ?? {}) : {};
   const c64 = load("chat-c64");
   const c1 = load("chat-c1");
   const responses = load("responses-c16");

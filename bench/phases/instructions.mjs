@@ -48,11 +48,18 @@ function plan(options) {
     Number(process.env.BENCH_CALLGRIND_WARMUP) ||
     pick(options, { smoke: requests, quick: 6000, full: 12_000 });
   const request = process.env.BENCH_CALLGRIND_REQUEST ?? "chat";
+  // BENCH_CALLGRIND_STORE=sqlite: each service on a SQLite file of its own (the embedded
+  // default, where a /v1/responses answer writes its owner's row) instead of memory.
+  const store = process.env.BENCH_CALLGRIND_STORE ?? "memory";
+  if (store !== "memory" && store !== "sqlite") {
+    throw new Error(`BENCH_CALLGRIND_STORE: ${store} is not memory or sqlite`);
+  }
   if (!REQUESTS[request]) {
     throw new Error(`BENCH_CALLGRIND_REQUEST: ${request} is not one of ${Object.keys(REQUESTS)}`);
   }
   return {
     request,
+    store,
     requests,
     warmupChunk: Math.min(requests, 500),
     warmupMin: Math.min(warmupMax, pick(options, { smoke: requests, quick: 2000, full: 4000 })),
@@ -111,22 +118,24 @@ function editRequest() {
  * traced, baseline, baseline-traced) under callgrind and switches instrumentation on in each; resolves them
  * with their controls.
  */
-async function startCounted(ctx, channel, dir, wanted) {
+async function startCounted(ctx, channel, dir, wanted, store) {
   const traces = await startTraceSink(ctx);
   const under = (role) => ({
     prefix: callgrindPrefix(dir, role, ctx.options.pinning),
     timeoutMs: 300_000,
   });
-  const logged = serviceConfig({
-    channelUrl: channel.url,
-    logging: { level: "info", access: true },
-  });
+  const configFor = (role) =>
+    serviceConfig({
+      channelUrl: channel.url,
+      storeUrl: store === "sqlite" ? `sqlite://${join(dir, `${role}.db`)}` : "memory://",
+      logging: { level: "info", access: true },
+    });
   const starts = {
     pipe: () => startPipe(ctx, channel.url, under("pipe")),
     "undici-pipe": () => startUndiciPipe(ctx, channel.url, under("undici-pipe")),
-    service: () => startService(ctx, logged, under("service")),
+    service: () => startService(ctx, configFor("service"), under("service")),
     traced: () =>
-      startService(ctx, logged, {
+      startService(ctx, configFor("traced"), {
         role: "traced",
         env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url },
         ...under("traced"),
@@ -134,14 +143,14 @@ async function startCounted(ctx, channel, dir, wanted) {
     baseline: () =>
       ctx.options.baseline
         ? // The service's configuration: access lines included, as in the service's count.
-          startService(ctx, logged, {
+          startService(ctx, configFor("baseline"), {
             role: "baseline",
             ...under("baseline"),
           })
         : undefined,
     "baseline-traced": () =>
       ctx.options.baseline
-        ? startService(ctx, logged, {
+        ? startService(ctx, configFor("baseline-traced"), {
             role: "baseline-traced",
             dist: ctx.options.baseline,
             env: { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url },
@@ -173,7 +182,7 @@ export async function run(ctx, out) {
   ctx.log("instructions: starting the processes under valgrind");
   const keep = process.env.BENCH_CALLGRIND_KEEP;
   const targets = await withPerfMaps(keep !== undefined, () =>
-    startCounted(ctx, channel, dir, settings.roles),
+    startCounted(ctx, channel, dir, settings.roles, settings.store),
   );
   const send = (proc, count) =>
     loader.run({
@@ -288,13 +297,13 @@ function summarize(out) {
       fmtSpread(figures.vsUndici, fmtRatio),
     ]);
   }
-  const { request, requests, rounds, warmup } = out.figures;
+  const { request, store, requests, rounds, warmup } = out.figures;
   const unsettled = Object.entries(warmup)
     .filter(([, w]) => !w.settled)
     .map(([role]) => LABELS[role]);
   out.tables = [
     {
-      title: `Instructions per ${REQUESTS[request].label} request (callgrind, concurrency 1; ${rounds} rounds of ${fmt(requests)} after a warm-up)`,
+      title: `Instructions per ${REQUESTS[request].label} request${store === "sqlite" ? ", SQLite store" : ""} (callgrind, concurrency 1; ${rounds} rounds of ${fmt(requests)} after a warm-up)`,
       columns: [
         "target",
         "k instr./req, main thread",

@@ -11,7 +11,11 @@ import { createSqliteLegacyData } from "../legacy/sqlite-legacy-data.js";
 import { LEGACY_SQLITE_MIGRATIONS } from "../legacy/sqlite-migrations.js";
 import { createInProcessQueue } from "../queue/in-process-queue.js";
 import { openSqliteTaskStore } from "../store/open-sqlite-task-store.js";
-import { createSqliteKeyValue } from "../store/sqlite-key-value-store.js";
+import {
+  createSqliteKeyValue,
+  createSqliteKeyValueStore,
+} from "../store/sqlite-key-value-store.js";
+import { createSqliteWriteBatch } from "../store/sqlite-write-batch.js";
 import { createSqliteWebhookJournal } from "../store/sqlite-webhook-journal.js";
 import {
   idempotencyTtlMs,
@@ -47,6 +51,8 @@ async function openSqliteBackend(
   });
   const webhookJournal = createSqliteWebhookJournal(db);
   const events = createLocalTaskEvents(logger);
+  // Every namespace's rows in one commit a turn; what is queued goes in before the file closes.
+  const keyValueBatch = createSqliteWriteBatch(db, createSqliteKeyValueStore(db, Date.now).write);
   return {
     store,
     events,
@@ -61,10 +67,11 @@ async function openSqliteBackend(
     webhookJournal,
     // The file belongs to this process alone: so do the streams that read the events.
     responseEvents: inProcessResponseEvents(config),
-    keyValue: (namespace) => createSqliteKeyValue(db, namespace),
+    keyValue: (namespace) => createSqliteKeyValue(db, namespace, { batch: keyValueBatch }),
     legacy: createSqliteLegacyData(db, Date.now),
     forwardSecret: fileForwardSecretHome(`${file}.forward-secret`, logger),
     async close() {
+      keyValueBatch.flush();
       await events.close();
       await store.close();
     },

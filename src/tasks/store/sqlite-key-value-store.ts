@@ -3,6 +3,18 @@ import type { Database } from "better-sqlite3";
 import Keyv, { type KeyvStoreAdapter, type StoredData } from "keyv";
 import type { KeyValue } from "../../collections/key-value.js";
 import { useKeyvCodec } from "./keyv-codec.js";
+import { createSqliteWriteBatch, type SqliteWriteBatch } from "./sqlite-write-batch.js";
+
+/** Options of {@link createSqliteKeyValue}. */
+export interface SqliteKeyValueOptions {
+  /** Milliseconds since the epoch. Default `Date.now`; tests set it. */
+  now?: () => number;
+  /**
+   * The group commit the writes go through: one per file, shared by its
+   * namespaces, flushed before the file closes. Default one of its own.
+   */
+  batch?: SqliteWriteBatch;
+}
 
 /**
  * The SQLite store's key-value entries of one namespace: read and deleted
@@ -11,31 +23,40 @@ import { useKeyvCodec } from "./keyv-codec.js";
  * codec, the expiry in its column), so that either way reads what the other
  * wrote, an older release included. Keyv's `set` (its hooks, its promise
  * chain, its serializer call) cost more than the row on every
- * `/v1/responses` answer, which records the response's owner.
- * @param now milliseconds since the epoch (default `Date.now`), for tests
+ * `/v1/responses` answer, which records the response's owner; the rows of
+ * one turn of the event loop are committed together ({@link SqliteWriteBatch}).
  */
 export function createSqliteKeyValue(
   db: Database,
   namespace: string,
-  now: () => number = Date.now,
+  options: SqliteKeyValueOptions = {},
 ): KeyValue {
+  const now = options.now ?? Date.now;
   const adapter = createSqliteKeyValueStore(db, now);
+  const batch = options.batch ?? createSqliteWriteBatch(db, adapter.write);
   const keyv = new Keyv({ store: adapter, namespace, throwOnErrors: true });
   keyv.on("error", () => undefined); // thrown to the caller as well
   // Keyv's format at native JSON's cost.
   const codec = useKeyvCodec(keyv);
   const prefix = `${namespace}:`;
+  const full = (key: string) => (key.startsWith(prefix) ? key : prefix + key);
   return {
-    get: (key) => keyv.get(key) as Promise<unknown>,
+    async get(key) {
+      const queued = batch.pending(full(key));
+      if (!queued) return keyv.get(key) as Promise<unknown>;
+      if (queued.expiresMs !== null && queued.expiresMs <= now()) return undefined;
+      return codec.deserialize<{ value?: unknown }>(queued.text).value;
+    },
     async delete(key) {
+      batch.drop(full(key));
       await keyv.delete(key);
     },
-    // Async: a failed write (a full disk) rejects, as through Keyv, and never throws at the caller.
-    async set(key, value, ttlMs) {
+    // Resolves once committed: a failed write (a full disk) rejects, never throws at the caller.
+    set(key, value, ttlMs) {
       // As Keyv: no time to live (0 or none) is no expiry.
       const expires = ttlMs > 0 ? now() + ttlMs : undefined;
       const text = codec.serialize({ value, expires });
-      adapter.write(key.startsWith(prefix) ? key : prefix + key, text, expires ?? null);
+      return batch.write(full(key), text, expires ?? null);
     },
   };
 }

@@ -13,6 +13,10 @@ import {
   createSqliteKeyValueStore,
 } from "../../../src/tasks/store/sqlite-key-value-store.js";
 import type { TaskStore } from "../../../src/tasks/core/task-store.js";
+import { openTaskBackend } from "../../../src/tasks/open-task-backend.js";
+import { testConfig } from "../../support/start-test-app.js";
+
+const odd = { channel: ":colon first", owner: 'key:é " \\ 图', n: 3 };
 
 describe("the SQLite store's key-value entries", () => {
   let dir: string;
@@ -49,8 +53,6 @@ describe("the SQLite store's key-value entries", () => {
         value: string;
       }>
     ).map((row) => ({ ...row, value: row.value.replace(/"expires":\d+/, '"expires":0') }));
-
-  const odd = { channel: ":colon first", owner: 'key:é " \\ 图', n: 3 };
 
   it("writes the rows the release before wrote, a value its codec escapes included", async () => {
     await entries.set("response-owner:resp_new", odd, 60_000);
@@ -94,5 +96,74 @@ describe("the SQLite store's key-value entries", () => {
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(await entries.get("response-owner:resp_short")).toBeUndefined();
     expect(await older.get("response-owner:resp_short")).toBeUndefined();
+  });
+
+  /** Frames in the write-ahead log since it was last emptied: one or more per commit. */
+  const walFrames = () => (db.pragma("wal_checkpoint(PASSIVE)") as Array<{ log: number }>)[0]!.log;
+
+  it("commits the rows written in one turn of the event loop together", async () => {
+    db.pragma("wal_checkpoint(TRUNCATE)");
+    const ids = Array.from({ length: 16 }, (_, i) => `response-owner:resp_together_${i}`);
+    await Promise.all(ids.map((id) => entries.set(id, odd, 60_000)));
+    const together = walFrames();
+    db.pragma("wal_checkpoint(TRUNCATE)");
+    for (const id of ids) await entries.set(`${id}_apart`, odd, 60_000);
+    const apart = walFrames();
+    // Each commit wrote the table's page (and its index's) again: 16 commits, 16 times the frames.
+    expect(apart).toBeGreaterThanOrEqual(16);
+    expect(together).toBeLessThanOrEqual(4);
+    for (const id of ids) expect(await older.get(id)).toEqual(odd);
+  });
+
+  it("reads a row before its commit, and a delete before it leaves none", async () => {
+    const written = entries.set("response-owner:resp_queued", odd, 60_000);
+    // Only microtasks have run: the row is queued, not committed.
+    expect(rows()).toEqual([]);
+    expect(await entries.get("response-owner:resp_queued")).toEqual(odd);
+    const doomed = entries.set("response-owner:resp_doomed", odd, 60_000);
+    await entries.delete("response-owner:resp_doomed");
+    await Promise.all([written, doomed]);
+    expect(rows().map((row) => row.key)).toEqual(["responses:response-owner:resp_queued"]);
+    expect(await entries.get("response-owner:resp_doomed")).toBeUndefined();
+  });
+
+  it("rejects every write of a refused batch, and the next batch commits", async () => {
+    db.exec("ALTER TABLE key_values RENAME TO key_values_away");
+    const refused = [
+      entries.set("response-owner:resp_a", odd, 60_000),
+      entries.set("response-owner:resp_b", odd, 60_000),
+    ];
+    for (const write of refused) await expect(write).rejects.toThrow(/key_values/);
+    db.exec("ALTER TABLE key_values_away RENAME TO key_values");
+    await entries.set("response-owner:resp_c", odd, 60_000);
+    expect(rows().map((row) => row.key)).toEqual(["responses:response-owner:resp_c"]);
+  });
+});
+
+describe("the SQLite backend's key-value entries across a restart", () => {
+  it("commits a row still queued when the backend closes", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "key-values-close-"));
+    try {
+      const config = testConfig("http://127.0.0.1:9/v1", {
+        storeUrl: `sqlite://${join(dir, "tasks.db")}`,
+      });
+      const logger = pino({ level: "silent" });
+      const first = await openTaskBackend(config, logger);
+      const written = first
+        .keyValue("responses", 1000)
+        .set("response-owner:resp_last", odd, 60_000);
+      await first.close();
+      await written;
+      const second = await openTaskBackend(config, logger);
+      try {
+        expect(await second.keyValue("responses", 1000).get("response-owner:resp_last")).toEqual(
+          odd,
+        );
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
