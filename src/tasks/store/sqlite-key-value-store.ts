@@ -51,8 +51,9 @@ export function createSqliteKeyValue(
       batch.drop(full(key));
       await keyv.delete(key);
     },
-    // Resolves once committed: a failed write (a full disk) rejects, never throws at the caller.
-    set(key, value, ttlMs) {
+    // Async, resolved once committed: a failed write (a full disk) or a value that does not
+    // serialize rejects, and never throws at the caller.
+    async set(key, value, ttlMs) {
       // As Keyv: no time to live (0 or none) is no expiry.
       const expires = ttlMs > 0 ? now() + ttlMs : undefined;
       const text = codec.serialize({ value, expires });

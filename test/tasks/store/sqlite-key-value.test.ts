@@ -127,6 +127,14 @@ describe("the SQLite store's key-value entries", () => {
     expect(await entries.get("response-owner:resp_doomed")).toBeUndefined();
   });
 
+  it("rejects a value that does not serialize, without throwing at the caller", async () => {
+    let written: Promise<void> | undefined;
+    expect(() => {
+      written = entries.set("response-owner:resp_big", { n: 1n }, 60_000);
+    }).not.toThrow();
+    await expect(written).rejects.toThrow(/BigInt/);
+  });
+
   it("rejects every write of a refused batch, and the next batch commits", async () => {
     db.exec("ALTER TABLE key_values RENAME TO key_values_away");
     const refused = [
