@@ -50,3 +50,18 @@ export function editForm(kib = 300) {
   ]);
   return { body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
+
+/**
+ * {@link editForm} as a load's request, with `headers` (the key) beside its Content-Type; `kib`
+ * is the form's size as sent.
+ */
+export function editRequest(kib, headers) {
+  const form = editForm(kib);
+  return {
+    path: "/v1/images/edits",
+    method: "POST",
+    headers: { ...headers, "content-type": form.contentType },
+    bodyBase64: form.body.toString("base64"),
+    kib: Math.round(form.body.length / 1024),
+  };
+}

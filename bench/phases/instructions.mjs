@@ -11,8 +11,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { callgrindAvailable, callgrindControl, callgrindPrefix } from "../lib/callgrind.mjs";
 import { pick } from "../lib/mode.mjs";
-import { CHAT_BODY, RESPONSES_BODY, editForm } from "../lib/payloads.mjs";
+import { CHAT_BODY, RESPONSES_BODY, editRequest } from "../lib/payloads.mjs";
 import {
+  AUTH,
   JSON_HEADERS,
   serviceConfig,
   startFakeChannel,
@@ -81,37 +82,33 @@ export function deadlineSec(options) {
   return Math.round(240 + (warmupMax + rounds * requests) / 10);
 }
 
-/** The requests a count may send (BENCH_CALLGRIND_REQUEST; chat unless named). */
+/**
+ * The requests a count may send (BENCH_CALLGRIND_REQUEST; chat unless named), each made when
+ * counted (the edit's form is 300 KB).
+ */
 const REQUESTS = {
   chat: {
     label: "chat",
-    path: "/v1/chat/completions",
-    method: "POST",
-    headers: JSON_HEADERS,
-    body: CHAT_BODY,
+    make: () => ({
+      path: "/v1/chat/completions",
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: CHAT_BODY,
+    }),
   },
   responses: {
     label: "/v1/responses",
-    path: "/v1/responses",
-    method: "POST",
-    headers: JSON_HEADERS,
-    body: RESPONSES_BODY,
+    make: () => ({
+      path: "/v1/responses",
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: RESPONSES_BODY,
+    }),
   },
   // The proxy phase's multipart edit (300 KB form, the model first): the undici pipe does not
   // take forms, so count it against the node:http pipe (BENCH_CALLGRIND_TARGETS=pipe,service).
-  edit: editRequest(),
+  edit: { label: "multipart edit (300 KB form)", make: () => editRequest(300, AUTH) },
 };
-
-function editRequest() {
-  const form = editForm(300);
-  return {
-    label: "multipart edit (300 KB form)",
-    path: "/v1/images/edits",
-    method: "POST",
-    headers: { ...JSON_HEADERS, "content-type": form.contentType },
-    bodyBase64: form.body.toString("base64"),
-  };
-}
 
 /**
  * Starts the processes under test (BENCH_CALLGRIND_TARGETS, of pipe, undici-pipe, service,
@@ -184,10 +181,11 @@ export async function run(ctx, out) {
   const targets = await withPerfMaps(keep !== undefined, () =>
     startCounted(ctx, channel, dir, settings.roles, settings.store),
   );
+  const request = REQUESTS[settings.request].make();
   const send = (proc, count) =>
     loader.run({
       origins: [proc.url],
-      requests: [REQUESTS[settings.request]],
+      requests: [request],
       concurrency: 1,
       count,
       timeoutMs: Math.max(10_000, ctx.remainingMs() - 5000),

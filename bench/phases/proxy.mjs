@@ -11,7 +11,7 @@
 // both at the same time: the ratio of that pair is the one a change is judged by (see
 // proxy-measure.mjs for why).
 import { baselineFigures, baselineTable } from "../lib/baseline-pair.mjs";
-import { CHAT_BODY, RESPONSES_BODY, editForm } from "../lib/payloads.mjs";
+import { CHAT_BODY, RESPONSES_BODY, editRequest } from "../lib/payloads.mjs";
 import { pick } from "../lib/mode.mjs";
 import { nginxAvailable, startNginxPipe } from "../lib/nginx-pipe.mjs";
 import {
@@ -57,7 +57,7 @@ const chatRequest = {
  * the issue's judgement measures the passthrough (c=32 has no target line of its own).
  */
 function loads(options) {
-  const form = editForm(options.mode === "smoke" ? 32 : 300);
+  const edit = editRequest(options.mode === "smoke" ? 32 : 300, AUTH);
   return [
     {
       key: "chat-c1",
@@ -103,14 +103,9 @@ function loads(options) {
     },
     {
       key: "edits-c4",
-      label: `/v1/images/edits, ${Math.round(form.body.length / 1024)} KB form, concurrency 4`,
+      label: `/v1/images/edits, ${edit.kib} KB form, concurrency 4`,
       concurrency: 4,
-      request: {
-        path: "/v1/images/edits",
-        method: "POST",
-        headers: { ...AUTH, "content-type": form.contentType },
-        bodyBase64: form.body.toString("base64"),
-      },
+      request: edit,
       targets: ["pipe", "service", "baseline"],
     },
   ];
