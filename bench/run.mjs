@@ -21,8 +21,9 @@
 //   BENCH_PROFILE=service         a V8 CPU profile of each process of that role (service,
 //                                 access-off, traced, pipe, undici-pipe, channel, baseline),
 //                                 named after the phase, into bench-profiles/
-//   BENCH_PERF=service            `perf record` of each process of that role (the same roles),
-//                                 JIT code named (--perf-basic-prof), into bench-profiles/
+//   BENCH_PERF=service            `perf record` of each process of that role (the same roles;
+//                                 several with commas), JIT code named (--perf-basic-prof), into
+//                                 bench-profiles/
 //   BENCH_PIN=0                   no pinning (default: taskset, where there are 2+ cores)
 //   BENCH_LOADER=node             the Node load generator for the proxy phase even with wrk
 //   BENCH_LOADS, BENCH_CALLGRIND_TARGETS, BENCH_CALLGRIND_REQUESTS, BENCH_CALLGRIND_WARMUP,

@@ -21,14 +21,18 @@ function perfAvailable() {
 }
 
 /**
- * The recorder of a process of `role` (`label` names its file beside the phase): `args` for its
+ * The recorder of a process of `role`, when BENCH_PERF names it (a role, or several with commas;
+ * `label` names its file beside the phase): `args` for its
  * node (JIT code named in /tmp/perf-<pid>.map), `attach(pid)` once it runs, `done()` resolving
  * once perf has written its file (perf stops when the process exits), into `dir` (default
  * bench-profiles/). Does nothing for another role, under callgrind, or without perf.
  */
 export function perfRecorder(ctx, role, label, dir = PERF_DIR) {
-  const wanted = ctx.options.perf === "sidecar" ? "service" : ctx.options.perf;
-  if (wanted !== role || ctx.group === "instructions" || !perfAvailable()) {
+  // One role or several (`service,undici-pipe`: two processes recorded under the same load).
+  const wanted = String(ctx.options.perf ?? "")
+    .split(",")
+    .map((name) => (name.trim() === "sidecar" ? "service" : name.trim()));
+  if (!wanted.includes(role) || ctx.group === "instructions" || !perfAvailable()) {
     return { args: [], attach() {}, done: async () => {} };
   }
   records += 1;

@@ -12,6 +12,9 @@ const dist = pathToFileURL(`${resolve(process.argv[2])}/`);
 const { loadConfig } = await import(new URL("config/load-config.js", dist).href);
 const { startServer } = await import(new URL("server.js", dist).href);
 const logging = await import(new URL("logging/create-logger.js", dist).href);
+const secretScrubber = await import(new URL("logging/secret-scrubber.js", dist).href).catch(
+  () => ({}),
+);
 
 // No environment overrides (PORT, STORE_URL, LOG_LEVEL...): the file says it all, besides the
 // variables a variant sets (OTEL_*). Log lines go to a file, as the service writes stdout.
@@ -22,7 +25,10 @@ const destination = options.logFile
   ? (logging.createStdoutDestination?.(options.logFile) ??
     (await import("pino")).pino.destination({ dest: options.logFile, sync: false }))
   : undefined;
-const logger = logging.createLogger(config.logging.level, destination);
+// With the configuration's credentials, as the bin gives them (run-cli.ts): every line is then
+// searched for them, as in production (a build without the scrubber: none).
+const secrets = secretScrubber.configSecrets?.(config) ?? [];
+const logger = logging.createLogger(config.logging.level, destination, secrets);
 const running = await startServer({ config, logger, tracing });
 
 exitWithParent(() => running.close(200));

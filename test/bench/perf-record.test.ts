@@ -42,6 +42,17 @@ describe("BENCH_PERF: perf records of one role's processes", () => {
     expect(unset.args).toEqual([]);
   });
 
+  it.skipIf(!perfRuns)("records each role of a list, and only those", () => {
+    const options = { perf: "service, undici-pipe" };
+    expect(perfRecorder({ group: "proxy", options }, "service").args).toEqual([
+      "--perf-basic-prof",
+    ]);
+    expect(perfRecorder({ group: "proxy", options }, "undici-pipe").args).toEqual([
+      "--perf-basic-prof",
+    ]);
+    expect(perfRecorder({ group: "proxy", options }, "pipe").args).toEqual([]);
+  });
+
   it.skipIf(!perfRuns)(
     "records the process for its whole life, its JIT code named",
     async () => {
