@@ -46,17 +46,21 @@ export function createLineWriter(
   const levels = { info: logger.levels.values.info, debug: logger.levels.values.debug };
   const heads = keys.map((key) => `,${JSON.stringify(key)}:`);
   const repeating = new Set(options.repeating);
-  const quoters = keys.map((key) => (repeating.has(key) ? createQuoteMemory() : quote));
-  const quoteMsg = createQuoteMemory();
+  // Each string field as its whole piece (`,"key":"value"`): a remembered one is one flat
+  // string, so the line is half as many pieces to concatenate and to flatten when written.
+  const pieces = heads.map((head, i): Quoter => {
+    if (repeating.has(keys[i] as string)) return createQuoteMemory(head);
+    return (text) => head + quote(text);
+  });
+  const tail = createQuoteMemory(',"msg":', parts.end);
   return (level, values, msg) => {
     let line = (parts.levelPrefix(levels[level] ?? 30) ?? "{") + parts.time() + parts.bindings;
     for (let i = 0; i < heads.length; i += 1) {
       const value = values[i];
       if (value === undefined) continue;
-      line +=
-        heads[i] + (typeof value === "string" ? (quoters[i] as Quoter)(value) : String(value));
+      line += typeof value === "string" ? (pieces[i] as Quoter)(value) : heads[i] + String(value);
     }
-    parts.write(`${line},"msg":${quoteMsg(msg)}${parts.end}`);
+    parts.write(line + tail(msg));
   };
 }
 
@@ -64,9 +68,10 @@ export function createLineWriter(
 export interface LineWriterOptions {
   /**
    * Keys whose values come from a small set (a method, a route, a key's
-   * name, a model): each value's quoted form is remembered, which costs a
-   * lookup where quoting costs a test and two concatenations (and a
-   * flattening when the line is written). Default: none.
+   * name, a model): each value's piece of the line (`,"key":"value"`) is
+   * remembered, which costs a lookup where quoting costs a test and three
+   * concatenations (and their flattening when the line is written). Default:
+   * none.
    */
   repeating?: readonly string[];
 }
@@ -78,19 +83,25 @@ const MAX_REMEMBERED = 256;
 /** The longest value remembered: a client's made-up model name is not kept whole. */
 const MAX_REMEMBERED_LENGTH = 128;
 
-/** {@link quote}, remembering the first {@link MAX_REMEMBERED} short values it quoted. */
-function createQuoteMemory(): Quoter {
+/**
+ * {@link quote} between `before` and `after`, remembering the first
+ * {@link MAX_REMEMBERED} short values' pieces, each as one flat string.
+ */
+function createQuoteMemory(before: string, after = ""): Quoter {
   const known = new Map<string, string>();
   return (text) => {
-    let quoted = known.get(text);
-    if (quoted !== undefined) return quoted;
-    if (known.size >= MAX_REMEMBERED || text.length > MAX_REMEMBERED_LENGTH) return quote(text);
+    let piece = known.get(text);
+    if (piece !== undefined) return piece;
+    if (known.size >= MAX_REMEMBERED || text.length > MAX_REMEMBERED_LENGTH) {
+      return before + quote(text) + after;
+    }
     // Remembered from a copy: `text` may be a slice of a larger string (a header's value),
-    // which a remembered slice, or a quoted form made of it, would keep alive whole.
+    // which a remembered slice, or a piece made of it, would keep alive whole.
     const copy = ` ${text}`.slice(1);
-    quoted = quote(copy);
-    known.set(copy, quoted);
-    return quoted;
+    // Joined, not concatenated: a new flat string, where `+` would keep three linked pieces.
+    piece = [before, quote(copy), after].join("");
+    known.set(copy, piece);
+    return piece;
   };
 }
 

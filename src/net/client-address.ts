@@ -40,10 +40,14 @@ export function isFromTrustedProxy(req: IncomingMessage, trustProxy: TrustProxyS
  * the first untrusted entry is the client (entries further left are whatever
  * the client sent, so a client could name any address there). Every entry
  * trusted: the leftmost. An entry that is not an address ends the walk at the
- * hop that passed it on.
+ * hop that passed it on. `peer` is the socket's, when the caller has it
+ * already (it is read from the socket, through Node, each time otherwise).
  */
-export function clientAddressOf(req: IncomingMessage, trustProxy: TrustProxySetting): string {
-  const peer = plainAddress(req.socket?.remoteAddress);
+export function clientAddressOf(
+  req: IncomingMessage,
+  trustProxy: TrustProxySetting,
+  peer: string = plainAddress(req.socket?.remoteAddress),
+): string {
   const proxies = trustedProxiesOf(trustProxy);
   if (!proxies.any || !proxies.trusts(peer)) return peer;
   const header = req.headers["x-forwarded-for"];

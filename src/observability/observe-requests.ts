@@ -6,7 +6,7 @@ import type { Metrics } from "../metrics/create-metrics.js";
 import { NOOP_SPAN, type Tracer } from "../tracing/tracer.js";
 import type { RequestContext } from "./request-context.js";
 import { requestIdOf } from "./request-id.js";
-import { clientAddressOf } from "../net/client-address.js";
+import { clientAddressOf, plainAddress } from "../net/client-address.js";
 import type { TrustProxySetting } from "../net/trusted-proxies.js";
 
 /** Dependencies of {@link createRequestObserver}. */
@@ -59,8 +59,11 @@ const REPEATING_FIELDS = ["method", "route", "key_name", "group", "model", "chan
 /** The longest `user_agent` an access line keeps. */
 const MAX_USER_AGENT = 200;
 
-/** Bytes a socket had read and written when its last request ended: each request's share. */
-const marks = new WeakMap<Socket, { read: number; written: number }>();
+/**
+ * Bytes a socket had read and written when its last request ended (each
+ * request's share), and its peer's address, read once per connection.
+ */
+const marks = new WeakMap<Socket, { read: number; written: number; peer: string }>();
 
 /**
  * The edge of every request: its context (see {@link RequestContext}), its
@@ -170,7 +173,7 @@ function logAccess(
   const { socket } = req;
   let mark = marks.get(socket);
   if (!mark) {
-    mark = { read: 0, written: 0 };
+    mark = { read: 0, written: 0, peer: plainAddress(socket.remoteAddress) };
     marks.set(socket, mark);
   }
   // Each a getter that adds up what the socket holds: read once.
@@ -202,7 +205,7 @@ function logAccess(
       aborted ? true : undefined, // aborted
       context.span.traceId || undefined, // trace_id
       context.taskId, // task_id
-      clientAddressOf(req, deps.trustProxy ?? false), // client_ip
+      clientAddressOf(req, deps.trustProxy ?? false, mark.peer), // client_ip
       userAgentOf(req.headers["user-agent"]), // user_agent
     ],
     "request",
