@@ -252,9 +252,14 @@ async function countTarget(ctx, target, settings, send, out) {
   const warmup = { requests: 0, settled: false, chunks: [], helpers: [] };
   out.figures.warmup[target.role] = warmup;
   const close = (a, b) => b !== undefined && Math.abs(a / b - 1) <= settings.settled;
+  // V8's helper threads (its optimizing compiler above all) busy beside the main thread.
+  const loud = ({ main, all }) => all - main > settings.quiet * main;
+  const recent = [];
   while (warmup.requests < settings.warmupMax) {
     ctx.check();
-    const { main, all } = await countChunk(target, settings.warmupChunk, send);
+    const chunk = await countChunk(target, settings.warmupChunk, send);
+    const { main, all } = chunk;
+    recent.push(chunk);
     warmup.requests += settings.warmupChunk;
     warmup.chunks.push(Math.round(main));
     warmup.helpers.push(Math.round(all - main));
@@ -265,9 +270,7 @@ async function countTarget(ctx, target, settings, send, out) {
     // up to 1.5x), each wave's deoptimized code run in lower tiers; from about 17,500 on,
     // helpers at 1 % and main within 1 %.
     const [a, b] = warmup.chunks.slice(-3, -1);
-    const quiet = warmup.helpers
-      .slice(-3)
-      .every((helpers, i) => helpers <= settings.quiet * (warmup.chunks.at(i - 3) ?? 0));
+    const quiet = !recent.slice(-3).some(loud);
     warmup.settled = close(main, a) && close(main, b) && quiet;
     if (warmup.settled && warmup.requests >= settings.warmupMin) break;
   }
@@ -281,7 +284,7 @@ async function countTarget(ctx, target, settings, send, out) {
     const sample = await countChunk(target, settings.requests, send);
     // A round in which V8 recompiled (its helper threads loud) ran code in lower tiers: counted
     // again in its place, at most `rounds` times (then kept: the spread shows it).
-    if (sample.all - sample.main > settings.quiet * sample.main && again < settings.rounds) {
+    if (loud(sample) && again < settings.rounds) {
       again += 1;
       out.figures.countedAgain[target.role] = again;
       continue;

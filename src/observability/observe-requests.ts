@@ -63,7 +63,7 @@ const MAX_USER_AGENT = 200;
  * Bytes a socket had read and written when its last request ended (each
  * request's share), and its peer's address, read once per connection.
  */
-const marks = new WeakMap<Socket, { read: number; written: number; peer: string }>();
+const marks = new WeakMap<Socket, { read: number; written: number; peer?: string }>();
 
 /**
  * The edge of every request: its context (see {@link RequestContext}), its
@@ -173,7 +173,7 @@ function logAccess(
   const { socket } = req;
   let mark = marks.get(socket);
   if (!mark) {
-    mark = { read: 0, written: 0, peer: plainAddress(socket.remoteAddress) };
+    mark = { read: 0, written: 0, peer: undefined };
     marks.set(socket, mark);
   }
   // Each a getter that adds up what the socket holds: read once.
@@ -205,7 +205,11 @@ function logAccess(
       aborted ? true : undefined, // aborted
       context.span.traceId || undefined, // trace_id
       context.taskId, // task_id
-      clientAddressOf(req, deps.trustProxy ?? false, mark.peer), // client_ip
+      clientAddressOf(
+        req,
+        deps.trustProxy ?? false,
+        (mark.peer ??= plainAddress(socket.remoteAddress)),
+      ), // client_ip
       userAgentOf(req.headers["user-agent"]), // user_agent
     ],
     "request",

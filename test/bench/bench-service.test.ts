@@ -17,7 +17,7 @@ async function startBenchService(config: unknown, logFile: string) {
   const child = fork(
     join(ROOT, "bench/lib/service-process.mjs"),
     [join(ROOT, "dist"), file, JSON.stringify({ logFile })],
-    { stdio: ["ignore", "ignore", "pipe", "ipc"] },
+    { stdio: ["ignore", "ignore", "inherit", "ipc"] },
   );
   const url = await new Promise<string>((done, fail) => {
     child.once("message", (message: { url: string }) => done(message.url));
