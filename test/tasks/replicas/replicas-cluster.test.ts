@@ -146,8 +146,10 @@ describe("waiting across replicas", () => {
     const latency = performance.now() - answeredAt;
     expect(answer.status, answer.text).toBe(200);
     expect(answer.body.status).toBe("completed");
-    // Heard over Redis pub/sub within milliseconds, not after a poll tick or the 20 s.
-    expect(latency).toBeLessThan(500);
+    // Heard over Redis pub/sub, not at the end of the 20 s: the wait has no poll tick, so
+    // anything well under 20 s proves it. Between processes on a loaded CI machine the runner's
+    // store writes and the publish have taken over 600 ms, hence the margin.
+    expect(latency).toBeLessThan(5_000);
 
     // Prefer: wait on the other replica answers 200 once the task finishes anywhere.
     upstream.behave("images", { kind: "ok", delayMs: 200 });
