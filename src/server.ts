@@ -88,6 +88,8 @@ interface ServiceParts {
   logger: Logger;
   tracer: Tracer;
   channelClient: ChannelClient;
+  /** The channel checks' own client (see {@link ChannelChecks}). */
+  checkClient: ChannelClient;
   imageStore: ImageStore;
   backend: TaskBackend;
   tasks: ImageTasks;
@@ -172,7 +174,7 @@ interface Basics {
 async function buildService(opened: OpenedParts, basics: Basics): Promise<ServiceParts> {
   const { config, metrics, logger, tracer } = basics;
   const { channels, closeChannels } = await startChannels(opened, config);
-  // Every call to a channel (passthrough, model lists, forward-key checks) goes through it.
+  // The passthrough's calls to channels, a glob's model lists and forward-key checks.
   const channelClient = opened.keep(createChannelClient({ metrics, logger }), (client) =>
     client.close(),
   );
@@ -212,13 +214,19 @@ async function buildService(opened: OpenedParts, basics: Basics): Promise<Servic
   });
   backendOwned = true;
   opened.keep(tasks, (built) => built.stop(0));
-  const channelChecks = createChannelChecks({ channels, client: channelClient, logger, metrics });
+  // Pools of their own (as the task runs have): the minute's GET never takes or leaves a
+  // connection in the passthrough's pools (docs/performance.md, the seventeenth pass).
+  const checkClient = opened.keep(createChannelClient({ metrics, logger }), (client) =>
+    client.close(),
+  );
+  const channelChecks = createChannelChecks({ channels, client: checkClient, logger, metrics });
   return {
     config,
     metrics,
     logger,
     tracer,
     channelClient,
+    checkClient,
     imageStore,
     backend,
     tasks,
@@ -356,6 +364,7 @@ async function closeServer(state: ServerState, graceMs: number): Promise<void> {
   clearTimeout(cut);
   clearInterval(idle);
   await parts.channelClient.close();
+  await parts.checkClient.close();
   await parts.closeChannels();
   await state.metricsListener?.close();
   // What is buffered goes out last, the shutdown's own spans included.

@@ -29,8 +29,9 @@ let seen: Seen[] = [];
 let connections = 0;
 /** Requests on a reused connection that the channel drops unanswered, once each. */
 let dropReused = 0;
-/** The service's start-up check of the channel has been answered. */
+/** The service's start-up check of the channel has been answered, on this connection. */
 let checked = false;
+let checkConnection = 0;
 
 beforeAll(async () => {
   const numbers = new WeakMap<Socket, { id: number; requests: number }>();
@@ -39,6 +40,7 @@ beforeAll(async () => {
     socket.requests += 1;
     // The service's model-list check at start-up: answered, not counted among the calls.
     if (req.headers["user-agent"]?.includes("(model-list check)")) {
+      checkConnection = socket.id;
       req.resume();
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data: [] }), () => (checked = true));
@@ -79,7 +81,7 @@ beforeAll(async () => {
       ],
     },
   });
-  // Its connection is back in the pool before the calls the tests count.
+  // Its connection is idle (and kept alive) before the calls the tests count.
   while (!checked) await new Promise((resolve) => setTimeout(resolve, 10));
 });
 beforeEach(() => {
@@ -100,6 +102,18 @@ const chat = () =>
   });
 
 describe("calls to a channel", () => {
+  // First in the file: the check's connection is still kept alive when it runs.
+  it("never go on the connection of the channel's model-list check", async () => {
+    for (let i = 0; i < 3; i += 1) {
+      const response = await chat();
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    }
+    expect(checkConnection).toBeGreaterThan(0);
+    expect(seen).toHaveLength(3);
+    expect(seen.map((request) => request.connection)).not.toContain(checkConnection);
+  });
+
   it("go to the channel's own path prefix with its Host and key", async () => {
     const response = await chat();
     expect(response.status).toBe(200);
