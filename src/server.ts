@@ -214,8 +214,9 @@ async function buildService(opened: OpenedParts, basics: Basics): Promise<Servic
   });
   backendOwned = true;
   opened.keep(tasks, (built) => built.stop(0));
-  // Pools of their own (as the task runs have): the minute's GET never takes or leaves a
-  // connection in the passthrough's pools (docs/performance.md, the seventeenth pass).
+  // Pools of their own (as the task runs have): a connection the minute's GET took or opened
+  // in the passthrough's pools made V8 recompile the passthrough's path after each check
+  // (docs/performance.md, the seventeenth pass).
   const checkClient = opened.keep(createChannelClient({ metrics, logger }), (client) =>
     client.close(),
   );
