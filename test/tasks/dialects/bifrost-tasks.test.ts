@@ -107,7 +107,8 @@ describe("a Bifrost job", () => {
       { key: TEST_KEYS.other },
     );
     expect(theirs.status).toBe(404);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Not after the 5 s wait: a margin for a loaded CI machine.
+    expect(Date.now() - started).toBeLessThan(4_000);
     expect(
       (await dialectCall(app, "GET", `/v1/images/tasks/${generation}`, { key: TEST_KEYS.other }))
         .status,
