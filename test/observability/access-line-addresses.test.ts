@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accessLineOf } from "../support/access-line-of.js";
 import { openRaw, until } from "../support/raw-connection.js";
 import { startTestApp, type TestApp } from "../support/start-test-app.js";
 import { slow } from "../support/time-factor.js";
@@ -48,14 +48,7 @@ async function modelsOn(from: string, requests: { id: string; forwardedFor?: str
   }
 }
 
-async function addressOf(id: string): Promise<unknown> {
-  for (let waited = 0; waited < 5000; waited += 20) {
-    const line = lines.find((entry) => entry.msg === "request" && entry.req_id === id);
-    if (line) return line.client_ip;
-    await sleep(20);
-  }
-  throw new Error(`no access line for ${id}`);
-}
+const addressOf = async (id: string) => (await accessLineOf(lines, id)).client_ip;
 
 describe("the access line's client address on a kept-alive connection", () => {
   it("follows a trusted proxy's X-Forwarded-For request by request, and each connection's peer", async () => {

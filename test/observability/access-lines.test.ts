@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI, { toFile } from "openai";
 import { pino } from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { accessLineOf } from "../support/access-line-of.js";
 import { startTestApp, TEST_KEYS, type TestApp } from "../support/start-test-app.js";
 
 /*
@@ -20,14 +21,7 @@ const lines: Line[] = [];
 const requests = () => lines.filter((line) => line.msg === "request");
 
 /** The access line of the request whose `X-Request-Id` was `id`, once written. */
-async function lineOf(id: string): Promise<Line> {
-  for (let waited = 0; waited < 5000; waited += 20) {
-    const found = requests().find((line) => line.req_id === id);
-    if (found) return found;
-    await sleep(20);
-  }
-  throw new Error(`no access line for ${id}; lines: ${JSON.stringify(requests())}`);
-}
+const lineOf = (id: string): Promise<Line> => accessLineOf(lines, id);
 
 const withId = (id: string) => ({ headers: { "x-request-id": id } });
 

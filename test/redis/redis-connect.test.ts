@@ -15,21 +15,26 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** Starts the service on the store `url` (1 s to connect): how it failed, and after how long. */
+async function startOn(url: string): Promise<{ failure: Error | undefined; tookMs: number }> {
+  const config = testConfig("http://127.0.0.1:9/v1", {
+    config: {
+      store: { url, connectTimeoutSec: 1 },
+      images: { url: `file://${await useTempDir()}` },
+    },
+  });
+  const started = Date.now();
+  const failure = await startServer({ config, logger: pino({ level: "silent" }) }).then(
+    () => undefined,
+    (err: unknown) => err as Error,
+  );
+  return { failure, tookMs: Date.now() - started };
+}
+
 describe("start-up on a Redis that cannot be reached", () => {
   it("gives up after store.connectTimeoutSec, naming the URL without its password", async () => {
     const port = await closedPort();
-    const config = testConfig("http://127.0.0.1:9/v1", {
-      config: {
-        store: { url: `redis://:hunter2-redis-password@127.0.0.1:${port}`, connectTimeoutSec: 1 },
-        images: { url: `file://${await useTempDir()}` },
-      },
-    });
-    const started = Date.now();
-    const failure = await startServer({ config, logger: pino({ level: "silent" }) }).then(
-      () => undefined,
-      (err: unknown) => err as Error,
-    );
-    const tookMs = Date.now() - started;
+    const { failure, tookMs } = await startOn(`redis://:hunter2-redis-password@127.0.0.1:${port}`);
 
     expect(failure?.message).toMatch(
       new RegExp(`^store\\.url: cannot reach Redis at redis://.*127\\.0\\.0\\.1:${port}`),
@@ -68,18 +73,7 @@ describe("start-up on a Redis that accepts and never answers", () => {
     ["Cluster", (port: number) => `redis+cluster://:hunter2-redis-password@127.0.0.1:${port}`],
   ])("%s: gives up after store.connectTimeoutSec, naming the URL", async (_name, urlOf) => {
     const port = await silentPort();
-    const config = testConfig("http://127.0.0.1:9/v1", {
-      config: {
-        store: { url: urlOf(port), connectTimeoutSec: 1 },
-        images: { url: `file://${await useTempDir()}` },
-      },
-    });
-    const started = Date.now();
-    const failure = await startServer({ config, logger: pino({ level: "silent" }) }).then(
-      () => undefined,
-      (err: unknown) => err as Error,
-    );
-    const tookMs = Date.now() - started;
+    const { failure, tookMs } = await startOn(urlOf(port));
 
     expect(failure?.message).toMatch(/^store\.url: cannot reach Redis/);
     expect(failure?.message).toContain(`127.0.0.1:${port}`);
