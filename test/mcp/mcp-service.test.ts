@@ -84,9 +84,9 @@ describe("MCP tools against the running service (in memory)", () => {
 
   it("generates, waits with progress, saves PNG files and repeats without writing", async () => {
     app.upstream.behave("images", { kind: "ok", delayMs: 1200 });
-    const started = Date.now();
     const generated = await call("generate_image", { prompt: "two lighthouses", n: 2 });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Answered before the channel's 1.2 s answer: queued, where a tool that waited would show
+    // it completed (a status, not a clock, which a loaded CI machine could push past 1.2 s).
     expect(generated.structuredContent).toMatchObject({ status: "queued", model: "gpt-image-1" });
     const taskId = (generated.structuredContent as { task_id: string }).task_id;
     expect(taskId).toMatch(/^task_[A-Za-z0-9_-]+$/);

@@ -269,15 +269,18 @@ describe("task event streams", () => {
 
   it("end when the service stops, so that its clients resume elsewhere", async () => {
     const app = await useApp();
-    gated(app.upstream);
+    const release = gated(app.upstream);
     const id = await submitOk(app, { prompt: "stopping" });
     const stream = await openEvents(app, eventsPath(id));
     await stream.event(0);
     const stopped = performance.now();
-    // The running task gets its grace period; its watchers do not wait for it.
-    const closing = app.server.close(3_000);
+    // The running task gets its grace period; its watchers do not wait for it. The grace is
+    // long, so that a loaded machine cannot end the stream at its end by chance; the task is
+    // let through once the stream has ended, so the close does not wait it out.
+    const closing = app.server.close(20_000);
     await stream.ended;
-    expect(performance.now() - stopped).toBeLessThan(2_000);
+    expect(performance.now() - stopped).toBeLessThan(10_000);
+    release();
     await closing;
   });
 });

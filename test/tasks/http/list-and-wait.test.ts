@@ -179,7 +179,8 @@ describe.each(STORES)("the task list and waiting on $name", ({ options }) => {
     const again = performance.now();
     const finished = await call(app, "GET", `/v1/images/tasks/${id}?wait=30`);
     expect(finished.body.status).toBe("completed");
-    expect(performance.now() - again).toBeLessThan(2000);
+    // At once, not at the end of the 30 s (with room for a loaded CI machine).
+    expect(performance.now() - again).toBeLessThan(10_000);
   });
 
   it("answers Prefer: wait=N with 200 and the result when done in time, else the usual 202, one task either way", async () => {
