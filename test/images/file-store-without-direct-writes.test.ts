@@ -5,6 +5,7 @@ import { readdir, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { isLocalFileSystem } from "../../src/fs/local-file-system.js";
 import { allocPageAligned } from "../../src/fs/page-aligned-buffer.js";
 import { createFileImageStore } from "../../src/images/file-image-store.js";
 import { readAll } from "./read-all.js";
@@ -13,9 +14,9 @@ import { readAll } from "./read-all.js";
  * On a local file system a task's large image is written past the page cache
  * (O_DIRECT). One that refuses that (tmpfs before Linux 6.6, some overlay
  * mounts) must still get every image whole, through the page cache. ramfs
- * refuses it on every kernel, and stands in for them here (the store is told
- * the file system is local, as it finds tmpfs). ramfs needs a mount, so this
- * runs where the tests may mount (root on Linux).
+ * refuses it on every kernel, and stands in for them here (the store finds it
+ * local, as it finds tmpfs). ramfs needs a mount, so this runs where the tests
+ * may mount (root on Linux).
  */
 
 /** A ramfs mounted on a new directory, or undefined where mounting is not allowed. */
@@ -46,6 +47,10 @@ function decodedImage(length: number): Buffer {
 }
 
 describe.runIf(ramfs)("the file image store on a file system that refuses direct writes", () => {
+  it("finds it local, as tmpfs: a small image's calls may run on the event loop", () => {
+    expect(isLocalFileSystem(join(ramfs!, "images"))).toBe(true);
+  });
+
   it("keeps every image whole, owner-only, through the page cache", async () => {
     const store = createFileImageStore({
       dir: join(ramfs!, "images"),
