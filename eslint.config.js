@@ -16,6 +16,18 @@ export default tseslint.config(
       ],
       "@typescript-eslint/consistent-type-imports": "error",
       "no-console": ["error", { allow: ["error"] }],
+      // Small pieces: no file over 400 lines.
+      "max-lines": ["error", { max: 400 }],
+    },
+  },
+  {
+    // A closure past 80 lines is several named functions (tests' describe blocks excepted).
+    files: ["src/**", "console/src/**"],
+    rules: {
+      "max-lines-per-function": [
+        "error",
+        { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true },
+      ],
     },
   },
   {

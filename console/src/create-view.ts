@@ -46,6 +46,12 @@ interface Parts {
   showTask(task: Task): void;
   clearLive(): void;
   reveal(): void;
+  /** Shows the edit inputs, and names the button, for the mode chosen. */
+  setMode(): void;
+  /** Keeps the form across a reload. */
+  save(): void;
+  /** Stops following the live task. */
+  dispose(): void;
 }
 
 /**
@@ -56,8 +62,48 @@ interface Parts {
  */
 export function createCreateView(options: CreateViewOptions) {
   const controls = makeControls(options.models);
+  const layout = createLayout(controls);
+  const parts = createParts(options, controls, layout);
+  listen(parts, layout.form);
+  if (options.models.length === 0) {
+    controls.submit.disabled = true;
+    controls.formStatus.textContent =
+      "This key may not use any gpt-image-* model: there is nothing to make here.";
+  }
+  const kept = options.state.form();
+  if (kept) writeFields(controls, kept);
+  parts.setMode();
+  resumeLive(parts);
+
+  return {
+    element: layout.element,
+    heading: layout.heading,
+    /**
+     * "Use these settings": the form as `task` was submitted. An edit's input
+     * images are not kept with a task: the form asks for them again.
+     */
+    useSettings(task: Task): void {
+      const fields = formFromTask(task);
+      parts.fill(
+        fields,
+        [],
+        fields.mode === "edit"
+          ? "Filled in from the task. Its input images are not kept: pick them again."
+          : "Filled in from the task.",
+      );
+    },
+    /** "Edit image N": resolves false (the reason shown) when the image could not be read. */
+    editImage: (task: Task, index: number) => editImage(parts, task, index),
+    /** Where the focus goes after the form was filled: the prompt, or the images to pick. */
+    focusForm: parts.focusForm,
+    dispose: () => parts.dispose(),
+  };
+}
+
+/** The page: the form in one panel, the live task in the other (a placeholder at first). */
+function createLayout(controls: Controls) {
   const { form, problems } = layoutForm(controls);
-  const live = h("div", { class: "live-body" });
+  const live = h("div", { class: "live-body" }, placeholder());
   const heading = h("h2", { id: "create-heading", tabindex: "-1" }, "New image");
   const formPanel = h("div", { class: "panel form-panel" }, heading, form);
   const livePanel = h(
@@ -72,24 +118,28 @@ export function createCreateView(options: CreateViewOptions) {
     formPanel,
     livePanel,
   );
+  return { form, problems, live, heading, formPanel, livePanel, element };
+}
+
+/** What submitting and filling the form work on (see {@link Parts}). */
+function createParts(
+  options: CreateViewOptions,
+  controls: Controls,
+  layout: ReturnType<typeof createLayout>,
+): Parts {
+  const { live, formPanel, livePanel } = layout;
   let panel: TaskPanel | undefined;
-  const save = () => options.state.saveForm(readFields(controls));
-  const setMode = () => {
-    const edit = controls.mode() === "edit";
-    controls.editInputs.hidden = !edit;
-    controls.submit.textContent = edit ? "Edit images" : "Generate";
-  };
   const parts: Parts = {
     options,
     controls,
-    problems,
+    problems: layout.problems,
     busy: false,
     fill(fields, images, note) {
-      showProblems(controls, problems, []);
+      showProblems(controls, layout.problems, []);
       writeFields(controls, fields);
       setImages(controls, images);
-      setMode();
-      save();
+      parts.setMode();
+      parts.save();
       controls.formStatus.textContent = note;
     },
     focusForm() {
@@ -124,14 +174,26 @@ export function createCreateView(options: CreateViewOptions) {
       const still = matchMedia("(prefers-reduced-motion: reduce)").matches;
       livePanel.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
     },
+    setMode() {
+      const edit = controls.mode() === "edit";
+      controls.editInputs.hidden = !edit;
+      controls.submit.textContent = edit ? "Edit images" : "Generate";
+    },
+    save: () => options.state.saveForm(readFields(controls)),
+    dispose: () => panel?.dispose(),
   };
-  replaceChildren(live, placeholder());
-  for (const radio of controls.modeRadios) radio.addEventListener("change", setMode);
+  return parts;
+}
+
+/** The form's events: mode, previews, saving, the code panel, submitting (also Ctrl+Enter). */
+function listen(parts: Parts, form: HTMLFormElement): void {
+  const { controls, options } = parts;
+  for (const radio of controls.modeRadios) radio.addEventListener("change", parts.setMode);
   controls.images.addEventListener("change", () => showPreviews(controls));
   controls.mask.addEventListener("change", () => showPreviews(controls));
   form.append(createCodePanel({ request: () => snippetRequest(parts), apiBase: options.apiBase }));
-  form.addEventListener("input", save);
-  form.addEventListener("change", save);
+  form.addEventListener("input", parts.save);
+  form.addEventListener("change", parts.save);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     void submit(parts);
@@ -142,43 +204,6 @@ export function createCreateView(options: CreateViewOptions) {
       form.requestSubmit();
     }
   });
-  if (options.models.length === 0) {
-    controls.submit.disabled = true;
-    controls.formStatus.textContent =
-      "This key may not use any gpt-image-* model: there is nothing to make here.";
-  }
-  const kept = options.state.form();
-  if (kept) writeFields(controls, kept);
-  setMode();
-  resumeLive(parts);
-
-  return {
-    element,
-    heading,
-    /**
-     * Fills the form (make it again); `images`: an edit's input images.
-     * An edit without them asks for them again: a task does not keep them.
-     */
-    /**
-     * "Use these settings": the form as `task` was submitted. An edit's input
-     * images are not kept with a task: the form asks for them again.
-     */
-    useSettings(task: Task): void {
-      const fields = formFromTask(task);
-      parts.fill(
-        fields,
-        [],
-        fields.mode === "edit"
-          ? "Filled in from the task. Its input images are not kept: pick them again."
-          : "Filled in from the task.",
-      );
-    },
-    /** "Edit image N": resolves false (the reason shown) when the image could not be read. */
-    editImage: (task: Task, index: number) => editImage(parts, task, index),
-    /** Where the focus goes after the form was filled: the prompt, or the images to pick. */
-    focusForm: parts.focusForm,
-    dispose: () => panel?.dispose(),
-  };
 }
 
 function placeholder(): HTMLElement {

@@ -33,7 +33,12 @@ const IDLE_POLL_MS = 10_000;
  * read again every 2 s and the cards follow (one request for the page, not
  * one connection per card). Cards can be selected and deleted together.
  */
-export function createGalleryView(options: GalleryViewOptions) {
+export function createGalleryView(options: GalleryViewOptions): GalleryView {
+  return new GalleryView(options);
+}
+
+/** The gallery page's controls and the places it writes to. */
+function galleryLayout() {
   const heading = h("h2", { id: "gallery-heading", tabindex: "-1" }, "Gallery");
   const status = select("status", [
     ["", "All"],
@@ -54,68 +59,128 @@ export function createGalleryView(options: GalleryViewOptions) {
     grid,
     h("nav", { class: "pager", "aria-label": "Gallery pages" }, newer, pageLabel, older),
   );
+  return { element, heading, status, refresh, remove, grid, message, newer, older, pageLabel };
+}
 
-  const thumbnails = createThumbnailLoader(options.api);
-  const cards = new Map<string, GalleryCard>();
-  let paging: Paging = firstPage();
-  let shown: TaskPage | undefined;
-  let loading: AbortController | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let notice = "";
+/** The gallery page (see {@link createGalleryView}). */
+class GalleryView {
+  readonly element: HTMLElement;
+  readonly heading: HTMLElement;
+  private readonly ui: ReturnType<typeof galleryLayout>;
+  private readonly thumbnails: ReturnType<typeof createThumbnailLoader>;
+  private readonly cards = new Map<string, GalleryCard>();
+  private paging: Paging = firstPage();
+  private shown: TaskPage | undefined;
+  private loading: AbortController | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** A line shown before the next page's own (what was deleted). */
+  private notice = "";
 
-  const stop = () => {
-    loading?.abort();
-    clearTimeout(timer);
-  };
+  constructor(private readonly options: GalleryViewOptions) {
+    this.ui = galleryLayout();
+    this.element = this.ui.element;
+    this.heading = this.ui.heading;
+    this.thumbnails = createThumbnailLoader(options.api);
+    this.listen();
+  }
+
+  /** Shows the page `to` (from the URL); `said`: a line to show first, e.g. what was deleted. */
+  show(to: Paging, said?: string): Promise<void> {
+    const samePage =
+      routeHash({ name: "gallery", paging: to }) ===
+      routeHash({ name: "gallery", paging: this.paging });
+    if (!samePage) for (const card of this.cards.values()) card.checkbox.checked = false;
+    this.paging = to;
+    this.ui.status.value = to.status ?? "";
+    if (said) this.notice = `${said} `;
+    return this.load();
+  }
+
+  dispose(): void {
+    this.stop();
+    this.thumbnails.stop();
+  }
+
+  private listen(): void {
+    const { grid, status, refresh, remove, older, newer } = this.ui;
+    grid.addEventListener("change", () => this.updateRemove());
+    status.addEventListener("change", () => {
+      this.navigate(firstPage((status.value || undefined) as TaskStatus | undefined));
+    });
+    refresh.addEventListener("click", () => void this.load());
+    remove.addEventListener("click", () => this.removeSelected());
+    older.addEventListener("click", () => {
+      if (this.shown && older.getAttribute("aria-disabled") !== "true") {
+        this.navigate(nextPage(this.paging, this.shown));
+      }
+    });
+    newer.addEventListener("click", () => {
+      if (newer.getAttribute("aria-disabled") !== "true") this.navigate(previousPage(this.paging));
+    });
+  }
+
+  private stop(): void {
+    this.loading?.abort();
+    clearTimeout(this.timer);
+  }
+
   /** Reads the page; `quietly`: a poll, which says nothing unless something fails. */
-  const load = async (quietly = false) => {
-    stop();
-    const controller = (loading = new AbortController());
-    if (!quietly) message.textContent = "Loading…";
+  private async load(quietly = false): Promise<void> {
+    this.stop();
+    const controller = (this.loading = new AbortController());
+    if (!quietly) this.ui.message.textContent = "Loading…";
     try {
-      const page = await options.api.list(listQuery(paging), controller.signal);
-      shown = page;
-      render(page);
-      if (!quietly) describe(page);
+      const page = await this.options.api.list(listQuery(this.paging), controller.signal);
+      this.shown = page;
+      this.render(page);
+      if (!quietly) this.describe(page);
       if (galleryTasks(page).some((task) => !isFinished(task.status))) {
-        timer = setTimeout(poll, POLL_MS);
-      } else if (pageNumber(paging) === 1) {
-        timer = setTimeout(poll, IDLE_POLL_MS);
+        this.timer = setTimeout(this.poll, POLL_MS);
+      } else if (pageNumber(this.paging) === 1) {
+        this.timer = setTimeout(this.poll, IDLE_POLL_MS);
       }
     } catch (err) {
       if (isAbort(err)) return;
-      if (err instanceof ApiError && err.status === 401) return options.onUnauthorized(err);
+      if (err instanceof ApiError && err.status === 401) return this.options.onUnauthorized(err);
       // The task this page starts after is gone (expired, deleted): start over.
       if (err instanceof ApiError && err.param === "after") {
-        paging = firstPage(paging.status);
-        history.replaceState(null, "", routeHash({ name: "gallery", paging }));
-        return load();
+        this.paging = firstPage(this.paging.status);
+        history.replaceState(null, "", routeHash({ name: "gallery", paging: this.paging }));
+        return this.load();
       }
-      message.textContent = err instanceof Error ? err.message : "The tasks could not be listed.";
-      if (quietly) timer = setTimeout(poll, POLL_MS * 2);
+      this.ui.message.textContent =
+        err instanceof Error ? err.message : "The tasks could not be listed.";
+      if (quietly) this.timer = setTimeout(this.poll, POLL_MS * 2);
     }
-  };
-  const poll = () => {
+  }
+
+  private readonly poll = (): void => {
     // A tab in the background asks nothing; it catches up when shown.
-    if (document.hidden) timer = setTimeout(poll, POLL_MS);
-    else void load(true);
+    if (document.hidden) this.timer = setTimeout(this.poll, POLL_MS);
+    else void this.load(true);
   };
-  const describe = (page: TaskPage) => {
+
+  private describe(page: TaskPage): void {
+    const { message, pageLabel, newer, older } = this.ui;
     const count = galleryTasks(page).length;
+    const number = pageNumber(this.paging);
     message.textContent =
-      notice +
+      this.notice +
       (count > 0
-        ? `Page ${pageNumber(paging)}: ${count} task${count === 1 ? "" : "s"}.`
-        : paging.status
+        ? `Page ${number}: ${count} task${count === 1 ? "" : "s"}.`
+        : this.paging.status
           ? "No task with this status."
           : "No tasks yet: make one under New image.");
-    notice = "";
-    pageLabel.textContent = `Page ${pageNumber(paging)}`;
-    setEnabled(newer, pageNumber(paging) > 1);
+    this.notice = "";
+    pageLabel.textContent = `Page ${number}`;
+    setEnabled(newer, number > 1);
     setEnabled(older, page.has_more);
-  };
+  }
+
   /** The page's cards, each made once and then updated in place. */
-  const render = (page: TaskPage) => {
+  private render(page: TaskPage): void {
+    const { cards, thumbnails } = this;
+    const { grid } = this.ui;
     const next = galleryTasks(page).map((task) => {
       const card = cards.get(task.id) ?? createCard(task);
       card.update(task);
@@ -130,58 +195,35 @@ export function createGalleryView(options: GalleryViewOptions) {
     [...order].forEach((card, index) => {
       if (grid.children[index] !== card) grid.insertBefore(card, grid.children[index] ?? null);
     });
-    updateRemove();
-  };
-  const selected = () => [...cards.values()].filter((card) => card.checkbox.checked);
-  const updateRemove = () => {
-    const count = selected().length;
-    remove.textContent = count > 0 ? `Delete selected (${count})` : "Delete selected";
-  };
-  const navigate = (to: Paging) => {
-    location.hash = routeHash({ name: "gallery", paging: to });
-  };
+    this.updateRemove();
+  }
 
-  grid.addEventListener("change", updateRemove);
-  status.addEventListener("change", () => {
-    navigate(firstPage((status.value || undefined) as TaskStatus | undefined));
-  });
-  refresh.addEventListener("click", () => void load());
-  remove.addEventListener("click", () => {
-    const chosen = selected().map((card) => card.task().id);
+  private selected(): GalleryCard[] {
+    return [...this.cards.values()].filter((card) => card.checkbox.checked);
+  }
+
+  private updateRemove(): void {
+    const count = this.selected().length;
+    this.ui.remove.textContent = count > 0 ? `Delete selected (${count})` : "Delete selected";
+  }
+
+  private removeSelected(): void {
+    const chosen = this.selected().map((card) => card.task().id);
     if (chosen.length === 0) {
-      message.textContent = "Select the tasks to delete first (the Select box on each card).";
+      this.ui.message.textContent =
+        "Select the tasks to delete first (the Select box on each card).";
       return;
     }
-    void deleteTasks(options, chosen).then((said) => {
+    void deleteTasks(this.options, chosen).then((said) => {
       if (said === undefined) return;
-      notice = `${said} `;
-      void load();
+      this.notice = `${said} `;
+      void this.load();
     });
-  });
-  older.addEventListener("click", () => {
-    if (shown && older.getAttribute("aria-disabled") !== "true") navigate(nextPage(paging, shown));
-  });
-  newer.addEventListener("click", () => {
-    if (newer.getAttribute("aria-disabled") !== "true") navigate(previousPage(paging));
-  });
-  return {
-    element,
-    heading,
-    /** Shows the page `to` (from the URL); `said`: a line to show first, e.g. what was deleted. */
-    show(to: Paging, said?: string) {
-      const samePage =
-        routeHash({ name: "gallery", paging: to }) === routeHash({ name: "gallery", paging });
-      if (!samePage) for (const card of cards.values()) card.checkbox.checked = false;
-      paging = to;
-      status.value = to.status ?? "";
-      if (said) notice = `${said} `;
-      return load();
-    },
-    dispose() {
-      stop();
-      thumbnails.stop();
-    },
-  };
+  }
+
+  private navigate(to: Paging): void {
+    location.hash = routeHash({ name: "gallery", paging: to });
+  }
 }
 
 /** Not `disabled`, which would drop the focus of the button just pressed to <body>. */

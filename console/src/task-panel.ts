@@ -36,8 +36,64 @@ export interface TaskPanel {
  * keyboard focus stays where it was.
  */
 export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
-  const { api } = options;
+  const { api, onEditImage } = options;
   const controller = new AbortController();
+  const ui = panelLayout(options);
+  const viewer = createImageViewer(
+    onEditImage ? { onEdit: (index) => onEditImage(state.task, index) } : {},
+  );
+  const results: ResultsOptions = {
+    fetchable: (task) => fetchableImages(api, task),
+    view: (images, index, from) => viewer.open(images, index, from),
+    ...(onEditImage ? { onEditImage: (index: number) => onEditImage(state.task, index) } : {}),
+  };
+
+  let state: WatchState = { task: options.task };
+  let shownPreview = "";
+  const render = () => (shownPreview = renderTask(ui, state, results, shownPreview));
+  const update = (next: WatchState) => {
+    state = next;
+    render();
+  };
+  const fail = (err: unknown) => {
+    if (isAbort(err) || controller.signal.aborted) return;
+    if (err instanceof ApiError && err.status === 401) return options.onUnauthorized(err);
+    ui.status.textContent = err instanceof Error ? err.message : "Something went wrong.";
+  };
+
+  let cancelling = false;
+  ui.cancel.addEventListener("click", () => {
+    if (cancelling) return;
+    cancelling = true;
+    ui.cancel.setAttribute("aria-busy", "true");
+    api
+      .cancel(state.task.id)
+      .then((task) => update({ task }))
+      .catch(fail)
+      .finally(() => {
+        cancelling = false;
+        ui.cancel.removeAttribute("aria-busy");
+      });
+  });
+
+  render();
+  if (!isFinished(state.task.status)) {
+    watchTask({ api, task: state.task, onChange: update, signal: controller.signal })
+      .then(update)
+      .catch(fail);
+  }
+  return {
+    element: ui.element,
+    task: () => state.task,
+    dispose() {
+      controller.abort();
+      viewer.dispose();
+    },
+  };
+}
+
+/** The panel's parts, made once and updated in place by {@link renderTask}. */
+function panelLayout(options: TaskPanelOptions) {
   const badge = h("span", { class: "badge" });
   const idLine = h("code", { class: "task-id" }, options.task.id);
   const prompt = h("p", { class: "prompt" });
@@ -47,15 +103,6 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
   const details = h("dl", { class: "details" });
   const cancel = h("button", { type: "button", class: "secondary" }, "Cancel task");
   const actions = h("div", { class: "actions" }, cancel, ...(options.actions ?? []));
-  const { onEditImage } = options;
-  const viewer = createImageViewer(
-    onEditImage ? { onEdit: (index) => onEditImage(state.task, index) } : {},
-  );
-  const results: ResultsOptions = {
-    fetchable: (task) => fetchableImages(api, task),
-    view: (images, index, from) => viewer.open(images, index, from),
-    ...(onEditImage ? { onEditImage: (index: number) => onEditImage(state.task, index) } : {}),
-  };
   const element = h(
     "article",
     { class: "task-panel", "aria-label": "Task" },
@@ -67,78 +114,47 @@ export function createTaskPanel(options: TaskPanelOptions): TaskPanel {
     preview,
     details,
   );
+  return { element, badge, prompt, status, preview, problem, details, cancel, actions };
+}
 
-  let state: WatchState = { task: options.task };
-  let shownPreview = "";
-  const render = () => {
-    const { task } = state;
-    badge.className = `badge badge-${statusTone(task)}`;
-    badge.textContent = statusLabel(task);
-    prompt.textContent = task.prompt ?? "";
-    prompt.hidden = task.prompt === undefined;
-    status.textContent = statusText(state);
-    const key = previewKey(state);
-    if (key !== shownPreview) {
-      shownPreview = key;
-      replaceChildren(preview, ...previewNodes(state, results));
-    }
-    problem.hidden = !task.error;
-    if (task.error) {
-      replaceChildren(
-        problem,
-        h("strong", {}, task.error.code),
-        " ",
-        h("span", {}, task.error.message),
-      );
-    }
-    const focused = document.activeElement === cancel;
-    cancel.hidden = isFinished(task.status);
-    // Cancel pressed, or the task ended under the focus: it stays on a control on screen.
-    if (cancel.hidden && focused) focusFirstVisible(actions, status);
+/**
+ * Shows `state` in the panel. The preview is drawn again only when what it
+ * shows changed (`shownPreview`, the key of what it shows now), so the image
+ * does not flicker; returns the key of what it shows after.
+ */
+function renderTask(
+  ui: ReturnType<typeof panelLayout>,
+  state: WatchState,
+  results: ResultsOptions,
+  shownPreview: string,
+): string {
+  const { task } = state;
+  const { badge, prompt, status, preview, problem, details, cancel, actions } = ui;
+  badge.className = `badge badge-${statusTone(task)}`;
+  badge.textContent = statusLabel(task);
+  prompt.textContent = task.prompt ?? "";
+  prompt.hidden = task.prompt === undefined;
+  status.textContent = statusText(state);
+  const key = previewKey(state);
+  if (key !== shownPreview) replaceChildren(preview, ...previewNodes(state, results));
+  problem.hidden = !task.error;
+  if (task.error) {
     replaceChildren(
-      details,
-      ...detailRows(task).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+      problem,
+      h("strong", {}, task.error.code),
+      " ",
+      h("span", {}, task.error.message),
     );
-  };
-  const update = (next: WatchState) => {
-    state = next;
-    render();
-  };
-  const fail = (err: unknown) => {
-    if (isAbort(err) || controller.signal.aborted) return;
-    if (err instanceof ApiError && err.status === 401) return options.onUnauthorized(err);
-    status.textContent = err instanceof Error ? err.message : "Something went wrong.";
-  };
-
-  let cancelling = false;
-  cancel.addEventListener("click", () => {
-    if (cancelling) return;
-    cancelling = true;
-    cancel.setAttribute("aria-busy", "true");
-    api
-      .cancel(state.task.id)
-      .then((task) => update({ task }))
-      .catch(fail)
-      .finally(() => {
-        cancelling = false;
-        cancel.removeAttribute("aria-busy");
-      });
-  });
-
-  render();
-  if (!isFinished(state.task.status)) {
-    watchTask({ api, task: state.task, onChange: update, signal: controller.signal })
-      .then(update)
-      .catch(fail);
   }
-  return {
-    element,
-    task: () => state.task,
-    dispose() {
-      controller.abort();
-      viewer.dispose();
-    },
-  };
+  const focused = document.activeElement === cancel;
+  cancel.hidden = isFinished(task.status);
+  // Cancel pressed, or the task ended under the focus: it stays on a control on screen.
+  if (cancel.hidden && focused) focusFirstVisible(actions, status);
+  replaceChildren(
+    details,
+    ...detailRows(task).flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+  );
+  return key;
 }
 
 /** Focuses the first visible control in `within`, else `fallback` (made focusable). */

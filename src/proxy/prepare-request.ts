@@ -1,22 +1,19 @@
 import type { IncomingMessage } from "node:http";
-import type { Principal } from "../auth/principal.js";
 import { ServiceError } from "../errors/service-error.js";
 import { MAX_JSON_DEPTH, parseJson } from "../http/inspect-json.js";
 import { scanJson, valueAt, type ScannedJson } from "../http/scan-json.js";
 import { requireJsonObject } from "../errors/parse-body.js";
 import { bodyAtHand, readRequestBody } from "../http/read-body.js";
-import { shorten } from "../errors/shorten.js";
 import type { ModelAccess } from "../models/model-access.js";
 import { modelNotFound } from "../models/model-not-found.js";
 import { receiveFormHead } from "./form/form-upload.js";
 import type { PassthroughRequest } from "./passthrough-request.js";
 import type { BackgroundResponses } from "./background-responses.js";
+import { createResponsePreparer } from "./prepare-response.js";
 import type { ResponseOwners } from "./response-owners.js";
 
 /** Body limit of routes that take a prompt and a few fields. */
 export const SMALL_BODY_BYTES = 1024 * 1024;
-/** The routes on a stored response take no body; whatever a client sends is read and dropped. */
-const BY_ID_BODY_BYTES = 64 * 1024;
 
 /** Dependencies of {@link createRequestPreparer}. */
 export interface RequestPreparerDeps {
@@ -45,12 +42,14 @@ export type RequestPreparer = (
 /**
  * Reads what a passthrough request needs before any channel is called: the
  * model its JSON body or form names (checked unambiguous), or the stored
- * response it names (checked owned), and from it the candidate channels.
+ * response it names (checked owned, `prepare-response.ts`), and from it the
+ * candidate channels.
  * Throws the 4xx the client gets; nothing has gone upstream then.
  */
 export function createRequestPreparer(deps: RequestPreparerDeps): RequestPreparer {
   const { limits } = deps;
   const timing = { timeoutMs: limits.bodyTimeoutMs, idleMs: limits.bodyIdleMs };
+  const responses = createResponsePreparer({ ...deps, timing });
 
   /**
    * The model a JSON body names, checked; the raw bytes go on as they are.
@@ -91,7 +90,7 @@ export function createRequestPreparer(deps: RequestPreparerDeps): RequestPrepare
     checkOneModel(parsed?.modelKeys ?? 0);
     setModel(request, modelOf(body.model), parsed?.raw);
     if (!createsResponse) return requireCandidates(request);
-    return prepareResponse(request, body).then(() => requireCandidates(request));
+    return responses.prepareBody(request, body).then(() => requireCandidates(request));
   }
 
   function requireCandidates(request: PassthroughRequest): undefined {
@@ -107,42 +106,6 @@ export function createRequestPreparer(deps: RequestPreparerDeps): RequestPrepare
     request.candidates = deps.access.candidates(request.principal, model);
   }
 
-  /**
-   * A Responses call: a previous response lives on one channel and belongs to
-   * one key; one the service ran in the background is sent as the channel's
-   * own id for it. A background call is marked for the service to take.
-   */
-  async function prepareResponse(
-    request: PassthroughRequest,
-    body: Record<string, unknown>,
-  ): Promise<void> {
-    const previous = body.previous_response_id;
-    checkType(previous, "string", "previous_response_id");
-    checkType(body.background, "boolean", "background");
-    let sent = body;
-    let pinned: string | undefined;
-    if (typeof previous === "string") {
-      const ours = await deps.background?.previous(request.principal, previous);
-      if (ours) {
-        sent = { ...body, previous_response_id: ours.upstreamId };
-        request.body = Buffer.from(JSON.stringify(sent));
-        pinned = ours.channel;
-      } else {
-        pinned = (await ownedResponse(previous, request.principal, "previous_response_id")).channel;
-      }
-      request.candidates = request.candidates.filter((channel) => channel.name === pinned);
-    }
-    if (body.background === true) {
-      // The service streams a background response itself: `stream` is its to read.
-      checkType(body.stream, "boolean", "stream");
-      request.background = {
-        body: sent,
-        ...(pinned === undefined ? {} : { pinned }),
-        ...(sent !== body ? { previous: previous as string } : {}),
-      };
-    }
-  }
-
   async function prepareForm(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
     const form = await receiveFormHead(req, {
       maxBytes: limits.maxUploadBytes,
@@ -155,30 +118,9 @@ export function createRequestPreparer(deps: RequestPreparerDeps): RequestPrepare
     if (request.candidates.length === 0) throw modelNotFound(request.model);
   }
 
-  async function prepareById(request: PassthroughRequest, req: IncomingMessage): Promise<void> {
-    await readRequestBody(req, { limit: BY_ID_BODY_BYTES, ...timing });
-    const owner = await ownedResponse(request.responseId as string, request.principal, null);
-    const channel = deps.access.channelFor(request.principal, owner.channel);
-    if (!channel) throw responseNotFound(request.responseId as string, null);
-    request.candidates = [channel];
-  }
-
-  async function ownedResponse(id: string, principal: Principal, param: string | null) {
-    let owner;
-    try {
-      owner = await deps.responseOwners.lookup(id);
-    } catch (err) {
-      throw new ServiceError("store_unavailable", "The service's store cannot be reached.", {
-        cause: err,
-      });
-    }
-    if (!owner || owner.owner !== principal.subject) throw responseNotFound(id, param);
-    return owner;
-  }
-
   return (request, req) => {
     const { body } = request.route;
-    if (body === "none") return prepareById(request, req);
+    if (body === "none") return responses.prepareById(request, req);
     if (body === "form" || (body === "form-or-json" && isMultipart(req))) {
       return prepareForm(request, req);
     }
@@ -230,22 +172,4 @@ function modelOf(model: unknown): string {
     throw new ServiceError("invalid_value", "'model' must be a string.", { param: "model" });
   }
   return model;
-}
-
-/**
- * Refuses a field the service acts on when it is there (not null) with
- * another JSON type than OpenAI's API takes: the service would read it one
- * way (not a background call, no previous response) and the channel perhaps
- * another; OpenAI's API refuses it too.
- */
-function checkType(value: unknown, type: "string" | "boolean", param: string): void {
-  if (value === undefined || value === null || typeof value === type) return;
-  throw new ServiceError("invalid_value", `Invalid '${param}': must be a ${type}.`, { param });
-}
-
-/** One answer for "unknown" and "another key's", so ids cannot be probed. */
-function responseNotFound(id: string, param: string | null): ServiceError {
-  return new ServiceError("response_not_found", `No response found with id '${shorten(id)}'.`, {
-    param,
-  });
 }

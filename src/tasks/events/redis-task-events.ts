@@ -35,35 +35,7 @@ export async function createRedisTaskEvents(options: {
   const { cancels, task: taskChannel } = options.channels;
   const origin = `${randomBytes(9).toString("base64url")}\n`;
   const listeners = createListeners(logger);
-  const subscriber = client.duplicate();
-  watchRedisClient(subscriber, logger, "events");
-  let cutOff = false;
-  const resync = () => {
-    if (!cutOff) return;
-    cutOff = false;
-    listeners.deliver({ type: "resync" }, true);
-  };
-  subscriber.on("reconnecting", () => (cutOff = true));
-  subscriber.on("ready", resync);
-  // A lost node may have been the one subscribed to: the cluster subscribes on another one
-  // at once, and what was sent meanwhile is read again by the listeners a moment later.
-  onNodeLost(subscriber, () => {
-    cutOff = true;
-    setTimeout(resync, RESUBSCRIBE_MS).unref();
-  });
-  const onMessage = (_channel: string, message: string) => {
-    if (message.startsWith(origin)) return;
-    let event: TaskEvent;
-    try {
-      event = JSON.parse(message.slice(message.indexOf("\n") + 1)) as TaskEvent;
-    } catch {
-      logger.warn("ignoring a malformed task event");
-      return;
-    }
-    listeners.deliver(event, false);
-  };
-  subscriber.on("message", onMessage);
-  await subscriber.connect();
+  const subscriber = await openSubscriber(client, logger, origin, listeners);
   await subscriber.subscribe(cancels);
 
   /** Tasks listened to, by how many times. */
@@ -114,6 +86,49 @@ export async function createRedisTaskEvents(options: {
       await subscriber.quit().catch(() => subscriber.disconnect());
     },
   };
+}
+
+/**
+ * The bus's subscriber connection, connected: every message but this
+ * process's own (`origin`) goes to the listeners, and after a reconnect or a
+ * lost cluster node they are told to `resync` (what was sent meanwhile is
+ * missed).
+ */
+async function openSubscriber(
+  client: RedisClient,
+  logger: Logger,
+  origin: string,
+  listeners: ReturnType<typeof createListeners>,
+): Promise<RedisClient> {
+  const subscriber = client.duplicate();
+  watchRedisClient(subscriber, logger, "events");
+  let cutOff = false;
+  const resync = () => {
+    if (!cutOff) return;
+    cutOff = false;
+    listeners.deliver({ type: "resync" }, true);
+  };
+  subscriber.on("reconnecting", () => (cutOff = true));
+  subscriber.on("ready", resync);
+  // A lost node may have been the one subscribed to: the cluster subscribes on another one
+  // at once, and what was sent meanwhile is read again by the listeners a moment later.
+  onNodeLost(subscriber, () => {
+    cutOff = true;
+    setTimeout(resync, RESUBSCRIBE_MS).unref();
+  });
+  subscriber.on("message", (_channel: string, message: string) => {
+    if (message.startsWith(origin)) return;
+    let event: TaskEvent;
+    try {
+      event = JSON.parse(message.slice(message.indexOf("\n") + 1)) as TaskEvent;
+    } catch {
+      logger.warn("ignoring a malformed task event");
+      return;
+    }
+    listeners.deliver(event, false);
+  });
+  await subscriber.connect();
+  return subscriber;
 }
 
 /**
