@@ -4,23 +4,16 @@ import { MAX_JSON_DEPTH, parseJson } from "../http/inspect-json.js";
 import { scanJson, valueAt, type ScannedJson } from "../http/scan-json.js";
 import { requireJsonObject } from "../errors/parse-body.js";
 import { bodyAtHand, readRequestBody } from "../http/read-body.js";
-import type { ModelAccess } from "../models/model-access.js";
 import { modelNotFound } from "../models/model-not-found.js";
 import { receiveFormHead } from "./form/form-upload.js";
 import type { PassthroughRequest } from "./passthrough-request.js";
-import type { BackgroundResponses } from "./background-responses.js";
-import { createResponsePreparer } from "./prepare-response.js";
-import type { ResponseOwners } from "./response-owners.js";
+import { createResponsePreparer, type ResponsePreparerDeps } from "./prepare-response.js";
 
 /** Body limit of routes that take a prompt and a few fields. */
 export const SMALL_BODY_BYTES = 1024 * 1024;
 
-/** Dependencies of {@link createRequestPreparer}. */
-export interface RequestPreparerDeps {
-  access: ModelAccess;
-  responseOwners: ResponseOwners;
-  /** The service's own background responses, when it runs them. */
-  background?: Pick<BackgroundResponses, "previous"> | undefined;
+/** Dependencies of {@link createRequestPreparer}: the Responses preparer's, and the body limits. */
+export interface RequestPreparerDeps extends Omit<ResponsePreparerDeps, "timing"> {
   limits: {
     maxBodyBytes: number;
     maxUploadBytes: number;
