@@ -143,11 +143,18 @@ export function serviceConfig({
 
 /**
  * Node's flags for the service's own processes (role `service`), from BENCH_SERVICE_NODE_ARGS:
- * a V8 flag measured against the same build without it (BASELINE=dist, at the same time).
+ * a V8 flag measured against the same build without it (BASELINE=dist, at the same time). Role
+ * `baseline` takes BENCH_BASELINE_NODE_ARGS: both builds under the same flags (a young
+ * generation of one fixed size, say, so that V8's sizing of it does not differ between them).
  */
 function nodeArgs(role) {
-  const args = process.env.BENCH_SERVICE_NODE_ARGS;
-  return role === "service" && args ? args.split(" ").filter(Boolean) : [];
+  const args =
+    role === "service"
+      ? process.env.BENCH_SERVICE_NODE_ARGS
+      : role === "baseline"
+        ? process.env.BENCH_BASELINE_NODE_ARGS
+        : undefined;
+  return args ? args.split(" ").filter(Boolean) : [];
 }
 
 /**

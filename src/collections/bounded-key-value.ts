@@ -13,6 +13,7 @@ import { TtlMap } from "./ttl-map.js";
 export function createBoundedKeyValue(maxEntries: number, now = Date.now): KeyValue {
   const entries = new TtlMap<unknown>(maxEntries, { order: "write", now });
   return {
+    inMemory: true,
     get: (key) => Promise.resolve(entries.get(key)),
     set(key, value, ttlMs) {
       entries.set(key, value, ttlMs);

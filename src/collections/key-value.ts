@@ -4,6 +4,12 @@
  * a stored response, say. Values are plain JSON-compatible data.
  */
 export interface KeyValue {
+  /**
+   * True when the entries live in this process only (nothing persisted or
+   * shared), each namespace in a map of its own: a caller may then key them
+   * as it likes, not as earlier releases wrote them. Default false.
+   */
+  readonly inMemory?: boolean;
   /** The value under `key`, or undefined when there is none or it has expired. */
   get(key: string): Promise<unknown>;
   /** Sets `key` to `value` for `ttlMs` milliseconds. */

@@ -6,7 +6,7 @@ import { keyvKeyValue } from "../../src/tasks/backends/keyv-key-value.js";
 
 describe.each([
   { name: "on a Keyv (the Redis and SQLite stores')", open: () => keyvKeyValue(new Keyv()) },
-  { name: "in this process's memory", open: () => createBoundedKeyValue(1_000) },
+  { name: "in this process's memory", open: () => createBoundedKeyValue(20_000) },
 ])("ResponseOwners $name", ({ open }) => {
   it("remembers, looks up and forgets who created a response, and on which channel", async () => {
     const owners = createResponseOwners(open(), 60_000);
@@ -15,6 +15,30 @@ describe.each([
     expect(await owners.lookup("resp_2")).toBeUndefined();
     await owners.forget("resp_1");
     expect(await owners.lookup("resp_1")).toBeUndefined();
+  });
+
+  it("keeps each response's own owner among many keys and channels", async () => {
+    const owners = createResponseOwners(open(), 60_000);
+    // Past the 4,096 owners a channel shares in memory, so some are made anew.
+    const keys = 5_000;
+    for (let i = 0; i < keys; i += 1) {
+      for (const channel of ["primary", "backup"]) {
+        await owners.remember(`resp_${channel}_${i}`, { channel, owner: `key:${i % 4_500}` });
+      }
+    }
+    for (const i of [0, 1, 4_095, 4_096, 4_499, 4_500, 4_999]) {
+      for (const channel of ["primary", "backup"]) {
+        const found = await owners.lookup(`resp_${channel}_${i}`);
+        expect(found).toEqual({ channel, owner: `key:${i % 4_500}` });
+      }
+    }
+    // What a caller gets is its own: changing it changes no other response's owner.
+    const first = await owners.lookup("resp_primary_0");
+    if (first) first.owner = "key:someone-else";
+    expect(await owners.lookup("resp_primary_4500")).toEqual({
+      channel: "primary",
+      owner: "key:0",
+    });
   });
 
   it("forgets entries after their time to live", async () => {
