@@ -5,8 +5,8 @@ import { TASK_ID, type Task, type TaskParameters } from "./task-types.js";
 /** The form's fields without its files (which are neither kept with a task nor in storage). */
 export type FormFields = Omit<TaskFormInput, "images" | "mask">;
 
-const FIELD_NAMES: ReadonlyArray<keyof FormFields> = [
-  "mode",
+/** The form's fields that are one control each ("mode" is two radios), named as the control. */
+export const ONE_CONTROL_FIELDS = [
   "model",
   "prompt",
   "size",
@@ -22,7 +22,9 @@ const FIELD_NAMES: ReadonlyArray<keyof FormFields> = [
   "inputFidelity",
   "user",
   "webhookUrl",
-];
+] as const satisfies ReadonlyArray<keyof FormFields>;
+
+const FIELD_NAMES: ReadonlyArray<keyof FormFields> = ["mode", ...ONE_CONTROL_FIELDS];
 
 /**
  * The form as a task was submitted ("Use these settings"): its prompt,

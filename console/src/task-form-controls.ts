@@ -1,5 +1,5 @@
 import { field, h, replaceChildren, select } from "./dom.js";
-import type { FormFields } from "./form-state.js";
+import { ONE_CONTROL_FIELDS, type FormFields } from "./form-state.js";
 import { MAX_PROMPT, type FieldProblem, type TaskFormInput } from "./task-form.js";
 
 const DEFAULT = ["", "Default"] as const;
@@ -226,24 +226,8 @@ export function readFields(c: Controls): FormFields {
   };
 }
 
-/** The form's fields that are one control each, named as the control ("mode" is two radios). */
-const ONE_CONTROL = [
-  "model",
-  "prompt",
-  "size",
-  "quality",
-  "n",
-  "background",
-  "outputFormat",
-  "outputCompression",
-  "moderation",
-  "style",
-  "partialImages",
-  "responseFormat",
-  "inputFidelity",
-  "user",
-  "webhookUrl",
-] as const satisfies ReadonlyArray<keyof FormFields & keyof Controls>;
+/** Each of these fields is a control of the same name (checked here). */
+const ONE_CONTROL = ONE_CONTROL_FIELDS satisfies ReadonlyArray<keyof Controls>;
 
 /**
  * Sets the fields given (the others keep their value). A model the key
