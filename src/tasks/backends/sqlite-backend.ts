@@ -1,7 +1,6 @@
 import { constants, existsSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { dirname } from "node:path";
-import Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { fileForwardSecretHome } from "../../auth/resolve-forward-secret.js";
 import type { Config } from "../../config/config-schema.js";
@@ -10,6 +9,7 @@ import { createLocalTaskEvents } from "../core/task-events.js";
 import { createSqliteLegacyData } from "../legacy/sqlite-legacy-data.js";
 import { LEGACY_SQLITE_MIGRATIONS } from "../legacy/sqlite-migrations.js";
 import { createInProcessQueue } from "../queue/in-process-queue.js";
+import { openSqliteDatabase, SqliteDriverError } from "../store/open-sqlite-database.js";
 import { openSqliteTaskStore } from "../store/open-sqlite-task-store.js";
 import {
   createSqliteKeyValue,
@@ -91,13 +91,15 @@ async function probeSqliteFile(file: string): Promise<string> {
     return `sqlite://${file} (not made yet; its folder can be written)`;
   }
   try {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
+    const db = openSqliteDatabase(file, { readonly: true, fileMustExist: true });
     try {
       db.prepare("SELECT count(*) FROM sqlite_master").get();
     } finally {
       db.close();
     }
   } catch (err) {
+    // A driver that cannot load is not the file's fault: its own message.
+    if (err instanceof SqliteDriverError) throw err;
     const { code, message } = err as { code?: string; message: string };
     throw new Error(`store.url: ${file} cannot be read as SQLite (${code ?? message})`);
   }

@@ -1,5 +1,5 @@
 import { dirname } from "node:path";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { ConfigError } from "../../config/config-error.js";
 import {
@@ -8,6 +8,7 @@ import {
   reportTightened,
   tightenPaths,
 } from "../../fs/owner-only.js";
+import { openSqliteDatabase } from "./open-sqlite-database.js";
 import { lockSqliteStore } from "./sqlite-owner-lock.js";
 import { applySchema, SCHEMA_VERSION } from "./sqlite-schema.js";
 import { createSqliteTaskStore } from "./sqlite-task-store.js";
@@ -60,7 +61,7 @@ export async function openSqliteTaskStore(
   makeOwnerDirSync(dirname(file));
   createOwnerFileSync(file);
   // Short: the lock is held for the process's life, so only a second process ever waits.
-  const db = new Database(file, { timeout: 1000 });
+  const db = openSqliteDatabase(file, { timeout: 1000 });
   let unlock: () => Promise<void>;
   try {
     unlock = await lockSqliteStore({ query: async (sql) => db.exec(sql) }, file);
