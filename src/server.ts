@@ -1,6 +1,5 @@
 import type { RequestListener, Server } from "node:http";
 import { hostname } from "node:os";
-import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { createApp } from "./app.js";
 import { createAuthenticate } from "./auth/create-authenticator.js";
@@ -17,6 +16,7 @@ import { createChannelRegistry, type ChannelRegistry } from "./channels/channel-
 import type { Config } from "./config/config-schema.js";
 import { startConfiguredChannels } from "./channels/start-configured-channels.js";
 import { createGuardedServer, type ConnectionLimits } from "./http/connection-guard.js";
+import { listenOn } from "./net/listen-on.js";
 import type { ImageStore } from "./images/image-store.js";
 import { openImageStore } from "./images/open-image-store.js";
 import { createLogger } from "./logging/create-logger.js";
@@ -326,19 +326,11 @@ function connectionLimits(server: Config["server"]): ConnectionLimits {
 }
 
 /** Listens on `server.host:port`; resolves its URL. */
-async function listen(server: Server, config: Config): Promise<{ url: string; port: number }> {
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.server.port, config.server.host, () => {
-      server.off("error", reject);
-      resolve();
-    });
+function listen(server: Server, config: Config): Promise<{ url: string; port: number }> {
+  return listenOn(server, config.server.port, config.server.host, {
+    port: "server.port (PORT)",
+    host: "server.host",
   });
-  const port = (server.address() as AddressInfo).port;
-  const host = ["0.0.0.0", "::", ""].includes(config.server.host)
-    ? "127.0.0.1"
-    : config.server.host;
-  return { url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`, port };
 }
 
 /** Closes a listener that may not be listening (a start-up that failed at listen). */

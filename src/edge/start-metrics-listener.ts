@@ -1,10 +1,10 @@
 import type { RequestListener } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import type { Config } from "../config/config-schema.js";
 import { ServiceError } from "../errors/service-error.js";
 import { createGuardedServer, type ConnectionLimits } from "../http/connection-guard.js";
 import { sendError } from "../http/send-error.js";
+import { listenOn } from "../net/listen-on.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import { createMetricsHandler } from "./metrics-handler.js";
 
@@ -59,17 +59,12 @@ export async function startMetricsListener(
     logger,
   });
   const host = config.host ?? options.defaultHost;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
+  const { url } = await listenOn(server, config.port, host, {
+    port: "metrics.port",
+    host: "metrics.host",
   });
-  const { port } = server.address() as AddressInfo;
-  const shown = ["0.0.0.0", "::", ""].includes(host) ? "127.0.0.1" : host;
   return {
-    url: `http://${shown.includes(":") ? `[${shown}]` : shown}:${port}`,
+    url,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

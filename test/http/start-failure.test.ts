@@ -21,7 +21,10 @@ describe("a start-up that cannot listen", () => {
       config: { server: { port, host: "127.0.0.1" } },
     });
 
-    await expect(startServer({ config: onTakenPort, logger })).rejects.toThrow(/EADDRINUSE/);
+    // Named as the setting to change, not as the system call that failed.
+    await expect(startServer({ config: onTakenPort, logger })).rejects.toThrow(
+      `server.port (PORT): 127.0.0.1:${port} is in use by another process; stop it, or choose another port (EADDRINUSE)`,
+    );
 
     // The same process, the same file: its lock was released with the rest.
     const running = await startServer({
