@@ -5,6 +5,7 @@ import type { ChannelClient } from "./channels/channel-client.js";
 import type { ChannelRegistry } from "./channels/channel-registry.js";
 import type { Config } from "./config/config-schema.js";
 import { createConsoleLane } from "./console/console-lane.js";
+import { createCors } from "./edge/cors.js";
 import { createPipeline } from "./edge/create-pipeline.js";
 import { createMetricsLane } from "./edge/metrics-lane.js";
 import { createHealthLane } from "./health/health-lane.js";
@@ -73,6 +74,7 @@ export function createApp(deps: AppDeps): RequestListener {
       accessLog: config.logging.access,
       trustProxy: config.server.trustProxy,
     }),
+    cors: createCors(config.server.corsOrigins),
     logger,
   });
 }

@@ -9,6 +9,7 @@ import type { Principal } from "../auth/principal.js";
 import type { Lane, LaneCall, LaneMatch } from "../http/lane.js";
 import { sendError } from "../http/send-error.js";
 import type { RequestContext } from "../observability/request-context.js";
+import type { Cors } from "./cors.js";
 import { notFoundMatch } from "./not-found.js";
 
 /** Dependencies of {@link createPipeline}. */
@@ -18,12 +19,14 @@ export interface PipelineDeps {
   authenticate: Authenticate;
   /** Makes each request's context, and reports it when the answer ends (see `createRequestObserver`). */
   observe: (req: IncomingMessage, res: ServerResponse) => RequestContext;
+  /** Browser pages of other origins (`server.corsOrigins`); undefined: none. */
+  cors?: Cors | undefined;
   logger: Logger;
 }
 
 /**
  * The one way in for every request: the edge makes the request's context,
- * finds the lane whose table has the route (else the 404 `not_found`),
+ * answers a browser's CORS preflight on an API route (`cors.ts`), finds the lane whose table has the route (else the 404 `not_found`),
  * authenticates the bearer before any byte of the body is read where the
  * route asks for it, lets the lane answer, and writes whatever it throws (or
  * reports later through `fail`) as the OpenAI error envelope, recording the
@@ -39,6 +42,10 @@ export function createPipeline(deps: PipelineDeps): RequestListener {
     const url = req.url ?? "/";
     const mark = url.indexOf("?");
     const path = mark === -1 ? url : url.slice(0, mark);
+    if (deps.cors?.(req, res, path)) {
+      context.route = "preflight";
+      return;
+    }
     const method = req.method ?? "GET";
     let match: LaneMatch | undefined;
     for (let index = 0; index < lanes.length && !match; index += 1) {

@@ -30,6 +30,33 @@ const trustProxySchema = fromText(
   ),
 );
 
+/**
+ * `corsOrigins`: `*`, or origins (`https://app.example.com`), as a list or as
+ * comma-separated text (for `${VAR}`).
+ */
+const corsOriginsSchema = fromText(
+  z.preprocess(
+    (value) =>
+      typeof value === "string"
+        ? value
+            .split(",")
+            .map((entry) => entry.trim())
+            .filter((entry) => entry !== "")
+        : value,
+    z.array(
+      z.string().superRefine((entry, ctx) => {
+        if (entry !== "*" && !/^https?:\/\/[^/?#\s]+$/i.test(entry)) {
+          ctx.addIssue({
+            code: "custom",
+            message: `must be "*" or an origin such as https://app.example.com (scheme and host, no path): ${JSON.stringify(entry.slice(0, 80))}`,
+          });
+        }
+      }),
+      { error: 'must be a list of origins, or "*"' },
+    ),
+  ),
+);
+
 /** The HTTP listener. Each field's documentation is its `description`, shown in editors and docs. */
 export const serverSchema = z
   .object({
@@ -63,6 +90,15 @@ export const serverSchema = z
         "entry is the client: for `maxConnectionsPerIp`, forward mode's per-address bound and " +
         "`client_ip`), and its `X-Forwarded-Proto` and `X-Forwarded-Host` honoured when " +
         "building URLs; anyone else's are ignored.",
+    }),
+    corsOrigins: corsOriginsSchema.default(["*"]).meta({
+      description:
+        'Web pages that may call the API from a browser (CORS), on `/v1/…` and `/mcp`: `["*"]` ' +
+        "(default) pages of any origin, as OpenAI's API, new-api, one-api and LiteLLM allow; a list " +
+        "of origins (`https://app.example.com`, also as comma-separated text) only those; `[]` " +
+        "none. Safe to open: the API takes its key from the `Authorization` header only and sets " +
+        "no cookie, so a page can call it only with a key it already has. Requests without an " +
+        "`Origin` header (a server's SDK) get no CORS header.",
     }),
     replicaName: z
       .string({ error: "must be a string" })

@@ -90,6 +90,9 @@ async function sendImage(
   const headers = {
     ETag: image.etag,
     "Cache-Control": `private, max-age=${Math.max(0, until - nowSec)}`,
+    // A browser keeps the image: one fetched by <img> (no Origin, no CORS header) must not be
+    // reused for a page's fetch (Origin, CORS headers: see edge/cors.ts), nor the other way.
+    Vary: "Origin",
   };
   const ifNoneMatch = req.headers["if-none-match"];
   if (matches(Array.isArray(ifNoneMatch) ? ifNoneMatch.join(",") : ifNoneMatch, image.etag)) {
