@@ -232,4 +232,19 @@ describe("access lines", () => {
     await fetch(`${app.url}/healthz`, withId("probe-1"));
     expect(await lineOf("probe-1")).toMatchObject({ level: 20, route: "/healthz" });
   });
+
+  it("a browser's CORS preflight: its own route, 204, no caller", async () => {
+    const response = await fetch(`${app.baseURL}/chat/completions`, {
+      method: "OPTIONS",
+      headers: {
+        "x-request-id": "preflight-1",
+        origin: "https://app.example.com",
+        "access-control-request-method": "POST",
+      },
+    });
+    expect(response.status).toBe(204);
+    const line = await lineOf("preflight-1");
+    expect(line).toMatchObject({ level: 30, method: "OPTIONS", route: "preflight", status: 204 });
+    expect(line.key_name).toBeUndefined();
+  });
 });
