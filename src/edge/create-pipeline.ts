@@ -26,11 +26,12 @@ export interface PipelineDeps {
 
 /**
  * The one way in for every request: the edge makes the request's context,
- * answers a browser's CORS preflight on an API route (`cors.ts`), finds the lane whose table has the route (else the 404 `not_found`),
- * authenticates the bearer before any byte of the body is read where the
- * route asks for it, lets the lane answer, and writes whatever it throws (or
- * reports later through `fail`) as the OpenAI error envelope, recording the
- * code in the context. No router framework runs per request: matching is a
+ * answers a browser's CORS preflight on an API route (`cors.ts`), finds the
+ * lane whose table has the route (else the 404 `not_found`), authenticates
+ * the bearer before any byte of the body is read where the route asks for
+ * it, lets the lane answer, and writes whatever it throws (or reports later
+ * through `fail`) as the OpenAI error envelope, recording the code in the
+ * context. No router framework runs per request: matching is a
  * table lookup per lane, which keeps the passthrough close to a bare pipe.
  */
 export function createPipeline(deps: PipelineDeps): RequestListener {
