@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/config-error.js";
-import { parseConfig } from "../../src/config/load-config.js";
+import { pino } from "pino";
+import { loadConfig, parseConfig } from "../../src/config/load-config.js";
+import { startServer } from "../../src/server.js";
 import { startTestApp, type TestApp } from "../support/start-test-app.js";
 
 // What a browser sends and reads, as a page of another origin would make it: the preflight
@@ -228,6 +230,39 @@ describe("CORS on an image file", () => {
       );
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe("CORS on the embedded demo defaults (npm start)", () => {
+  /** The demo service as `npm start` runs it, in memory, with `env` on top. */
+  async function startDemo(env: Record<string, string>) {
+    const { config } = loadConfig({ env: { PORT: "0", STORE_URL: "memory://", ...env } });
+    return startServer({ config, logger: pino({ level: "silent" }), defaultMetrics: false });
+  }
+
+  it("allows no other origin, as the demo key is public; CORS_ORIGINS lets one in", async () => {
+    const closed = await startDemo({});
+    try {
+      const response = await fetch(`${closed.url}/v1/images/tasks`, {
+        method: "OPTIONS",
+        headers: { origin: PAGE, "access-control-request-method": "GET" },
+      });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("access-control-allow-origin")).toBeNull();
+    } finally {
+      await closed.close();
+    }
+    const open = await startDemo({ CORS_ORIGINS: `http://localhost:3000, ${PAGE}` });
+    try {
+      const response = await fetch(`${open.url}/v1/images/tasks`, {
+        method: "OPTIONS",
+        headers: { origin: PAGE, "access-control-request-method": "GET" },
+      });
+      expect(response.status).toBe(204);
+      expect(response.headers.get("access-control-allow-origin")).toBe(PAGE);
+    } finally {
+      await open.close();
     }
   });
 });

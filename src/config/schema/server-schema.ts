@@ -30,31 +30,34 @@ const trustProxySchema = fromText(
   ),
 );
 
+/** One entry of `corsOrigins`: `*`, or an origin (scheme and host, no path). */
+const corsOrigin = z.string().superRefine((entry, ctx) => {
+  if (entry !== "*" && !/^https?:\/\/[^/?#\s]+$/i.test(entry)) {
+    ctx.addIssue({
+      code: "custom",
+      message: `must be "*" or an origin such as https://app.example.com (scheme and host, no path): ${JSON.stringify(entry.slice(0, 80))}`,
+    });
+  }
+});
+
 /**
- * `corsOrigins`: `*`, or origins (`https://app.example.com`), as a list or as
- * comma-separated text (for `${VAR}`).
+ * `corsOrigins`: a list, or comma-separated text (as `${VAR}` gives it; empty
+ * text is no origin at all).
  */
-const corsOriginsSchema = fromText(
-  z.preprocess(
-    (value) =>
-      typeof value === "string"
-        ? value
-            .split(",")
-            .map((entry) => entry.trim())
-            .filter((entry) => entry !== "")
-        : value,
-    z.array(
-      z.string().superRefine((entry, ctx) => {
-        if (entry !== "*" && !/^https?:\/\/[^/?#\s]+$/i.test(entry)) {
-          ctx.addIssue({
-            code: "custom",
-            message: `must be "*" or an origin such as https://app.example.com (scheme and host, no path): ${JSON.stringify(entry.slice(0, 80))}`,
-          });
-        }
-      }),
-      { error: 'must be a list of origins, or "*"' },
-    ),
-  ),
+const corsOriginsSchema = z.union(
+  [
+    z.array(corsOrigin),
+    z
+      .string()
+      .transform((text) =>
+        text
+          .split(",")
+          .map((entry) => entry.trim())
+          .filter((entry) => entry !== ""),
+      )
+      .pipe(z.array(corsOrigin)),
+  ],
+  { error: 'must be a list of origins, or "*"' },
 );
 
 /** The HTTP listener. Each field's documentation is its `description`, shown in editors and docs. */
