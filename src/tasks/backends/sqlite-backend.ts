@@ -88,6 +88,9 @@ async function probeSqliteFile(file: string): Promise<string> {
     await access(folder, constants.W_OK).catch((err: NodeJS.ErrnoException) => {
       throw new Error(`store.url: ${folder} cannot be written (${err.code ?? err.message})`);
     });
+    // No file to read, but the start would still need the driver: one built for another Node
+    // must fail the probe, as it would fail the start.
+    openSqliteDatabase(":memory:", {}).close();
     return `sqlite://${file} (not made yet; its folder can be written)`;
   }
   try {
