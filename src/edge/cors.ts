@@ -53,9 +53,9 @@ export function createCors(origins: readonly string[]): Cors | undefined {
 function answerPreflight(req: IncomingMessage, res: ServerResponse): void {
   res.statusCode = 204;
   res.setHeader("Access-Control-Allow-Methods", ALLOWED_METHODS);
-  const headers = req.headers["access-control-request-headers"];
-  if (headers !== undefined && HEADER_LIST.test(headers.trim())) {
-    res.setHeader("Access-Control-Allow-Headers", headers.trim());
+  const headers = req.headers["access-control-request-headers"]?.trim();
+  if (headers !== undefined && HEADER_LIST.test(headers)) {
+    res.setHeader("Access-Control-Allow-Headers", headers);
   }
   res.setHeader("Access-Control-Max-Age", MAX_AGE_SEC);
   res.end();
