@@ -94,13 +94,16 @@ export function readDemoForm(req: IncomingMessage): Promise<DemoForm> {
       });
       // busboy may close before a file stream has emitted its end.
       reading.push(
-        new Promise((done) =>
+        new Promise((done) => {
           stream.once("end", () => {
             file.sha256 = hash.digest("hex");
             file.head = Buffer.concat(head);
             done();
-          }),
-        ),
+          });
+          // A form that ends inside a file: busboy destroys the file's stream with its error
+          // (unheard, it would stop the process); the parser's own error answers the request.
+          stream.once("error", () => done());
+        }),
       );
     });
     parser.on("close", () => void Promise.all(reading).then(() => resolve(form)));

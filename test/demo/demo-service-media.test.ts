@@ -104,6 +104,42 @@ describe("image edits and variations", () => {
   });
 });
 
+describe("a form that ends inside a file", () => {
+  // Cut off after its file's first bytes, with no closing boundary: what a client that dies
+  // mid-upload behind a buffering proxy sends. The demo channel reads the same body the service
+  // passes on; its parser's error reached the file's stream, where nothing heard it, and stopped
+  // the whole process (`npm start`'s service with it).
+  const cut =
+    '--B\r\nContent-Disposition: form-data; name="model"\r\n\r\ngpt-image-1\r\n' +
+    '--B\r\nContent-Disposition: form-data; name="prompt"\r\n\r\na hat\r\n' +
+    '--B\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n' +
+    "Content-Type: image/png\r\n\r\n\x89PNG";
+
+  it.each(["/images/edits", "/images/variations", "/audio/transcriptions"])(
+    "%s: 400 invalid_value, and the service goes on",
+    async (path) => {
+      const response = await fetch(`${baseURL}${path}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "multipart/form-data; boundary=B",
+        },
+        body: cut,
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({
+        error: { type: "invalid_request_error", code: "invalid_value" },
+      });
+      // The demo channel's own reading of the body ends after the answer: let it.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const models = await fetch(`${baseURL}/models`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(models.status).toBe(200);
+    },
+  );
+});
+
 describe("audio", () => {
   it("speaks WAV, PCM and MP3 with their content types", async () => {
     const wav = await client.audio.speech.create({
