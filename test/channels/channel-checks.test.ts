@@ -1,6 +1,5 @@
 import { slow } from "../support/time-factor.js";
 import { randomBytes } from "node:crypto";
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -8,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startS3Server, type TestS3Server } from "../support/s3-server.js";
-import { CLI, serve, writeConfig } from "../support/serve-process.js";
+import { runToExit, serve, writeConfig } from "../support/serve-process.js";
 import { freePort } from "../support/redis.js";
 import { waitUntil } from "../tasks/task-api.js";
 
@@ -70,19 +69,8 @@ const config = (baseUrl: string, more: Record<string, unknown> = {}) => ({
 });
 
 /** Runs the bin with `args`; resolves its exit code and output. */
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-  });
+function runCli(args: string[]) {
+  return runToExit(args, { cwd: dir });
 }
 
 describe("a channel whose baseUrl lacks /v1", () => {

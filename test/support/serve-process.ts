@@ -27,6 +27,35 @@ export async function writeConfig(dir: string, name: string, config: unknown): P
   return file;
 }
 
+/** What a run of a script printed, and how it exited. */
+export interface FinishedRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `node <script> ...args` (the package's bin unless `script` names another) in `cwd`, with
+ * only PATH and `env` set, and resolves once it has exited.
+ */
+export function runToExit(
+  args: string[],
+  options: { cwd: string; script?: string; env?: NodeJS.ProcessEnv },
+): Promise<FinishedRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [options.script ?? CLI, ...args], {
+      cwd: options.cwd,
+      env: { PATH: process.env.PATH ?? "", ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 /** Starts `image-task-sidecar serve --config FILE`; SIGKILLed when the test ends. */
 export function spawnServe(configFile: string, cwd: string, env: NodeJS.ProcessEnv = {}) {
   if (!existsSync(CLI)) throw new Error("dist/ is missing: run `npm run build`");

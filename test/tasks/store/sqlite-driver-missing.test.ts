@@ -1,11 +1,10 @@
-import { spawn } from "node:child_process";
 import { cp, mkdir, mkdtemp, readdir, rm, symlink } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeConfig } from "../../support/serve-process.js";
+import { runToExit, writeConfig } from "../../support/serve-process.js";
 
 /*
  * An installation whose SQLite driver cannot load (its native addon never
@@ -45,18 +44,11 @@ async function installWithoutAddon(target: string): Promise<void> {
   });
 }
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [join(app, "dist", "cli.js"), ...args], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "silent" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.once("exit", (code) => done({ code, stdout, stderr }));
+function run(args: string[]) {
+  return runToExit(args, {
+    cwd: dir,
+    script: join(app, "dist", "cli.js"),
+    env: { LOG_LEVEL: "silent" },
   });
 }
 
