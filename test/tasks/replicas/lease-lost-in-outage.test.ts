@@ -32,6 +32,11 @@ describe("a lease lost in a store outage while its run lives", () => {
       await acl("replica-a", "on", `>${PASSWORD}`, "~*", "&*", "+@all");
       await acl("replica-b", "on", `>${PASSWORD}`, "~*", "&*", "+@all");
 
+      // A's outage lasts three leases; B's queue takes the job after one or two, then waits
+      // its grace (store.commandTimeoutSec + 3 s) before it reads the task again. The grace must
+      // outlast the rest of the outage whatever this run's time factor: with a fixed 2 s timeout
+      // a loaded run (lease 3 s, outage 9 s) had B read the task before A's store came back.
+      const outageMs = leaseSec(2) * 3_000;
       const prefix = uniquePrefix("lease-outage");
       onTestFinished(() => rm(imagesDirOf(prefix), { recursive: true, force: true }));
       const replica = async (user: string) => {
@@ -42,7 +47,7 @@ describe("a lease lost in a store outage while its run lives", () => {
             store: {
               url: `redis://${user}:${PASSWORD}@${admin.host}:${admin.port}`,
               prefix,
-              commandTimeoutSec: 2,
+              commandTimeoutSec: outageMs / 1000,
             },
             images: { url: `file://${imagesDirOf(prefix)}` },
           },
@@ -59,7 +64,7 @@ describe("a lease lost in a store outage while its run lives", () => {
 
       // A loses every key for three leases: its lease lapses, B's queue worker takes the job.
       await acl("replica-a", "resetkeys");
-      await new Promise((resolve) => setTimeout(resolve, leaseSec(2) * 3_000));
+      await new Promise((resolve) => setTimeout(resolve, outageMs));
       await acl("replica-a", "~*");
 
       const done = await waitForStatus(b, id, ["completed", "failed"], 30_000);
