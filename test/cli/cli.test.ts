@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { listeningUrlIn } from "../support/serve-process.js";
+import { listeningUrlIn, spawnScript, type SpawnedScript } from "../support/serve-process.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const CLI = join(ROOT, "dist/cli.js");
@@ -24,33 +24,15 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<number | null>;
-}
-
-/** Starts `node <script> ...args` with only the variables given (plus PATH). */
-function run(script: string, args: string[], env: Record<string, string> = {}): Run {
-  const child = spawn(process.execPath, [script, ...args], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const exit = new Promise<number | null>((resolvePromise) =>
-    child.once("exit", (code) => resolvePromise(code)),
-  );
-  return { child, stdout: () => stdout, stderr: () => stderr, exit };
+/** Starts `node <script> ...args` in the test's directory; killed after each test. */
+function run(script: string, args: string[], env: Record<string, string> = {}): SpawnedScript {
+  const started = spawnScript(args, { cwd: dir, script, env });
+  children.add(started.child);
+  return started;
 }
 
 /** Resolves the service URL from the start-up banner. */
-async function bannerUrl(started: Run): Promise<string> {
+async function bannerUrl(started: SpawnedScript): Promise<string> {
   for (;;) {
     const url = listeningUrlIn(started.stdout());
     if (url) return url;
@@ -111,7 +93,7 @@ function problemLines(stderr: string): string[] {
 describe("image-task-sidecar check-config", () => {
   it("exits 2 on an invalid config, one line per problem naming the field", async () => {
     const checked = run(CLI, ["check-config", "--config", configFile(INVALID)]);
-    expect(await checked.exit).toBe(2);
+    expect(await checked.exited).toBe(2);
     expect(problemLines(checked.stderr()).sort()).toEqual(EXPECTED_PROBLEMS);
     expect(checked.stderr()).not.toContain("sk-secret-in-config");
   });
@@ -119,7 +101,7 @@ describe("image-task-sidecar check-config", () => {
   it("exits 0 on a valid config", async () => {
     const file = configFile(VALID);
     const checked = run(CLI, ["check-config", "--config", file]);
-    expect(await checked.exit).toBe(0);
+    expect(await checked.exited).toBe(0);
     expect(checked.stdout()).toContain(file);
     expect(checked.stderr()).toBe("");
   });
@@ -143,7 +125,7 @@ groups:`,
     const checked = run(CLI, ["check-config", "--config", file], {
       FORWARD_SECRET: "forward-secret-for-the-cli-test-0123456789",
     });
-    expect(await checked.exit).toBe(0);
+    expect(await checked.exited).toBe(0);
     expect(checked.stdout()).toContain(
       'auth: 1 key, forward: unknown bearer keys are checked against channel "newapi" (GET /v1/models, cached 60 s, refusals 5 s)\n',
     );
@@ -154,7 +136,7 @@ groups:`,
     const checked = run(CLI, ["check-config", "--config", join(ROOT, "config/example.yaml")], {
       JWT_SECRET: "s",
     });
-    expect(await checked.exit).toBe(0);
+    expect(await checked.exited).toBe(0);
     expect(checked.stderr()).toContain(
       'warning: channels[0].apiKey: environment variable UPSTREAM_KEY is not set or empty; using ""',
     );
@@ -162,29 +144,29 @@ groups:`,
       JWT_SECRET: "s",
       UPSTREAM_KEY: "k",
     });
-    expect(await ok.exit).toBe(0);
+    expect(await ok.exited).toBe(0);
   });
 
   it("exits 2 for an unknown command or option", async () => {
     const unknown = run(CLI, ["frobnicate"]);
-    expect(await unknown.exit).toBe(2);
+    expect(await unknown.exited).toBe(2);
     expect(unknown.stderr()).toContain("Usage");
     const option = run(CLI, ["check-config", "--no-such-option"]);
-    expect(await option.exit).toBe(2);
+    expect(await option.exited).toBe(2);
   });
 });
 
 describe("image-task-sidecar serve", () => {
   it("refuses to start on an invalid config with exit 2 and the problem lines", async () => {
     const served = run(CLI, ["serve", "--config", configFile(INVALID)], { PORT: "0" });
-    expect(await served.exit).toBe(2);
+    expect(await served.exited).toBe(2);
     expect(problemLines(served.stderr()).sort()).toEqual(EXPECTED_PROBLEMS);
     expect(served.stdout()).not.toContain("listening");
   });
 
   it("refuses to start through npm start's entry with CONFIG_FILE invalid", async () => {
     const started = run(MAIN, [], { CONFIG_FILE: configFile(INVALID), PORT: "0" });
-    expect(await started.exit).toBe(2);
+    expect(await started.exited).toBe(2);
     expect(problemLines(started.stderr()).sort()).toEqual(EXPECTED_PROBLEMS);
   });
 
@@ -197,7 +179,7 @@ describe("image-task-sidecar serve", () => {
     const models = await client.models.list();
     expect(models.data.map((model) => model.id)).toEqual(["gpt-4o-mini", "gpt-image-1"]);
     served.child.kill("SIGTERM");
-    expect(await served.exit).toBe(0);
+    expect(await served.exited).toBe(0);
   });
 
   it("starts on the embedded demo defaults, printing the demo key and a curl line", async () => {
@@ -228,6 +210,6 @@ describe("image-task-sidecar serve", () => {
     expect(completion.choices[0]?.message.content).toBeTruthy();
     expect(existsSync(join(dir, "data"))).toBe(true);
     started.child.kill("SIGTERM");
-    expect(await started.exit).toBe(0);
+    expect(await started.exited).toBe(0);
   });
 });

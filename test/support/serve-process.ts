@@ -9,15 +9,9 @@ const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "dist/cli.js");
 
 /** A service running as its own process, as an operator starts it. */
-export interface ServedProcess {
-  child: ChildProcess;
+export interface ServedProcess extends SpawnedScript {
   /** `http://127.0.0.1:PORT`, from the start-up banner. */
   url: string;
-  /** Everything written to stdout and to stderr so far. */
-  stdout(): string;
-  stderr(): string;
-  /** Resolves the exit code (or the signal's name) once the process is gone. */
-  exited: Promise<number | string>;
 }
 
 /** Writes `config` (JSON is YAML) into `dir` and resolves the file's path. */
@@ -27,54 +21,73 @@ export async function writeConfig(dir: string, name: string, config: unknown): P
   return file;
 }
 
-/** What a run of a script printed, and how it exited. */
-export interface FinishedRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+/** A script running as its own process: what it printed so far, and its exit. */
+export interface SpawnedScript {
+  child: ChildProcess;
+  /** Everything written to stdout and to stderr so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves the exit code (or the signal's name) once the process is gone. */
+  exited: Promise<number | string>;
 }
 
 /**
- * Runs `node <script> ...args` (the package's bin unless `script` names another) in `cwd`, with
- * only PATH and `env` set, and resolves once it has exited.
+ * Starts `node <script> ...args` (the package's bin unless `script` names another) in `cwd`,
+ * with only PATH and `env` set. The caller stops it (see {@link spawnServe}).
  */
-export function runToExit(
+export function spawnScript(
   args: string[],
   options: { cwd: string; script?: string; env?: NodeJS.ProcessEnv },
-): Promise<FinishedRun> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [options.script ?? CLI, ...args], {
-      cwd: options.cwd,
-      env: { PATH: process.env.PATH ?? "", ...options.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** Starts `image-task-sidecar serve --config FILE`; SIGKILLed when the test ends. */
-export function spawnServe(configFile: string, cwd: string, env: NodeJS.ProcessEnv = {}) {
-  if (!existsSync(CLI)) throw new Error("dist/ is missing: run `npm run build`");
-  const child = spawn(process.execPath, [CLI, "serve", "--config", configFile], {
-    cwd,
-    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "silent", ...env },
+): SpawnedScript {
+  const script = options.script ?? CLI;
+  if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\``);
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: options.cwd,
+    env: { PATH: process.env.PATH ?? "", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
-  });
-  onTestFinished(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
   let stdout = "";
   let stderr = "";
-  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise<number | string>((done) =>
     child.once("exit", (code, signal) => done(code ?? signal ?? "unknown")),
   );
   return { child, exited, stdout: () => stdout, stderr: () => stderr };
+}
+
+/** What a run of a script printed, and how it exited (the code, or the signal's name). */
+export interface FinishedRun {
+  code: number | string;
+  stdout: string;
+  stderr: string;
+}
+
+/** {@link spawnScript}, resolved once the script has exited. */
+export async function runToExit(
+  args: string[],
+  options: { cwd: string; script?: string; env?: NodeJS.ProcessEnv },
+): Promise<FinishedRun> {
+  const run = spawnScript(args, options);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+/** Starts `image-task-sidecar serve --config FILE`; SIGKILLed when the test ends. */
+export function spawnServe(
+  configFile: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): SpawnedScript {
+  const started = spawnScript(["serve", "--config", configFile], {
+    cwd,
+    env: { LOG_LEVEL: "silent", ...env },
+  });
+  onTestFinished(() => {
+    const { child } = started;
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  return started;
 }
 
 /** Starts the service and resolves once it listens. */
@@ -91,13 +104,7 @@ export async function serve(
   for (;;) {
     const url = listeningUrlIn(started.stdout());
     if (url) {
-      return {
-        child: started.child,
-        url,
-        stdout: started.stdout,
-        stderr: started.stderr,
-        exited: started.exited,
-      };
+      return { ...started, url };
     }
     await Promise.race([new Promise((r) => setTimeout(r, 20)), gone]);
   }
