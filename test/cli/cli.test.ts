@@ -4,10 +4,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { listeningUrlIn, spawnScript, type SpawnedScript } from "../support/serve-process.js";
+import { CLI, listeningUrlIn, spawnScript, type SpawnedScript } from "../support/serve-process.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const CLI = join(ROOT, "dist/cli.js");
 const MAIN = join(ROOT, "dist/main.js");
 
 const dir = mkdtempSync(join(tmpdir(), "sidecar-cli-"));

@@ -244,7 +244,10 @@ describe("a page of another origin calling the API from a browser", () => {
             () =>
               void page
                 .evaluate("globalThis.mcpStep")
-                .then((step) => resolve({ ok: false, error: `no answer at ${String(step)}` })),
+                .then((step) => resolve({ ok: false, error: `no answer at ${String(step)}` }))
+                .catch((err: unknown) =>
+                  resolve({ ok: false, error: `no answer: ${String(err)}` }),
+                ),
             slow(25_000),
           );
           onTestFinished(() => clearTimeout(timer));
