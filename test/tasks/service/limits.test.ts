@@ -7,6 +7,7 @@ import { loadConfig } from "../../../src/config/load-config.js";
 import { startServer } from "../../../src/server.js";
 import { startFakeUpstream } from "../../support/fake-upstream.js";
 import { TEST_KEYS, UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { slow } from "../../support/time-factor.js";
 import {
   cancelTask,
   expectError,
@@ -93,7 +94,9 @@ describe("IMAGE_ASYNC_MAX_CONCURRENT", () => {
         UPSTREAM_BASE_URL: upstream.baseUrl,
         UPSTREAM_KEY,
         IMAGE_ASYNC_MAX_CONCURRENT: "1",
-        IMAGE_ASYNC_TIMEOUT_SEC: "1",
+        // Far below the file's 600 s, above what a loaded run takes for a 200 ms answer: a fixed
+        // 1 s failed a task queued behind two others under CI's load.
+        IMAGE_ASYNC_TIMEOUT_SEC: String(Math.ceil(slow(3_000) / 1000)),
       },
     });
     const server = await startServer({ config, logger: pino({ level: "silent" }) });
@@ -112,8 +115,8 @@ describe("IMAGE_ASYNC_MAX_CONCURRENT", () => {
     expect(upstreamPrompts(upstream)).toEqual(["env 0", "env 1", "env 2"]);
 
     upstream.behave("images", { kind: "hang" });
-    const slow = await submitOk(target, { prompt: "never answered" });
-    const failed = await waitForStatus(target, slow, ["completed", "failed"]);
+    const hung = await submitOk(target, { prompt: "never answered" });
+    const failed = await waitForStatus(target, hung, ["completed", "failed"]);
     expect(failed.body.status).toBe("failed");
     expect(failed.body.error?.code).toBe("timeout");
   });
