@@ -8,8 +8,9 @@ const MOCKING = ["test/demo/demo-channel-abort.test.ts"];
 /**
  * Tests of what other programs do under the service, the same whatever Node runs it: real Redis
  * Sentinel sets and Clusters failing over, Ceph's S3 gateway, Chromium driving the console,
- * kustomize and promtool on the manifests. CI runs them once, on its first pass, and sets
- * SKIP_TOOL_TESTS on the second (Node 22).
+ * kustomize and promtool on the manifests. CI runs each once: the in-process ones in its Node 20
+ * pass, the multi-process ones in its one run of the processes project (on Node 22), and it sets
+ * SKIP_TOOL_TESTS on its Node 22 in-process pass.
  */
 const TOOLS = process.env.SKIP_TOOL_TESTS
   ? [
