@@ -42,6 +42,9 @@ const PROCESS_MARKERS = [
   "console-browser.js",
   "ceph-rgw.js",
 ];
+/** Before each file: the time factor follows the load then (test/support/time-factor.ts). */
+const TIME_FACTOR_SETUP = "test/support/time-factor-setup.ts";
+
 const PROCESSES = testFiles("test").filter((file) => {
   const text = readFileSync(file, "utf8");
   return !MOCKING.includes(file) && PROCESS_MARKERS.some((marker) => text.includes(marker));
@@ -80,6 +83,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: [...MOCKING, ...TOOLS, ...PROCESSES],
           isolate: false,
+          setupFiles: [TIME_FACTOR_SETUP],
         },
       },
       {
@@ -89,10 +93,13 @@ export default defineConfig({
           include: PROCESSES,
           exclude: TOOLS,
           isolate: false,
-          setupFiles: ["test/support/process-slots.ts"],
+          setupFiles: [TIME_FACTOR_SETUP, "test/support/process-slots.ts"],
         },
       },
-      { extends: true, test: { name: "isolated", include: MOCKING } },
+      {
+        extends: true,
+        test: { name: "isolated", include: MOCKING, setupFiles: [TIME_FACTOR_SETUP] },
+      },
     ],
   },
 });

@@ -1,3 +1,4 @@
+import { slow } from "../support/time-factor.js";
 import { describe, expect, it } from "vitest";
 import { drawDemoImage, parseDemoImageSize } from "../../src/demo/draw-demo-image.js";
 import { encodePng } from "../../src/demo/png-encoder.js";
@@ -49,10 +50,11 @@ describe("drawDemoImage", () => {
   });
 
   it("draws and encodes 1024x1024 quickly", () => {
-    // Measured around 20 ms; the bound only catches an accidental slow path (e.g. O(n^2)).
+    // Measured around 20 ms; the bound only catches an accidental slow path (e.g. O(n^2)), and
+    // stretches with the load (2.8 s in a loaded CI run).
     const started = performance.now();
     const png = encodePng(drawDemoImage("speed", { width: 1024, height: 1024 }));
-    expect(performance.now() - started).toBeLessThan(1500);
+    expect(performance.now() - started).toBeLessThan(slow(1500));
     expect(png.length).toBeGreaterThan(1000);
   });
 });

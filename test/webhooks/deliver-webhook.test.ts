@@ -16,6 +16,7 @@ import {
   createWebhookDelivery,
   type WebhookDelivery,
 } from "../../src/webhooks/webhook-delivery.js";
+import { slow } from "../support/time-factor.js";
 import { headerRecord, startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const SECRET = `whsec_${randomBytes(24).toString("base64")}`;
@@ -292,24 +293,27 @@ describe("slow receivers", () => {
       if (req.path === "/fast") res.end("ok");
       // /slow: never answered
     };
-    const sender = deliverer({ timeoutSec: 1 });
-    let slowSettled = false;
-    const slow = sender.attempt(deliveryTo(`${receiver.url}/slow`), 1).finally(() => {
-      slowSettled = true;
+    // 1 s on an idle machine: the fast receiver's attempt has the same timeout, and a loaded
+    // CI run took longer than 1 s to deliver it.
+    const timeoutSec = Math.ceil(slow(1000) / 1000);
+    const sender = deliverer({ timeoutSec });
+    let hungSettled = false;
+    const hung = sender.attempt(deliveryTo(`${receiver.url}/slow`), 1).finally(() => {
+      hungSettled = true;
     });
     await receiver.received(1);
     const fast = await sender.attempt(deliveryTo(`${receiver.url}/fast`), 1);
     expect(fast.outcome).toBe("delivered");
-    expect(slowSettled).toBe(false);
+    expect(hungSettled).toBe(false);
 
-    const report = await slow;
+    const report = await hung;
     expect(report).toMatchObject({
       outcome: "timeout",
-      detail: "timed out after 1 s",
+      detail: `timed out after ${timeoutSec} s`,
       next: { action: "retry", delayMs: 5000 },
     });
     expect(report.status).toBeUndefined();
-    expect(report.latencyMs).toBeGreaterThanOrEqual(900);
+    expect(report.latencyMs).toBeGreaterThanOrEqual(timeoutSec * 1000 - 100);
   });
 
   it("at most maxConcurrent attempts are in flight; the others wait their turn and then go", async () => {
