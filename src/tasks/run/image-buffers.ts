@@ -23,7 +23,7 @@ const STEP_BYTES = 256 * 1024;
  * at 64 MiB, 3 interleaved runs of 160 tasks).
  */
 const MAX_IDLE_BYTES = 64 * 1024 * 1024;
-/** Idle buffers are dropped after this long without a buffer taken or given back. */
+/** Idle buffers are dropped after this long without a buffer given back. */
 const IDLE_MS = 1_000;
 
 /** The buffers idle, and the backing stores of those lent (only those come back). */
