@@ -66,7 +66,8 @@ export default defineConfig({
     testTimeout: slow(30_000),
     hookTimeout: slow(30_000),
     // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): four forks on two
-    // cores, of which two at most run files that start processes.
+    // cores, of which two at most run files that start processes (TEST_PROCESS_SLOTS: CI runs
+    // three in a vitest run of their own, and the in-process files two at a time beside them).
     maxWorkers: 4,
     // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by content
     // and the lockfile): CI's later runs (Node 22's, test/cli) and a developer's reruns read them
