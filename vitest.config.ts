@@ -69,8 +69,8 @@ export default defineConfig({
     // cores, of which two at most run files that start processes (TEST_PROCESS_SLOTS: CI runs
     // three in a vitest run of their own, and the in-process files two at a time beside them).
     maxWorkers: 4,
-    // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by content
-    // and the lockfile): CI's later runs (Node 22's, test/cli) and a developer's reruns read them
+    // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by each
+    // module's path and content and the lockfile, so a clone elsewhere starts cold): CI's later runs (Node 22's, test/cli) and a developer's reruns read them
     // instead of transforming again, about 15 % of the in-process suite's CPU.
     experimental: { fsModuleCache: true },
     projects: [
