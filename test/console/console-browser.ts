@@ -6,6 +6,7 @@ import { expect, onTestFinished } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { DEFAULT_CONFIG_FILE, loadConfig, parseConfig } from "../../src/config/load-config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
+import { slow } from "../support/time-factor.js";
 
 /** Debian's Chromium, which scripts/ensure-test-tools.sh installs when it is missing. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -85,6 +86,10 @@ export async function openPage(
     ...(options.clipboard ? { permissions: ["clipboard-read", "clipboard-write"] } : {}),
   });
   onTestFinished(() => context.close());
+  // Playwright's own waits (a locator, a download, a navigation) take 30 s unless told: stretched
+  // on a loaded machine as every other deadline of the tests is (a ZIP of presigned S3 images
+  // took longer than 30 s to download under a loaded `npm run check` here).
+  context.setDefaultTimeout(slow(30_000));
   const page = await context.newPage();
   const problems: string[] = [];
   const dialogs: string[] = [];
