@@ -36,6 +36,7 @@ const LOG = process.env.TEST_SLOT_LOG;
 let held: string | undefined;
 let asked = 0;
 let taken = 0;
+let cpuAtTake = 0;
 
 beforeAll(async () => {
   mkdirSync(DIR, { recursive: true });
@@ -46,6 +47,7 @@ beforeAll(async () => {
       if (take(path)) {
         held = path;
         taken = Date.now();
+        cpuAtTake = cpuSeconds();
         return;
       }
     }
@@ -58,10 +60,25 @@ afterAll(() => {
   held = undefined;
   if (LOG) {
     const file = expect.getState().testPath ?? "?";
-    const line = `${Math.round((Date.now() - taken) / 1000)} s held, ${Math.round((taken - asked) / 1000)} s waited: ${file}\n`;
+    const cpu = Math.round(cpuSeconds() - cpuAtTake);
+    const line = `${Math.round((Date.now() - taken) / 1000)} s held, ${cpu} CPU-s, ${Math.round((taken - asked) / 1000)} s waited: ${file}\n`;
     appendFileSync(LOG, line);
   }
 });
+
+/**
+ * CPU seconds of this worker and of the processes it started and reaped (the service's bins,
+ * Redis servers, Chromium): Linux's /proc/self/stat, 0 elsewhere. What the slot log prints.
+ */
+function cpuSeconds(): number {
+  try {
+    const fields = (readFileSync("/proc/self/stat", "utf8").split(") ")[1] ?? "").split(" ");
+    // utime, stime, cutime, cstime: fields 14 to 17 of stat(5), in clock ticks (100 a second).
+    return fields.slice(11, 15).reduce((sum, ticks) => sum + Number(ticks), 0) / 100;
+  } catch {
+    return 0;
+  }
+}
 
 /** Takes `path` when it is free or its holder is gone. */
 function take(path: string): boolean {
