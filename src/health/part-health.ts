@@ -13,6 +13,13 @@ export interface PartHealthOptions {
   retryMs: number;
   /** Longest one probe may take: past it the part counts as not answering. */
   timeoutMs: number;
+  /**
+   * A probe that misses `timeoutMs` while the part worked counts only once the next, `retryMs`
+   * later, has failed too: for a probe of several requests (an S3 check), whose one missed
+   * deadline is as likely the service's own host starved of CPU as the part gone. A part that
+   * answers with an error counts as failing at once either way. Default: false.
+   */
+  confirmMissedDeadline?: boolean;
   /** Told when the state changes (ok to failing, failing to ok), and after the first check. */
   onChange?(status: PartStatus, previous: PartStatus | undefined): void;
   /** The state before any probe (what start-up's own check found). Default: unknown. */
@@ -31,7 +38,11 @@ export interface PartHealth {
   current(): PartStatus | undefined;
   /** Whether the part may be used: it worked at the last check (or was never checked). */
   available(): boolean;
-  /** Probes now (one probe at a time: callers meanwhile share it) and resolves what it found. */
+  /**
+   * Probes now (one probe at a time: callers meanwhile share it) and resolves the part's state
+   * after it: what it found, except that a first missed deadline may leave a working part
+   * working until the next probe (see {@link PartHealthOptions.confirmMissedDeadline}).
+   */
   refresh(): Promise<PartStatus>;
   /**
    * A real operation failed: probe now when the part was thought to work
@@ -71,10 +82,18 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
   };
   const schedule = () =>
     scheduleIn(status === "ok" || status === undefined ? options.intervalMs : options.retryMs);
+  /** A probe missed its deadline while the part worked: the next, `retryMs` on, decides. */
+  let suspect = false;
   const refresh = (): Promise<PartStatus> => {
-    running ??= probeOnce(options).then((found) => {
+    running ??= probeOnce(options).then(({ found, timedOut }) => {
       running = undefined;
       lastProbeEnd = Date.now();
+      if (timedOut && options.confirmMissedDeadline && status === "ok" && !suspect) {
+        suspect = true;
+        scheduleIn(options.retryMs);
+        return status;
+      }
+      suspect = false;
       set(found);
       schedule();
       return found;
@@ -87,7 +106,8 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
     available: () => status === undefined || status === "ok",
     refresh,
     failed() {
-      if (running || (status !== undefined && status !== "ok")) return;
+      // A suspect part is probed again within `retryMs` already.
+      if (running || suspect || (status !== undefined && status !== "ok")) return;
       const wait = lastProbeEnd + options.retryMs - Date.now();
       if (wait <= 0) void refresh();
       // Probed a moment ago: again once `retryMs` has passed since, not at every failure.
@@ -104,8 +124,10 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
   };
 }
 
-/** One probe under its deadline; never rejects. */
-async function probeOnce(options: PartHealthOptions): Promise<PartStatus> {
+/** One probe under its deadline, and whether it missed the deadline; never rejects. */
+async function probeOnce(
+  options: PartHealthOptions,
+): Promise<{ found: PartStatus; timedOut: boolean }> {
   const signal = AbortSignal.timeout(options.timeoutMs);
   let deadline: NodeJS.Timeout | undefined;
   // A probe that ignores its signal still ends at the deadline.
@@ -117,11 +139,11 @@ async function probeOnce(options: PartHealthOptions): Promise<PartStatus> {
   });
   try {
     await Promise.race([options.probe(signal), late]);
-    return "ok";
+    return { found: "ok", timedOut: false };
   } catch (err) {
     return signal.aborted
-      ? `no answer within ${options.timeoutMs / 1000} s`
-      : options.reasonOf(err);
+      ? { found: `no answer within ${options.timeoutMs / 1000} s`, timedOut: true }
+      : { found: options.reasonOf(err), timedOut: false };
   } finally {
     clearTimeout(deadline);
   }

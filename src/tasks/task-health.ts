@@ -30,9 +30,10 @@ export interface TaskHealthDeps {
  * store. Start-up checked both; the task store is then checked every 15 s,
  * the image store every `images.checkIntervalSec` (an S3 check is four
  * requests), each every 2 s while it fails, and at once when a real operation
- * on it fails. `/readyz` and submissions only read the result, so a task that
- * could not be kept is never sent to a channel, and no unauthenticated caller
- * makes a store do any work.
+ * on it fails (an image store check that misses its 5 s deadline counts only
+ * when the next misses too: see `confirmMissedDeadline`). `/readyz` and
+ * submissions only read the result, so a task that could not be kept is never
+ * sent to a channel, and no unauthenticated caller makes a store do any work.
  */
 export interface TaskHealth extends StoreAvailability {
   store: PartHealth;
@@ -66,6 +67,7 @@ export function createTaskHealth(deps: TaskHealthDeps): TaskHealth {
     probe: (signal) => deps.imageStore.check(signal),
     reasonOf: imageStoreReason,
     onChange: watch("images", "the image store"),
+    confirmMissedDeadline: true,
     initial: "ok",
   });
   metrics.storeUp.set({ store: "tasks" }, 1);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createPartHealth } from "../../src/health/part-health.js";
 import { readiness } from "../../src/health/readiness.js";
+import { slow } from "../support/time-factor.js";
 
 /*
  * What `/readyz` answers, from what the parts' checks last found: its JSON in
@@ -11,7 +12,9 @@ import { readiness } from "../../src/health/readiness.js";
  */
 
 /** A part whose probe does what `state.next` says, counting its probes. */
-function part(options: { initial?: string; retryMs?: number } = {}) {
+function part(
+  options: { initial?: string; retryMs?: number; confirmMissedDeadline?: boolean } = {},
+) {
   const state = { next: "ok" as "ok" | "fail" | "hang", probes: 0 };
   const health = createPartHealth({
     probe: async () => {
@@ -23,6 +26,7 @@ function part(options: { initial?: string; retryMs?: number } = {}) {
     intervalMs: 60_000,
     retryMs: options.retryMs ?? 60_000,
     timeoutMs: 200,
+    confirmMissedDeadline: options.confirmMissedDeadline ?? false,
     ...(options.initial ? { initial: options.initial } : {}),
   });
   return { state, health };
@@ -155,6 +159,50 @@ describe("a part's health", () => {
     state.next = "ok";
     expect(await health.refresh()).toBe("ok");
     expect(health.available()).toBe(true);
+  });
+
+  it("with confirmMissedDeadline, counts a working part down only when a probe misses its deadline twice in a row, retryMs apart", async () => {
+    const { state, health } = part({ initial: "ok", retryMs: 100, confirmMissedDeadline: true });
+    let everDown = false;
+    /** Until `done` holds (bounded), noting whether the part was ever unavailable meanwhile. */
+    const watchUntil = async (done: () => boolean) => {
+      for (const until = Date.now() + slow(5_000); !done() && Date.now() < until; await sleep(5)) {
+        everDown ||= !health.available();
+      }
+      await sleep(5);
+      everDown ||= !health.available();
+    };
+    health.start();
+    try {
+      // A miss, then an answer (a starved host, not a gone store): never down, probed again soon.
+      state.next = "hang";
+      const first = health.refresh();
+      await sleep(50);
+      state.next = "ok";
+      expect(await first).toBe("ok");
+      await watchUntil(() => state.probes === 2);
+      expect(state.probes).toBe(2);
+      expect(everDown).toBe(false);
+      expect(health.current()).toBe("ok");
+
+      // Two misses in a row: down, with the deadline as its reason.
+      state.next = "hang";
+      expect(await health.refresh()).toBe("ok");
+      expect(health.available()).toBe(true);
+      await watchUntil(() => health.current() !== "ok");
+      expect(health.current()).toBe("no answer within 0.2 s");
+      expect(state.probes).toBe(4);
+
+      // A part that refuses counts as down at once; one already down is not given a second look.
+      state.next = "ok";
+      expect(await health.refresh()).toBe("ok");
+      state.next = "fail";
+      expect(await health.refresh()).toBe("it refused");
+      state.next = "hang";
+      expect(await health.refresh()).toBe("no answer within 0.2 s");
+    } finally {
+      health.stop();
+    }
   });
 
   it("probes no more often than the retry interval however many operations fail", async () => {
