@@ -11,16 +11,21 @@ import { slow } from "../support/time-factor.js";
  * retry interval).
  */
 
-/** A part whose probe does what `state.next` says, counting its probes. */
+/**
+ * A part whose probe does what `state.next` says (`hang once`: this probe hangs, the next
+ * answers), counting its probes.
+ */
 function part(
   options: { initial?: string; retryMs?: number; confirmMissedDeadline?: boolean } = {},
 ) {
-  const state = { next: "ok" as "ok" | "fail" | "hang", probes: 0 };
+  const state = { next: "ok" as "ok" | "fail" | "hang" | "hang once", probes: 0 };
   const health = createPartHealth({
     probe: async () => {
       state.probes += 1;
       if (state.next === "fail") throw new Error("refused");
-      if (state.next === "hang") await new Promise(() => undefined);
+      if (state.next === "hang once") state.next = "ok";
+      else if (state.next !== "hang") return;
+      await new Promise(() => undefined);
     },
     reasonOf: () => "it refused",
     intervalMs: 60_000,
@@ -175,11 +180,8 @@ describe("a part's health", () => {
     health.start();
     try {
       // A miss, then an answer (a starved host, not a gone store): never down, probed again soon.
-      state.next = "hang";
-      const first = health.refresh();
-      await sleep(50);
-      state.next = "ok";
-      expect(await first).toBe("ok");
+      state.next = "hang once";
+      expect(await health.refresh()).toBe("ok");
       await watchUntil(() => state.probes === 2);
       expect(state.probes).toBe(2);
       expect(everDown).toBe(false);
