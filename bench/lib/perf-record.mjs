@@ -7,6 +7,13 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const PERF_DIR = resolve(import.meta.dirname, "../../bench-profiles");
+/**
+ * Node's flags for a recorded process: V8's perf map (/tmp/perf-<pid>.map) names its JIT code.
+ * The map turns V8's own log on as well, which would be left as `isolate-<address>-<pid>-v8.log`
+ * in the process's folder (the checkout, for the bench and its tests): it goes to a temporary
+ * file V8 removes (`+`) instead.
+ */
+export const PERF_ARGS = ["--perf-basic-prof", "--no-logfile-per-isolate", "--logfile=+"];
 let records = 0;
 let available;
 
@@ -40,7 +47,7 @@ export function perfRecorder(ctx, role, label, dir = PERF_DIR) {
   let exited = Promise.resolve();
   return {
     file: join(dir, `${name}.perf.data`),
-    args: ["--perf-basic-prof"],
+    args: PERF_ARGS,
     attach(pid) {
       mkdirSync(dir, { recursive: true });
       const perf = spawn(

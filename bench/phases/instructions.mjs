@@ -6,7 +6,7 @@
 // warmed up in chunks of 500 requests until three chunks agree (V8 has finished tiering up),
 // then each round sends it a fixed number of chat requests, one at a time (concurrency 1: no
 // batching that would depend on timing), counters zeroed before and dumped after.
-import { copyFile, mkdir, readdir } from "node:fs/promises";
+import { copyFile, mkdir, readdir, rm } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { callgrindAvailable, callgrindControl, callgrindPrefix } from "../lib/callgrind.mjs";
@@ -234,8 +234,21 @@ async function keepDumps(ctx, dir, to, targets) {
   for (const { proc } of targets) {
     const map = `/tmp/perf-${proc.child.pid}.map`;
     if (existsSync(map)) await copyFile(map, join(to, `perf-${proc.child.pid}.map`));
+    await removeV8Log(proc.child.pid);
   }
   ctx.log(`instructions: callgrind dumps kept in ${to} (node bench/callgrind-functions.mjs)`);
+}
+
+/**
+ * `--perf-basic-prof` turns V8's own log on too, as `isolate-<address>-<pid>-v8.log` in the
+ * process's folder (the bench's: the checkout); NODE_OPTIONS cannot send it elsewhere (it refuses
+ * `--logfile`), so it is removed once the process has run.
+ */
+async function removeV8Log(pid) {
+  const suffix = `-${pid}-v8.log`;
+  for (const name of await readdir(process.cwd())) {
+    if (name.startsWith("isolate-") && name.endsWith(suffix)) await rm(name, { force: true });
+  }
 }
 
 /** Counters zeroed, `count` requests, counters dumped: instructions per request. */

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -20,7 +20,10 @@ type PerfRecorder = (
 
 // A path in a variable: the bench is plain JavaScript without type declarations.
 const MODULE = pathToFileURL(resolve(import.meta.dirname, "../../bench/lib/perf-record.mjs"));
-const { perfRecorder } = (await import(MODULE.href)) as { perfRecorder: PerfRecorder };
+const { perfRecorder, PERF_ARGS } = (await import(MODULE.href)) as {
+  perfRecorder: PerfRecorder;
+  PERF_ARGS: string[];
+};
 
 const perfRuns = (() => {
   const out = spawnSync("perf", ["--version"], { encoding: "utf8" });
@@ -44,12 +47,8 @@ describe("BENCH_PERF: perf records of one role's processes", () => {
 
   it.skipIf(!perfRuns)("records each role of a list, and only those", () => {
     const options = { perf: "service, undici-pipe" };
-    expect(perfRecorder({ group: "proxy", options }, "service").args).toEqual([
-      "--perf-basic-prof",
-    ]);
-    expect(perfRecorder({ group: "proxy", options }, "undici-pipe").args).toEqual([
-      "--perf-basic-prof",
-    ]);
+    expect(perfRecorder({ group: "proxy", options }, "service").args).toEqual(PERF_ARGS);
+    expect(perfRecorder({ group: "proxy", options }, "undici-pipe").args).toEqual(PERF_ARGS);
     expect(perfRecorder({ group: "proxy", options }, "pipe").args).toEqual([]);
   });
 
@@ -62,13 +61,19 @@ describe("BENCH_PERF: perf records of one role's processes", () => {
         "x",
         dir,
       );
-      expect(recorder.args).toEqual(["--perf-basic-prof"]);
+      expect(recorder.args).toEqual(PERF_ARGS);
       // Busy for a while, so that perf has samples to write.
-      const child = spawn(process.execPath, [
-        ...recorder.args,
-        "-e",
-        "let n = 0; const end = Date.now() + 1500; while (Date.now() < end) n += Math.sqrt(n);",
-      ]);
+      // In a folder of its own, to see that it leaves nothing there (V8's log went elsewhere).
+      const cwd = mkdtempSync(join(dir, "cwd-"));
+      const child = spawn(
+        process.execPath,
+        [
+          ...recorder.args,
+          "-e",
+          "let n = 0; const end = Date.now() + 1500; while (Date.now() < end) n += Math.sqrt(n);",
+        ],
+        { cwd },
+      );
       const exited = new Promise((done) => child.once("exit", done));
       recorder.attach(child.pid!);
       await exited;
@@ -83,6 +88,7 @@ describe("BENCH_PERF: perf records of one role's processes", () => {
       rmSync(`/tmp/perf-${child.pid}.map`, { force: true });
       // The busy loop, compiled by V8, under the name the map gave it.
       expect(report.stdout).toMatch(/node\s+\[\.\] JS:/);
+      expect(readdirSync(cwd)).toEqual([]);
     },
     30_000,
   );
