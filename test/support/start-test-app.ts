@@ -65,7 +65,10 @@ export function testConfig(upstreamBaseUrl: string, options: TestAppOptions = {}
       ? { url: REDIS_URL, prefix: options.redis.prefix }
       : { url: options.storeUrl ?? "memory://" };
   const input: ConfigInput = {
-    server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 2 },
+    // Idle connections kept past any pause of a test's own: at the default 5 s, a client that
+    // reuses one as the service closes it reads ECONNRESET (a loaded CI machine stalled a test's
+    // fetch client that long between two calls). Tests of the timeout set their own.
+    server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 2, keepAliveTimeoutSec: 60 },
     store,
     auth: {
       keys: [
