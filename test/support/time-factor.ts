@@ -9,8 +9,8 @@ import { availableParallelism, loadavg } from "node:os";
  *
  * `TEST_TIME_FACTOR` sets it; else it follows the load (the one-minute load
  * average) when the test file started: 1 on an idle machine, up to 4 when
- * the load average is several times the cores. A test that passes only because of a large factor still
- * fails when something hangs, only later.
+ * the load average is several times the cores. A test that passes only
+ * because of a large factor still fails when something hangs, only later.
  */
 export let TIME_FACTOR = factorOf(process.env.TEST_TIME_FACTOR);
 

@@ -96,8 +96,9 @@ export const imagesSchema = z
           "Seconds between checks of the image store while it works (on `s3://`, a check is a " +
           "`HeadBucket` and a small object written, read and deleted); every 2 s while it " +
           "fails, and at once when a real write fails; a check with no answer within 5 s " +
-          "counts once the next, 2 s later, has none either. `/readyz` reports the last check and " +
-          "never checks itself, so however often it is called the store sees no more than this.",
+          "counts once the next, 2 s later, has none either. `/readyz` reports the last check " +
+          "and never checks itself, so however often it is called the store sees no more than " +
+          "this.",
       }),
     links: z
       .enum(["service", "presigned", "public"], {
