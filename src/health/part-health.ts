@@ -88,7 +88,8 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
     running ??= probeOnce(options).then(({ found, timedOut }) => {
       running = undefined;
       lastProbeEnd = Date.now();
-      if (timedOut && options.confirmMissedDeadline && status === "ok" && !suspect) {
+      // Only a started part has a next probe coming to confirm the miss; one that is not counts it.
+      if (timedOut && options.confirmMissedDeadline && status === "ok" && !suspect && started) {
         suspect = true;
         scheduleIn(options.retryMs);
         return status;
@@ -120,6 +121,9 @@ export function createPartHealth(options: PartHealthOptions): PartHealth {
     stop() {
       started = false;
       clearTimeout(timer);
+      timerAt = Infinity;
+      // Its confirming probe is cancelled: a failure after a restart must probe, not wait for it.
+      suspect = false;
     },
   };
 }

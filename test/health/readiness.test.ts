@@ -207,6 +207,30 @@ describe("a part's health", () => {
     }
   });
 
+  it("with confirmMissedDeadline, a part stopped while its miss awaits confirmation still probes on the next failure", async () => {
+    const { state, health } = part({ initial: "ok", retryMs: 100, confirmMissedDeadline: true });
+    health.start();
+    try {
+      state.next = "hang once";
+      expect(await health.refresh()).toBe("ok");
+      health.stop();
+      health.start();
+      state.next = "fail";
+      await sleep(150);
+      health.failed();
+      for (const until = Date.now() + slow(5_000); health.available() && Date.now() < until;) {
+        await sleep(5);
+      }
+      expect(health.current()).toBe("it refused");
+      // Not started, nothing comes to confirm a miss: it counts at once.
+      health.stop();
+      state.next = "hang";
+      expect(await health.refresh()).toBe("no answer within 0.2 s");
+    } finally {
+      health.stop();
+    }
+  });
+
   it("probes no more often than the retry interval however many operations fail", async () => {
     const { state, health } = part({ initial: "ok", retryMs: 300 });
     health.start();
