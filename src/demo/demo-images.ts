@@ -129,10 +129,26 @@ export const handleImageVariations: DemoHandler = async (req, res, context) => {
 };
 
 function requirePrompt(prompt: unknown): string {
-  if (typeof prompt !== "string" || prompt.length === 0) {
+  if (prompt === undefined || prompt === null || prompt === "") {
     throw new DemoRequestError(400, missingParam("prompt"));
   }
+  // As OpenAI answers a prompt of another type: code invalid_type, naming what was sent.
+  if (typeof prompt !== "string") {
+    throw new DemoRequestError(400, {
+      message: `Invalid type for 'prompt': expected a string, but got ${jsonTypeName(prompt)} instead.`,
+      type: "invalid_request_error",
+      param: "prompt",
+      code: "invalid_type",
+    });
+  }
   return prompt;
+}
+
+function jsonTypeName(value: unknown): string {
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "number") return Number.isInteger(value) ? "an integer" : "a decimal";
+  if (typeof value === "boolean") return "a boolean";
+  return "an object";
 }
 
 function requireSize(size: unknown, auto: ImageSize | undefined): ImageSize {

@@ -158,6 +158,7 @@ describe("demo channel", () => {
   it("rejects invalid image parameters naming the parameter", async () => {
     for (const [body, param, code] of [
       [{ model: "gpt-image-1" }, "prompt", "missing_required_parameter"],
+      [{ model: "gpt-image-1", prompt: 42 }, "prompt", "invalid_type"],
       [{ model: "gpt-image-1", prompt: "p", n: 11 }, "n", "invalid_value"],
       [{ model: "gpt-image-1", prompt: "p", size: "huge" }, "size", "invalid_value"],
     ] as const) {
