@@ -32,6 +32,13 @@ let dropReused = 0;
 /** The service's start-up check of the channel has been answered, on this connection. */
 let checked = false;
 let checkConnection = 0;
+/** The connections the channel has open, by number. */
+const open = new Set<number>();
+/**
+ * The channel's keep-alive (sent as `Keep-Alive: timeout=60`): the service's pools keep an idle
+ * connection about that long, so the check's connection is still there when the calls are made.
+ */
+const KEEP_ALIVE_MS = 60_000;
 
 beforeAll(async () => {
   const numbers = new WeakMap<Socket, { id: number; requests: number }>();
@@ -65,8 +72,12 @@ beforeAll(async () => {
   });
   channel.on("connection", (socket: Socket) => {
     connections += 1;
-    numbers.set(socket, { id: connections, requests: 0 });
+    const id = connections;
+    numbers.set(socket, { id, requests: 0 });
+    open.add(id);
+    socket.once("close", () => open.delete(id));
   });
+  channel.keepAliveTimeout = KEEP_ALIVE_MS;
   await new Promise<void>((resolve) => channel.listen(0, "127.0.0.1", resolve));
   const { port } = channel.address() as AddressInfo;
   app = await startTestApp({
@@ -102,7 +113,6 @@ const chat = () =>
   });
 
 describe("calls to a channel", () => {
-  // First in the file: the check's connection is still kept alive when it runs.
   it("never go on the connection of the channel's model-list check", async () => {
     for (let i = 0; i < 3; i += 1) {
       const response = await chat();
@@ -110,6 +120,8 @@ describe("calls to a channel", () => {
       await response.arrayBuffer();
     }
     expect(checkConnection).toBeGreaterThan(0);
+    // Open all along, idle in a pool: the calls could have gone on it, and did not.
+    expect(open.has(checkConnection), "the check's connection is still open").toBe(true);
     expect(seen).toHaveLength(3);
     expect(seen.map((request) => request.connection)).not.toContain(checkConnection);
   });
@@ -160,7 +172,7 @@ describe("calls to a channel", () => {
       }
       expect(new Set(seen.map((request) => request.connection)).size).toBe(3);
     } finally {
-      channel.keepAliveTimeout = 5_000;
+      channel.keepAliveTimeout = KEEP_ALIVE_MS;
     }
   });
 });
