@@ -63,6 +63,9 @@ export async function clusterConfig(options: ClusterOptions = {}): Promise<strin
     server: {
       port: 0,
       host: "127.0.0.1",
+      // Idle connections kept 60 s, not 5: a test's fetch client stalled past 5 s on a loaded
+      // machine would reuse a connection the replica is closing (ECONNRESET, keep-alive's race).
+      keepAliveTimeoutSec: 60,
       // JSON leaves an undefined field out: the service's default then.
       shutdownGraceSec:
         options.shutdownGraceSec === null ? undefined : (options.shutdownGraceSec ?? 2),
