@@ -44,6 +44,8 @@ const PROCESS_MARKERS = [
 ];
 /** Before each file: the time factor follows the load then (test/support/time-factor.ts). */
 const TIME_FACTOR_SETUP = "test/support/time-factor-setup.ts";
+/** Each in-process file's CPU, when TEST_CPU_LOG names a file (CI prints the costliest). */
+const FILE_CPU_LOG = "test/support/file-cpu-log.ts";
 
 const PROCESSES = testFiles("test").filter((file) => {
   const text = readFileSync(file, "utf8");
@@ -84,7 +86,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: [...MOCKING, ...TOOLS, ...PROCESSES],
           isolate: false,
-          setupFiles: [TIME_FACTOR_SETUP],
+          setupFiles: [TIME_FACTOR_SETUP, FILE_CPU_LOG],
         },
       },
       {
@@ -99,7 +101,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "isolated", include: MOCKING, setupFiles: [TIME_FACTOR_SETUP] },
+        test: { name: "isolated", include: MOCKING, setupFiles: [TIME_FACTOR_SETUP, FILE_CPU_LOG] },
       },
     ],
   },

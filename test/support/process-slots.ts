@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect } from "vitest";
+import { cpuSeconds } from "./cpu-seconds.js";
 
 /*
  * Test files that start real processes (the service's bin, private Redis
@@ -65,20 +66,6 @@ afterAll(() => {
     appendFileSync(LOG, line);
   }
 });
-
-/**
- * CPU seconds of this worker and of the processes it started and reaped (the service's bins,
- * Redis servers, Chromium): Linux's /proc/self/stat, 0 elsewhere. What the slot log prints.
- */
-function cpuSeconds(): number {
-  try {
-    const fields = (readFileSync("/proc/self/stat", "utf8").split(") ")[1] ?? "").split(" ");
-    // utime, stime, cutime, cstime: fields 14 to 17 of stat(5), in clock ticks (100 a second).
-    return fields.slice(11, 15).reduce((sum, ticks) => sum + Number(ticks), 0) / 100;
-  } catch {
-    return 0;
-  }
-}
 
 /** Takes `path` when it is free or its holder is gone. */
 function take(path: string): boolean {
