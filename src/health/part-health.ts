@@ -17,7 +17,8 @@ export interface PartHealthOptions {
    * A probe that misses `timeoutMs` while the part worked counts only once the next, `retryMs`
    * later, has failed too: for a probe of several requests (an S3 check), whose one missed
    * deadline is as likely the service's own host starved of CPU as the part gone. A part that
-   * answers with an error counts as failing at once either way. Default: false.
+   * answers with an error counts as failing at once either way, and so does a miss while the
+   * part is not started (no next probe would come). Default: false.
    */
   confirmMissedDeadline?: boolean;
   /** Told when the state changes (ok to failing, failing to ok), and after the first check. */
