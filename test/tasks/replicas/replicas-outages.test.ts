@@ -1,4 +1,4 @@
-import { leaseSec } from "../../support/time-factor.js";
+import { leaseSec, slow } from "../../support/time-factor.js";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
@@ -10,12 +10,14 @@ import {
 } from "../../support/redis.js";
 import { serve, spawnServe, writeConfig } from "../../support/serve-process.js";
 import { TEST_KEYS } from "../../support/start-test-app.js";
+import { TINY_PNG_B64 } from "../../support/fake-answers.js";
 import {
   call,
   expectError,
   getTask,
   submit,
   submitOk,
+  upstreamPrompts,
   waitForStatus,
   waitUntil,
 } from "../task-api.js";
@@ -85,6 +87,20 @@ describe("Redis going away", () => {
 
   it("leaves nothing behind once tasks expire: the deployment's keys go back to their baseline", async () => {
     upstream.reset();
+    // The channel holds the generations until every task is in: with a retention of one second,
+    // a task that ended while a loaded machine was still submitting the others could expire
+    // before the test first saw it, or before it counted the tasks' keys.
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    upstream.behave("images", {
+      kind: "custom",
+      respond: async (_req, res) => {
+        await held;
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ created: 1, data: [{ b64_json: TINY_PNG_B64 }] }));
+      },
+    });
+    onTestFinished(release);
     const prefix = uniquePrefix("baseline");
     onTestFinished(async () => {
       await deleteKeys(prefix);
@@ -95,7 +111,13 @@ describe("Redis going away", () => {
       auth: { keys: [{ key: TEST_KEYS.default, group: "default" }] },
       groups: { default: { models: ["gpt-image-*"] } },
       channels: [{ name: "fake", baseUrl: upstream.baseUrl, models: ["gpt-image-1"] }],
-      imageTasks: { retentionSec: 1, timeoutSec: 2, leaseSec: leaseSec(1) },
+      // Images and idempotency keys live `timeoutSec` + `retentionSec` from a task's creation.
+      imageTasks: {
+        retentionSec: 1,
+        timeoutSec: Math.ceil(slow(2000) / 1000),
+        leaseSec: leaseSec(1),
+        maxConcurrent: 3,
+      },
     });
     const [replica] = (await startReplicas(configFile, 1)).map(target);
     const baseline = await listKeys(prefix);
@@ -109,10 +131,22 @@ describe("Redis going away", () => {
         ),
       );
     }
-    for (const id of ids) await waitForStatus(replica!, id, ["completed", "failed"]);
+    await waitUntil(() => upstream.inFlight === 3, "the three generations to be running");
     expect((await listKeys(prefix)).length).toBeGreaterThan(baseline.length);
-    // Records, images and idempotency keys expire; the sweep empties the indexes.
-    await waitUntil(async () => (await getTask(replica!, ids[2]!)).status === 404, "expiry");
+    release();
+    // Records, images and idempotency keys expire; the sweep empties the indexes. A task is seen
+    // running or ended, or already gone (its second of retention may pass between two polls).
+    for (const id of ids) {
+      await waitUntil(async () => {
+        const answer = await getTask(replica!, id);
+        if (answer.status === 404) return true;
+        expect(["queued", "in_progress", "completed", "failed"], answer.text).toContain(
+          answer.body.status,
+        );
+        return false;
+      }, `task ${id} to end and expire`);
+    }
+    expect(upstreamPrompts(upstream).sort()).toEqual(["expire 0", "expire 1", "expire 2"]);
     const mentionsTask = (key: string) =>
       /::(task|image|input|idem|owner|owned:[a-z_]+):|webhook-outbox|task_/.test(key);
     await waitUntil(
