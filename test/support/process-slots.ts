@@ -24,7 +24,13 @@ import { cpuSeconds } from "./cpu-seconds.js";
 
 /** Process-starting files at once (TEST_PROCESS_SLOTS, default 2). */
 const SLOTS = Math.max(1, Number(process.env.TEST_PROCESS_SLOTS) || 2);
-const DIR = join(tmpdir(), "image-task-sidecar-test-slots");
+/**
+ * TEST_SLOT_POOL=NAME: slots of a pool of their own, not shared with runs that set none. CI runs
+ * the bin's own tests on Node 20 beside the multi-process run on Node 22 once the in-process
+ * suite is done: in the shared pool they waited for that run's slots (about a minute).
+ */
+const POOL = (process.env.TEST_SLOT_POOL ?? "").replace(/[^a-z0-9-]/gi, "");
+const DIR = join(tmpdir(), `image-task-sidecar-test-slots${POOL ? `-${POOL}` : ""}`);
 /** A file waiting for a slot waits this long at most (its hook's own timeout). */
 const WAIT_MS = 60 * 60_000;
 
