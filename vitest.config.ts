@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { slow } from "./test/support/time-factor.js";
 
 /** Files that replace modules with `vi.mock`: they need a fresh module graph of their own. */
@@ -52,6 +53,42 @@ const PROCESSES = testFiles("test").filter((file) => {
   return !MOCKING.includes(file) && PROCESS_MARKERS.some((marker) => text.includes(marker));
 });
 
+/**
+ * The multi-process files that hold their slots longest (CI's slot log, `TEST_SLOT_LOG`), handed
+ * out first, longest first, those of the waiting pool (test/support/slot-kind.ts) among them:
+ * vitest hands out files it has no times for largest first, and a minute-long file handed out
+ * last (it waited 38 s for a slot, then held it 114 s) ended the run alone. Any other file
+ * follows in vitest's order; a name no longer here is simply not matched.
+ */
+const HANDED_OUT_FIRST = [
+  "test/tasks/replicas/rollout-drain.test.ts",
+  "test/console/console-ui.test.ts",
+  "test/console/console-ui-again.test.ts",
+  "test/redis/redis-pause-quiet.test.ts",
+  "test/tasks/failover/claim-on-replicas.test.ts",
+  "test/console/console-ui-viewer.test.ts",
+  "test/tasks/store/sqlite-crash.test.ts",
+  "test/tasks/replicas/rollout-async.test.ts",
+  "test/console/console-ui-gallery.test.ts",
+  "test/tasks/replicas/run-end-through-outage.test.ts",
+  "test/demo/demo-async-service.test.ts",
+  "test/images/image-store-startup-checks.test.ts",
+  "test/tasks/replicas/replicas-outages.test.ts",
+  "test/tasks/replicas/replicas-cluster.test.ts",
+];
+
+/** Vitest's order, with {@link HANDED_OUT_FIRST} moved to the front. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (spec: TestSpecification) => {
+      const at = HANDED_OUT_FIRST.indexOf(relative(".", spec.moduleId));
+      return at === -1 ? HANDED_OUT_FIRST.length : at;
+    };
+    // Array.prototype.sort is stable: the rest keep vitest's order.
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+  }
+}
+
 function testFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -67,6 +104,7 @@ export default defineConfig({
     // Stretched on a loaded machine (TEST_TIME_FACTOR, or the load average: test/support/time-factor.ts).
     testTimeout: slow(30_000),
     hookTimeout: slow(30_000),
+    sequence: { sequencer: LongestFirst },
     // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): four forks on two
     // cores, of which two at most run files that start processes (TEST_PROCESS_SLOTS: CI runs
     // three in a vitest run of their own, and the in-process files two at a time beside them).
