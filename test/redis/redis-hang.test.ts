@@ -13,10 +13,6 @@ import {
   waitForStatus,
   waitUntil,
 } from "../tasks/task-api.js";
-import { mostlyWaits } from "../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 /** `store.commandTimeoutSec` of these tests: a hung Redis must be given up on within about this. */
 const TIMEOUT_SEC = 1;

@@ -9,10 +9,6 @@ import { startFakeUpstream } from "../support/fake-upstream.js";
 import { startPrivateRedis } from "../support/redis.js";
 import { serve, writeConfig } from "../support/serve-process.js";
 import { TEST_KEYS, UPSTREAM_KEY } from "../support/start-test-app.js";
-import { mostlyWaits } from "../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 /*
  * Redis paused (SIGSTOP, as a stalled node or a long fork is), then back: the

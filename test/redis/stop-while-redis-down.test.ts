@@ -4,10 +4,6 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { imagesDirOf, startPrivateRedis, uniquePrefix } from "../support/redis.js";
 import { startTestApp } from "../support/start-test-app.js";
 import { submitOk, waitForStatus } from "../tasks/task-api.js";
-import { mostlyWaits } from "../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // A replica told to stop while its Redis is away (down, or mid-failover) must still stop: an
 // orchestrator waits for it, and a stop that hangs is a pod stuck in Terminating. BullMQ's

@@ -12,24 +12,18 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect } from "vitest";
 import { cpuSeconds } from "./cpu-seconds.js";
-import { takeMostlyWaits } from "./slot-kind.js";
 
 /*
  * Test files that start real processes (the service's bin, private Redis
  * servers, Chromium) take a slot for their whole run: at most SLOTS of them
  * run at once, whichever worker they landed on, while in-process files run
  * beside them. Several at once on two cores starve each other past their
- * deadlines and leases. A file that declares it mostly waits
- * (test/support/slot-kind.ts: a lease running out, a paused Redis) takes a
- * slot of a pool of its own instead, WAITING_SLOTS of them: held by a file
- * that keeps the cores busy, such a slot would leave them idle. A slot is a
- * file created exclusively; one whose holder died is taken over.
+ * deadlines and leases. A slot is a file created exclusively; one whose
+ * holder died is taken over.
  */
 
 /** Process-starting files at once (TEST_PROCESS_SLOTS, default 2). */
 const SLOTS = Math.max(1, Number(process.env.TEST_PROCESS_SLOTS) || 2);
-/** Files that mostly wait, at once, beside those (TEST_WAITING_SLOTS, default 1). */
-const WAITING_SLOTS = Math.max(1, Number(process.env.TEST_WAITING_SLOTS) || 1);
 /**
  * TEST_SLOT_POOL=NAME: slots of a pool of their own, not shared with runs that set none. CI runs
  * the bin's own tests on Node 20 beside the multi-process run on Node 22 once the in-process
@@ -54,10 +48,9 @@ let cpuAtTake = 0;
 beforeAll(async () => {
   mkdirSync(DIR, { recursive: true });
   asked = Date.now();
-  const [name, count] = takeMostlyWaits() ? ["waiting", WAITING_SLOTS] : ["slot", SLOTS];
   for (;;) {
-    for (let slot = 0; slot < count; slot += 1) {
-      const path = join(DIR, `${name}-${slot}`);
+    for (let slot = 0; slot < SLOTS; slot += 1) {
+      const path = join(DIR, `slot-${slot}`);
       if (take(path)) {
         held = path;
         taken = Date.now();
@@ -70,14 +63,12 @@ beforeAll(async () => {
 }, WAIT_MS);
 
 afterAll(() => {
-  const path = held;
-  if (path) rmSync(path, { force: true });
+  if (held) rmSync(held, { force: true });
   held = undefined;
   if (LOG) {
     const file = expect.getState().testPath ?? "?";
     const cpu = Math.round(cpuSeconds() - cpuAtTake);
-    const pool = path?.includes("waiting-") ? " (waiting pool)" : "";
-    const line = `${Math.round((Date.now() - taken) / 1000)} s held${pool}, ${cpu} CPU-s, ${Math.round((taken - asked) / 1000)} s waited: ${file}\n`;
+    const line = `${Math.round((Date.now() - taken) / 1000)} s held, ${cpu} CPU-s, ${Math.round((taken - asked) / 1000)} s waited: ${file}\n`;
     appendFileSync(LOG, line);
   }
 });

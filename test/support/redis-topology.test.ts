@@ -14,10 +14,6 @@ import {
   type RedisCluster,
   type SentinelSet,
 } from "./redis-topology.js";
-import { mostlyWaits } from "./slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // Start-up about 2.5 s and a failover about 2.5 s each on an idle machine; the whole file
 // took about 15 s. The limits below leave room for a loaded 2-core machine.

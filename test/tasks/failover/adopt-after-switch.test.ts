@@ -8,10 +8,6 @@ import { TOPOLOGY_PASSWORD } from "../../support/redis-topologies.js";
 import { startTestApp } from "../../support/start-test-app.js";
 import { getTask, submitOk, waitForStatus, waitUntil } from "../task-api.js";
 import { COMMAND_TIMEOUT_SEC } from "./failover-load.js";
-import { mostlyWaits } from "../../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // What a failover loses may be a queued task's job (the old master acknowledged it and never
 // passed it on; here it is deleted by hand before the master dies). Once the service follows

@@ -12,10 +12,6 @@ import {
   queueOnMaster,
   statusOnMaster,
 } from "./frozen-replicas.js";
-import { mostlyWaits } from "../../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // store.minReplicas keeps a run's claim as it keeps a new task: the claim waits for a replica
 // before the run calls its channel. Here the replicas are frozen while a task is claimed and the

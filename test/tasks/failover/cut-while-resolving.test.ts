@@ -5,10 +5,6 @@ import { uniquePrefix } from "../../support/redis.js";
 import { expectError, submit, submitOk, waitForStatus, waitUntil } from "../task-api.js";
 import { COMMAND_TIMEOUT_SEC, startReplicaApps } from "./failover-load.js";
 import { killMasterBehindFrozenSentinels, useReplicaSet } from "./frozen-replicas.js";
-import { mostlyWaits } from "../../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // A command that outlives `store.commandTimeoutSec` has its connection cut, so that it
 // reconnects. A Sentinel connection that is asking the sentinels for the master has no socket

@@ -10,10 +10,6 @@ import {
   useReplicaSet,
   statusOnMaster,
 } from "./frozen-replicas.js";
-import { mostlyWaits } from "../../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // store.minReplicas keeps a run's end as it keeps a new task: on a real Sentinel set whose
 // replicas are frozen (SIGSTOP) while a run completes its task, the master that took the

@@ -12,10 +12,6 @@ import {
   recordOnMaster,
   useReplicaSet,
 } from "./frozen-replicas.js";
-import { mostlyWaits } from "../../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // store.minReplicas keeps the id of a channel's job (an async channel: sub2api, Bifrost, OpenAI
 // background) as it keeps a run's claim and end: replicas confirm it, or it is written again on

@@ -6,10 +6,6 @@ import { imagesDirOf, startPrivateRedis, uniquePrefix } from "../../support/redi
 import { redisCommands, type RedisAddress } from "../../support/redis-topology.js";
 import { startTestApp } from "../../support/start-test-app.js";
 import { submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
-import { mostlyWaits } from "../../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // A store outage longer than the lease (a Sentinel failover takes 30 s and more with its
 // defaults; the lease is 30 s) keeps a live run from renewing its lease: once the store is back

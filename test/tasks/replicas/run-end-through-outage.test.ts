@@ -6,10 +6,6 @@ import { imagesDirOf, startPrivateRedis, uniquePrefix } from "../../support/redi
 import { redisCommands, type RedisAddress } from "../../support/redis-topology.js";
 import { startTestApp, type TestApp } from "../../support/start-test-app.js";
 import { submitOk, upstreamPrompts, waitForStatus, waitUntil } from "../task-api.js";
-import { mostlyWaits } from "../../support/slot-kind.js";
-
-// Its processes mostly wait (see test/support/slot-kind.ts).
-mostlyWaits();
 
 // A run has its answer from the channel (an image, or an error) and the task store refuses to
 // record its end (Redis away, failing over; here an ACL that leaves the deployment only
