@@ -11,6 +11,7 @@ import {
 import { serve, spawnServe, writeConfig } from "../../support/serve-process.js";
 import { TEST_KEYS } from "../../support/start-test-app.js";
 import { TINY_PNG_B64 } from "../../support/fake-answers.js";
+import { sendJson } from "../../support/fake-http.js";
 import {
   call,
   expectError,
@@ -96,8 +97,7 @@ describe("Redis going away", () => {
       kind: "custom",
       respond: async (_req, res) => {
         await held;
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ created: 1, data: [{ b64_json: TINY_PNG_B64 }] }));
+        sendJson(res, 200, { created: 1, data: [{ b64_json: TINY_PNG_B64 }] });
       },
     });
     onTestFinished(release);
