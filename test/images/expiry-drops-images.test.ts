@@ -125,7 +125,9 @@ describe("an expired task's images on Redis", () => {
     const images = join(dir, "images");
     const app = await useApp({
       redis: true,
-      imageTasks: { retentionSec: 1 },
+      // A second on an idle machine: a stall longer than the retention between the task's end
+      // and the first look would find it (and its files) already gone.
+      imageTasks: { retentionSec: Math.ceil(slow(1000) / 1000) },
       config: { images: { url: `file://${images}` } },
     });
     const id = await submitOk(app, { prompt: "short-lived", n: 2, response_format: "url" });
