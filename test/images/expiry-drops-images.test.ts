@@ -1,4 +1,4 @@
-import { slow } from "../support/time-factor.js";
+import { slow, slowSec } from "../support/time-factor.js";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
@@ -127,7 +127,7 @@ describe("an expired task's images on Redis", () => {
       redis: true,
       // A second on an idle machine: a stall longer than the retention between the task's end
       // and the first look would find it (and its files) already gone.
-      imageTasks: { retentionSec: Math.ceil(slow(1000) / 1000) },
+      imageTasks: { retentionSec: slowSec(1) },
       config: { images: { url: `file://${images}` } },
     });
     const id = await submitOk(app, { prompt: "short-lived", n: 2, response_format: "url" });

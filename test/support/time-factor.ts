@@ -36,7 +36,15 @@ export function slow(ms: number): number {
   return Math.round(ms * TIME_FACTOR);
 }
 
+/**
+ * A setting in whole seconds (a task's `timeoutSec` or `retentionSec`, say) of `seconds` on an
+ * idle machine, as this run's load stretches it: rounded up, so never below `seconds`.
+ */
+export function slowSec(seconds: number): number {
+  return Math.ceil(seconds * TIME_FACTOR);
+}
+
 /** A lease (`imageTasks.leaseSec`) a test asks for, kept above the event loop's stalls. */
 export function leaseSec(seconds: number): number {
-  return Math.ceil(seconds * TIME_FACTOR);
+  return slowSec(seconds);
 }

@@ -16,7 +16,7 @@ import {
   createWebhookDelivery,
   type WebhookDelivery,
 } from "../../src/webhooks/webhook-delivery.js";
-import { slow } from "../support/time-factor.js";
+import { slowSec } from "../support/time-factor.js";
 import { headerRecord, startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const SECRET = `whsec_${randomBytes(24).toString("base64")}`;
@@ -295,7 +295,7 @@ describe("slow receivers", () => {
     };
     // 1 s on an idle machine: the fast receiver's attempt has the same timeout, and a loaded
     // CI run took longer than 1 s to deliver it.
-    const timeoutSec = Math.ceil(slow(1000) / 1000);
+    const timeoutSec = slowSec(1);
     const sender = deliverer({ timeoutSec });
     let hungSettled = false;
     const hung = sender.attempt(deliveryTo(`${receiver.url}/slow`), 1).finally(() => {

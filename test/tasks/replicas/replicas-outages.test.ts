@@ -1,4 +1,4 @@
-import { leaseSec, slow } from "../../support/time-factor.js";
+import { leaseSec, slowSec } from "../../support/time-factor.js";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
@@ -114,7 +114,7 @@ describe("Redis going away", () => {
       // Images and idempotency keys live `timeoutSec` + `retentionSec` from a task's creation.
       imageTasks: {
         retentionSec: 1,
-        timeoutSec: Math.ceil(slow(2000) / 1000),
+        timeoutSec: slowSec(2),
         leaseSec: leaseSec(1),
         maxConcurrent: 3,
       },

@@ -7,7 +7,7 @@ import { openEvents, type SseStream } from "../sse-client.js";
 import { STORES } from "../store-places.js";
 import { flatPng, scriptImageStream, STREAM_USAGE } from "../scripted-image-stream.js";
 import { getTask, useApp, useTempDir, waitUntil, type TaskJson } from "../task-api.js";
-import { slow } from "../../support/time-factor.js";
+import { slowSec } from "../../support/time-factor.js";
 
 type PartialView = TaskJson & {
   partial_images?: Array<{ index: number; url?: string; b64_json?: string }>;
@@ -99,7 +99,7 @@ describe.each(STORES)("partial images on the $name store", ({ options }) => {
     const images = join(await useTempDir(), "images");
     // A second on an idle machine: a stall longer than the retention between the task's end
     // and the first look would find it (and its files) already gone.
-    const retentionSec = Math.ceil(slow(1000) / 1000);
+    const retentionSec = slowSec(1);
     const app = await useApp({
       ...(await options()),
       imageTasks: { retentionSec },

@@ -7,7 +7,7 @@ import { loadConfig } from "../../../src/config/load-config.js";
 import { startServer } from "../../../src/server.js";
 import { startFakeUpstream } from "../../support/fake-upstream.js";
 import { TEST_KEYS, UPSTREAM_KEY } from "../../support/start-test-app.js";
-import { slow } from "../../support/time-factor.js";
+import { slowSec } from "../../support/time-factor.js";
 import {
   cancelTask,
   expectError,
@@ -96,7 +96,7 @@ describe("IMAGE_ASYNC_MAX_CONCURRENT", () => {
         IMAGE_ASYNC_MAX_CONCURRENT: "1",
         // Far below the file's 600 s, above what a loaded run takes for a 200 ms answer: a fixed
         // 1 s failed a task queued behind two others under CI's load.
-        IMAGE_ASYNC_TIMEOUT_SEC: String(Math.ceil(slow(3_000) / 1000)),
+        IMAGE_ASYNC_TIMEOUT_SEC: String(slowSec(3)),
       },
     });
     const server = await startServer({ config, logger: pino({ level: "silent" }) });
