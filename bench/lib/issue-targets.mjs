@@ -3,8 +3,9 @@
 // the ratio's spread (min–max over rounds) and, for the passthrough, the same ratio counted in
 // instructions (callgrind, concurrency 1). A target is met when the median is; "spread
 // crosses" says the rounds fell on both sides of the limit (a closer look is needed).
+import { freshSpreads } from "./fresh-start.mjs";
 import { HOLD } from "./real-size.mjs";
-import { fmt, fmtRatio, fmtSpread, MIB, spread } from "./stats.mjs";
+import { fmt, fmtRatio, fmtSpread, MIB } from "./stats.mjs";
 
 const LIMIT_MB = 200;
 
@@ -182,27 +183,40 @@ function memoryLines(memory) {
   return lines;
 }
 
-/** The issue's own check: real-size tasks on Redis from a fresh start (fresh-start.mjs). */
+/**
+ * The issue's own check: real-size tasks on Redis from a fresh start (fresh-start.mjs), judged
+ * on the median over its rounds.
+ */
 function freshLines(fresh, tuned) {
-  if (!fresh) return [];
+  if (!fresh?.rounds?.length) return [];
+  const s = freshSpreads(fresh);
   const what = `${fmt(fresh.tasks)} real-size tasks from a fresh start, Redis, default image directory`;
+  const mb = (mib) => (mib * MIB) / 1e6;
   const cpu = ratioLine({
     target: `${what}: service CPU per task <= 10 ms`,
-    s: spread([fresh.cpuMsPerTask / 10]),
+    s: scaled(s.cpuMsPerTask, 1 / 10),
     limit: 1,
-    measured: `${fmt(fresh.cpuMsPerTask, 1)} ms (first ${fmt(Math.min(fresh.step, fresh.tasks))}: ${fmt(fresh.stepMsPerTask[0], 1)} ms)`,
+    measured: `${fmtSpread(s.cpuMsPerTask, (v) => fmt(v, 1))} ms (first ${fmt(Math.min(fresh.step, fresh.tasks))}: ${fmt(s.firstStepMsPerTask.median, 1)} ms)`,
   });
   const rss = ratioLine({
     target: `${what}: RSS after them < 200 MB without allocator tuning`,
-    s: spread([(fresh.rssAfterMiB * MIB) / 1e6 / LIMIT_MB]),
+    s: scaled(s.rssAfterMiB, MIB / 1e6 / LIMIT_MB),
     limit: 1,
-    measured: `${fmt((fresh.rssAfterMiB * MIB) / 1e6)} MB (before: ${fmt((fresh.rssBeforeMiB * MIB) / 1e6)} MB)`,
+    measured: `${fmtSpread(s.rssAfterMiB, (v) => fmt(mb(v)))} MB (before: ${fmt(mb(s.rssBeforeMiB.median))} MB)`,
   });
   if (tuned) rss.met = null;
   // A run with failed tasks measured something else.
-  if (fresh.failed > 0) cpu.met = rss.met = null;
+  if (fresh.rounds.some((r) => r.failed > 0)) cpu.met = rss.met = null;
   return [cpu, rss];
 }
+
+/** A spread with every figure times `factor`. */
+const scaled = (s, factor) => ({
+  median: s.median * factor,
+  min: s.min * factor,
+  max: s.max * factor,
+  n: s.n,
+});
 
 /**
  * The target lines, in the order of the performance issue, from the figures of the phases

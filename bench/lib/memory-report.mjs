@@ -1,5 +1,6 @@
 // The memory phase's tables: throughput per setup (medians over rounds with their spread) and
 // the RSS of finished tasks held.
+import { freshSpreads } from "./fresh-start.mjs";
 import { HOLD, TMPFS_SETUP } from "./real-size.mjs";
 import { fmt, fmtRatio, fmtSpread, spread } from "./stats.mjs";
 
@@ -99,8 +100,28 @@ export function summarize(out, setups) {
   if (fresh) out.tables.unshift(freshTable(fresh));
 }
 
-/** The fresh start's table (see fresh-start.mjs): one row. */
+/** The fresh start's table (see fresh-start.mjs): a row a round, and their median. */
 function freshTable(x) {
+  const rows = x.rounds.map((r, n) => [
+    x.rounds.length > 1 ? `${fmt(x.tasks)} (round ${n + 1})` : fmt(x.tasks),
+    fmt(r.cpuMsPerTask, 1),
+    r.stepMsPerTask.map((v) => fmt(v, 1)).join(", "),
+    fmt(r.rssBeforeMiB, 1),
+    fmt(r.rssAfterMiB, 1),
+    fmt(r.failed),
+  ]);
+  if (x.rounds.length > 1) {
+    const s = freshSpreads(x);
+    const at = (n) => spread(x.rounds.map((r) => r.stepMsPerTask[n]))?.median;
+    rows.push([
+      `${fmt(x.tasks)} (median)`,
+      fmtSpread(s.cpuMsPerTask, (v) => fmt(v, 1)),
+      x.rounds[0].stepMsPerTask.map((_, n) => fmt(at(n), 1)).join(", "),
+      fmt(s.rssBeforeMiB.median, 1),
+      fmtSpread(s.rssAfterMiB, (v) => fmt(v, 1)),
+      fmt(x.rounds.reduce((sum, r) => sum + r.failed, 0)),
+    ]);
+  }
   return {
     title: `Real-size tasks from a fresh start (Redis, images in the default directory's place, ${fmt(x.concurrency)} at a time)`,
     columns: [
@@ -111,15 +132,6 @@ function freshTable(x) {
       "RSS after MiB",
       "failed",
     ],
-    rows: [
-      [
-        fmt(x.tasks),
-        fmt(x.cpuMsPerTask, 1),
-        x.stepMsPerTask.map((v) => fmt(v, 1)).join(", "),
-        fmt(x.rssBeforeMiB, 1),
-        fmt(x.rssAfterMiB, 1),
-        fmt(x.failed),
-      ],
-    ],
+    rows,
   };
 }

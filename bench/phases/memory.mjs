@@ -20,7 +20,12 @@ import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { startChild } from "../lib/children.mjs";
-import { FRESH_CONCURRENCY, freshTasks, measureFreshStart } from "../lib/fresh-start.mjs";
+import {
+  FRESH_CONCURRENCY,
+  freshRounds,
+  freshTasks,
+  measureFreshStarts,
+} from "../lib/fresh-start.mjs";
 import { pick } from "../lib/mode.mjs";
 import { startFakeChannel, startLoader } from "../lib/processes.mjs";
 import {
@@ -57,8 +62,8 @@ export function deadlineSec(options) {
   // About 60 ms a task for 5 setups (real-size images, on one core), then the hold and expiry.
   const throughputSec = rounds * tasksPerRound * 5 * 0.06 + 30;
   const holdSec = (windowMs + settleMs) / 1000 + retentionSec + Math.min(60, retentionSec) + 30;
-  // The fresh start: its service's start, then about 25 ms a task.
-  const freshSec = 20 + freshTasks(options) * 0.025;
+  // Each fresh start: its service's start, then about 25 ms a task.
+  const freshSec = (20 + freshTasks(options) * 0.025) * freshRounds(options);
   return Math.round((throughputSec + holdSec + freshSec) * 1.5);
 }
 
@@ -77,7 +82,7 @@ export async function run(ctx, out) {
   out.notes = [
     "Every image is a 1024x1024 PNG of noise (3.0 MiB; 4 MiB as base64), as gpt-image models answer; url tasks, n=1.",
     `Throughput: ${plan.rounds} interleaved rounds of ${plan.tasksPerRound} tasks per setup submitted at once (32 at a time), maxConcurrent 16; median (min–max) over rounds. "store B/task" is the task store's bytes per finished task (Redis: MEMORY USAGE over the setup's keys; SQLite: the pages in use).`,
-    `Fresh start: a new service on Redis, its images in data/images under its folder (where the default ./data/images puts them, on disk), ${fmt(freshTasks(ctx.options))} url tasks with Prefer: wait=60, ${FRESH_CONCURRENCY} at a time, from its first task (no warm-up); CPU per task over all of them and per step; RSS without a forced GC.`,
+    `Fresh start: a new service on Redis, its images in data/images under its folder (where the default ./data/images puts them, on disk), ${fmt(freshTasks(ctx.options))} url tasks with Prefer: wait=60, ${FRESH_CONCURRENCY} at a time, from its first task (no warm-up); CPU per task over all of them and per step; RSS without a forced GC. ${fmt(freshRounds(ctx.options))} round(s), each a new service; the targets read the median over rounds.`,
     `Held: submissions with Prefer: wait=30 until ${fmt(plan.tasks)} tasks or the window; RSS after a GC (held: median and spread of readings while idle); retentionSec ${plan.retentionSec}. ${malloc ? `The service runs with MALLOC_MMAP_THRESHOLD_=${malloc} (BENCH_MALLOC_MMAP_THRESHOLD).` : "The service runs without allocator tuning (no MALLOC_MMAP_THRESHOLD_)."}`,
   ];
   if (!haveRedis) out.notes.push(`no Redis at ${REDIS_URL}: the Redis setups were skipped`);
@@ -86,9 +91,8 @@ export async function run(ctx, out) {
 
   // First, on a machine the phase has not loaded yet: the issue's own check, from a fresh start.
   if (haveRedis) {
-    out.figures.fresh = await measureFreshStart(ctx, { channel, loader });
+    out.figures.fresh = await measureFreshStarts(ctx, { channel, loader });
     summarize(out, setups);
-    ctx.log(`memory: ${out.figures.fresh.tasks} tasks from a fresh start done`);
   }
   // The issue's own check alone, in a minute or two (BENCH_FRESH_ONLY=1): the rest is skipped.
   if (process.env.BENCH_FRESH_ONLY === "1") return;

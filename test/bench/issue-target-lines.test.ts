@@ -11,15 +11,18 @@ interface Table {
   title: string;
   rows: string[][];
 }
-interface Fresh {
-  tasks: number;
-  concurrency: number;
-  step: number;
+interface FreshRound {
   cpuMsPerTask: number;
   stepMsPerTask: number[];
   rssBeforeMiB: number;
   rssAfterMiB: number;
   failed: number;
+}
+interface Fresh {
+  tasks: number;
+  concurrency: number;
+  step: number;
+  rounds: FreshRound[];
 }
 
 // Paths in variables: the bench is plain JavaScript without type declarations.
@@ -32,16 +35,20 @@ const { summarize } = (await import(lib("memory-report.mjs"))) as {
   summarize(out: { figures: unknown; tables?: Table[] }, setups: unknown[]): void;
 };
 
-const fresh = (changes: Partial<Fresh> = {}): Fresh => ({
-  tasks: 300,
-  concurrency: 4,
-  step: 50,
+const round = (changes: Partial<FreshRound> = {}): FreshRound => ({
   cpuMsPerTask: 8.4,
   stepMsPerTask: [12.6, 8.2, 8.2, 6.6, 7, 6],
   rssBeforeMiB: 118,
   rssAfterMiB: 159,
   failed: 0,
   ...changes,
+});
+/** The check's figures: one round, `changes` applied to it, unless `rounds` are given. */
+const fresh = (changes: Partial<FreshRound> = {}, rounds = [round(changes)]): Fresh => ({
+  tasks: 300,
+  concurrency: 4,
+  step: 50,
+  rounds,
 });
 
 /** The fresh start's two target lines, as the bench prints them. */
@@ -75,6 +82,7 @@ describe("the memory phase's fresh start (the issue's 300 real-size tasks)", () 
 
   it("has no line without the figures (no Redis), and a table of its own with them", () => {
     expect(freshTargets({})).toEqual([]);
+    expect(freshTargets({ fresh: fresh({}, []) })).toEqual([]);
     const out: { figures: unknown; tables?: Table[] } = {
       figures: { rounds: 5, tasksPerRound: 60, tasks: 10_000, setups: {}, fresh: fresh() },
     };
@@ -83,6 +91,38 @@ describe("the memory phase's fresh start (the issue's 300 real-size tasks)", () 
     expect(table?.title).toMatch(/^Real-size tasks from a fresh start/);
     expect(table?.rows).toEqual([
       ["300", "8.4", "12.6, 8.2, 8.2, 6.6, 7.0, 6.0", "118.0", "159.0", "0"],
+    ]);
+  });
+
+  it("judges the median of several fresh starts, with their spread, and adds a median row", () => {
+    const rounds = [
+      round({ cpuMsPerTask: 12.2, stepMsPerTask: [22.8, 9], rssAfterMiB: 171 }),
+      round({ cpuMsPerTask: 9.1, stepMsPerTask: [20.9, 8], rssAfterMiB: 168 }),
+      round({ cpuMsPerTask: 19, stepMsPerTask: [34.3, 15], rssAfterMiB: 168 }),
+    ];
+    const [cpu, rss] = freshTargets({ fresh: fresh({}, rounds) });
+    expect(cpu?.measured).toBe("12.2 (9.1–19.0) ms (first 50: 22.8 ms)");
+    expect(cpu).toMatchObject({ met: false, crosses: true, spread: "0.91–1.90" });
+    expect(rss).toMatchObject({ met: true, crosses: false });
+    expect(rss?.measured).toBe("176 (176–179) MB (before: 124 MB)");
+    const failed = freshTargets({ fresh: fresh({}, [...rounds, round({ failed: 2 })]) });
+    expect(failed.map((line) => line.met)).toEqual([null, null]);
+
+    const out: { figures: unknown; tables?: Table[] } = {
+      figures: {
+        rounds: 5,
+        tasksPerRound: 60,
+        tasks: 10_000,
+        setups: {},
+        fresh: fresh({}, rounds),
+      },
+    };
+    summarize(out, []);
+    expect(out.tables?.[0]?.rows.map((row) => row.slice(0, 3))).toEqual([
+      ["300 (round 1)", "12.2", "22.8, 9.0"],
+      ["300 (round 2)", "9.1", "20.9, 8.0"],
+      ["300 (round 3)", "19.0", "34.3, 15.0"],
+      ["300 (median)", "12.2 (9.1–19.0)", "22.8, 9.0"],
     ]);
   });
 });
