@@ -31,26 +31,27 @@ export function freshRounds(options) {
 }
 
 /**
- * Runs the check {@link freshRounds} times, each on a service of its own:
- * `{ tasks, concurrency, step, rounds: [{ cpuMsPerTask, stepMsPerTask[], rssBeforeMiB,
- * rssAfterMiB, failed }] }`.
+ * Runs the check {@link freshRounds} times, each on a service of its own, into `figures`
+ * (`{ tasks, concurrency, step, rounds: [{ cpuMsPerTask, stepMsPerTask[], rssBeforeMiB,
+ * rssAfterMiB, failed }] }`, as {@link freshFigures} makes it): a round at a time, so that the
+ * rounds done are reported when a later one runs past the phase's deadline.
  */
-export async function measureFreshStarts(ctx, deps) {
-  const figures = {
-    tasks: freshTasks(ctx.options),
-    concurrency: FRESH_CONCURRENCY,
-    step: STEP,
-    rounds: [],
-  };
+export async function measureFreshStarts(ctx, deps, figures) {
   for (let round = 1; round <= freshRounds(ctx.options); round++) {
     if (ctx.signal?.aborted) break;
     figures.rounds.push(await measureFreshStart(ctx, deps, round, figures.tasks));
-    ctx.log(
-      `memory: fresh start ${round}: ${figures.rounds.at(-1).cpuMsPerTask.toFixed(1)} ms a task`,
-    );
+    const { cpuMsPerTask } = figures.rounds.at(-1);
+    ctx.log(`memory: fresh start ${round}: ${cpuMsPerTask.toFixed(1)} ms a task`);
   }
-  return figures;
 }
+
+/** The check's figures before its first round. */
+export const freshFigures = (options) => ({
+  tasks: freshTasks(options),
+  concurrency: FRESH_CONCURRENCY,
+  step: STEP,
+  rounds: [],
+});
 
 /** One fresh start: a new service (stopped after it) on a folder and prefix of its own. */
 async function measureFreshStart(ctx, { channel, loader }, round, tasks) {

@@ -97,7 +97,7 @@ export function summarize(out, setups) {
     },
   ];
   const { fresh } = out.figures;
-  if (fresh) out.tables.unshift(freshTable(fresh));
+  if (fresh?.rounds.length) out.tables.unshift(freshTable(fresh));
 }
 
 /** The fresh start's table (see fresh-start.mjs): a row a round, and their median. */

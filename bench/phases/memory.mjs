@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { startChild } from "../lib/children.mjs";
 import {
   FRESH_CONCURRENCY,
+  freshFigures,
   freshRounds,
   freshTasks,
   measureFreshStarts,
@@ -91,7 +92,8 @@ export async function run(ctx, out) {
 
   // First, on a machine the phase has not loaded yet: the issue's own check, from a fresh start.
   if (haveRedis) {
-    out.figures.fresh = await measureFreshStarts(ctx, { channel, loader });
+    out.figures.fresh = freshFigures(ctx.options);
+    await measureFreshStarts(ctx, { channel, loader }, out.figures.fresh);
     summarize(out, setups);
   }
   // The issue's own check alone, in a minute or two (BENCH_FRESH_ONLY=1): the rest is skipped.
