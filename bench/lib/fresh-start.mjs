@@ -108,12 +108,17 @@ async function measureFreshStart(ctx, { channel, loader }, round, tasks) {
   }
 }
 
-/** Medians and spreads over a check's rounds: CPU per task, its first step, RSS before and after. */
+/**
+ * Over a check's rounds: the spreads of CPU per task and RSS before and after, and the median
+ * CPU per task of each step.
+ */
 export function freshSpreads(fresh) {
   const of = (read) => spread(fresh.rounds.map(read));
   return {
     cpuMsPerTask: of((r) => r.cpuMsPerTask),
-    firstStepMsPerTask: of((r) => r.stepMsPerTask[0]),
+    stepMsPerTask: fresh.rounds[0].stepMsPerTask.map(
+      (_, n) => of((r) => r.stepMsPerTask[n])?.median,
+    ),
     rssBeforeMiB: of((r) => r.rssBeforeMiB),
     rssAfterMiB: of((r) => r.rssAfterMiB),
   };

@@ -147,11 +147,10 @@ function memoryLines(memory) {
     const x = setups[key];
     if (!x?.cpuMsPerTask) continue;
     const s = x.cpuMsPerTask;
-    const scaled = { ...s, median: s.median / 10, min: s.min / 10, max: s.max / 10 };
     lines.push({
       ...ratioLine({
         target: `real-size task (3 MB PNG, url), ${x.label}: service CPU per task <= 10 ms`,
-        s: scaled,
+        s: scaled(s, 1 / 10),
         limit: 1,
         measured: `${fmtSpread(s, (v) => fmt(v, 1))} ms`,
       }),
@@ -163,18 +162,11 @@ function memoryLines(memory) {
     const x = setups[key];
     const mib = x?.rssEstimated ?? x?.rssHeld;
     if (!mib) continue;
-    const mb = (v) => (v * MIB) / 1e6;
-    const s = {
-      ...mib,
-      median: mb(mib.median) / LIMIT_MB,
-      min: mb(mib.min) / LIMIT_MB,
-      max: mb(mib.max) / LIMIT_MB,
-    };
     const line = ratioLine({
       target: `10,000 finished real-size tasks, ${x.label}: RSS < 200 MB without allocator tuning`,
-      s,
+      s: scaled(mib, MIB / 1e6 / LIMIT_MB),
       limit: 1,
-      measured: `${fmt(mb(mib.median))} MB${x.rssEstimated ? ` (est. from ${fmt(x.held)} tasks)` : ""}${tuned ? `, with MALLOC_MMAP_THRESHOLD_=${tuned}` : ""}`,
+      measured: `${fmt(mbOf(mib.median))} MB${x.rssEstimated ? ` (est. from ${fmt(x.held)} tasks)` : ""}${tuned ? `, with MALLOC_MMAP_THRESHOLD_=${tuned}` : ""}`,
     });
     // Only a run that held (or estimated) 10,000 tasks without tuning can tell.
     if (tuned || memory.tasks !== 10_000) line.met = null;
@@ -191,24 +183,26 @@ function freshLines(fresh, tuned) {
   if (!fresh?.rounds?.length) return [];
   const s = freshSpreads(fresh);
   const what = `${fmt(fresh.tasks)} real-size tasks from a fresh start, Redis, default image directory`;
-  const mb = (mib) => (mib * MIB) / 1e6;
   const cpu = ratioLine({
     target: `${what}: service CPU per task <= 10 ms`,
     s: scaled(s.cpuMsPerTask, 1 / 10),
     limit: 1,
-    measured: `${fmtSpread(s.cpuMsPerTask, (v) => fmt(v, 1))} ms (first ${fmt(Math.min(fresh.step, fresh.tasks))}: ${fmt(s.firstStepMsPerTask.median, 1)} ms)`,
+    measured: `${fmtSpread(s.cpuMsPerTask, (v) => fmt(v, 1))} ms (first ${fmt(Math.min(fresh.step, fresh.tasks))}: ${fmt(s.stepMsPerTask[0], 1)} ms)`,
   });
   const rss = ratioLine({
     target: `${what}: RSS after them < 200 MB without allocator tuning`,
     s: scaled(s.rssAfterMiB, MIB / 1e6 / LIMIT_MB),
     limit: 1,
-    measured: `${fmtSpread(s.rssAfterMiB, (v) => fmt(mb(v)))} MB (before: ${fmt(mb(s.rssBeforeMiB.median))} MB)`,
+    measured: `${fmtSpread(s.rssAfterMiB, (v) => fmt(mbOf(v)))} MB (before: ${fmt(mbOf(s.rssBeforeMiB.median))} MB)`,
   });
   if (tuned) rss.met = null;
   // A run with failed tasks measured something else.
   if (fresh.rounds.some((r) => r.failed > 0)) cpu.met = rss.met = null;
   return [cpu, rss];
 }
+
+/** MiB as the targets' MB. */
+const mbOf = (mib) => (mib * MIB) / 1e6;
 
 /** A spread with every figure times `factor`. */
 const scaled = (s, factor) => ({

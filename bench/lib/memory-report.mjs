@@ -112,11 +112,10 @@ function freshTable(x) {
   ]);
   if (x.rounds.length > 1) {
     const s = freshSpreads(x);
-    const at = (n) => spread(x.rounds.map((r) => r.stepMsPerTask[n]))?.median;
     rows.push([
       `${fmt(x.tasks)} (median)`,
       fmtSpread(s.cpuMsPerTask, (v) => fmt(v, 1)),
-      x.rounds[0].stepMsPerTask.map((_, n) => fmt(at(n), 1)).join(", "),
+      s.stepMsPerTask.map((v) => fmt(v, 1)).join(", "),
       fmt(s.rssBeforeMiB.median, 1),
       fmtSpread(s.rssAfterMiB, (v) => fmt(v, 1)),
       fmt(x.rounds.reduce((sum, r) => sum + r.failed, 0)),
