@@ -238,3 +238,30 @@ export async function waitForReplicas(
   if (err) throw err;
   return Number(answer);
 }
+
+/**
+ * Counts the connections `client` made to the nodes it writes to (each
+ * connect of one server's or a Sentinel set's client; on a Cluster each
+ * node's connect, and each node added or lost), so that a caller can tell
+ * whether two answers came over the same connection. `WAIT` needs it: it
+ * counts the replicas that hold what its own connection wrote, and on a
+ * connection made since (to a master promoted after a failover) nothing was
+ * written, so it answers at once with every replica attached.
+ */
+export function countConnections(client: RedisClient): () => number {
+  let count = 0;
+  const bump = () => {
+    count += 1;
+  };
+  if (isCluster(client)) {
+    for (const node of client.nodes()) node.on("ready", bump);
+    client.on("+node", (node: Redis) => {
+      bump();
+      node.on("ready", bump);
+    });
+    client.on("-node", bump);
+  } else {
+    client.on("ready", bump);
+  }
+  return () => count;
+}

@@ -18,6 +18,7 @@ import { createResponseRunStep } from "./response-run-step.js";
 import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
 import { stepKindOf, type RunSteps, type RunTelemetry } from "./run-step.js";
 import { watchRun } from "./run-watch.js";
+import { afterEarlierRunHere, type LeaseRuns } from "./after-earlier-run.js";
 
 /** Dependencies of {@link createTaskRunner}. */
 export interface TaskRunnerDeps {
@@ -94,22 +95,26 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
     },
   };
   const s: RunnerState = { ...shared, steps: createRunSteps(shared, stores) };
+  const runs: LeaseRuns = new Map();
   return {
-    async run(lease) {
-      const record = await store.get(lease.taskId);
-      if (!record || isFinished(record.status) || lease.signal.aborted) return;
-      const started = await claimTask(s.claim, record, lease.signal);
-      if (!started || started === HANDOVER) return started;
-      const run = startRunTelemetry(s.tracer, started);
-      try {
-        return await runClaimed(s, started, lease, run);
-      } finally {
-        run.span.end();
-      }
-    },
+    run: (lease) => afterEarlierRunHere(runs, lease, () => runLease(s, lease)),
 
     close: () => s.client.close(),
   };
+}
+
+/** One lease's run: the task read, claimed, and run to its end. */
+async function runLease(s: RunnerState, lease: TaskLease): Promise<typeof HANDOVER | void> {
+  const record = await s.deps.store.get(lease.taskId);
+  if (!record || isFinished(record.status) || lease.signal.aborted) return;
+  const started = await claimTask(s.claim, record, lease.signal);
+  if (!started || started === HANDOVER) return started;
+  const run = startRunTelemetry(s.tracer, started);
+  try {
+    return await runClaimed(s, started, lease, run);
+  } finally {
+    run.span.end();
+  }
 }
 
 /** What the runner's parts share. */

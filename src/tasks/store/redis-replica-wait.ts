@@ -1,5 +1,5 @@
 import type { RedisClient } from "../../redis/redis-client.js";
-import { waitForReplicas } from "../../redis/redis-topologies.js";
+import { countConnections, waitForReplicas } from "../../redis/redis-topologies.js";
 import { storeUnavailable } from "../../errors/store-unavailable.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 
@@ -18,6 +18,10 @@ export interface CreatedTask {
   client: RedisClient;
   /** The record's key: on a cluster, `WAIT` goes to the node that serves its slot. */
   key: string;
+  /** The waiter's connection count when the task's write was answered (see {@link ReplicaWaiter}). */
+  sentOn: number;
+  /** The waiter the store's steps share: whose connection count `WAIT`'s answer is read against. */
+  waiter: ReplicaWaiter;
   /** Fails the task `cancelled` (it never runs) and frees its idempotency key. */
   cancel(keepMs: number): Promise<void>;
 }
@@ -28,7 +32,8 @@ export interface CreatedTask {
  * cluster the one of the node serving the task's slot). When they do not
  * confirm in time the task is cancelled, so it never runs, and this rejects
  * with `store_unavailable`: the submission answers 503 and a retry makes no
- * second image.
+ * second image. An answer over a connection made after the task was written
+ * (to a master promoted meanwhile) confirms nothing: see {@link ReplicaWaiter}.
  */
 export async function confirmOnReplicas(
   confirmation: ReplicaConfirmation,
@@ -41,7 +46,7 @@ export async function confirmOnReplicas(
   } catch {
     acknowledged = -1;
   }
-  if (acknowledged >= minReplicas) return;
+  if (acknowledged >= minReplicas && task.waiter.connection() === task.sentOn) return;
   await task.cancel(confirmation.keepCancelledMs).catch(() => undefined);
   throw storeUnavailable(
     new Error(
@@ -107,8 +112,10 @@ export function createReplicaWaiter(
 ): ReplicaWaiter {
   let next: Promise<number> | undefined;
   let sent: Promise<unknown> = Promise.resolve();
+  const connection = countConnections(client);
   return {
     minReplicas,
+    connection,
     wait: () =>
       (next ??= sent.then(() => {
         next = undefined;
@@ -125,6 +132,16 @@ export interface ReplicaWaiter {
   minReplicas: number;
   /** Resolves how many replicas acknowledged every write sent before it. */
   wait(): Promise<number>;
+  /**
+   * How many connections the store's client has made so far. Read as a
+   * command's answer arrives, it names the connection that answered (a new
+   * connection is counted before it answers anything). A
+   * `WAIT` answered over another connection than a write's says nothing of
+   * that write: after a failover the client's new connection (to the promoted
+   * master) has written nothing, and `WAIT` answers at once with every
+   * replica attached, whether the promoted master got the write or not.
+   */
+  connection(): number;
 }
 
 /** A run's step just written, as {@link keepRunStepOnReplicas} needs it. */
@@ -134,6 +151,8 @@ export interface RunStepWrite {
   key: string;
   /** The record's entry as the step wrote it. */
   text: string;
+  /** The waiter's connection count when the step's write was answered (see {@link ReplicaWaiter}). */
+  sentOn: number;
   /** Whether an entry read now is the record as it was before the step (a failover lost it). */
   isBefore(text: string): boolean;
   /**
@@ -157,28 +176,42 @@ export interface RunStepWrite {
  * whichever primary holds it now); back as it was before (the promoted
  * replica never had it), the step is written again (a claim is not: this
  * resolves false, see {@link RunStepWrite.rewrite}); anything else (a cancel,
- * another run) won, and this resolves false. Past {@link STEP_CONFIRM_MS} the
- * step stays as the primary has it (true), as without `store.minReplicas`.
+ * another run) won, and this resolves false. A confirmation over a
+ * connection made after the step was sent is read the same way (see
+ * {@link ReplicaWaiter.connection}). Past {@link STEP_CONFIRM_MS} the step
+ * stays as the primary has it (true), as without `store.minReplicas`.
  */
 export async function keepRunStepOnReplicas(
   waiter: ReplicaWaiter,
   write: RunStepWrite,
 ): Promise<boolean> {
   const until = Date.now() + STEP_CONFIRM_MS;
+  let sentOn = write.sentOn;
   for (;;) {
     const acknowledged = await waiter.wait().catch(() => -1);
-    if (acknowledged >= waiter.minReplicas || Date.now() >= until) return true;
-    await new Promise((resolve) => setTimeout(resolve, STEP_RECHECK_MS).unref());
+    if (Date.now() >= until) return true;
+    if (acknowledged >= waiter.minReplicas) {
+      if (waiter.connection() === sentOn) return true;
+      // Answered over a newer connection: whether the primary now has the step, only a read says.
+    } else {
+      await new Promise((resolve) => setTimeout(resolve, STEP_RECHECK_MS).unref());
+    }
     let now: string | null;
     try {
       now = await write.client.get(write.key);
     } catch {
       continue; // the store is away: wait for it
     }
-    if (now === write.text) continue;
+    const readOn = waiter.connection(); // the connection the read was answered on
+    if (now === write.text) {
+      // The primary read holds the step: replicas that confirm this connection's writes hold it.
+      sentOn = readOn;
+      continue;
+    }
     if (now === null || !write.isBefore(now) || !write.rewrite) return false;
     try {
       if (!(await write.rewrite())) return false;
+      sentOn = waiter.connection();
     } catch {
       // the store went away again: look again
     }

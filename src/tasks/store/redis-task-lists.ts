@@ -47,3 +47,17 @@ export async function listOwnedTasks(
   }
   return { records: records.slice(0, limit), hasMore: records.length > limit };
 }
+
+/** `TaskStore.webhookOutbox`: the outbox's first `limit` tasks, oldest first, and since when. */
+export async function listWebhookOutbox(
+  client: RedisClient,
+  outboxKey: string,
+  limit: number,
+): Promise<Array<{ id: string; sinceMs: number }>> {
+  const flat = await client.zrange(outboxKey, 0, limit - 1, "WITHSCORES");
+  const entries: Array<{ id: string; sinceMs: number }> = [];
+  for (let at = 0; at < flat.length; at += 2) {
+    entries.push({ id: flat[at]!, sinceMs: Number(flat[at + 1]) });
+  }
+  return entries;
+}

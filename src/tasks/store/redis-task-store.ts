@@ -3,7 +3,7 @@ import type { RedisClient } from "../../redis/open-redis-client.js";
 import type { RedisStoreKeys } from "../../redis/redis-keys.js";
 import { createKeyvCodec, type KeyvCodec, type KeyvEntry } from "./keyv-codec.js";
 import { CREATE, TRANSITION } from "./redis-task-scripts.js";
-import { listOwnedTasks } from "./redis-task-lists.js";
+import { listOwnedTasks, listWebhookOutbox } from "./redis-task-lists.js";
 import { deleteRedisTask } from "./redis-task-delete.js";
 import { sweepExpired } from "./redis-task-sweep.js";
 import {
@@ -110,14 +110,7 @@ export function createRedisTaskStore(options: RedisTaskStoreOptions): TaskStore 
         query,
       ),
 
-    async webhookOutbox(limit) {
-      const flat = await client.zrange(keys.webhookOutbox, 0, limit - 1, "WITHSCORES");
-      const entries: Array<{ id: string; sinceMs: number }> = [];
-      for (let at = 0; at < flat.length; at += 2) {
-        entries.push({ id: flat[at]!, sinceMs: Number(flat[at + 1]) });
-      }
-      return entries;
-    },
+    webhookOutbox: (limit) => listWebhookOutbox(client, keys.webhookOutbox, limit),
     async clearWebhookOutbox(id) {
       await client.zrem(keys.webhookOutbox, id);
     },
@@ -251,9 +244,9 @@ async function create(
 
 /** What {@link confirmOnReplicas} needs of a task just created. */
 function created(s: RedisTaskState, record: TaskRecord, idempotency: Idempotency | undefined) {
+  const waiter = s.stepWaiter!;
   return {
-    client: s.client,
-    key: s.keys.task(record.id),
+    ...{ client: s.client, key: s.keys.task(record.id), waiter, sentOn: waiter.connection() },
     async cancel(ttlMs: number) {
       await transition(
         s,
@@ -310,7 +303,7 @@ async function transition(
     const step = waiter && stepToKeep(current, next, attempts);
     if (waiter && step) {
       const kept = keepRunStepOnReplicas(waiter, {
-        ...{ client: s.client, key: s.keys.task(id), text: nextText },
+        ...{ client: s.client, key: s.keys.task(id), text: nextText, sentOn: waiter.connection() },
         isBefore: (now) => isSameRecord(valueOf(s, now) as StoredRecord | undefined, current),
         ...(next.attempts === current.attempts && {
           rewrite: async () => (await writeTransition(s, current, next, nextText, ttl)) === 1,
