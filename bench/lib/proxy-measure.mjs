@@ -66,16 +66,18 @@ function sampleOf(load, target, result, before, after) {
 const SETTLE_MS = 100;
 
 /**
- * Measures `load` on `targets[target]` for `ms`. `env`: `{ useWrk, loader, targets }`.
- * Resolves the sample.
+ * Measures `load` on `targets[target]` for `ms`. `env`: `{ useWrk, loader, targets, probe }`.
+ * Resolves the sample, with the speed probe's reading just before it (`probeMs`, see
+ * speed-probe.mjs) when `env.probe` is given.
  */
 export async function measure(ctx, env, load, target, ms) {
   const proc = env.targets[target];
+  const probeMs = await env.probe?.read();
   const before = await proc.stats();
   const result = await drive(ctx, env, load, proc, ms);
   const after = await proc.stats();
   await sleep(SETTLE_MS);
-  return sampleOf(load, target, result, before, after);
+  return { ...sampleOf(load, target, result, before, after), probeMs };
 }
 
 /**
@@ -84,9 +86,13 @@ export async function measure(ctx, env, load, target, ms) {
  */
 export async function measureTogether(ctx, env, load, names, ms) {
   const procs = names.map((target) => env.targets[target]);
+  const probeMs = await env.probe?.read();
   const before = await Promise.all(procs.map((proc) => proc.stats()));
   const results = await Promise.all(procs.map((proc) => drive(ctx, env, load, proc, ms)));
   const after = await Promise.all(procs.map((proc) => proc.stats()));
   await sleep(SETTLE_MS);
-  return names.map((target, i) => sampleOf(load, target, results[i], before[i], after[i]));
+  return names.map((target, i) => ({
+    ...sampleOf(load, target, results[i], before[i], after[i]),
+    probeMs,
+  }));
 }

@@ -27,6 +27,7 @@ import {
 import { fmt, fmtRatio, fmtSpread, median, spread } from "../lib/stats.mjs";
 import { startTraceSink } from "../lib/trace-sink.mjs";
 import { measure as measureOne, measureTogether, roundOrder } from "../lib/proxy-measure.mjs";
+import { speedNote, speedSummary, startSpeedProbe } from "../lib/speed-probe.mjs";
 import { wrkAvailable } from "../lib/wrk.mjs";
 
 export const name = "proxy";
@@ -173,6 +174,7 @@ export async function run(ctx, out) {
       useWrk ? undefined : startLoader(ctx),
     ],
   );
+  const probe = await startSpeedProbe(ctx);
   const targets = Object.fromEntries(
     Object.entries({
       direct: channel,
@@ -202,7 +204,7 @@ export async function run(ctx, out) {
   };
   out.figures.nginxMissing = wanted.has("nginx") && !haveNginx;
 
-  const env = { useWrk, loader, targets };
+  const env = { useWrk, loader, targets, probe };
   const measure = (load, target, ms) => measureOne(ctx, env, load, target, ms);
 
   // Warm-up: JIT, sockets, keep-alive pools. Two seconds a target: with less, the optimizing
@@ -303,13 +305,15 @@ function summarize(out, plan, samples) {
     };
   }
   const { loader, rounds, durationMs, warmupMs } = out.figures;
+  out.figures.speed = speedSummary(probesByRound(samples));
   const notes = [
     `Load from ${loader === "wrk" ? "wrk (one thread)" : "the Node load generator (undici)"}; ${rounds} rounds of ${fmt(durationMs / 1000, 1)} s per target, after ${fmt(warmupMs / 1000, 1)} s of warm-up each.`,
     ...(out.figures.nginxMissing
       ? ["no nginx here (apt-get install nginx-light): its rows are left out"]
       : []),
     "Median over rounds (min–max). CPU µs/req is the middle process's CPU time over the requests it served (for direct: the fake channel's; nginx's from /proc, in 10 ms ticks). Ratios are taken round by round, against the pipe measured in the same round.",
-  ];
+    speedNote(out.figures.speed),
+  ].filter(Boolean);
   out.tables = [
     {
       title: "Proxy: passthrough through the service, against a direct call and the bare pipes",
@@ -332,6 +336,23 @@ function summarize(out, plan, samples) {
   ].filter(Boolean);
   // The notes are the first table's own: the phase's would go under the last one.
   out.notes = [];
+}
+
+/**
+ * The speed probe's readings by round (`probes[round]`), from every sample of the round: a
+ * sample's place in its target's list is its round, and the together pairs come two a round.
+ */
+function probesByRound(samples) {
+  const probes = [];
+  for (const got of Object.values(samples)) {
+    for (const [target, list] of Object.entries(got)) {
+      list.forEach((sample, i) => {
+        const round = target === "together" ? Math.floor(i / 2) : i;
+        (probes[round] ??= []).push(sample.service?.probeMs ?? sample.probeMs);
+      });
+    }
+  }
+  return probes;
 }
 
 export function targets(figures) {

@@ -91,6 +91,11 @@ describe("npm run bench --smoke", () => {
         expect(figures.cpuUsPerRequest).toBeGreaterThan(0);
       }
       expect(loads["edits-c4"]!.targets.service!.rps).toBeGreaterThan(0);
+      // The core under test's speed, read before each measurement, a median for the one round.
+      const speed = proxy.figures.speed as { roundMs: number[]; slowRounds: number[] };
+      expect(speed.roundMs).toHaveLength(1);
+      expect(speed.roundMs[0]).toBeGreaterThan(0);
+      expect(run.stdout).toMatch(/The core under test's speed, a fixed loop timed/);
       expect(result.targets.map((t) => t.target).join("\n")).toMatch(/bare pipe/);
       // A performance target's line carries the ratio it is judged on.
       const c1 = result.targets.find((t) => /concurrency 1: CPU per request/.test(t.target));

@@ -135,11 +135,11 @@ export interface ReplicaWaiter {
   /**
    * How many connections the store's client has made so far. Read as a
    * command's answer arrives, it names the connection that answered (a new
-   * connection is counted before it answers anything). A
-   * `WAIT` answered over another connection than a write's says nothing of
-   * that write: after a failover the client's new connection (to the promoted
-   * master) has written nothing, and `WAIT` answers at once with every
-   * replica attached, whether the promoted master got the write or not.
+   * connection is counted before it answers anything). A `WAIT` answered
+   * over another connection than a write's says nothing of that write: after
+   * a failover the client's new connection (to the promoted master) has
+   * written nothing, and `WAIT` answers at once with every replica attached,
+   * whether the promoted master got the write or not.
    */
   connection(): number;
 }
