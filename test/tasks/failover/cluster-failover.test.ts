@@ -35,12 +35,14 @@ afterAll(async () => {
 
 describe("Redis Cluster", () => {
   it(
-    "serves cancel, idempotency, the list, events and webhooks across two replicas",
+    "serves cancel, idempotency, the list, events and webhooks across two replicas, each step on a replica",
     async () => {
       upstream.behave("images", { kind: "ok", delayMs: 300 });
+      // store.minReplicas on a cluster: WAIT through the slot's master, its connection counted
+      // per node (a node's first connect must not read as a failover: no 503 here).
       const [a, b] = await startReplicaApps({
         upstream,
-        store: { url: cluster.url, prefix: uniquePrefix("cluster") },
+        store: { url: cluster.url, prefix: uniquePrefix("cluster"), minReplicas: 1 },
         config: { webhooks: { secret: WEBHOOK_SECRET, allowPrivateNetworks: true } },
       });
       const receiver = await startWebhookReceiver();
