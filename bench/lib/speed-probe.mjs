@@ -13,14 +13,17 @@ import { fmt, median } from "./stats.mjs";
 /** A round whose probes ran this much slower than the fastest round's is named slow. */
 export const SLOW_ROUND = 1.15;
 
-/** Starts the probe on the cores under test; resolves `{ read(): Promise<ms>, stop() }`. */
-export async function startSpeedProbe(ctx) {
+/**
+ * Starts the probe on the cores under test; resolves `{ read(): Promise<ms>, stop() }`, a
+ * reading the fastest of `tries` runs of the loop (a preemption mid-run does not count).
+ */
+export async function startSpeedProbe(ctx, tries = 3) {
   const started = await startChild("speed-loop.mjs", [], {
     group: ctx.group,
     prefix: underTest(ctx.options.pinning),
   });
   return {
-    read: async () => (await started.ask({ type: "probe" }, 10_000)).ms,
+    read: async () => (await started.ask({ type: "probe", tries }, 10_000)).ms,
     stop: () => started.child.kill("SIGKILL"),
   };
 }

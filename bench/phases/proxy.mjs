@@ -174,7 +174,8 @@ export async function run(ctx, out) {
       useWrk ? undefined : startLoader(ctx),
     ],
   );
-  const probe = await startSpeedProbe(ctx);
+  // A smoke run's rounds last 0.1 s: one run of the loop a reading, not the fastest of three.
+  const probe = await startSpeedProbe(ctx, pick(options, { smoke: 1, quick: 3, full: 3 }));
   const targets = Object.fromEntries(
     Object.entries({
       direct: channel,
@@ -209,8 +210,10 @@ export async function run(ctx, out) {
 
   // Warm-up: JIT, sockets, keep-alive pools. Two seconds a target: with less, the optimizing
   // compiler was still at work on the service (its threads count in its CPU) in the first round.
+  // Its figures are not kept: no probe before it.
+  const warmEnv = { ...env, probe: undefined };
   for (const load of measured)
-    for (const target of load.targets) await measure(load, target, warmupMs);
+    for (const target of load.targets) await measureOne(ctx, warmEnv, load, target, warmupMs);
 
   for (let round = 0; round < rounds; round += 1) {
     for (const load of measured) {

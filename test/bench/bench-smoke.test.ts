@@ -63,7 +63,7 @@ describe("npm run bench --smoke", () => {
       const out = await mkdtemp(join(tmpdir(), "bench-smoke-"));
       dirs.push(out);
       // A few seconds on a quiet machine; the bench's own deadlines bound it on a loaded one.
-      const run = await runBench(["proxy", "--smoke", "--out", out], 40_000);
+      const run = await runBench(["proxy", "--smoke", "--out", out], slow(40_000));
       expect(run.code, run.stderr).toBe(0);
       // What a user sees: the table with the figures and the targets.
       expect(run.stdout).toContain("bare node:http pipe");
