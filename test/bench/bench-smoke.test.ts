@@ -1,3 +1,4 @@
+import { isAlive } from "../support/process-alive.js";
 import { slow } from "../support/time-factor.js";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -19,15 +20,6 @@ interface BenchResult {
   };
   phases: Record<string, { status: string; figures: Record<string, unknown>; tables: unknown[] }>;
   targets: { target: string; measured: string; ratio?: string; met: boolean | null }[];
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Runs `node bench/run.mjs ARGS` to its end (SIGKILLed past `ms`); resolves its exit code and output. */
@@ -106,7 +98,7 @@ describe("npm run bench --smoke", () => {
 
       // Every child the bench started is gone.
       expect(result.meta.childPids.length).toBeGreaterThanOrEqual(4);
-      expect(result.meta.childPids.filter(alive)).toEqual([]);
+      expect(result.meta.childPids.filter(isAlive)).toEqual([]);
     },
     slow(45_000),
   );
@@ -134,7 +126,7 @@ describe("npm run bench --smoke", () => {
       expect(c1.targets.baseline!.cpuUsPerRequest).toBeGreaterThan(0);
       expect(c1.vsBaseline.inTurn.cpu.median).toBeGreaterThan(0);
       expect(c1.vsBaseline.together.cpu.median).toBeGreaterThan(0);
-      expect(result.meta.childPids.filter(alive)).toEqual([]);
+      expect(result.meta.childPids.filter(isAlive)).toEqual([]);
     },
     slow(45_000),
   );

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { isAlive } from "../support/process-alive.js";
 
 interface SpeedSummary {
   roundMs: Array<number | null>;
@@ -53,15 +54,6 @@ describe("the bench's speed probe", () => {
     for (const ms of readings) expect(ms).toBeGreaterThan(0);
     const pid = startedPids.at(-1)!;
     probe.stop();
-    await expect.poll(() => alive(pid)).toBe(false);
+    await expect.poll(() => isAlive(pid)).toBe(false);
   });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

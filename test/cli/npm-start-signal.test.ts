@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { listeningUrlIn } from "../support/serve-process.js";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
+import { isAlive } from "../support/process-alive.js";
 
 /*
  * `kill -TERM <pid of npm start>` stops the service: npm passes the signal to
@@ -45,15 +46,6 @@ function descendants(pid: number): number[] {
     .flatMap((child) => [child, ...descendants(child)]);
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 describe("npm start", () => {
   it(
     "stops on kill -TERM of the npm process: the port closes and no process is left",
@@ -85,7 +77,7 @@ describe("npm start", () => {
       );
       let below: number[] = [];
       onTestFinished(() => {
-        for (const pid of [...below, npm.pid!]) if (alive(pid)) process.kill(pid, "SIGKILL");
+        for (const pid of [...below, npm.pid!]) if (isAlive(pid)) process.kill(pid, "SIGKILL");
       });
       const deadline = Date.now() + 30_000;
       while (!listeningUrlIn(stdout)?.startsWith("http://127.0.0.1:")) {
@@ -118,7 +110,7 @@ describe("npm start", () => {
       );
       expect(await listening(port)).toBe(false);
       // The service's node exits with npm, not after it as an orphan.
-      const left = below.filter(alive);
+      const left = below.filter(isAlive);
       expect(left, `still running: ${left.join(", ")}`).toEqual([]);
     },
     slow(60_000),

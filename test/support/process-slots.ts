@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect } from "vitest";
 import { cpuSeconds } from "./cpu-seconds.js";
+import { isAlive } from "./process-alive.js";
 
 /*
  * Test files that start real processes (the service's bin, private Redis
@@ -96,11 +97,5 @@ function holderOf(path: string): number {
 }
 
 function alive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return true; // being written: not stale
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return !Number.isInteger(pid) || pid <= 0 || isAlive(pid); // not a pid yet: being written
 }

@@ -242,7 +242,10 @@ async function create(
   }
 }
 
-/** What {@link confirmOnReplicas} needs of a task just created. */
+/**
+ * What {@link confirmOnReplicas} needs of a task just created. Made as the create's answer
+ * arrives (no await in between): the connection count it reads names that answer's connection.
+ */
 function created(s: RedisTaskState, record: TaskRecord, idempotency: Idempotency | undefined) {
   const waiter = s.stepWaiter!;
   return {
