@@ -112,7 +112,7 @@ export function createImageRunStep(deps: ImageRunDeps): RunStep {
       await context.fail(err);
       return;
     }
-    await keepResult(deps.keep, started, result, signal, context.end());
+    await keepResult(deps.keep, started, result, context.keepSignal, context.end());
   };
 }
 

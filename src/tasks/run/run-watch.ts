@@ -10,6 +10,12 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export interface RunWatch {
   /** Aborted with the lease's reason, `"timeout"`, or `"cancelled"`/`"lost"` found on a re-read. */
   signal: AbortSignal;
+  /**
+   * Like `signal`, but a lease that lapsed (`"lost"` from the queue) does not
+   * abort it: see {@link RunContext.keepSignal}. A re-read that finds the task
+   * finished or taken by another run does.
+   */
+  keepSignal: AbortSignal;
   /** Whether the run's timeout has passed, its timer fired or not. */
   pastDeadline(): boolean;
   dispose(): void;
@@ -35,6 +41,15 @@ export function watchRun(options: {
     () => own.abort("timeout" satisfies AbortReason),
     Math.min(options.timeoutMs, MAX_TIMER_MS),
   );
+  const keep = new AbortController();
+  const onOwn = () => keep.abort(own.signal.reason);
+  // A lapsed lease alone does not stop a result from being kept; every other end of it does.
+  const onLease = () => {
+    if ((options.leaseSignal.reason as LeaseEnd) !== "lost") keep.abort(options.leaseSignal.reason);
+  };
+  own.signal.addEventListener("abort", onOwn, { once: true });
+  if (options.leaseSignal.aborted) onLease();
+  else options.leaseSignal.addEventListener("abort", onLease, { once: true });
   const check = setInterval(() => {
     store.get(started.id).then(
       (current) => {
@@ -47,10 +62,13 @@ export function watchRun(options: {
   }, options.checkEveryMs);
   return {
     signal: AbortSignal.any([options.leaseSignal, own.signal]),
+    keepSignal: keep.signal,
     pastDeadline: () => performance.now() >= deadline,
     dispose() {
       clearTimeout(timer);
       clearInterval(check);
+      own.signal.removeEventListener("abort", onOwn);
+      options.leaseSignal.removeEventListener("abort", onLease);
     },
   };
 }

@@ -188,6 +188,7 @@ async function runClaimed(
     return await s.steps[stepKindOf(started)]({
       started,
       signal: watch.signal,
+      keepSignal: watch.keepSignal,
       draining: lease.draining,
       pastDeadline: () => watch.pastDeadline(),
       end,
