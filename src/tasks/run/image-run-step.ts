@@ -112,7 +112,7 @@ export function createImageRunStep(deps: ImageRunDeps): RunStep {
       await context.fail(err);
       return;
     }
-    await keepResult(deps.keep, started, result, context.keepSignal, context.end());
+    await keepResult(deps.keep, started, result, context.paidSignal, context.end());
   };
 }
 
@@ -121,10 +121,14 @@ async function candidatesOf(deps: ImageRunDeps, started: TaskRecord): Promise<re
   return deps.access.route(started.model, await openCredential(deps.sealer, started));
 }
 
-/** The held channel call of a run: its candidates, its body and files, its partial images kept. */
+/**
+ * The held channel call of a run: its candidates, its body and files, its
+ * partial images kept. A lease that lapses meanwhile does not cut it (see
+ * `RunContext.paidSignal`): the generation under way is paid for.
+ */
 async function generate(
   deps: ImageRunDeps,
-  { started, signal, telemetry }: RunContext,
+  { started, paidSignal: signal, telemetry }: RunContext,
   candidates: readonly Channel[],
   files: EditFile[] | undefined,
 ): Promise<{ images: GeneratedImage[]; usage?: unknown }> {

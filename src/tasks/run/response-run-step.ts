@@ -97,8 +97,9 @@ async function runResponse(
   context: RunContext,
   sent: { value: boolean },
 ): Promise<Outcome> {
-  const { started, signal } = context;
-  const images = new ResponseImages(deps, started, signal);
+  // Once sent, the response is paid for: a lapsed lease alone does not cut it (see `paidSignal`).
+  const { started, signal, paidSignal } = context;
+  const images = new ResponseImages(deps, started, paidSignal);
   const run = new ResponseRun(deps.log, deps.logger, started, images);
   await run.begin();
   // A response that may make images is sent only when its images can be kept.
@@ -108,9 +109,9 @@ async function runResponse(
   const candidates = candidatesOf(deps, started, await openCredential(deps.sealer, started));
   sent.value = true;
   const answer = await call(deps, context, candidates);
-  if (answer.status >= 400) throw await responseRefusal(answer, signal);
+  if (answer.status >= 400) throw await responseRefusal(answer, paidSignal);
   images.setLimit(answer.channel.maxImageBytes);
-  for await (const event of readResponseEvents(answer, signal)) {
+  for await (const event of readResponseEvents(answer, paidSignal)) {
     // Read to its end (the connection goes back to the pool), but nothing after the end counts.
     if (run.final) continue;
     await run.take(event);
@@ -133,7 +134,7 @@ async function runResponse(
 /** The Responses call: the request as the client sent it, streamed, not in the background. */
 async function call(
   deps: ResponseRunDeps,
-  { started, signal, telemetry }: RunContext,
+  { started, paidSignal: signal, telemetry }: RunContext,
   candidates: Channel[],
 ): Promise<ChannelAnswer> {
   const body: Record<string, unknown> = { ...started.request, stream: true };
@@ -272,7 +273,9 @@ async function settle(
   err: unknown,
   sent: boolean,
 ): Promise<void> {
-  const { signal, started } = context;
+  const { started } = context;
+  // A run whose lease lapsed ends as what ended its paid part, when something did.
+  const signal = context.paidSignal.aborted ? context.paidSignal : context.signal;
   if (err instanceof RunLost && !signal.aborted) return;
   const reason = signal.aborted ? signal.reason : undefined;
   if (sent && reason === "handback") {

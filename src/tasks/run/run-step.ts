@@ -25,14 +25,15 @@ export interface RunContext {
    */
   signal: AbortSignal;
   /**
-   * What bounds keeping a result already in hand (writing its images,
-   * completing the task): `signal`, except that a lease that lapsed (its lock
-   * not renewed in time: a store outage longer than the lease, a stalled
-   * event loop) does not abort it. The generation is paid for; the
-   * completion's compare-and-set on this run's attempt decides whether it
-   * counts, so a run that another one took meanwhile writes nothing.
+   * What bounds a generation paid for at the channel: the held call that
+   * makes it, then keeping its result (writing its images, completing the
+   * task). It is `signal`, except that a lease that lapsed (its lock not
+   * renewed in time: a store outage longer than the lease, a stalled event
+   * loop) does not abort it: the completion's compare-and-set on this run's
+   * attempt decides whether the result counts, and the runner's re-read
+   * aborts it once another run took the task.
    */
-  keepSignal: AbortSignal;
+  paidSignal: AbortSignal;
   /**
    * Aborted when this process begins to stop and another run could take the
    * task over (see `TaskLease.draining`): a step that can give its task up at

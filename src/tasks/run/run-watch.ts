@@ -12,10 +12,10 @@ export interface RunWatch {
   signal: AbortSignal;
   /**
    * Like `signal`, but a lease that lapsed (`"lost"` from the queue) does not
-   * abort it: see {@link RunContext.keepSignal}. A re-read that finds the task
+   * abort it: see {@link RunContext.paidSignal}. A re-read that finds the task
    * finished or taken by another run does.
    */
-  keepSignal: AbortSignal;
+  paidSignal: AbortSignal;
   /** Whether the run's timeout has passed, its timer fired or not. */
   pastDeadline(): boolean;
   dispose(): void;
@@ -41,11 +41,11 @@ export function watchRun(options: {
     () => own.abort("timeout" satisfies AbortReason),
     Math.min(options.timeoutMs, MAX_TIMER_MS),
   );
-  const keep = new AbortController();
-  const onOwn = () => keep.abort(own.signal.reason);
-  // A lapsed lease alone does not stop a result from being kept; every other end of it does.
+  const paid = new AbortController();
+  const onOwn = () => paid.abort(own.signal.reason);
+  // A lapsed lease alone does not stop a paid generation; every other end of the lease does.
   const onLease = () => {
-    if ((options.leaseSignal.reason as LeaseEnd) !== "lost") keep.abort(options.leaseSignal.reason);
+    if ((options.leaseSignal.reason as LeaseEnd) !== "lost") paid.abort(options.leaseSignal.reason);
   };
   own.signal.addEventListener("abort", onOwn, { once: true });
   if (options.leaseSignal.aborted) onLease();
@@ -62,7 +62,7 @@ export function watchRun(options: {
   }, options.checkEveryMs);
   return {
     signal: AbortSignal.any([options.leaseSignal, own.signal]),
-    keepSignal: keep.signal,
+    paidSignal: paid.signal,
     pastDeadline: () => performance.now() >= deadline,
     dispose() {
       clearTimeout(timer);

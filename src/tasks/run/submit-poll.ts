@@ -204,7 +204,7 @@ async function finishWith(deps: SubmitPollDeps, context: RunContext, state: JobE
     return;
   }
   reportJobUsage(deps, context, state.usage);
-  await keepResult(deps.keep, context.started, state, context.keepSignal, context.end());
+  await keepResult(deps.keep, context.started, state, context.paidSignal, context.end());
 }
 
 /**

@@ -188,13 +188,21 @@ async function runClaimed(
     return await s.steps[stepKindOf(started)]({
       started,
       signal: watch.signal,
-      keepSignal: watch.keepSignal,
+      paidSignal: watch.paidSignal,
       draining: lease.draining,
       pastDeadline: () => watch.pastDeadline(),
       end,
       telemetry,
+      // A run whose lease lapsed ends as what ended its paid part, when something did.
       fail: (err) =>
-        settleRunFailure(s.failure, started, watch.signal, err, end(), watch.pastDeadline()),
+        settleRunFailure(
+          s.failure,
+          started,
+          watch.paidSignal.aborted ? watch.paidSignal : watch.signal,
+          err,
+          end(),
+          watch.pastDeadline(),
+        ),
     });
   } finally {
     watch.dispose();
