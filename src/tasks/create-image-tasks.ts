@@ -186,6 +186,8 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
     // A run that outlived its lease in a store outage writes its end again every second, after
     // a write to the dead primary has timed out: a rerun leaves it that long, and some.
     rerunGraceMs: config.deployment.shared ? config.store.commandTimeoutSec * 1000 + 3_000 : 0,
+    // A run that outlived its lease says it goes on, so that a rerun on another replica waits.
+    aliveMarks: config.deployment.shared ? backend.keyValue("unleased-runs", 0) : undefined,
     channels: config.channels,
     responseEvents: backend.responseEvents,
   });

@@ -65,7 +65,8 @@ export const imageTasksSchema = z
           "event-loop stall of up to 5/6 of it). The tasks of a replica that dies run again " +
           "elsewhere (a channel's async job: is polled on) within about three times this, " +
           "plus `store.commandTimeoutSec` + 3 s: a store outage longer than the lease lets a " +
-          "live run's lease lapse, and that run is given the time to write its task's end.",
+          "live run's lease lapse, and that run is given the time to say it goes on (every " +
+          "5 s, with a mark in Redis that lasts 15 s); the rerun waits for it while it does.",
       }),
     eventsKeepAliveSec: fromText(
       z.number({ error: "must be a number (seconds)" }).positive("must be > 0").max(300),

@@ -8,6 +8,8 @@ import { taskLine } from "../service/task-line.js";
 import { interrupted } from "./run-failure.js";
 import { logFields } from "../../logging/log-fields.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
+import type { KeyValue } from "../../collections/key-value.js";
+import { aliveMarkOf } from "./run-watch.js";
 
 /** What {@link claimTask} writes with. */
 export interface ClaimDeps {
@@ -22,6 +24,14 @@ export interface ClaimDeps {
    * lapsed (see {@link claimTask}); 0 takes it at once. Default 0.
    */
   rerunGraceMs?: number;
+  /**
+   * Where a run whose lease lapsed says it goes on (see `run-watch.ts`): a
+   * rerun waits while the mark of the attempt it replaces is there. Absent
+   * (a store one process holds): no marks.
+   */
+  aliveMarks?: Pick<KeyValue, "get">;
+  /** How often a rerun looks at that mark again. Default 5000. */
+  aliveEveryMs?: number;
 }
 
 /**
@@ -130,9 +140,11 @@ async function claimLost(store: TaskStore, record: TaskRecord): Promise<boolean>
  * the store is back. The first run may hold its channel's answer and be
  * writing the task's end again (see `TaskFinisher.complete`): a claim now would
  * outbid it and call the channel a second time. So the rerun waits `graceMs`,
- * then reads the task again: resolves `record` when nothing changed (the run
- * it replaces is gone), the task as it now reads when it did (ended, or its
- * channel's job recorded), undefined when it is gone or `signal` aborted.
+ * then reads the task again, and while that run says it goes on without its
+ * lease (its mark in `aliveMarks`, see `run-watch.ts`) reads it again every
+ * `aliveEveryMs`: resolves `record` when nothing changed (the run it replaces
+ * is gone, or fell silent), the task as it now reads when it did (ended, or
+ * its channel's job recorded), undefined when it is gone or `signal` aborted.
  */
 async function afterGrace(
   deps: ClaimDeps,
@@ -140,11 +152,22 @@ async function afterGrace(
   graceMs: number,
   signal: AbortSignal | undefined,
 ): Promise<TaskRecord | undefined> {
-  const aborted = await sleep(graceMs, false, { signal }).catch(() => true);
-  if (aborted) return undefined;
-  const now = await deps.store.get(record.id);
-  if (!now || isFinished(now.status)) return undefined;
-  const unchanged =
-    now.status === record.status && now.attempts === record.attempts && !now.upstream;
-  return unchanged ? record : now;
+  const everyMs = deps.aliveEveryMs ?? 5_000;
+  let told = false;
+  for (let waitMs = graceMs; ; waitMs = everyMs) {
+    const aborted = await sleep(waitMs, false, { signal }).catch(() => true);
+    if (aborted) return undefined;
+    const now = await deps.store.get(record.id);
+    if (!now || isFinished(now.status)) return undefined;
+    const unchanged =
+      now.status === record.status && now.attempts === record.attempts && !now.upstream;
+    if (!unchanged) return now;
+    const alive = await deps.aliveMarks?.get(aliveMarkOf(now)).catch(() => undefined);
+    if (alive === undefined) return record;
+    if (!told) {
+      told = true;
+      const fields = { ...taskLine(now), attempt: now.attempts, reason: "unleased_run" };
+      logFields(deps.logger, "info", fields, "task.rerun_waits");
+    }
+  }
 }

@@ -1,4 +1,5 @@
 import type { LeaseEnd } from "../core/task-queue.js";
+import type { KeyValue } from "../../collections/key-value.js";
 import type { TaskStore } from "../core/task-store.js";
 import { isFinished, type TaskRecord } from "../core/task-record.js";
 import type { AbortReason } from "./run-failure.js";
@@ -25,15 +26,20 @@ export interface RunWatch {
  * Bounds one run: its lease's signal, its own timeout from now, and a re-read
  * of the task every `checkEveryMs`, which stops a run whose task another
  * process finished (a cancel whose message was lost) or gave to another run.
+ * Once the lease lapsed (the queue's `lost`) while the run goes on paying for
+ * its generation, each look first sets the run's mark in `aliveMarks` (for
+ * three looks' time), so that a rerun the queue starts elsewhere waits for
+ * this run (see `claim-task.ts`); the mark goes when the run ends.
  */
 export function watchRun(options: {
-  store: TaskStore;
+  store: Pick<TaskStore, "get">;
   started: TaskRecord;
   leaseSignal: AbortSignal;
   timeoutMs: number;
   checkEveryMs: number;
+  aliveMarks?: Pick<KeyValue, "set" | "delete"> | undefined;
 }): RunWatch {
-  const { store, started } = options;
+  const { leaseSignal } = options;
   const own = new AbortController();
   const deadline = performance.now() + options.timeoutMs;
   // Node fires a timer over 2^31-1 ms (24.8 days) at once, so a longer timeout is capped.
@@ -42,33 +48,52 @@ export function watchRun(options: {
     Math.min(options.timeoutMs, MAX_TIMER_MS),
   );
   const paid = new AbortController();
+  let unleased = false;
+  const look = () => lookAtTask(options, own, unleased).catch(() => undefined); // the store is away
   const onOwn = () => paid.abort(own.signal.reason);
   // A lapsed lease alone does not stop a paid generation; every other end of the lease does.
   const onLease = () => {
-    if ((options.leaseSignal.reason as LeaseEnd) !== "lost") paid.abort(options.leaseSignal.reason);
+    if ((leaseSignal.reason as LeaseEnd) !== "lost") return paid.abort(leaseSignal.reason);
+    unleased = true;
+    void look();
   };
   own.signal.addEventListener("abort", onOwn, { once: true });
-  if (options.leaseSignal.aborted) onLease();
-  else options.leaseSignal.addEventListener("abort", onLease, { once: true });
-  const check = setInterval(() => {
-    store.get(started.id).then(
-      (current) => {
-        if (current?.status !== "in_progress" || current.attempts !== started.attempts) {
-          own.abort((isFinished(current?.status ?? "failed") ? "cancelled" : "lost") as LeaseEnd);
-        }
-      },
-      () => undefined, // the store is away; the lease decides
-    );
-  }, options.checkEveryMs);
+  if (leaseSignal.aborted) onLease();
+  else leaseSignal.addEventListener("abort", onLease, { once: true });
+  const check = setInterval(look, options.checkEveryMs);
   return {
-    signal: AbortSignal.any([options.leaseSignal, own.signal]),
+    signal: AbortSignal.any([leaseSignal, own.signal]),
     paidSignal: paid.signal,
     pastDeadline: () => performance.now() >= deadline,
     dispose() {
       clearTimeout(timer);
       clearInterval(check);
       own.signal.removeEventListener("abort", onOwn);
-      options.leaseSignal.removeEventListener("abort", onLease);
+      leaseSignal.removeEventListener("abort", onLease);
+      if (unleased) options.aliveMarks?.delete(aliveMarkOf(options.started)).catch(() => undefined);
     },
   };
+}
+
+/** The key of a run's mark in `aliveMarks`: its task and attempt. */
+export function aliveMarkOf(record: Pick<TaskRecord, "id" | "attempts">): string {
+  return `${record.id}:${record.attempts}`;
+}
+
+/**
+ * One look at the run's task: its mark set first when `unleased`; aborts
+ * `own` when another process finished the task or another run holds it.
+ */
+async function lookAtTask(
+  options: Parameters<typeof watchRun>[0],
+  own: AbortController,
+  unleased: boolean,
+): Promise<void> {
+  const { store, started, aliveMarks } = options;
+  if (own.signal.aborted) return;
+  if (unleased) await aliveMarks?.set(aliveMarkOf(started), 1, 3 * options.checkEveryMs);
+  const current = await store.get(started.id);
+  if (current?.status !== "in_progress" || current.attempts !== started.attempts) {
+    own.abort((isFinished(current?.status ?? "failed") ? "cancelled" : "lost") as LeaseEnd);
+  }
 }

@@ -18,6 +18,7 @@ import { createResponseRunStep } from "./response-run-step.js";
 import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
 import { stepKindOf, type RunSteps, type RunTelemetry } from "./run-step.js";
 import { watchRun } from "./run-watch.js";
+import type { KeyValue } from "../../collections/key-value.js";
 import { afterEarlierRunHere, type LeaseRuns } from "./after-earlier-run.js";
 
 /** Dependencies of {@link createTaskRunner}. */
@@ -59,6 +60,13 @@ export interface TaskRunnerDeps {
    * outlast while their runs live. Default 0.
    */
   rerunGraceMs?: number;
+  /**
+   * On a shared store: where a run whose lease lapsed says, every
+   * `checkEveryMs`, that it goes on paying for its generation, and where a
+   * rerun elsewhere looks before it makes the generation again (see
+   * `watchRun`, `claimTask`). Absent: no marks.
+   */
+  aliveMarks?: KeyValue | undefined;
 }
 
 /** Runs tasks the queue hands over, one lease each. */
@@ -82,16 +90,21 @@ export function createTaskRunner(deps: TaskRunnerDeps): TaskRunner {
   const { store, finisher, metrics, logger, limits } = deps;
   const failure = { store, finisher, logger, metrics, timeoutSec: limits.timeoutSec };
   const stores = deps.stores ?? ALWAYS_AVAILABLE;
+  const checkEveryMs = deps.checkEveryMs ?? 5_000;
   const shared = {
     deps,
     // The runs' own pools: a generation holds its connection for minutes.
     client: createChannelClient({ metrics, logger }),
-    checkEveryMs: deps.checkEveryMs ?? 5_000,
+    checkEveryMs,
     tracer: deps.tracer ?? NOOP_TRACER,
     failure,
     claim: {
       ...{ store, finisher, metrics, logger, maxAttempts: limits.maxAttempts, now: deps.now },
-      rerunGraceMs: deps.rerunGraceMs,
+      ...{
+        rerunGraceMs: deps.rerunGraceMs,
+        aliveMarks: deps.aliveMarks,
+        aliveEveryMs: checkEveryMs,
+      },
     },
   };
   const s: RunnerState = { ...shared, steps: createRunSteps(shared, stores) };
@@ -183,6 +196,7 @@ async function runClaimed(
     leaseSignal: lease.signal,
     timeoutMs: startedMs + deps.limits.timeoutSec * 1000 - deps.now(),
     checkEveryMs: s.checkEveryMs,
+    aliveMarks: deps.aliveMarks,
   });
   try {
     return await s.steps[stepKindOf(started)]({

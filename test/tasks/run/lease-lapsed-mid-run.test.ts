@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { retrieveUntil, sdk } from "../../responses/response-helpers.js";
 import { scriptChannel } from "../../responses/scripted-channel.js";
 import { createClient } from "@keyv/redis";
-import { REDIS_URL, listKeys } from "../../support/redis.js";
+import { pino } from "pino";
+import { REDIS_URL, deleteKeys, listKeys, uniquePrefix } from "../../support/redis.js";
 import { startS3Server, type TestS3Server } from "../../support/s3-server.js";
 import type { TestApp } from "../../support/start-test-app.js";
 import { getTask, submitOk, upstreamPrompts, useApp, waitForStatus } from "../task-api.js";
@@ -67,6 +68,46 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
       expect(done.body.status, done.text).toBe("completed");
       expect(app.upstream.aborted).toBe(0);
       await expectOneGeneration(app, prompt);
+    },
+    slow(60_000),
+  );
+
+  it(
+    "mid-call, the job handed to another replica: that replica waits for the run, one generation",
+    async () => {
+      const lease = leaseSec(2);
+      const prefix = uniquePrefix("unleased");
+      onTestFinished(async () => {
+        await deleteKeys(prefix);
+      });
+      // One task at a time: the replica still running it cannot take its job again.
+      const replica = {
+        redis: { prefix },
+        imageTasks: { leaseSec: lease, maxConcurrent: 1 },
+        // The rerun's first grace: 1 s + 3 s.
+        config: { store: { url: REDIS_URL, prefix, commandTimeoutSec: 1 } },
+      };
+      const a = await useApp(replica);
+      // Past the renewal that finds the lock gone, the stalled check, the other replica's grace
+      // and its first look at the run's alive mark.
+      a.upstream.behave("images", { kind: "ok", delayMs: lease * 1_000 + slow(8_000) });
+      const asked = a.upstream.nextRequest("images");
+      const prompt = "made once while another replica waits";
+      const id = await submitOk(a, { prompt, response_format: "url" });
+      await asked;
+      const lines: Array<Record<string, unknown>> = [];
+      const logger = pino({ level: "info" }, { write: (line) => lines.push(JSON.parse(line)) });
+      const b = await useApp({ ...replica, upstream: a.upstream, logger });
+      await dropLock(a);
+      const done = await waitForStatus(b, id, ["completed", "failed"], slow(40_000));
+      expect(done.body.status, done.text).toBe("completed");
+      expect(a.upstream.aborted).toBe(0);
+      await expectOneGeneration(a, prompt);
+      await expectOneGeneration(b, prompt);
+      // The other replica took the job and waited for the run, told once in its log.
+      const waits = lines.filter((line) => line.msg === "task.rerun_waits");
+      expect(waits).toMatchObject([{ task_id: id, attempt: 1, reason: "unleased_run" }]);
+      expect(lines.filter((line) => line.msg === "task.rerun")).toHaveLength(0);
     },
     slow(60_000),
   );
