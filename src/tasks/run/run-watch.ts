@@ -48,13 +48,14 @@ export function watchRun(options: {
     Math.min(options.timeoutMs, MAX_TIMER_MS),
   );
   const paid = new AbortController();
-  let unleased = false;
-  const look = () => lookAtTask(options, own, unleased).catch(() => undefined); // the store is away
+  // `lapsed`: the lease was lost (the run sets its mark); `ended`: the run is over (the mark goes).
+  const state = { lapsed: false, ended: false };
+  const look = () => lookAtTask(options, own, state).catch(() => undefined); // the store is away
   const onOwn = () => paid.abort(own.signal.reason);
   // A lapsed lease alone does not stop a paid generation; every other end of the lease does.
   const onLease = () => {
     if ((leaseSignal.reason as LeaseEnd) !== "lost") return paid.abort(leaseSignal.reason);
-    unleased = true;
+    state.lapsed = true;
     void look();
   };
   own.signal.addEventListener("abort", onOwn, { once: true });
@@ -70,7 +71,8 @@ export function watchRun(options: {
       clearInterval(check);
       own.signal.removeEventListener("abort", onOwn);
       leaseSignal.removeEventListener("abort", onLease);
-      if (unleased) options.aliveMarks?.delete(aliveMarkOf(options.started)).catch(() => undefined);
+      state.ended = true;
+      if (state.lapsed) void dropMark(options);
     },
   };
 }
@@ -81,19 +83,31 @@ export function aliveMarkOf(record: Pick<TaskRecord, "id" | "attempts">): string
 }
 
 /**
- * One look at the run's task: its mark set first when `unleased`; aborts
- * `own` when another process finished the task or another run holds it.
+ * One look at the run's task: its mark set first once its lease lapsed;
+ * aborts `own` when another process finished the task or another run holds
+ * it.
  */
 async function lookAtTask(
   options: Parameters<typeof watchRun>[0],
   own: AbortController,
-  unleased: boolean,
+  state: { lapsed: boolean; ended: boolean },
 ): Promise<void> {
   const { store, started, aliveMarks } = options;
-  if (own.signal.aborted) return;
-  if (unleased) await aliveMarks?.set(aliveMarkOf(started), 1, 3 * options.checkEveryMs);
+  if (own.signal.aborted || state.ended) return;
+  if (state.lapsed && aliveMarks) {
+    await aliveMarks.set(aliveMarkOf(started), 1, 3 * options.checkEveryMs);
+    // Set as the run ended: the delete may have gone first, so it goes again.
+    if (state.ended) return dropMark(options);
+  }
   const current = await store.get(started.id);
   if (current?.status !== "in_progress" || current.attempts !== started.attempts) {
     own.abort((isFinished(current?.status ?? "failed") ? "cancelled" : "lost") as LeaseEnd);
   }
+}
+
+/** Deletes the run's mark; a store that is away lets it expire. */
+function dropMark(options: Parameters<typeof watchRun>[0]): Promise<void> {
+  return (options.aliveMarks?.delete(aliveMarkOf(options.started)) ?? Promise.resolve()).catch(
+    () => undefined,
+  );
 }

@@ -8,7 +8,14 @@ import { pino } from "pino";
 import { REDIS_URL, deleteKeys, listKeys, uniquePrefix } from "../../support/redis.js";
 import { startS3Server, type TestS3Server } from "../../support/s3-server.js";
 import type { TestApp } from "../../support/start-test-app.js";
-import { getTask, submitOk, upstreamPrompts, useApp, waitForStatus } from "../task-api.js";
+import {
+  getTask,
+  submitOk,
+  upstreamPrompts,
+  useApp,
+  waitForStatus,
+  waitUntil,
+} from "../task-api.js";
 
 /*
  * A run's lease can lapse while its generation is under way or its images are written (the lock
@@ -99,6 +106,10 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
       const logger = pino({ level: "info" }, { write: (line) => lines.push(JSON.parse(line)) });
       const b = await useApp({ ...replica, upstream: a.upstream, logger });
       await dropLock(a);
+      // The run says it goes on: its mark (its task and attempt) in the store.
+      const marks = async () =>
+        (await listKeys(prefix)).filter((key) => key.endsWith(`unleased-runs:${id}:1`));
+      await waitUntil(async () => (await marks()).length === 1, "the run's mark");
       const done = await waitForStatus(b, id, ["completed", "failed"], slow(40_000));
       expect(done.body.status, done.text).toBe("completed");
       expect(a.upstream.aborted).toBe(0);
@@ -108,6 +119,8 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
       const waits = lines.filter((line) => line.msg === "task.rerun_waits");
       expect(waits).toMatchObject([{ task_id: id, attempt: 1, reason: "unleased_run" }]);
       expect(lines.filter((line) => line.msg === "task.rerun")).toHaveLength(0);
+      // Gone with the run.
+      expect(await marks()).toEqual([]);
     },
     slow(60_000),
   );
