@@ -44,6 +44,14 @@ export interface TaskLease {
    * gives. Never aborted where nothing would take the task over (memory).
    */
   draining: AbortSignal;
+  /**
+   * Aborted with `handback` once this process stops and the grace its stop
+   * gives has run out, like `signal` for a run that still holds its lease:
+   * it also reaches a run whose lease lapsed (`signal` aborted with `lost`
+   * already), which goes on paying for its generation until then. Absent
+   * where no lease lapses (the embedded stores).
+   */
+  stopped?: AbortSignal;
 }
 
 /**

@@ -127,6 +127,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     waiting: options.admission.waiting,
     running: options.admission.running,
     draining: new AbortController(),
+    graceOver: new AbortController(),
   };
 
   return {
@@ -164,6 +165,8 @@ interface BullmqState {
   running: string;
   /** Aborted when a stop begins (see `TaskLease.draining`). */
   draining: AbortController;
+  /** Aborted when a stop's grace runs out (see `TaskLease.stopped`). */
+  graceOver: AbortController;
   handler?: TaskHandler;
   worker?: Worker<JobData>;
   workerClient?: RedisClient;
@@ -261,6 +264,7 @@ async function processJob(
     taskId,
     signal: signal as AbortSignal,
     draining: s.draining.signal,
+    stopped: s.graceOver.signal,
   });
   const end = signal?.aborted ? (signal.reason as LeaseEnd) : undefined;
   if (end === "lost") throw new Error("the task's lease was lost"); // its new holder ends it
@@ -318,8 +322,11 @@ async function stop(s: BullmqState, graceMs: number): Promise<void> {
   // Runs that can be handed over (polls) go back to the line now, for the other replicas.
   s.draining.abort();
   s.unsubscribe?.();
+  // BullMQ's hand-back at the grace's end cannot reach a run whose lease lapsed: this does.
+  const graceTimer = setTimeout(() => s.graceOver.abort("handback" satisfies LeaseEnd), graceMs);
   if (s.worker)
     await stopWorker(s.worker, graceMs, "handback" satisfies LeaseEnd, s.options.logger);
+  clearTimeout(graceTimer);
   if (s.workerClient) await closeRedisClient(s.workerClient);
   await s.queue.close();
 }

@@ -38,6 +38,8 @@ export function watchRun(options: {
   timeoutMs: number;
   checkEveryMs: number;
   aliveMarks?: Pick<KeyValue, "set" | "delete"> | undefined;
+  /** `TaskLease.stopped`: ends the paid part of a run whose lease lapsed. */
+  stoppedSignal?: AbortSignal | undefined;
 }): RunWatch {
   const { leaseSignal } = options;
   const own = new AbortController();
@@ -56,9 +58,16 @@ export function watchRun(options: {
   const onLease = () => {
     if ((leaseSignal.reason as LeaseEnd) !== "lost") return paid.abort(leaseSignal.reason);
     state.lapsed = true;
+    if (options.stoppedSignal?.aborted) paid.abort(options.stoppedSignal.reason);
     void look();
   };
+  // Only a run whose lease lapsed: any other hears the stop through its lease, as the queue
+  // needs (a run that ended before its lease's hand-back would see its job completed).
+  const onStopped = () => {
+    if (state.lapsed) paid.abort(options.stoppedSignal?.reason);
+  };
   own.signal.addEventListener("abort", onOwn, { once: true });
+  options.stoppedSignal?.addEventListener("abort", onStopped, { once: true });
   if (leaseSignal.aborted) onLease();
   else leaseSignal.addEventListener("abort", onLease, { once: true });
   const check = setInterval(look, options.checkEveryMs);
@@ -71,6 +80,7 @@ export function watchRun(options: {
       clearInterval(check);
       own.signal.removeEventListener("abort", onOwn);
       leaseSignal.removeEventListener("abort", onLease);
+      options.stoppedSignal?.removeEventListener("abort", onStopped);
       state.ended = true;
       if (state.lapsed) void dropMark(options);
     },

@@ -197,6 +197,7 @@ async function runClaimed(
     timeoutMs: startedMs + deps.limits.timeoutSec * 1000 - deps.now(),
     checkEveryMs: s.checkEveryMs,
     aliveMarks: deps.aliveMarks,
+    stoppedSignal: lease.stopped,
   });
   try {
     return await s.steps[stepKindOf(started)]({

@@ -6,6 +6,7 @@ import { scriptChannel } from "../../responses/scripted-channel.js";
 import { createClient } from "@keyv/redis";
 import { pino } from "pino";
 import { REDIS_URL, deleteKeys, listKeys, uniquePrefix } from "../../support/redis.js";
+import { startFakeUpstream } from "../../support/fake-upstream.js";
 import { startS3Server, type TestS3Server } from "../../support/s3-server.js";
 import type { TestApp } from "../../support/start-test-app.js";
 import {
@@ -47,6 +48,11 @@ async function dropLock(app: TestApp): Promise<void> {
   } finally {
     await client.close();
   }
+}
+
+/** The keys of the alive mark of a task's first run, under a replicas' prefix. */
+async function marksOf(prefix: string, id: string): Promise<string[]> {
+  return (await listKeys(prefix)).filter((key) => key.endsWith(`unleased-runs:${id}:1`));
 }
 
 /** The channel was called once for `prompt`, and no rerun was counted. */
@@ -107,8 +113,7 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
       const b = await useApp({ ...replica, upstream: a.upstream, logger });
       await dropLock(a);
       // The run says it goes on: its mark (its task and attempt) in the store.
-      const marks = async () =>
-        (await listKeys(prefix)).filter((key) => key.endsWith(`unleased-runs:${id}:1`));
+      const marks = () => marksOf(prefix, id);
       await waitUntil(async () => (await marks()).length === 1, "the run's mark");
       const done = await waitForStatus(b, id, ["completed", "failed"], slow(40_000));
       expect(done.body.status, done.text).toBe("completed");
@@ -121,6 +126,44 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
       expect(lines.filter((line) => line.msg === "task.rerun")).toHaveLength(0);
       // Gone with the run.
       expect(await marks()).toEqual([]);
+    },
+    slow(60_000),
+  );
+
+  it(
+    "a stop while the lease is lapsed hands the task back at the grace's end: another replica runs it",
+    async () => {
+      const lease = leaseSec(2);
+      const prefix = uniquePrefix("unleased-stop");
+      onTestFinished(async () => {
+        await deleteKeys(prefix);
+      });
+      const upstream = await startFakeUpstream();
+      onTestFinished(() => upstream.close());
+      const replica = {
+        upstream,
+        redis: { prefix },
+        imageTasks: { leaseSec: lease, maxConcurrent: 1 },
+        config: { store: { url: REDIS_URL, prefix, commandTimeoutSec: 1 } },
+      };
+      const a = await useApp(replica);
+      upstream.behave("images", { kind: "hang" });
+      const asked = upstream.nextRequest("images");
+      const id = await submitOk(a, { prompt: "handed back by a stop", response_format: "url" });
+      await asked;
+      const b = await useApp(replica);
+      await dropLock(a);
+      await waitUntil(async () => (await marksOf(prefix, id)).length === 1, "the run's mark");
+      upstream.behave("images", { kind: "ok", delayMs: 100 });
+      // The test app's stop gives 500 ms; BullMQ's own hand-back no longer reaches the run, and
+      // the stop waited 5 s more for a worker that did not close, then left the run behind.
+      const stopStartedMs = Date.now();
+      await a.close();
+      expect(Date.now() - stopStartedMs).toBeLessThan(slow(3_000));
+      const done = await waitForStatus(b, id, ["completed", "failed"], slow(20_000));
+      expect(done.body.status, done.text).toBe("completed");
+      expect(upstream.aborted).toBe(1);
+      expect(await marksOf(prefix, id)).toEqual([]);
     },
     slow(60_000),
   );
