@@ -26,7 +26,8 @@ export async function openWorkerConnection(
 
 /**
  * Stops a worker: it takes no more jobs, those running get `graceMs` to end,
- * then their processors' signals abort with `reason`; resolves once every
+ * then their processors' signals abort with `reason` (and `graceOver` is
+ * told, for what those signals no longer reach); resolves once every
  * processor returned. BullMQ's close is given {@link CLOSE_BOUND_MS} more at
  * most: past it, whatever it still waits for (a connection that will not
  * close) is left to the process's exit, with a warning.
@@ -36,12 +37,16 @@ export async function stopWorker(
   graceMs: number,
   reason: string,
   logger: Logger,
+  graceOver?: () => void,
 ): Promise<void> {
   const closed = worker.close().then(
     () => true,
     () => true,
   );
-  if (!(await within(closed, graceMs))) worker.cancelAllJobs(reason);
+  if (!(await within(closed, graceMs))) {
+    graceOver?.();
+    worker.cancelAllJobs(reason);
+  }
   if (!(await within(closed, CLOSE_BOUND_MS))) {
     logger.warn(
       { worker: worker.name, waitedMs: graceMs + CLOSE_BOUND_MS },

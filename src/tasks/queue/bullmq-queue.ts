@@ -322,11 +322,12 @@ async function stop(s: BullmqState, graceMs: number): Promise<void> {
   // Runs that can be handed over (polls) go back to the line now, for the other replicas.
   s.draining.abort();
   s.unsubscribe?.();
-  // BullMQ's hand-back at the grace's end cannot reach a run whose lease lapsed: this does.
-  const graceTimer = setTimeout(() => s.graceOver.abort("handback" satisfies LeaseEnd), graceMs);
+  const handback = "handback" satisfies LeaseEnd;
+  // BullMQ's hand-back at the grace's end cannot reach a run whose lease lapsed: graceOver does.
   if (s.worker)
-    await stopWorker(s.worker, graceMs, "handback" satisfies LeaseEnd, s.options.logger);
-  clearTimeout(graceTimer);
+    await stopWorker(s.worker, graceMs, handback, s.options.logger, () =>
+      s.graceOver.abort(handback),
+    );
   if (s.workerClient) await closeRedisClient(s.workerClient);
   await s.queue.close();
 }

@@ -25,6 +25,7 @@ import { ResponseRun } from "./response-run.js";
 import { interrupted } from "./run-failure.js";
 import { openCredential } from "./run-inputs.js";
 import type { RunContext, RunStep } from "./run-step.js";
+import { endingSignal } from "./run-watch.js";
 
 /** How much longer than the task's timeout the channel's silence timer runs. */
 const IDLE_MARGIN_MS = 5_000;
@@ -274,8 +275,7 @@ async function settle(
   sent: boolean,
 ): Promise<void> {
   const { started } = context;
-  // A run whose lease lapsed ends as what ended its paid part, when something did.
-  const signal = context.paidSignal.aborted ? context.paidSignal : context.signal;
+  const signal = endingSignal(context);
   if (err instanceof RunLost && !signal.aborted) return;
   const reason = signal.aborted ? signal.reason : undefined;
   if (sent && reason === "handback") {

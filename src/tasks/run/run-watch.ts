@@ -87,6 +87,15 @@ export function watchRun(options: {
   };
 }
 
+/**
+ * The signal whose reason says how a run ends: its paid part's once
+ * something ended that (a run whose lease lapsed ends as that says), else
+ * its own.
+ */
+export function endingSignal(run: { signal: AbortSignal; paidSignal: AbortSignal }): AbortSignal {
+  return run.paidSignal.aborted ? run.paidSignal : run.signal;
+}
+
 /** The key of a run's mark in `aliveMarks`: its task and attempt. */
 export function aliveMarkOf(record: Pick<TaskRecord, "id" | "attempts">): string {
   return `${record.id}:${record.attempts}`;

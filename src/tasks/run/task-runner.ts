@@ -17,7 +17,7 @@ import { createImageRunStep } from "./image-run-step.js";
 import { createResponseRunStep } from "./response-run-step.js";
 import { settleRunFailure, type RunFailureDeps } from "./run-failure.js";
 import { stepKindOf, type RunSteps, type RunTelemetry } from "./run-step.js";
-import { watchRun } from "./run-watch.js";
+import { endingSignal, watchRun } from "./run-watch.js";
 import type { KeyValue } from "../../collections/key-value.js";
 import { afterEarlierRunHere, type LeaseRuns } from "./after-earlier-run.js";
 
@@ -208,16 +208,8 @@ async function runClaimed(
       pastDeadline: () => watch.pastDeadline(),
       end,
       telemetry,
-      // A run whose lease lapsed ends as what ended its paid part, when something did.
       fail: (err) =>
-        settleRunFailure(
-          s.failure,
-          started,
-          watch.paidSignal.aborted ? watch.paidSignal : watch.signal,
-          err,
-          end(),
-          watch.pastDeadline(),
-        ),
+        settleRunFailure(s.failure, started, endingSignal(watch), err, end(), watch.pastDeadline()),
     });
   } finally {
     watch.dispose();

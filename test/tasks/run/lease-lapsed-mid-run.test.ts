@@ -8,7 +8,7 @@ import { pino } from "pino";
 import { REDIS_URL, deleteKeys, listKeys, uniquePrefix } from "../../support/redis.js";
 import { startFakeUpstream } from "../../support/fake-upstream.js";
 import { startS3Server, type TestS3Server } from "../../support/s3-server.js";
-import type { TestApp } from "../../support/start-test-app.js";
+import type { TestApp, TestAppOptions } from "../../support/start-test-app.js";
 import {
   getTask,
   submitOk,
@@ -55,6 +55,30 @@ async function marksOf(prefix: string, id: string): Promise<string[]> {
   return (await listKeys(prefix)).filter((key) => key.endsWith(`unleased-runs:${id}:1`));
 }
 
+/**
+ * Replicas on a prefix of the test's own, in front of one fake channel: one task at a time each
+ * (the replica still running a task cannot take its job again), a rerun's first grace 1 s + 3 s.
+ */
+async function useReplicas(label: string, lease: number) {
+  const prefix = uniquePrefix(label);
+  onTestFinished(async () => {
+    await deleteKeys(prefix);
+  });
+  const upstream = await startFakeUpstream();
+  onTestFinished(() => upstream.close());
+  const replica = {
+    upstream,
+    redis: { prefix },
+    imageTasks: { leaseSec: lease, maxConcurrent: 1 },
+    config: { store: { url: REDIS_URL, prefix, commandTimeoutSec: 1 } },
+  };
+  return {
+    prefix,
+    upstream,
+    start: (more: TestAppOptions = {}) => useApp({ ...replica, ...more }),
+  };
+}
+
 /** The channel was called once for `prompt`, and no rerun was counted. */
 async function expectOneGeneration(app: TestApp, prompt: string): Promise<void> {
   // Past a second run's call, had the next lease run the task again.
@@ -89,35 +113,25 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
     "mid-call, the job handed to another replica: that replica waits for the run, one generation",
     async () => {
       const lease = leaseSec(2);
-      const prefix = uniquePrefix("unleased");
-      onTestFinished(async () => {
-        await deleteKeys(prefix);
-      });
-      // One task at a time: the replica still running it cannot take its job again.
-      const replica = {
-        redis: { prefix },
-        imageTasks: { leaseSec: lease, maxConcurrent: 1 },
-        // The rerun's first grace: 1 s + 3 s.
-        config: { store: { url: REDIS_URL, prefix, commandTimeoutSec: 1 } },
-      };
-      const a = await useApp(replica);
+      const { prefix, upstream, start } = await useReplicas("unleased", lease);
+      const a = await start();
       // Past the renewal that finds the lock gone, the stalled check, the other replica's grace
       // and its first look at the run's alive mark.
-      a.upstream.behave("images", { kind: "ok", delayMs: lease * 1_000 + slow(8_000) });
-      const asked = a.upstream.nextRequest("images");
+      upstream.behave("images", { kind: "ok", delayMs: lease * 1_000 + slow(8_000) });
+      const asked = upstream.nextRequest("images");
       const prompt = "made once while another replica waits";
       const id = await submitOk(a, { prompt, response_format: "url" });
       await asked;
       const lines: Array<Record<string, unknown>> = [];
       const logger = pino({ level: "info" }, { write: (line) => lines.push(JSON.parse(line)) });
-      const b = await useApp({ ...replica, upstream: a.upstream, logger });
+      const b = await start({ logger });
       await dropLock(a);
       // The run says it goes on: its mark (its task and attempt) in the store.
       const marks = () => marksOf(prefix, id);
       await waitUntil(async () => (await marks()).length === 1, "the run's mark");
       const done = await waitForStatus(b, id, ["completed", "failed"], slow(40_000));
       expect(done.body.status, done.text).toBe("completed");
-      expect(a.upstream.aborted).toBe(0);
+      expect(upstream.aborted).toBe(0);
       await expectOneGeneration(a, prompt);
       await expectOneGeneration(b, prompt);
       // The other replica took the job and waited for the run, told once in its log.
@@ -133,25 +147,13 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
   it(
     "a stop while the lease is lapsed hands the task back at the grace's end: another replica runs it",
     async () => {
-      const lease = leaseSec(2);
-      const prefix = uniquePrefix("unleased-stop");
-      onTestFinished(async () => {
-        await deleteKeys(prefix);
-      });
-      const upstream = await startFakeUpstream();
-      onTestFinished(() => upstream.close());
-      const replica = {
-        upstream,
-        redis: { prefix },
-        imageTasks: { leaseSec: lease, maxConcurrent: 1 },
-        config: { store: { url: REDIS_URL, prefix, commandTimeoutSec: 1 } },
-      };
-      const a = await useApp(replica);
+      const { prefix, upstream, start } = await useReplicas("unleased-stop", leaseSec(2));
+      const a = await start();
       upstream.behave("images", { kind: "hang" });
       const asked = upstream.nextRequest("images");
       const id = await submitOk(a, { prompt: "handed back by a stop", response_format: "url" });
       await asked;
-      const b = await useApp(replica);
+      const b = await start();
       await dropLock(a);
       await waitUntil(async () => (await marksOf(prefix, id)).length === 1, "the run's mark");
       upstream.behave("images", { kind: "ok", delayMs: 100 });
