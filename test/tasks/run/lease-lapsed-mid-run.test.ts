@@ -93,7 +93,9 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
     "mid-call: the call goes on and completes the task, the channel called once",
     async () => {
       const lease = leaseSec(2);
-      const app = await useApp({ redis: true, imageTasks: { leaseSec: lease } });
+      const lines: Array<Record<string, unknown>> = [];
+      const logger = pino({ level: "info" }, { write: (line) => lines.push(JSON.parse(line)) });
+      const app = await useApp({ redis: true, imageTasks: { leaseSec: lease }, logger });
       // Longer than the renewal that finds the lock gone and the stalled check after it.
       app.upstream.behave("images", { kind: "ok", delayMs: lease * 2_500 });
       const asked = app.upstream.nextRequest("images");
@@ -105,6 +107,16 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
       expect(done.body.status, done.text).toBe("completed");
       expect(app.upstream.aborted).toBe(0);
       await expectOneGeneration(app, prompt);
+      // The lease lapsed and the first lease's job ended without its lock: told as that, once
+      // each, not as a queue outage.
+      const job = expect.stringContaining(id);
+      expect(lines.filter((line) => line.msg === "queue lease lapsed")).toMatchObject([
+        { level: 40, component: "worker", err: job },
+      ]);
+      expect(lines.filter((line) => line.msg === "queue job lock lapsed")).toMatchObject([
+        { level: 30, component: "worker", err: job },
+      ]);
+      expect(lines.filter((line) => line.msg === "queue error")).toEqual([]);
     },
     slow(60_000),
   );
