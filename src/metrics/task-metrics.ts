@@ -105,6 +105,11 @@ export function createTaskMetrics(registry: Registry) {
     }),
     taskReruns,
     taskHandovers,
+    taskLeaseLapses: new Counter({
+      name: `${p}task_lease_lapses_total`,
+      help: "Runs whose queue lease lapsed (Redis: their lock not renewed within imageTasks.leaseSec, in an outage or failover that long or a stalled event loop) while they went on paying for a generation; the queue's next lease of the task waits for them.",
+      registers: [registry],
+    }),
     taskQueueWait: new Histogram({
       name: `${p}task_queue_wait_seconds`,
       help: "Time a task waited queued before it started.",

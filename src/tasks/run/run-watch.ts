@@ -40,6 +40,8 @@ export function watchRun(options: {
   aliveMarks?: Pick<KeyValue, "set" | "delete"> | undefined;
   /** `TaskLease.stopped`: ends the paid part of a run whose lease lapsed. */
   stoppedSignal?: AbortSignal | undefined;
+  /** Told once, when the run's lease lapsed (`task_lease_lapses_total`). */
+  onLapsed?: (() => void) | undefined;
 }): RunWatch {
   const { leaseSignal } = options;
   const own = new AbortController();
@@ -58,6 +60,7 @@ export function watchRun(options: {
   const onLease = () => {
     if ((leaseSignal.reason as LeaseEnd) !== "lost") return paid.abort(leaseSignal.reason);
     state.lapsed = true;
+    options.onLapsed?.();
     if (options.stoppedSignal?.aborted) paid.abort(options.stoppedSignal.reason);
     void look();
   };

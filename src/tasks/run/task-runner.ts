@@ -198,6 +198,7 @@ async function runClaimed(
     checkEveryMs: s.checkEveryMs,
     aliveMarks: deps.aliveMarks,
     stoppedSignal: lease.stopped,
+    onLapsed: () => deps.metrics.taskLeaseLapses.inc(),
   });
   try {
     return await s.steps[stepKindOf(started)]({

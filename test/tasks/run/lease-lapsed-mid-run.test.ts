@@ -107,8 +107,9 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
       expect(done.body.status, done.text).toBe("completed");
       expect(app.upstream.aborted).toBe(0);
       await expectOneGeneration(app, prompt);
-      // The lease lapsed and the first lease's job ended without its lock: told as that, once
-      // each, not as a queue outage.
+      // Counted, and told in the log once as what it was, not as a queue outage.
+      const text = await (await fetch(`${app.url}/metrics`)).text();
+      expect(text).toMatch(/^image_task_sidecar_task_lease_lapses_total 1$/m);
       const job = expect.stringContaining(id);
       expect(lines.filter((line) => line.msg === "queue lease lapsed")).toMatchObject([
         { level: 40, component: "worker", err: job },
