@@ -290,6 +290,12 @@ describe("metrics and the Grafana dashboard, against a real Prometheus", () => {
     expect(
       await zeros('image_task_sidecar_webhook_deliveries_total{result=~"exhausted|refused"}'),
     ).toEqual(["exhausted", "refused"]);
+    // Nothing ran again, was handed over or lapsed: those series are there, at 0.
+    expect(await zeros("image_task_sidecar_task_reruns_total")).toEqual(["grace", "lost"]);
+    expect(await zeros("image_task_sidecar_task_handovers_total")).toEqual(["lost", "stop"]);
+    expect((await query("image_task_sidecar_task_lease_lapses_total")).data.result).toMatchObject([
+      { value: [expect.any(Number), "0"] },
+    ]);
   });
 
   it("shows each replica by its pod: requests, tasks, CPU, memory, event-loop lag", async () => {
