@@ -2,7 +2,8 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { startTestApp } from "../support/start-test-app.js";
 
 /*
- * The event loop's delay, sampled every 100 ms and summed up per scrape: a
+ * The event loop's delay, sampled every 100 ms and summed up per scrape (how much later than
+ * the 100 ms each sample came, shown by the scrape that follows it): a
  * scrape that comes before the next sample (two Prometheus servers scraping
  * one replica, or a scrape right after another) gets the last summary again,
  * never an empty one (prom-client's exported a mean of NaN and a minimum of
@@ -49,5 +50,30 @@ describe("event-loop lag metrics", () => {
       }
       expect(values.get(NAMES[0]!)!).toBeLessThanOrEqual(values.get(NAMES[1]!)!);
     }
+  });
+
+  it("read how late the loop ran, not the 100 ms between samples: about 0 idle, a stall at once", async () => {
+    const app = await startTestApp({ defaultMetrics: true });
+    onTestFinished(() => app.close());
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    await scrape(app.url);
+    // Idle: each sample came about on time (Node's histogram holds the 100 ms between them).
+    await new Promise((resolve) => setTimeout(resolve, 650));
+    const idle = await scrape(app.url);
+    expect(idle.get("image_task_sidecar_nodejs_eventloop_lag_p50_seconds")).toBeLessThan(0.05);
+    expect(idle.get("image_task_sidecar_nodejs_eventloop_lag_min_seconds")).toBeLessThan(0.05);
+    // A stall of 500 ms (this process runs the app): the sample due in it came 400 to 500 ms
+    // late, and the next scrape shows it (not the one after). Not right after a scrape: Node's
+    // histogram drops the first sample after a reset.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const until = performance.now() + 500;
+    while (performance.now() < until) {
+      // the event loop is blocked
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const stalled = await scrape(app.url);
+    const max = stalled.get("image_task_sidecar_nodejs_eventloop_lag_max_seconds");
+    expect(max).toBeGreaterThan(0.35);
+    expect(max).toBeLessThan(2);
   });
 });
