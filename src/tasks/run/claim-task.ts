@@ -88,9 +88,10 @@ export async function claimTask(
     logFields(logger, "info", fields, "task.handover");
     return HANDOVER;
   }
-  if (record.status === "queued" && !resumed) {
-    metrics.taskQueueWait.observe(Math.max(0, startedAtMs / 1000 - record.created));
-  }
+  // From the creation's millisecond, as `queue_ms` says: `created` is whole seconds (OpenAI's
+  // field), which added up to a second to every wait.
+  const queueMs = Math.max(0, startedAtMs - (record.createdMs ?? record.created * 1000));
+  if (record.status === "queued" && !resumed) metrics.taskQueueWait.observe(queueMs / 1000);
   if (rerun) {
     metrics.taskReruns.inc({ reason: "lost" });
     logFields(
@@ -108,7 +109,7 @@ export async function claimTask(
     {
       ...taskLine(started),
       attempt: started.attempts,
-      queue_ms: Math.max(0, startedAtMs - (record.createdMs ?? record.created * 1000)),
+      queue_ms: queueMs,
       ...(resumed ? { resumed } : {}),
     },
     "task.started",

@@ -174,7 +174,9 @@ function finished(
   });
   if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
   if (record.started_at !== undefined) {
-    metrics.taskRunDuration.observe({ status: record.status }, s.now() / 1000 - record.started_at);
+    // From the start's millisecond where the record has it: `started_at` is whole seconds.
+    const startedMs = record.startedMs ?? record.started_at * 1000;
+    metrics.taskRunDuration.observe({ status: record.status }, (s.now() - startedMs) / 1000);
   }
   announce(s, record.status, record);
   if (record.inputs) {
