@@ -294,7 +294,7 @@ async function writeRunEnd(
  * with the task's prompt masked where it repeats it.
  */
 function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
-  const startedMs = end.startedMs ?? (record.started_at ?? NaN) * 1000;
+  const startedMs = end.startedMs ?? record.startedMs ?? (record.started_at ?? NaN) * 1000;
   const runMs = Number.isNaN(startedMs) ? undefined : Math.max(0, s.now() - startedMs);
   const fields: Record<string, unknown> = {
     ...taskLine(record, end.reqId ?? record.reqId),
