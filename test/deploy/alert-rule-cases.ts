@@ -221,6 +221,38 @@ export const UNIT_TESTS: RuleTests = {
     {
       interval: "1m",
       input_series: [
+        // Replica a's loop runs 0.8 s late from the start; b's idles at a few milliseconds.
+        {
+          series: `image_task_sidecar_nodejs_eventloop_lag_p99_seconds{namespace="n",${JOB},pod="a"}`,
+          values: "0.8x20",
+        },
+        {
+          series: `image_task_sidecar_nodejs_eventloop_lag_p99_seconds{namespace="n",${JOB},pod="b"}`,
+          values: "0.004x20",
+        },
+      ],
+      alert_rule_test: [
+        // Pending, not yet 10 minutes.
+        { eval_time: "5m", alertname: "ImageTaskSidecarEventLoopLagHigh", exp_alerts: [] },
+        {
+          eval_time: "12m",
+          alertname: "ImageTaskSidecarEventLoopLagHigh",
+          exp_alerts: [
+            {
+              exp_labels: {
+                severity: "warning",
+                namespace: "n",
+                job: "image-task-sidecar",
+                pod: "a",
+              },
+            },
+          ],
+        },
+      ],
+    },
+    {
+      interval: "1m",
+      input_series: [
         // Replica a's scrapes fail from 2m; b's succeed.
         {
           series: `up{namespace="n",${JOB},pod="a",instance="10.0.0.1:9464"}`,

@@ -43,12 +43,13 @@ const ALERTS = [
   "ImageTaskSidecarChannelDown",
   "ImageTaskSidecarPassthroughErrorsHigh",
   "ImageTaskSidecarWebhooksGivenUp",
+  "ImageTaskSidecarEventLoopLagHigh",
   "ImageTaskSidecarTargetDown",
   "ImageTaskSidecarTargetMissing",
 ];
 
 describe("components/monitoring alert rules", () => {
-  it("pass promtool check rules: backlog, failures, stores, latency, channels, 5xx, webhooks, targets", () => {
+  it("pass promtool check rules: backlog, failures, stores, latency, channels, 5xx, webhooks, event loop, targets", () => {
     const groups = ruleGroups();
     const names = groups.flatMap((group) => group.rules.map((rule) => rule.alert));
     expect(names).toEqual(ALERTS);
