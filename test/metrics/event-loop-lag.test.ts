@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startTestApp } from "../support/start-test-app.js";
+import { slow } from "../support/time-factor.js";
 
 /*
  * The event loop's delay, sampled every 100 ms and summed up per scrape (how much later than
@@ -60,8 +61,10 @@ describe("event-loop lag metrics", () => {
     // Idle: each sample came about on time (Node's own histogram held the 100 ms between them).
     await new Promise((resolve) => setTimeout(resolve, 650));
     const idle = await scrape(app.url);
-    expect(idle.get("image_task_sidecar_nodejs_eventloop_lag_p50_seconds")).toBeLessThan(0.05);
-    expect(idle.get("image_task_sidecar_nodejs_eventloop_lag_min_seconds")).toBeLessThan(0.05);
+    // Stretched on a loaded machine, never to the 100 ms the interval itself read as.
+    const onTime = Math.min(slow(50), 90) / 1000;
+    expect(idle.get("image_task_sidecar_nodejs_eventloop_lag_p50_seconds")).toBeLessThan(onTime);
+    expect(idle.get("image_task_sidecar_nodejs_eventloop_lag_min_seconds")).toBeLessThan(onTime);
     // A stall of 500 ms (this process runs the app) right after that scrape: the sample due in
     // it came 400 to 500 ms late, and the next scrape shows it (Node's own histogram forgot its
     // last sample at each scrape, and with it such a stall).
@@ -73,6 +76,6 @@ describe("event-loop lag metrics", () => {
     const stalled = await scrape(app.url);
     const max = stalled.get("image_task_sidecar_nodejs_eventloop_lag_max_seconds");
     expect(max).toBeGreaterThan(0.35);
-    expect(max).toBeLessThan(2);
+    expect(max).toBeLessThan(slow(2_000) / 1000);
   });
 });
