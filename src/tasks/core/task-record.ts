@@ -216,3 +216,22 @@ export function retentionSecOf(record: Pick<TaskRecord, "retentionSec">, configu
   const own = record.retentionSec;
   return own !== undefined && own > 0 && own < configuredSec ? own : configuredSec;
 }
+
+/**
+ * When the task was created, in milliseconds: `createdMs`, or for a record
+ * of an earlier release `created` (whole seconds, OpenAI's field).
+ */
+export function createdMsOf(record: Pick<TaskRecord, "created" | "createdMs">): number {
+  return record.createdMs ?? record.created * 1000;
+}
+
+/**
+ * When the task's run started, in milliseconds: `startedMs`, else
+ * `started_at` (whole seconds); undefined before a run started.
+ */
+export function startedMsOf(
+  record: Pick<TaskRecord, "started_at" | "startedMs">,
+): number | undefined {
+  if (record.startedMs !== undefined) return record.startedMs;
+  return record.started_at === undefined ? undefined : record.started_at * 1000;
+}

@@ -7,7 +7,7 @@ import type { TaskFinisher } from "../service/task-finisher.js";
 import { taskLine } from "../service/task-line.js";
 import { interrupted } from "./run-failure.js";
 import { logFields } from "../../logging/log-fields.js";
-import { isFinished, type TaskRecord } from "../core/task-record.js";
+import { createdMsOf, isFinished, type TaskRecord } from "../core/task-record.js";
 import type { KeyValue } from "../../collections/key-value.js";
 import { aliveMarkOf } from "./run-watch.js";
 
@@ -88,9 +88,8 @@ export async function claimTask(
     logFields(logger, "info", fields, "task.handover");
     return HANDOVER;
   }
-  // From the creation's millisecond, as `queue_ms` says: `created` is whole seconds (OpenAI's
-  // field), which added up to a second to every wait.
-  const queueMs = Math.max(0, startedAtMs - (record.createdMs ?? record.created * 1000));
+  // From the creation's millisecond: `created` alone (whole seconds) added up to a second.
+  const queueMs = Math.max(0, startedAtMs - createdMsOf(record));
   if (record.status === "queued" && !resumed) metrics.taskQueueWait.observe(queueMs / 1000);
   if (rerun) {
     metrics.taskReruns.inc({ reason: "lost" });

@@ -8,7 +8,7 @@ import { NOOP_SPAN, NOOP_TRACER, type Tracer } from "../../tracing/tracer.js";
 import type { ResponseEventLog } from "../core/response-state.js";
 import { ALWAYS_AVAILABLE, type StoreAvailability } from "../core/store-availability.js";
 import { HANDOVER, type TaskLease } from "../core/task-queue.js";
-import { isFinished, type TaskRecord } from "../core/task-record.js";
+import { isFinished, startedMsOf, type TaskRecord } from "../core/task-record.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { RunEnd, TaskFinisher } from "../service/task-finisher.js";
@@ -187,7 +187,7 @@ async function runClaimed(
 ): Promise<typeof HANDOVER | void> {
   const { deps } = s;
   // The timeout counts from the task's start, which a poll handed over keeps.
-  const startedMs = started.startedMs ?? (started.started_at ?? 0) * 1000;
+  const startedMs = startedMsOf(started) ?? 0;
   // What the run learned of its channel goes with the end it writes (the task line).
   const end = (): RunEnd => ({ ...telemetry.report, startedMs, span: telemetry.span });
   const watch = watchRun({

@@ -10,6 +10,7 @@ import type { TaskImages } from "../images/task-images.js";
 import { TaskFailure } from "../core/task-failure.js";
 import {
   retentionSecOf,
+  startedMsOf,
   type TaskError,
   type TaskImage,
   type TaskRecord,
@@ -173,9 +174,8 @@ function finished(
     dialect: record.dialect ?? "native",
   });
   if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
-  if (record.started_at !== undefined) {
-    // From the start's millisecond where the record has it: `started_at` is whole seconds.
-    const startedMs = record.startedMs ?? record.started_at * 1000;
+  const startedMs = startedMsOf(record);
+  if (startedMs !== undefined) {
     metrics.taskRunDuration.observe({ status: record.status }, (s.now() - startedMs) / 1000);
   }
   announce(s, record.status, record);
@@ -294,8 +294,8 @@ async function writeRunEnd(
  * with the task's prompt masked where it repeats it.
  */
 function logFinish(s: FinisherState, record: TaskRecord, end: RunEnd): void {
-  const startedMs = end.startedMs ?? record.startedMs ?? (record.started_at ?? NaN) * 1000;
-  const runMs = Number.isNaN(startedMs) ? undefined : Math.max(0, s.now() - startedMs);
+  const startedMs = end.startedMs ?? startedMsOf(record);
+  const runMs = startedMs === undefined ? undefined : Math.max(0, s.now() - startedMs);
   const fields: Record<string, unknown> = {
     ...taskLine(record, end.reqId ?? record.reqId),
     channel: end.channel,

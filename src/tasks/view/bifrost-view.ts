@@ -1,5 +1,5 @@
 import type { BifrostJob } from "../../contract/task-contract.js";
-import type { TaskRecord } from "../core/task-record.js";
+import { createdMsOf, type TaskRecord } from "../core/task-record.js";
 import type { PendingImage, TaskView } from "./present-task.js";
 import { syncBodyOf, syncStatusOf } from "./sync-answer.js";
 
@@ -38,7 +38,7 @@ const rfc3339 = (ms: number) => new Date(ms).toISOString();
 export function presentBifrost(record: TaskRecord, view: TaskView): BifrostView {
   const shown: BifrostView = { id: record.id, status: STATUS[record.status], created_at: "" };
   if (record.expires_at !== undefined) shown.expires_at = rfc3339(record.expires_at * 1000);
-  shown.created_at = rfc3339(record.createdMs ?? record.created * 1000);
+  shown.created_at = rfc3339(createdMsOf(record));
   if (record.completed_at !== undefined) shown.completed_at = rfc3339(record.completed_at * 1000);
   if (record.status === "completed" || record.status === "failed") {
     shown.status_code = syncStatusOf(record);
