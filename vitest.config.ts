@@ -77,12 +77,59 @@ const HANDED_OUT_FIRST = [
   "test/tasks/replicas/replicas-cluster.test.ts",
 ];
 
-/** Vitest's order, with {@link HANDED_OUT_FIRST} moved to the front. */
+/**
+ * The in-process files that take longest, handed out first for the same reason: most of their
+ * time is waiting (a lease running out, a task's poll interval, a flood's seconds), which a
+ * loaded machine stretches (the lapsed-lease cases took about 3 minutes in CI, the longest file).
+ */
+const IN_PROCESS_FIRST = [
+  "test/tasks/run/lease-lapsed-replicas.test.ts",
+  "test/tasks/run/lease-lapsed-mid-run.test.ts",
+  "test/deploy/kubernetes-render.test.ts",
+  "test/tasks/async/submit-poll.test.ts",
+  "test/deploy/kubernetes-operations.test.ts",
+  "test/channels/failure-modes.test.ts",
+];
+const FIRST = [...HANDED_OUT_FIRST, ...IN_PROCESS_FIRST];
+
+/**
+ * Multi-process files that mostly wait (a paused or cut Redis, a lease running out, replicas
+ * draining): in CI's slot log each used under a fifth of a core while it held its slot, about
+ * 600 of the 1,700 slot-seconds of the run. They take no slot (test/support/process-slots.ts):
+ * they wait beside the files that keep the cores busy, not in their place.
+ */
+const MOSTLY_WAITING = [
+  "test/tasks/replicas/rollout-drain.test.ts",
+  "test/redis/redis-pause-quiet.test.ts",
+  "test/tasks/replicas/run-end-through-outage.test.ts",
+  "test/tasks/failover/claim-on-replicas.test.ts",
+  "test/tasks/replicas/lease-lost-in-outage.test.ts",
+  "test/tasks/failover/finish-on-replicas.test.ts",
+  "test/images/replicas-s3.test.ts",
+  "test/redis/redis-hang.test.ts",
+  "test/tasks/failover/adopt-after-switch.test.ts",
+];
+/** Process-starting files at once (TEST_PROCESS_SLOTS, default 2: test/support/process-slots.ts). */
+const PROCESS_SLOTS = Math.max(1, Number(process.env.TEST_PROCESS_SLOTS) || 2);
+/**
+ * Workers of the processes project: one per slot, and three more, for the
+ * {@link MOSTLY_WAITING} files (and files waiting there for a slot).
+ */
+const PROCESS_WORKERS = PROCESS_SLOTS + 3;
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** {@link MOSTLY_WAITING}, for test/support/process-slots.ts. */
+    mostlyWaiting: string[];
+  }
+}
+
+/** Vitest's order, with {@link FIRST} moved to the front. */
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const rank = (spec: TestSpecification) => {
-      const at = HANDED_OUT_FIRST.indexOf(relative(".", spec.moduleId));
-      return at === -1 ? HANDED_OUT_FIRST.length : at;
+      const at = FIRST.indexOf(relative(".", spec.moduleId));
+      return at === -1 ? FIRST.length : at;
     };
     // Array.prototype.sort is stable: the rest keep vitest's order.
     return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
@@ -106,8 +153,8 @@ export default defineConfig({
     hookTimeout: slow(30_000),
     sequence: { sequencer: LongestFirst },
     // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): four forks on two
-    // cores, of which two at most run files that start processes (TEST_PROCESS_SLOTS: CI runs
-    // three in a vitest run of their own, and the in-process files two at a time beside them).
+    // cores for the in-process files; the processes project sets its own (PROCESS_WORKERS). Vitest
+    // 4.1's `--maxWorkers` does not reach projects (vitest#11051): this is the one that counts.
     maxWorkers: 4,
     // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by each
     // module's path and content and the lockfile, so a clone elsewhere starts cold): CI's later runs (Node 22's, test/cli) and a developer's reruns read them
@@ -134,6 +181,8 @@ export default defineConfig({
           include: PROCESSES,
           exclude: TOOLS,
           isolate: false,
+          maxWorkers: PROCESS_WORKERS,
+          provide: { mostlyWaiting: MOSTLY_WAITING },
           setupFiles: [TIME_FACTOR_SETUP, "test/support/process-slots.ts"],
         },
       },

@@ -3,20 +3,10 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { retrieveUntil, sdk } from "../../responses/response-helpers.js";
 import { scriptChannel } from "../../responses/scripted-channel.js";
-import { createClient } from "@keyv/redis";
 import { pino } from "pino";
-import { REDIS_URL, deleteKeys, listKeys, uniquePrefix } from "../../support/redis.js";
-import { startFakeUpstream } from "../../support/fake-upstream.js";
 import { startS3Server, type TestS3Server } from "../../support/s3-server.js";
-import type { TestApp, TestAppOptions } from "../../support/start-test-app.js";
-import {
-  getTask,
-  submitOk,
-  upstreamPrompts,
-  useApp,
-  waitForStatus,
-  waitUntil,
-} from "../task-api.js";
+import { getTask, submitOk, useApp, waitForStatus } from "../task-api.js";
+import { dropLock, expectOneGeneration } from "./lease-lapsed.js";
 
 /*
  * A run's lease can lapse while its generation is under way or its images are written (the lock
@@ -36,57 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s3?.close();
 });
-
-/** Takes the running task's queue lock from Redis, as a lease that lapsed leaves it. */
-async function dropLock(app: TestApp): Promise<void> {
-  const locks = (await listKeys(app.config.store.prefix)).filter((key) => key.endsWith(":lock"));
-  expect(locks).toHaveLength(1);
-  const client = createClient({ url: REDIS_URL });
-  await client.connect();
-  try {
-    expect(await client.del(locks[0]!)).toBe(1);
-  } finally {
-    await client.close();
-  }
-}
-
-/** The keys of the alive mark of a task's first run, under a replicas' prefix. */
-async function marksOf(prefix: string, id: string): Promise<string[]> {
-  return (await listKeys(prefix)).filter((key) => key.endsWith(`unleased-runs:${id}:1`));
-}
-
-/**
- * Replicas on a prefix of the test's own, in front of one fake channel: one task at a time each
- * (the replica still running a task cannot take its job again), a rerun's first grace 1 s + 3 s.
- */
-async function useReplicas(label: string, lease: number) {
-  const prefix = uniquePrefix(label);
-  onTestFinished(async () => {
-    await deleteKeys(prefix);
-  });
-  const upstream = await startFakeUpstream();
-  onTestFinished(() => upstream.close());
-  const replica = {
-    upstream,
-    redis: { prefix },
-    imageTasks: { leaseSec: lease, maxConcurrent: 1 },
-    config: { store: { url: REDIS_URL, prefix, commandTimeoutSec: 1 } },
-  };
-  return {
-    prefix,
-    upstream,
-    start: (more: TestAppOptions = {}) => useApp({ ...replica, ...more }),
-  };
-}
-
-/** The channel was called once for `prompt`, and no rerun was counted. */
-async function expectOneGeneration(app: TestApp, prompt: string): Promise<void> {
-  // Past a second run's call, had the next lease run the task again.
-  await new Promise((resolve) => setTimeout(resolve, slow(3_000)));
-  expect(upstreamPrompts(app.upstream).filter((p) => p === prompt)).toHaveLength(1);
-  const text = await (await fetch(`${app.url}/metrics`)).text();
-  expect(text).toMatch(/^image_task_sidecar_task_reruns_total\{reason="lost"\} 0$/m);
-}
 
 describe("a lease lost while the run pays for a generation (Redis)", () => {
   it(
@@ -118,67 +57,6 @@ describe("a lease lost while the run pays for a generation (Redis)", () => {
         { level: 30, component: "worker", err: job },
       ]);
       expect(lines.filter((line) => line.msg === "queue error")).toEqual([]);
-    },
-    slow(60_000),
-  );
-
-  it(
-    "mid-call, the job handed to another replica: that replica waits for the run, one generation",
-    async () => {
-      const lease = leaseSec(2);
-      const { prefix, upstream, start } = await useReplicas("unleased", lease);
-      const a = await start();
-      // Past the renewal that finds the lock gone, the stalled check, the other replica's grace
-      // and its first look at the run's alive mark.
-      upstream.behave("images", { kind: "ok", delayMs: lease * 1_000 + slow(8_000) });
-      const asked = upstream.nextRequest("images");
-      const prompt = "made once while another replica waits";
-      const id = await submitOk(a, { prompt, response_format: "url" });
-      await asked;
-      const lines: Array<Record<string, unknown>> = [];
-      const logger = pino({ level: "info" }, { write: (line) => lines.push(JSON.parse(line)) });
-      const b = await start({ logger });
-      await dropLock(a);
-      // The run says it goes on: its mark (its task and attempt) in the store.
-      const marks = () => marksOf(prefix, id);
-      await waitUntil(async () => (await marks()).length === 1, "the run's mark");
-      const done = await waitForStatus(b, id, ["completed", "failed"], slow(40_000));
-      expect(done.body.status, done.text).toBe("completed");
-      expect(upstream.aborted).toBe(0);
-      await expectOneGeneration(a, prompt);
-      await expectOneGeneration(b, prompt);
-      // The other replica took the job and waited for the run, told once in its log.
-      const waits = lines.filter((line) => line.msg === "task.rerun_waits");
-      expect(waits).toMatchObject([{ task_id: id, attempt: 1, reason: "unleased_run" }]);
-      expect(lines.filter((line) => line.msg === "task.rerun")).toHaveLength(0);
-      // Gone with the run.
-      expect(await marks()).toEqual([]);
-    },
-    slow(60_000),
-  );
-
-  it(
-    "a stop while the lease is lapsed hands the task back at the grace's end: another replica runs it",
-    async () => {
-      const { prefix, upstream, start } = await useReplicas("unleased-stop", leaseSec(2));
-      const a = await start();
-      upstream.behave("images", { kind: "hang" });
-      const asked = upstream.nextRequest("images");
-      const id = await submitOk(a, { prompt: "handed back by a stop", response_format: "url" });
-      await asked;
-      const b = await start();
-      await dropLock(a);
-      await waitUntil(async () => (await marksOf(prefix, id)).length === 1, "the run's mark");
-      upstream.behave("images", { kind: "ok", delayMs: 100 });
-      // The test app's stop gives 500 ms; BullMQ's own hand-back no longer reaches the run, and
-      // the stop waited 5 s more for a worker that did not close, then left the run behind.
-      const stopStartedMs = Date.now();
-      await a.close();
-      expect(Date.now() - stopStartedMs).toBeLessThan(slow(3_000));
-      const done = await waitForStatus(b, id, ["completed", "failed"], slow(20_000));
-      expect(done.body.status, done.text).toBe("completed");
-      expect(upstream.aborted).toBe(1);
-      expect(await marksOf(prefix, id)).toEqual([]);
     },
     slow(60_000),
   );
