@@ -92,38 +92,6 @@ const IN_PROCESS_FIRST = [
 ];
 const FIRST = [...HANDED_OUT_FIRST, ...IN_PROCESS_FIRST];
 
-/**
- * Multi-process files that mostly wait (a paused or cut Redis, a lease running out, replicas
- * draining): in CI's slot log each used under a fifth of a core while it held its slot, about
- * 600 of the 1,700 slot-seconds of the run. They take no slot (test/support/process-slots.ts):
- * they wait beside the files that keep the cores busy, not in their place.
- */
-const MOSTLY_WAITING = [
-  "test/tasks/replicas/rollout-drain.test.ts",
-  "test/redis/redis-pause-quiet.test.ts",
-  "test/tasks/replicas/run-end-through-outage.test.ts",
-  "test/tasks/failover/claim-on-replicas.test.ts",
-  "test/tasks/replicas/lease-lost-in-outage.test.ts",
-  "test/tasks/failover/finish-on-replicas.test.ts",
-  "test/images/replicas-s3.test.ts",
-  "test/redis/redis-hang.test.ts",
-  "test/tasks/failover/adopt-after-switch.test.ts",
-];
-/** Process-starting files at once (TEST_PROCESS_SLOTS, default 2: test/support/process-slots.ts). */
-const PROCESS_SLOTS = Math.max(1, Number(process.env.TEST_PROCESS_SLOTS) || 2);
-/**
- * Workers of the processes project: one per slot, and three more, for the
- * {@link MOSTLY_WAITING} files (and files waiting there for a slot).
- */
-const PROCESS_WORKERS = PROCESS_SLOTS + 3;
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    /** {@link MOSTLY_WAITING}, for test/support/process-slots.ts. */
-    mostlyWaiting: string[];
-  }
-}
-
 /** Vitest's order, with {@link FIRST} moved to the front. */
 class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -153,8 +121,9 @@ export default defineConfig({
     hookTimeout: slow(30_000),
     sequence: { sequencer: LongestFirst },
     // The suite mostly waits (on real servers, Redis, Ceph, a browser, timers): four forks on two
-    // cores for the in-process files; the processes project sets its own (PROCESS_WORKERS). Vitest
-    // 4.1's `--maxWorkers` does not reach projects (vitest#11051): this is the one that counts.
+    // cores, of which two at most run files that start processes (TEST_PROCESS_SLOTS: CI runs
+    // three in a vitest run of their own). Vitest 4.1's `--maxWorkers` flag does not reach
+    // projects (vitest#11051): this is the one that counts.
     maxWorkers: 4,
     // Transformed modules kept on disk (node_modules/.experimental-vitest-cache, keyed by each
     // module's path and content and the lockfile, so a clone elsewhere starts cold): CI's later runs (Node 22's, test/cli) and a developer's reruns read them
@@ -181,8 +150,6 @@ export default defineConfig({
           include: PROCESSES,
           exclude: TOOLS,
           isolate: false,
-          maxWorkers: PROCESS_WORKERS,
-          provide: { mostlyWaiting: MOSTLY_WAITING },
           setupFiles: [TIME_FACTOR_SETUP, "test/support/process-slots.ts"],
         },
       },

@@ -1,4 +1,5 @@
 import OpenAI from "openai";
+import { pollPauses } from "../support/poll-pauses.js";
 import type { Response } from "openai/resources/responses/responses";
 import type { TestApp } from "../support/start-test-app.js";
 
@@ -20,13 +21,14 @@ export async function retrieveUntil(
   timeoutMs = 30_000,
 ): Promise<Response> {
   const deadline = Date.now() + timeoutMs;
+  const pause = pollPauses();
   for (;;) {
     const response = await client.responses.retrieve(id);
     if (statuses.includes(response.status ?? "")) return response;
     if (Date.now() > deadline) {
       throw new Error(`response ${id} stayed ${response.status}, not ${statuses.join(" or ")}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await pause();
   }
 }
 

@@ -8,9 +8,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, expect, inject } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { cpuSeconds } from "./cpu-seconds.js";
 import { isAlive } from "./process-alive.js";
 
@@ -20,8 +20,7 @@ import { isAlive } from "./process-alive.js";
  * run at once, whichever worker they landed on, while in-process files run
  * beside them. Several at once on two cores starve each other past their
  * deadlines and leases. A slot is a file created exclusively; one whose
- * holder died is taken over. The files that mostly wait (`MOSTLY_WAITING` in
- * vitest.config.ts: a paused Redis, a lease running out) take none.
+ * holder died is taken over.
  */
 
 /** Process-starting files at once (TEST_PROCESS_SLOTS, default 2). */
@@ -48,11 +47,8 @@ let taken = 0;
 let cpuAtTake = 0;
 
 beforeAll(async () => {
-  asked = Date.now();
-  taken = asked;
-  cpuAtTake = cpuSeconds();
-  if (mostlyWaits()) return;
   mkdirSync(DIR, { recursive: true });
+  asked = Date.now();
   for (;;) {
     for (let slot = 0; slot < SLOTS; slot += 1) {
       const path = join(DIR, `slot-${slot}`);
@@ -68,22 +64,15 @@ beforeAll(async () => {
 }, WAIT_MS);
 
 afterAll(() => {
-  const slot = held ? "held" : "without a slot";
   if (held) rmSync(held, { force: true });
   held = undefined;
   if (LOG) {
     const file = expect.getState().testPath ?? "?";
     const cpu = Math.round(cpuSeconds() - cpuAtTake);
-    const line = `${Math.round((Date.now() - taken) / 1000)} s ${slot}, ${cpu} CPU-s, ${Math.round((taken - asked) / 1000)} s waited: ${file}\n`;
+    const line = `${Math.round((Date.now() - taken) / 1000)} s held, ${cpu} CPU-s, ${Math.round((taken - asked) / 1000)} s waited: ${file}\n`;
     appendFileSync(LOG, line);
   }
 });
-
-/** Whether this file is one of vitest.config.ts's `MOSTLY_WAITING` (provided to this project). */
-function mostlyWaits(): boolean {
-  const file = relative(process.cwd(), expect.getState().testPath ?? "");
-  return inject("mostlyWaiting").includes(file);
-}
 
 /** Takes `path` when it is free or its holder is gone. */
 function take(path: string): boolean {

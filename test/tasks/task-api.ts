@@ -1,8 +1,8 @@
 import { slow } from "../support/time-factor.js";
+import { pollPauses } from "../support/poll-pauses.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { expect, onTestFinished } from "vitest";
 import { UPSTREAM_KEY, startTestApp, type TestAppOptions } from "../support/start-test-app.js";
 
@@ -117,6 +117,7 @@ export async function waitForStatus(
   key?: string,
 ): Promise<ApiResponse> {
   const deadline = Date.now() + slow(timeoutMs);
+  const pause = pollPauses();
   let last: ApiResponse | undefined;
   for (;;) {
     last = await getTask(target, id, key);
@@ -126,7 +127,7 @@ export async function waitForStatus(
         `task ${id} did not reach ${statuses.join("|")} within ${timeoutMs} ms; last answer ${last.status} ${last.text}`,
       );
     }
-    await sleep(25);
+    await pause();
   }
 }
 
@@ -137,9 +138,10 @@ export async function waitUntil(
   timeoutMs = 10_000,
 ): Promise<void> {
   const deadline = Date.now() + slow(timeoutMs);
+  const pause = pollPauses();
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
+    await pause();
   }
 }
 
