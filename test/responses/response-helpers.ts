@@ -1,5 +1,6 @@
 import OpenAI from "openai";
 import { pollPauses } from "../support/poll-pauses.js";
+import { waitUntil } from "../tasks/task-api.js";
 import type { Response } from "openai/resources/responses/responses";
 import type { TestApp } from "../support/start-test-app.js";
 
@@ -32,13 +33,9 @@ export async function retrieveUntil(
   }
 }
 
-/** Waits until `check` holds. */
-export async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Waits until `check` holds: the task tests' {@link waitUntil}, with these files' 30 s. */
+export function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  return waitUntil(check, what, timeoutMs);
 }
 
 /** What the SDK throws for an error answer: its status and body. */
