@@ -1,4 +1,5 @@
 import { ServiceError } from "../errors/service-error.js";
+import { shorten } from "../errors/shorten.js";
 import { isIpLiteral } from "../net/ip-address.js";
 import {
   assertUrlResolvesAllowed,
@@ -83,7 +84,7 @@ export async function validateWebhookUrl(
           `link-local or metadata networks.${allowedBy(err)}`,
       );
     }
-    throw invalid(`webhook_url's host ${url.hostname} could not be resolved.`);
+    throw invalid(`webhook_url's host ${shorten(url.hostname)} could not be resolved.`);
   } finally {
     clearTimeout(timer);
   }
@@ -98,7 +99,7 @@ function refusedAddress(url: URL, err: ForbiddenAddressError): string {
   const kind = `${/^[aeiou]/.test(err.reason) ? "an" : "a"} ${err.reason} address`;
   return isIpLiteral(url.hostname)
     ? `its host is ${kind}.`
-    : `its host ${url.hostname} resolves to ${kind}.`;
+    : `its host ${shorten(url.hostname)} resolves to ${kind}.`;
 }
 
 /** The setting that would let the refused address through, where one would. */

@@ -176,4 +176,20 @@ describe("validateWebhookUrl", () => {
       "could not be resolved",
     );
   });
+
+  it("echoes a long host name shortened, as every value an error message echoes", async () => {
+    // Under the URL's 2,048-character cap: 24 labels of 63 letters.
+    const host = `${Array.from({ length: 24 }, (_, i) => String.fromCharCode(97 + i).repeat(63)).join(".")}.example`;
+    const notFound: LookupAll = async () => {
+      throw Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" });
+    };
+    for (const message of [
+      await refusal(`https://${host}/`, CLOSED, notFound),
+      await refusal(`https://${host}/`, CLOSED, dns("127.0.0.1")),
+    ]) {
+      expect(message).toContain(`${"a".repeat(63)}.${"b".repeat(35)}…`);
+      expect(message).not.toContain("c".repeat(63));
+      expect(message.length).toBeLessThan(400);
+    }
+  });
 });

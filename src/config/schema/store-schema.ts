@@ -52,8 +52,9 @@ export const storeSchema = z
         description:
           "Redis only: seconds any command may wait for its answer. A Redis that accepts " +
           "connections and answers nothing (paused, failing over) is then cut and reconnected: " +
-          "task routes answer 503 `store_unavailable` and `/readyz` 503 within about this, " +
-          "instead of hanging. Idle connections are probed as often.",
+          "task routes answer 503 `store_unavailable` within about this, instead of hanging, " +
+          "and `/readyz` reports the store's state (200, `degraded`: the replica still serves " +
+          "the passthrough). Idle connections are probed as often.",
       }),
     sentinelPassword: z
       .string({ error: "must be a string" })
