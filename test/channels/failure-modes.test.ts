@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config-schema.js";
 import { startFakeUpstream, type Behavior, type FakeUpstream } from "../support/fake-upstream.js";
 import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-app.js";
-import { leaseSec, slow } from "../support/time-factor.js";
+import { leaseSec, slow, slowSec } from "../support/time-factor.js";
 import {
   FORM,
   IMAGE_TASK,
@@ -174,8 +174,12 @@ function appOn(firstUrl: string, upstream: FakeUpstream): Promise<TestApp> {
     apiKey: UPSTREAM_KEY,
     models: ["gpt-4o-mini", "gpt-image-1"],
     priority,
-    timeoutSec: 1,
-    imageTimeoutSec: 1,
+    // Stretched with the load, as every deadline here: the reset and status modes fail over to
+    // the second channel, whose answer must come within its timeout; at 1 s flat a loaded CI
+    // once saw the second channel's answer time out (504) where it was due. The silent modes
+    // wait these out, so they take longer on a loaded machine, not at all longer on an idle one.
+    timeoutSec: slowSec(1),
+    imageTimeoutSec: slowSec(1),
     // A task's answer may hold n images of this (base64) and 256 KiB beside: far below LARGE.
     maxImageBytes: 64 * 1024,
   });
