@@ -81,8 +81,8 @@ const HANDED_OUT_FIRST = [
  * The in-process files that take longest, handed out first for the same reason: most of their
  * time is waiting (a lease running out, a task's poll interval, a flood's seconds), which a
  * loaded machine stretches (the lapsed-lease cases took about 3 minutes in CI, the longest file).
- * Not those with deadlines of their own, unstretched: the start of CI's run is its busiest
- * moment, and `channels/failure-modes` (1 s channel timeouts) failed there once.
+ * The start of CI's run is its busiest moment: a file here must stretch every deadline it sets
+ * (`channels/failure-modes`, whose channel timeouts were 1 s flat, failed there once).
  */
 const IN_PROCESS_FIRST = [
   "test/tasks/run/lease-lapsed-replicas.test.ts",
