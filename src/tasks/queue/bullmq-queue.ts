@@ -16,6 +16,7 @@ import {
   type TaskHandler,
   type TaskQueue,
 } from "../core/task-queue.js";
+import { runWideController } from "./run-wide-controller.js";
 
 /** How long an admitted place waits for its task to be created before it lapses. */
 const RESERVATION_MS = 60_000;
@@ -126,8 +127,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): TaskQueue {
     queue,
     waiting: options.admission.waiting,
     running: options.admission.running,
-    draining: new AbortController(),
-    graceOver: new AbortController(),
+    draining: runWideController(),
+    graceOver: runWideController(),
   };
 
   return {

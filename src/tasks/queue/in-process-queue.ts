@@ -7,6 +7,7 @@ import {
   type TaskHandler,
   type TaskQueue,
 } from "../core/task-queue.js";
+import { runWideController } from "./run-wide-controller.js";
 
 /** Options of {@link createInProcessQueue}. */
 export interface InProcessQueueOptions {
@@ -34,7 +35,7 @@ export function createInProcessQueue(options: InProcessQueueOptions): TaskQueue 
     runs: new Set(),
     handler: undefined,
     stopped: false,
-    draining: new AbortController(),
+    draining: runWideController(),
   };
   return {
     admit: async (entry, limits) => admit(s, entry, limits),
@@ -53,7 +54,7 @@ export function createInProcessQueue(options: InProcessQueueOptions): TaskQueue 
     async start(taskHandler) {
       s.handler = taskHandler;
       s.stopped = false;
-      if (s.draining.signal.aborted) s.draining = new AbortController();
+      if (s.draining.signal.aborted) s.draining = runWideController();
       pump(s);
     },
     stop: (graceMs) => stop(s, graceMs),
