@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, expect, it, onTestFinished } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
-import { uniquePrefix } from "../../support/redis.js";
 import { startTestApp, UPSTREAM_KEY, type TestAppOptions } from "../../support/start-test-app.js";
 import { startFakeAsyncChannel, type FakeAsyncChannel } from "../async/fake-async-channel.js";
 import { submitOk, waitForStatus } from "../task-api.js";
@@ -46,9 +45,8 @@ async function warningsOf(options: TestAppOptions): Promise<string[]> {
 
 it(`${RUNS} runs at once on Redis: no listener warning`, async () => {
   upstream.behave("images", { kind: "ok", delayMs: 1_000 });
-  const warnings = await warningsOf({
-    config: { store: { url: "redis://127.0.0.1:6379", prefix: uniquePrefix("many-runs") } },
-  });
+  // A prefix and image directory of the app's own, deleted when it closes.
+  const warnings = await warningsOf({ redis: true });
   expect(warnings).toEqual([]);
 });
 
