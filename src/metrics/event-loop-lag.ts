@@ -62,8 +62,10 @@ function sampleEventLoop(intervalMs: number): RecordableHistogram {
  * began. Unlike prom-client's, a scrape that finds no sample since the one
  * before (two scrapers, or two scrapes within `precisionMs`) leaves the
  * summary as it was: prom-client's read an empty histogram then, and exported
- * a mean of NaN and a minimum of 9.2e9 s. Replaces prom-client's gauges of
- * these names in `registry`.
+ * a mean of NaN and a minimum of 9.2e9 s. `<prefix>nodejs_eventloop_lag_seconds`
+ * itself is how long the scrape waited for the loop's next turn, shown by that
+ * scrape (prom-client's showed it one scrape later). Replaces prom-client's
+ * gauges of these names in `registry`.
  */
 export function registerEventLoopLag(registry: Registry, prefix: string, precisionMs = 100): void {
   const base = `${prefix}nodejs_eventloop_lag`;
@@ -76,13 +78,19 @@ export function registerEventLoopLag(registry: Registry, prefix: string, precisi
     name: `${base}_seconds`,
     help: "Lag of event loop in seconds.",
     registers: [registry],
-    // One gauge's collect sets them all, as prom-client's does.
-    collect() {
+    // One gauge's collect sets them all, as prom-client's does. The summary is set before the
+    // first await: the registry starts every metric's read at once, and the summary's gauges
+    // are read right after this one's start.
+    async collect() {
+      if (histogram.count > 0) {
+        for (const { gauge, read } of summary) gauge.set(read(histogram) / 1e9);
+        histogram.reset();
+      }
+      // How long this turn of the loop still runs: the scrape waits for it and shows it.
+      // prom-client set it a turn later, so each scrape showed the scrape before's lag.
       const start = process.hrtime.bigint();
-      setImmediate(() => lag.set(Number(process.hrtime.bigint() - start) / 1e9));
-      if (histogram.count === 0) return;
-      for (const { gauge, read } of summary) gauge.set(read(histogram) / 1e9);
-      histogram.reset();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      lag.set(Number(process.hrtime.bigint() - start) / 1e9);
     },
   });
   const summary = SUMMARY.map(([suffix, help, read]) => ({

@@ -1,4 +1,6 @@
+import { Registry } from "prom-client";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { registerEventLoopLag } from "../../src/metrics/event-loop-lag.js";
 import { startTestApp } from "../support/start-test-app.js";
 import { slow } from "../support/time-factor.js";
 
@@ -77,5 +79,25 @@ describe("event-loop lag metrics", () => {
     const max = stalled.get("image_task_sidecar_nodejs_eventloop_lag_max_seconds");
     expect(max).toBeGreaterThan(0.35);
     expect(max).toBeLessThan(slow(2_000) / 1000);
+  });
+
+  it("shows the loop's turn the scrape waited for in that scrape, not in the next one", async () => {
+    const registry = new Registry();
+    registerEventLoopLag(registry, "lag_test_");
+    const lagOf = (text: string) =>
+      Number(/^lag_test_nodejs_eventloop_lag_seconds (\S+)$/m.exec(text)?.[1]);
+    // The scrape starts (every metric's read begins at once), then the rest of this turn of the
+    // loop takes 300 ms: that is the lag the scrape waits out, and shows.
+    const scraping = registry.metrics();
+    const until = performance.now() + 300;
+    while (performance.now() < until) {
+      // the event loop is blocked
+    }
+    const stalled = lagOf(await scraping);
+    expect(stalled).toBeGreaterThan(0.25);
+    expect(stalled).toBeLessThan(slow(2_000) / 1000);
+    // The next scrape, on an idle loop, shows its own short wait, not the stall again.
+    const next = lagOf(await registry.metrics());
+    expect(next).toBeLessThan(Math.min(slow(50), 200) / 1000);
   });
 });
