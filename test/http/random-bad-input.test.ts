@@ -47,6 +47,15 @@ const POSTS = [
   "/v1/audio/speech",
   "/v1/audio/transcriptions",
 ];
+/** The routes that read forms: passed through (spooled), or read as a task's edit. */
+const FORM_ROUTES = [
+  "/v1/images/edits",
+  "/v1/images/variations",
+  "/v1/audio/transcriptions",
+  "/v1/images/edits/tasks",
+  "/v1/images/edits/async",
+  "/v1/async/images/edits",
+];
 const GETS = [
   "/v1/models",
   "/v1/models/gpt-image-1",
@@ -90,6 +99,18 @@ const FIELDS = [
   "constructor",
 ];
 const MODELS = ["gpt-image-1", "gpt-image-1", "gpt-4o-mini", "", null, 5, ["gpt-image-1"], {}];
+/** A 1x1 PNG, and other bytes sent as files. */
+const FILES = [
+  Buffer.from(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+    "base64",
+  ),
+  Buffer.from("GIF89a...."),
+  Buffer.alloc(0),
+  Buffer.alloc(64 * 1024, 1),
+];
+const TYPES = ["image/png", "application/octet-stream", "", "text/html"];
+const NAMES = ["a.png", "", "../../etc/passwd", 'a"b.png', "é.png"];
 const VALUES = [null, true, 0, -1, 1e308, 1.5, "", "a", "x".repeat(5000), [], {}, [null], "\ud800"];
 
 function requestMaker(random: () => number) {
@@ -110,6 +131,17 @@ function requestMaker(random: () => number) {
     if (random() < 0.1) body.webhook_url = pick(["http://127.0.0.1/x", "ftp://x", ""]);
     return body;
   }
+  /** A form as fetch sends one (its own boundary), with odd names, values and files. */
+  function form(): FormData {
+    const data = new FormData();
+    if (random() < 0.8) data.append("model", String(pick(MODELS)));
+    for (let n = Math.floor(random() * 6); n > 0; n -= 1) {
+      const name = pick(["", "", "image", "image[]", "mask", "file", "x".repeat(300), ...FIELDS]);
+      if (random() < 0.5) data.append(name, String(pick(VALUES)));
+      else data.append(name, new Blob([pick(FILES)], { type: pick(TYPES) }), pick(NAMES));
+    }
+    return data;
+  }
   const bodies: Array<() => [string, string]> = [
     () => ["{", "application/json"],
     () => ["null", "application/json"],
@@ -125,20 +157,33 @@ function requestMaker(random: () => number) {
     ],
   ];
   return () => {
+    if (random() < 0.25) {
+      const path = pick(FORM_ROUTES);
+      return { method: "POST", path, headers: headers(), body: form() as FormData | string };
+    }
     const get = random() < 0.35;
     const path = pick(get ? GETS : POSTS);
     const method =
       random() < 0.85 ? (get ? "GET" : "POST") : pick(["PUT", "PATCH", "DELETE", "OPTIONS"]);
     const [body, type] =
       random() < 0.5 ? pick(bodies)() : [JSON.stringify(fields()), "application/json"];
-    const headers: Record<string, string> = { "content-type": type };
-    const auth = random();
-    if (auth < 0.85) headers.authorization = `Bearer ${pick(Object.values(TEST_KEYS))}`;
-    else if (auth < 0.92) headers.authorization = pick(["Bearer ", "Basic abc", "Bearer sk-nope"]);
-    if (random() < 0.3) headers.prefer = pick(["wait=1", "wait=abc", "wait=-1", "wait=1e99"]);
-    if (random() < 0.15) headers["idempotency-key"] = pick(["", "k".repeat(500), "a b", "é"]);
-    return { method, path, headers, body: method === "GET" ? undefined : body };
+    return {
+      method,
+      path,
+      headers: { ...headers(), "content-type": type },
+      body: method === "GET" ? undefined : body,
+    };
   };
+  /** The key (or a wrong one, or none) and the optional headers. */
+  function headers(): Record<string, string> {
+    const set: Record<string, string> = {};
+    const auth = random();
+    if (auth < 0.85) set.authorization = `Bearer ${pick(Object.values(TEST_KEYS))}`;
+    else if (auth < 0.92) set.authorization = pick(["Bearer ", "Basic abc", "Bearer sk-nope"]);
+    if (random() < 0.3) set.prefer = pick(["wait=1", "wait=abc", "wait=-1", "wait=1e99"]);
+    if (random() < 0.15) set["idempotency-key"] = pick(["", "k".repeat(500), "a b", "é"]);
+    return set;
+  }
 }
 
 describe("random bad input", () => {
@@ -155,7 +200,7 @@ describe("random bad input", () => {
         signal: AbortSignal.timeout(20_000),
       });
       const text = await response.text();
-      const what = `request ${n}: ${request.method} ${request.path} ${JSON.stringify(request.headers)} ${request.body?.slice(0, 200)} -> ${response.status} ${text.slice(0, 300)}`;
+      const what = `request ${n}: ${request.method} ${request.path} ${JSON.stringify(request.headers)} ${typeof request.body === "string" ? request.body.slice(0, 200) : "(a form)"} -> ${response.status} ${text.slice(0, 300)}`;
       seen.set(response.status, (seen.get(response.status) ?? 0) + 1);
       expect(response.status, what).toBeLessThan(500);
       expectNothingLeaked(text);

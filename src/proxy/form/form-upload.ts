@@ -102,6 +102,8 @@ class SpooledForm implements FormUpload {
   private ended = false;
   private started = false;
   private disposed = false;
+  /** Fails the head's read, while it is under way, with a spool write's error. */
+  private spoolFailed: ((err: unknown) => void) | undefined;
 
   constructor(
     private readonly req: IncomingMessage,
@@ -139,6 +141,7 @@ class SpooledForm implements FormUpload {
       const settle = (err?: unknown) => {
         if (settled) return;
         settled = true;
+        this.spoolFailed = undefined;
         unwatch();
         req.off("data", onData);
         req.off("end", onEnd);
@@ -185,6 +188,7 @@ class SpooledForm implements FormUpload {
         if (!req.complete) settle(new ServiceError("invalid_value", "The request was aborted."));
       };
       const unwatch = watchBody(req, options, settle);
+      this.spoolFailed = settle;
       req.on("data", onData);
       req.once("end", onEnd);
       req.once("close", onClose);
@@ -203,7 +207,13 @@ class SpooledForm implements FormUpload {
         this.options.spoolDir ?? tmpdir(),
         `image-task-sidecar-form-${randomUUID()}`,
       );
-      this.file = { path, stream: createWriteStream(path, { flags: "wx", mode: 0o600 }) };
+      const stream = createWriteStream(path, { flags: "wx", mode: 0o600 });
+      // Listened to for its whole life: a spool that cannot be written (a full or read-only
+      // temp directory) fails the request, and a write still under way when the form is
+      // refused or its client goes away fails with ERR_STREAM_DESTROYED once the spool is
+      // disposed. Unheard, either 'error' ended the whole process.
+      stream.on("error", (err) => this.spoolFailed?.(err));
+      this.file = { path, stream };
     }
     return this.file.stream.write(chunk);
   }

@@ -112,8 +112,17 @@ class MultipartRead {
     const { req, parser, limits, fail } = this;
     this.unwatch = watchBody(req, limits, fail);
     req.on("data", this.count);
-    parser.on("file", (name, stream, info) => this.onFile(name, stream, info));
-    parser.on("field", (name, value, info) => this.onField(name, value, info));
+    // busboy gives a part without a name (none, or `name=""`) an undefined one, whatever its
+    // types say: such a form is refused, where `name.slice` threw out of the parser's listener
+    // and took the whole process down.
+    parser.on("file", (name: string | undefined, stream, info) => {
+      if (name) this.onFile(name, stream, info);
+      else this.unnamed(stream);
+    });
+    parser.on("field", (name: string | undefined, value, info) => {
+      if (name) this.onField(name, value, info);
+      else this.unnamed();
+    });
     parser.on("filesLimit", () =>
       fail(invalid(null, `At most ${limits.maxFiles} files may be sent.`)),
     );
@@ -136,6 +145,11 @@ class MultipartRead {
     this.unwatch();
     this.req.off("data", this.count);
     this.resolve(this.form);
+  }
+
+  private unnamed(stream?: Readable): void {
+    stream?.resume();
+    this.fail(invalid(null, "The multipart form is malformed: a part has no field name."));
   }
 
   private onFile(name: string, stream: Readable, info: busboy.FileInfo): void {
