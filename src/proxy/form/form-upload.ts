@@ -266,10 +266,14 @@ class SpooledForm implements FormUpload {
   }
 }
 
-/** Resolves once everything written to `stream` is in its file. */
+/**
+ * Resolves once everything written to `stream` is in its file; rejects with its error (one that
+ * came before the end, such as a file that could not be opened, reaches `end`'s callback
+ * first).
+ */
 function endStream(stream: WriteStream): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     stream.once("error", reject);
-    stream.end(resolve);
+    stream.end((err?: Error | null) => (err ? reject(err) : resolve()));
   });
 }
