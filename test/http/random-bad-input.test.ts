@@ -2,6 +2,7 @@ import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { captureLines } from "../logging/capture-lines.js";
 import { startTestApp, TEST_KEYS, UPSTREAM_KEY } from "../support/start-test-app.js";
+import { slow } from "../support/time-factor.js";
 import { expectNothingLeaked } from "./error-envelope.js";
 
 /*
@@ -197,7 +198,7 @@ describe("random bad input", () => {
       const request = next();
       const response = await fetch(app.url + request.path, {
         ...request,
-        signal: AbortSignal.timeout(20_000),
+        signal: AbortSignal.timeout(slow(20_000)),
       });
       const text = await response.text();
       const what = `request ${n}: ${request.method} ${request.path} ${JSON.stringify(request.headers)} ${typeof request.body === "string" ? request.body.slice(0, 200) : "(a form)"} -> ${response.status} ${text.slice(0, 300)}`;

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { expectError } from "../http/error-envelope.js";
 import { startTestApp, TEST_KEYS, type TestApp } from "../support/start-test-app.js";
+import { slow } from "../support/time-factor.js";
 
 /*
  * A passthrough form (an image edit, a transcription) is spooled up to its `model` field: in
@@ -78,7 +79,7 @@ describe("a form upload that is not completed", () => {
     });
     expect(models.status).toBe(200);
     // Each spool file is removed once its form is given up.
-    await expect.poll(() => readdir(dir)).toEqual([]);
+    await expect.poll(() => readdir(dir), { timeout: slow(5_000) }).toEqual([]);
   });
 
   it("into a temp directory that cannot be written is a 500 internal_error, not the end of the process", async () => {
