@@ -25,7 +25,10 @@ async function start(
 ): Promise<RunningServer> {
   const server = await startServer({
     config: parseConfig({
-      server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 1 },
+      // Idle connections kept past any stall of a loaded machine, as in every test app
+      // (test/support/start-test-app.ts): at the default 5 s, a flooder whose pooled connection
+      // the service closed as it reused it read ECONNRESET in a loaded CI run.
+      server: { port: 0, host: "127.0.0.1", shutdownGraceSec: 1, keepAliveTimeoutSec: 60 },
       store: { url: "memory://" },
       auth: {
         forward: {
