@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { startTestApp, UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { slow } from "../../support/time-factor.js";
 import {
   call,
   cancelTask,
@@ -153,7 +154,9 @@ describe.each(DIALECTS)("a channel with async: %s", (dialect) => {
 describe("polling", () => {
   it("counts any status but the finished ones as running", async () => {
     const app = await appOn("sub2api");
-    channel.behave({ runningStatus: "queued_for_gpu", finishAfterMs: 1500 });
+    // Finished well after the first poll (1 s in), also when a loaded machine makes that poll
+    // late: at 1.5 s flat, a late first poll already found the job finished.
+    channel.behave({ runningStatus: "queued_for_gpu", finishAfterMs: slow(2500) });
     const id = await submitOk(app, { prompt: "odd status" });
     const done = await waitForStatus(app, id, ["completed", "failed"], 30_000);
     expect(done.body.status, done.text).toBe("completed");
