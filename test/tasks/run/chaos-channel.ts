@@ -1,0 +1,360 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { TINY_PNG_B64 } from "../../support/fake-answers.js";
+import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { chaosBody, DEEP, DEEP_JSON, imageResult, pick, seeded, type Rng } from "./chaos-bodies.js";
+
+/*
+ * A channel that answers at random, as a broken gateway, a CDN in front of one or a channel
+ * mid-deploy does: any status, bodies that are not what was asked (not JSON, the wrong shape,
+ * images that are not images, the channel's key in its messages), answers cut or reset, sent
+ * in pieces, never sent. Each answer is drawn from the task's own seeded generator (keyed by
+ * the task's number, the route and how many calls of that route it had), so one task's answers
+ * do not depend on how the others interleave.
+ */
+
+/** One answer the channel sent, for the test's checks. */
+export interface ChaosAnswer {
+  task: number;
+  route: string;
+  what: string;
+  /** A generation the channel would bill: a whole image, or a job it accepted. */
+  paid: boolean;
+  /** The answer left whole (the client could read it all). */
+  whole: boolean;
+}
+
+export interface ChaosChannel {
+  baseUrl: string;
+  answers: ChaosAnswer[];
+  close(): Promise<void>;
+}
+
+type Dialect = "sub2api" | "bifrost" | "openai-background";
+type Send = (status: number, body: unknown, headers?: Record<string, string>) => void;
+
+/** Starts the channel on a free port of 127.0.0.1. */
+export async function startChaosChannel(seed: number): Promise<ChaosChannel> {
+  const answers: ChaosAnswer[] = [];
+  const calls = new Map<string, number>();
+  const sockets = new Set<Socket>();
+  const nextRng = (task: number, route: string): Rng => {
+    const key = `${task}:${route}`;
+    const count = (calls.get(key) ?? 0) + 1;
+    calls.set(key, count);
+    return seeded(seed, key, count);
+  };
+  let baseUrl = "";
+
+  const server = createServer((req, res) => {
+    void readBody(req).then(
+      (raw) => {
+        const path = new URL(req.url ?? "/", "http://chaos.invalid").pathname;
+        const task = taskOf(path, raw);
+        const route = routeOf(req.method ?? "GET", path);
+        const rng = nextRng(task, route);
+        const record = (what: string, paid = false): ChaosAnswer => {
+          const answer = { task, route, what, paid, whole: false };
+          answers.push(answer);
+          res.once("finish", () => (answer.whole = true));
+          return answer;
+        };
+        answer({ rng, raw, route, path, task, req, res, record, baseUrl });
+      },
+      () => res.destroy(),
+    );
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    baseUrl,
+    answers,
+    close: () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+interface Exchange {
+  rng: Rng;
+  raw: Buffer;
+  route: string;
+  path: string;
+  task: number;
+  req: IncomingMessage;
+  res: ServerResponse;
+  baseUrl: string;
+  record(what: string, paid?: boolean): ChaosAnswer;
+}
+
+function answer(x: Exchange): void {
+  const send = transport(x);
+  if (!send) return;
+  const { route } = x;
+  if (route === "generate" || route === "edit") return generation(x, send);
+  if (route.startsWith("submit:")) return submission(x, route.slice(7) as Dialect, send);
+  if (route.startsWith("poll:")) return poll(x, route.slice(5) as Dialect, send);
+  if (route === "cancel")
+    return send(pick(x.rng, [200, 404, 500]), { id: "x", status: "cancelled" });
+  if (route === "image") return imageFile(x);
+  x.record("unknown route");
+  send(404, { error: { message: "no such route", type: "invalid_request_error" } });
+}
+
+/** What goes wrong on the wire, drawn first: or a `send` that answers whole, or in pieces. */
+function transport(x: Exchange): Send | undefined {
+  const { rng, res, record } = x;
+  const fault = rng();
+  if (fault < 0.04) {
+    record("reset before the answer");
+    res.socket?.destroy();
+    return undefined;
+  }
+  if (fault < 0.06) {
+    // Never answered: only the task's timeout ends the call.
+    record("no answer");
+    return undefined;
+  }
+  if (fault < 0.09) {
+    record("bad chunked framing");
+    res.socket?.end("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nnot a chunk");
+    return undefined;
+  }
+  if (fault < 0.12) {
+    record("html error page");
+    res.writeHead(pick(rng, [200, 502, 504]), { "content-type": "text/html" });
+    res.end("<html><body><h1>502 Bad Gateway</h1>cloudflare</body></html>");
+    return undefined;
+  }
+  const cut = fault < 0.17;
+  const pieces = fault >= 0.17 && fault < 0.22;
+  const gzip = fault >= 0.22 && fault < 0.24;
+  return (status, body, headers = {}) => {
+    const text = (typeof body === "string" ? body : JSON.stringify(body)).replace(
+      `"${DEEP}"`,
+      DEEP_JSON,
+    );
+    const bytes = Buffer.from(text);
+    res.writeHead(status, {
+      "content-type": headers["content-type"] ?? "application/json",
+      "content-length": String(bytes.length),
+      ...(gzip ? { "content-encoding": "gzip" } : {}),
+      ...headers,
+    });
+    if (cut) {
+      res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
+      setTimeout(() => res.socket?.destroy(), 20);
+    } else if (pieces) {
+      void sendInPieces(res, bytes);
+    } else {
+      res.end(bytes);
+    }
+  };
+}
+
+async function sendInPieces(res: ServerResponse, bytes: Buffer): Promise<void> {
+  const size = Math.max(1, Math.ceil(bytes.length / 4));
+  for (let at = 0; at < bytes.length; at += size) {
+    if (res.destroyed) return;
+    res.write(bytes.subarray(at, at + size));
+    await new Promise((resolve) => setTimeout(resolve, 40));
+  }
+  res.end();
+}
+
+/** A held call: `/images/generations` or `/images/edits`, streamed when it asks. */
+function generation(x: Exchange, send: Send): void {
+  const { rng } = x;
+  const streamed = /"stream"\s*:\s*true/.test(x.raw.toString("latin1"));
+  const roll = rng();
+  if (roll < 0.3) {
+    const status = pick(rng, [400, 401, 403, 404, 408, 413, 429, 500, 502, 503, 504, 520]);
+    x.record(`status ${status}`);
+    send(status, chaosBody(rng, "error"), retryAfter(rng));
+    return;
+  }
+  if (streamed && roll < 0.65) return streamedGeneration(x);
+  const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`);
+  x.record(`200 ${result.what}`, result.valid);
+  send(200, result.body);
+}
+
+/** A `stream: true` answer: events as gpt-image sends them, and as it never should. */
+function streamedGeneration(x: Exchange): void {
+  const { rng, res } = x;
+  const events: string[] = [];
+  const count = 1 + Math.floor(rng() * 4);
+  let valid = false;
+  for (let i = 0; i < count; i++) {
+    const kind = pick(rng, ["partial", "partial", "completed", "garbage", "error", "done", "odd"]);
+    if (kind === "partial") {
+      events.push(event({ type: "image_generation.partial_image", b64_json: TINY_PNG_B64 }));
+    } else if (kind === "completed") {
+      valid = true;
+      events.push(event({ type: "image_generation.completed", b64_json: TINY_PNG_B64 }));
+    } else if (kind === "garbage") {
+      events.push("data: {not json\n\n");
+    } else if (kind === "error") {
+      events.push(
+        event({ type: "error", error: { code: "boom", message: `key ${UPSTREAM_KEY}` } }),
+      );
+    } else if (kind === "done") {
+      events.push("data: [DONE]\n\n");
+    } else {
+      events.push(event(chaosBody(rng, "event")));
+    }
+  }
+  x.record(`stream of ${count} events`, valid);
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  const cut = rng() < 0.2;
+  void sendInPieces(res, Buffer.from(events.join(""))).then(() => {
+    if (cut) res.socket?.destroy();
+  });
+}
+
+function event(data: unknown): string {
+  return `data: ${JSON.stringify(data)}\n\n`;
+}
+
+function retryAfter(rng: Rng): Record<string, string> {
+  if (rng() < 0.6) return {};
+  return {
+    "retry-after": pick(rng, [
+      "abc",
+      "-5",
+      "0",
+      "1.5",
+      "999999",
+      "1",
+      "Wed, 21 Oct 2015 07:28:00 GMT",
+    ]),
+  };
+}
+
+/** A job's submission: an id (often), or anything else. */
+function submission(x: Exchange, dialect: Dialect, send: Send): void {
+  const { rng, task } = x;
+  const roll = rng();
+  if (roll < 0.25) {
+    const status = pick(rng, [400, 401, 403, 404, 429, 500, 502, 503]);
+    x.record(`submit status ${status}`);
+    send(status, chaosBody(rng, "error"), retryAfter(rng));
+    return;
+  }
+  if (roll < 0.4) {
+    x.record("submit without a usable id");
+    send(pick(rng, [200, 202]), chaosBody(rng, "job"));
+    return;
+  }
+  const id = `${dialect === "openai-background" ? "resp_" : "job_"}${task}_${Math.floor(rng() * 1e9)}`;
+  x.record(`submitted ${id}`, true);
+  const status = dialect === "openai-background" ? "queued" : "processing";
+  send(dialect === "bifrost" ? 202 : 200, { id, task_id: id, status, object: "response" });
+}
+
+/** A poll of a job: still running (under any name), finished in any shape, or an error. */
+function poll(x: Exchange, dialect: Dialect, send: Send): void {
+  const { rng } = x;
+  const roll = rng();
+  if (roll < 0.2) {
+    const status = pick(rng, [404, 410, 429, 500, 502, 503]);
+    x.record(`poll status ${status}`);
+    send(status, chaosBody(rng, "error"), retryAfter(rng));
+    return;
+  }
+  const id = x.path.split("/").at(-1) ?? "";
+  if (roll < 0.55) {
+    const running = pick(rng, ["processing", "queued", "in_progress", "pending", "", 42, null]);
+    x.record(`running (${String(running)})`);
+    send(200, { id, status: running }, retryAfter(rng));
+    return;
+  }
+  if (roll < 0.7) {
+    x.record("job failed");
+    const error = chaosBody(rng, "error");
+    send(200, { id, status: "failed", ...(error as object), http_status: 400 });
+    return;
+  }
+  if (roll < 0.78) {
+    x.record("poll answer of no known shape");
+    send(200, chaosBody(rng, "job"));
+    return;
+  }
+  const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`);
+  x.record(`completed: ${result.what}`);
+  if (dialect === "openai-background") {
+    const item = rng() < 0.5 ? result.body : backgroundOutput(rng);
+    send(200, { id, object: "response", status: "completed", output: item, usage: null });
+    return;
+  }
+  send(200, { id, status: "completed", result: result.body, http_status: 200 });
+}
+
+function backgroundOutput(rng: Rng): unknown {
+  return pick(rng, [
+    [{ type: "image_generation_call", status: "completed", result: TINY_PNG_B64 }],
+    [{ type: "image_generation_call", status: "completed", result: "%%%not base64" }],
+    [{ type: "image_generation_call", status: "failed" }],
+    [{ type: "message", content: [{ type: "output_text", text: "no image for you" }] }],
+    [null, 7, "x"],
+    "output",
+  ]);
+}
+
+/** An image a `url` answer points at: the image, or anything else. */
+function imageFile(x: Exchange): void {
+  const { rng, res } = x;
+  const kind = pick(rng, ["png", "png", "not found", "text", "slow"]);
+  x.record(`image: ${kind}`);
+  if (kind === "not found") {
+    res.writeHead(404, { "content-type": "text/plain" }).end("gone");
+  } else if (kind === "text") {
+    res.writeHead(200, { "content-type": "image/png" }).end("this is not a png");
+  } else {
+    const png = Buffer.from(TINY_PNG_B64, "base64");
+    if (kind === "png") res.writeHead(200, { "content-type": "image/png" }).end(png);
+    else void sendInPieces(res.writeHead(200, { "content-type": "image/png" }), png);
+  }
+}
+
+function routeOf(method: string, path: string): string {
+  // Bifrost's submissions end as held calls' paths do: they are told apart first.
+  if (method === "POST" && /\/async\/images\/(generations|edits)$/.test(path))
+    return "submit:bifrost";
+  if (method === "POST" && /\/images\/(generations|edits)\/async$/.test(path))
+    return "submit:sub2api";
+  if (method === "POST" && /\/images\/generations$/.test(path)) return "generate";
+  if (method === "POST" && /\/images\/edits$/.test(path)) return "edit";
+  if (method === "POST" && /\/responses$/.test(path)) return "submit:openai-background";
+  if (method === "POST" && /\/cancel$/.test(path)) return "cancel";
+  if (method === "GET" && /\/images\/tasks\/[^/]+$/.test(path)) return "poll:sub2api";
+  if (method === "GET" && /\/async\/images\/(generations|edits)\/[^/]+$/.test(path))
+    return "poll:bifrost";
+  if (method === "GET" && /\/responses\/[^/]+$/.test(path)) return "poll:openai-background";
+  if (method === "GET" && path.startsWith("/img/")) return "image";
+  return `${method} ${path}`;
+}
+
+/** The task a call is about: its prompt's `chaos #N`, its job's id, or its image's path. */
+function taskOf(path: string, raw: Buffer): number {
+  const found =
+    /chaos #(\d+)/.exec(raw.toString("latin1")) ??
+    /(?:job|resp)_(\d+)_/.exec(path) ??
+    /^\/img\/(\d+)/.exec(path);
+  return found ? Number(found[1]) : -1;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}

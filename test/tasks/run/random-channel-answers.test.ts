@@ -1,0 +1,205 @@
+import { pino } from "pino";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { captureLines } from "../../logging/capture-lines.js";
+import { expectNothingLeaked } from "../../http/error-envelope.js";
+import { TINY_PNG_B64 } from "../../support/fake-answers.js";
+import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { slow } from "../../support/time-factor.js";
+import { STORES } from "../store-places.js";
+import { call, PNG_MAGIC, useApp, type ApiResponse, type Target } from "../task-api.js";
+import { openEvents, type SseStream } from "../sse-client.js";
+import { startChaosChannel, type ChaosAnswer } from "./chaos-channel.js";
+
+/*
+ * Tasks against channels that answer at random (see chaos-channel.ts): held calls on two
+ * channels, jobs on sub2api, Bifrost and OpenAI background channels, streamed and not, edits
+ * and generations. Whatever the channels do, every task ends (completed with an image that is
+ * one, or failed with a code and a message) within its timeout, no generation a channel
+ * answered whole is asked for again, clients read no 5xx and nothing secret, the service logs
+ * no error and still answers. Seeded: `TEST_RANDOM_SEED` runs another mix.
+ */
+
+const SEED = Number(process.env.TEST_RANDOM_SEED) || 20261207;
+const TASKS = 48;
+const TIMEOUT_SEC = 8;
+/** One model per kind of channel, so each task's strategy is known. */
+const MODELS = ["gpt-image-1", "gpt-image-1-mini", "gpt-image-1.5"] as const;
+
+function channels(base: string) {
+  const common = { apiKey: UPSTREAM_KEY, pollSec: 1 };
+  return [
+    { ...common, name: "held-a", baseUrl: `${base}/a/v1`, models: ["gpt-image-1"] },
+    { ...common, name: "held-b", baseUrl: `${base}/b/v1`, models: ["gpt-image-1"], priority: 1 },
+    {
+      ...common,
+      name: "sub2",
+      baseUrl: `${base}/s/v1`,
+      models: ["gpt-image-1-mini"],
+      async: "sub2api" as const,
+    },
+    {
+      ...common,
+      name: "bifrost",
+      baseUrl: `${base}/f/v1`,
+      models: ["gpt-image-1-mini"],
+      async: "bifrost" as const,
+      priority: 1,
+    },
+    {
+      ...common,
+      name: "background",
+      baseUrl: `${base}/o/v1`,
+      models: ["gpt-image-1.5"],
+      async: "openai-background" as const,
+      responsesModel: "gpt-4.1-mini",
+    },
+  ];
+}
+
+/** Submits task `n`: a generation or an edit, streamed partials or not, b64 or url. */
+async function submit(app: Target, n: number): Promise<ApiResponse> {
+  const model = MODELS[n % MODELS.length]!;
+  const prompt = `chaos #${n} a lighthouse`;
+  const extra = {
+    ...(n % 4 === 0 ? { partial_images: 2 } : {}),
+    response_format: n % 2 === 0 ? "b64_json" : "url",
+  };
+  if (n % 5 !== 3)
+    return call(app, "POST", "/v1/images/tasks", { json: { model, prompt, ...extra } });
+  const form = new FormData();
+  form.append("model", model);
+  form.append("prompt", prompt);
+  for (const [name, value] of Object.entries(extra)) form.append(name, String(value));
+  form.append(
+    "image",
+    new Blob([Buffer.from(TINY_PNG_B64, "base64")], { type: "image/png" }),
+    "in.png",
+  );
+  const response = await fetch(`${app.url}/v1/images/edits/tasks`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${app.key}` },
+    body: form,
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: JSON.parse(text), text };
+}
+
+/** Polls until the task ends; every answer read on the way is checked as a client reads it. */
+async function outcome(app: Target, id: string, seen: string[]): Promise<ApiResponse> {
+  const deadline = Date.now() + slow((TIMEOUT_SEC + 15) * 1000);
+  for (;;) {
+    const answer = await call(app, "GET", `/v1/images/tasks/${id}`);
+    seen.push(answer.text);
+    expect(answer.status, answer.text).toBe(200);
+    if (answer.body.status === "completed" || answer.body.status === "failed") return answer;
+    if (Date.now() > deadline) throw new Error(`task ${id} still ${answer.body.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** A completed task's images, read as a client reads them: each one a PNG. */
+async function expectImages(app: Target, answer: ApiResponse): Promise<void> {
+  const data = answer.body.data ?? [];
+  expect(data.length, answer.text).toBeGreaterThan(0);
+  for (const item of data) {
+    let bytes: Buffer;
+    if (item.b64_json) {
+      bytes = Buffer.from(item.b64_json, "base64");
+    } else {
+      const response = await fetch(new URL(item.url!, app.url), {
+        headers: { authorization: `Bearer ${app.key}` },
+      });
+      expect(response.status, item.url).toBe(200);
+      bytes = Buffer.from(await response.arrayBuffer());
+    }
+    expect(bytes.subarray(0, 8), answer.text).toEqual(PNG_MAGIC);
+  }
+}
+
+/** The task's event stream ends, its last event the task's end. */
+async function expectEventsEnd(events: SseStream, status: string): Promise<void> {
+  expect(events.status).toBe(200);
+  await Promise.race([
+    events.ended,
+    new Promise((_, reject) =>
+      setTimeout(() => reject(new Error("events did not end")), slow(5000)),
+    ),
+  ]);
+  const last = events.events.at(-1);
+  expect(last?.event).toBe(`image.task.${status}`);
+  for (const event of events.events) expectNothingLeaked(event.data);
+}
+
+/** What the channels answered task `n`, for a failure's message. */
+function story(answers: ChaosAnswer[], n: number): string {
+  return answers
+    .filter((answer) => answer.task === n)
+    .map((a) => `${a.route}: ${a.what}${a.paid ? " (paid)" : ""}${a.whole ? "" : " (not whole)"}`)
+    .join("; ");
+}
+
+describe.each(STORES)("random channel answers, on the $name store", ({ options }) => {
+  it(
+    `every task ends, once, and nothing breaks (seed ${SEED})`,
+    { timeout: slow(90_000) },
+    async () => {
+      const channel = await startChaosChannel(SEED);
+      onTestFinished(() => channel.close());
+      const { lines, stream } = captureLines();
+      const app = await useApp({
+        ...(await options()),
+        logger: pino({ level: "info" }, stream),
+        config: { channels: channels(channel.baseUrl) },
+        imageTasks: { timeoutSec: TIMEOUT_SEC, maxConcurrent: 64, pollIntervalSec: 1 },
+      });
+
+      const seen: string[] = [];
+      const ends = await Promise.all(
+        Array.from({ length: TASKS }, async (_, n) => {
+          const submitted = await submit(app, n);
+          seen.push(submitted.text);
+          expect(submitted.status, submitted.text).toBe(202);
+          // Tasks with partial images are watched too: their event stream ends with their end.
+          const events =
+            n % 4 === 0
+              ? await openEvents(app, `/v1/images/tasks/${submitted.body.id}/events`)
+              : undefined;
+          try {
+            const answer = await outcome(app, submitted.body.id, seen);
+            if (events) await expectEventsEnd(events, answer.body.status);
+            return { n, answer };
+          } catch (err) {
+            throw new Error(
+              `task ${n}: ${(err as Error).message}; channels: ${story(channel.answers, n)}`,
+            );
+          }
+        }),
+      );
+
+      for (const { n, answer } of ends) {
+        const why = `task ${n}: ${answer.text.slice(0, 600)}; channels: ${story(channel.answers, n)}`;
+        if (answer.body.status === "completed") {
+          await expectImages(app, answer);
+        } else {
+          expect(typeof answer.body.error?.code, why).toBe("string");
+          expect(answer.body.error?.message, why).toBeTruthy();
+        }
+        const paid = channel.answers.filter((a) => a.task === n && a.paid && a.whole);
+        expect(paid.length, `made twice: ${why}`).toBeLessThanOrEqual(1);
+      }
+      for (const text of seen) expectNothingLeaked(text);
+
+      const outcomes = ends.map(({ answer }) => answer.body.status);
+      // The mix must hold both ends, or the seed tests little.
+      expect(outcomes).toContain("completed");
+      expect(outcomes).toContain("failed");
+
+      expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+      const metrics = await fetch(`${app.url}/metrics`);
+      expect(metrics.status).toBe(200);
+      for (const line of lines) expect(line).not.toContain(UPSTREAM_KEY);
+      const errors = lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+      expect(errors).toEqual([]);
+    },
+  );
+});
