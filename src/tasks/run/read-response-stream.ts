@@ -5,6 +5,7 @@ import { base64Length } from "../../images/base64-length.js";
 import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { invalidResponse } from "./decode-generation.js";
+import { nestsDeeperThan } from "./nests-deeper-than.js";
 import { isEventStream } from "./read-streamed-answer.js";
 
 type Json = Record<string, unknown>;
@@ -15,6 +16,11 @@ const EVENT_OVERHEAD_BYTES = 4 * 1024 * 1024;
 const IMAGES_PER_EVENT = 4;
 /** A whole stream may be this many of its largest events. */
 const EVENTS_OF_MAX_SIZE = 16;
+/**
+ * Deepest nesting kept from a channel's answer: the request's own limit (128) with room for
+ * what wraps its echo (an event's `response`, its output items).
+ */
+const MAX_ANSWER_DEPTH = 256;
 /** Error bodies are read this far for their message. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
@@ -67,6 +73,9 @@ function parseObject(text: string, scrubber: KeyScrubber): Json {
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw invalidResponse("is not a JSON object");
+  }
+  if (nestsDeeperThan(parsed, MAX_ANSWER_DEPTH)) {
+    throw invalidResponse(`nests JSON deeper than ${MAX_ANSWER_DEPTH} levels`);
   }
   return parsed as Json;
 }

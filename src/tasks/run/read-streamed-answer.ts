@@ -4,6 +4,7 @@ import type { GeneratedImage } from "../core/generated-image.js";
 import { readImageStream, type StreamedImage } from "./read-image-stream.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
+import { scrubDeep } from "./decode-generation.js";
 
 /** What a streamed run asks of {@link readStreamedAnswer}. */
 export interface StreamedRun {
@@ -50,12 +51,11 @@ export async function readStreamedAnswer(
       onPartial: run.onPartial,
       scrub,
     });
+    const usage = scrubDeep(result.usage, answer.scrubber, 0);
     return {
       images: result.images,
-      // Key-free as JSON text, so the channel's key cannot hide in a field of its usage.
-      ...(result.usage === undefined
-        ? {}
-        : { usage: JSON.parse(scrub(JSON.stringify(result.usage))) as unknown }),
+      // Key-free in every string and name, and no deeper than a plain answer's usage is kept.
+      ...(usage === undefined ? {} : { usage }),
     };
   } catch (err) {
     if (run.signal.aborted) throw run.signal.reason;

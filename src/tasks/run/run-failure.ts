@@ -101,7 +101,10 @@ export async function settleRunFailure(
     failure = err;
   } else {
     logger.error({ err, taskId: id }, "task failed unexpectedly");
-    failure = new TaskFailure("upstream_error", "The image generation failed unexpectedly.");
+    failure = new TaskFailure(
+      "upstream_error",
+      `${started.kind === "response" ? "The response" : "The image generation"} failed unexpectedly.`,
+    );
   }
   // The failure itself, not its error alone: a channel's answer keeps its status with the task.
   await finisher.fail(started, "in_progress", failure, { attempts, end });

@@ -1,0 +1,99 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { pino } from "pino";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { captureLines } from "../../logging/capture-lines.js";
+import { TINY_PNG_B64 } from "../../support/fake-answers.js";
+import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { retrieveUntil, sdk } from "../../responses/response-helpers.js";
+import { PNG_MAGIC, submitOk, useApp, waitForStatus } from "../task-api.js";
+
+/*
+ * A channel's answer nested thousands of levels deep: V8 parses it (its JSON.parse does not
+ * recurse), and whatever serialises it afterwards (the task's store write, the event log) runs
+ * out of stack. The run must not: a streamed generation keeps its image and drops the usage past
+ * the depth a plain answer's is kept to; a background response whose channel sends such an event
+ * fails as any answer of no known shape does (`invalid_response`, said in its message), with
+ * nothing logged as an error.
+ */
+
+const DEEP = `${'{"inner":'.repeat(20_000)}{"total_tokens":1}${"}".repeat(20_000)}`;
+
+/** A channel that answers every call with `answer`'s content type and body. */
+async function channelAnswering(contentType: string, body: string): Promise<string> {
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": contentType });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
+async function appBefore(baseUrl: string) {
+  const { lines, stream } = captureLines();
+  const app = await useApp({
+    logger: pino({ level: "info" }, stream),
+    config: {
+      channels: [
+        { name: "deep", baseUrl, apiKey: UPSTREAM_KEY, models: ["gpt-image-1", "gpt-4o-mini"] },
+      ],
+    },
+  });
+  const errors = () => lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+  return { app, errors };
+}
+
+const event = (json: string) => `data: ${json}\n\n`;
+
+describe("a channel's answer nested 20,000 levels deep", () => {
+  it("a streamed generation with such a usage completes with its image", async () => {
+    const baseUrl = await channelAnswering(
+      "text/event-stream",
+      event(`{"type":"image_generation.partial_image","b64_json":"${TINY_PNG_B64}"}`) +
+        event(`{"type":"image_generation.completed","b64_json":"${TINY_PNG_B64}","usage":${DEEP}}`),
+    );
+    const { app, errors } = await appBefore(baseUrl);
+    const id = await submitOk(app, { prompt: "deep usage", partial_images: 1 });
+    const done = await waitForStatus(app, id, ["completed", "failed"]);
+    expect(done.body.status, done.text).toBe("completed");
+    const image = Buffer.from(done.body.data![0]!.b64_json!, "base64");
+    expect(image.subarray(0, 8)).toEqual(PNG_MAGIC);
+    expect(errors()).toEqual([]);
+  });
+
+  it.each([
+    [
+      "a streamed event",
+      "text/event-stream",
+      event('{"type":"response.output_text.delta","delta":"hi"}') +
+        event(
+          `{"type":"response.completed","response":{"id":"resp_up","status":"completed","output":[],"usage":${DEEP}}}`,
+        ),
+    ],
+    [
+      "a plain JSON answer",
+      "application/json",
+      `{"id":"resp_up","object":"response","status":"completed","output":[],"usage":${DEEP}}`,
+    ],
+  ])(
+    "a background response whose channel sends it in %s fails, said why",
+    async (_, type, body) => {
+      const { app, errors } = await appBefore(await channelAnswering(type, body));
+      const client = sdk(app);
+      const { id } = await client.responses.create({
+        model: "gpt-4o-mini",
+        input: "deep",
+        background: true,
+      });
+      const done = await retrieveUntil(client, id, ["failed"]);
+      expect(done.error?.message).toBe(
+        "The upstream channel's answer nests JSON deeper than 256 levels.",
+      );
+      expect(errors()).toEqual([]);
+    },
+  );
+});
