@@ -4,6 +4,7 @@ import type { TaskRecord } from "../core/task-record.js";
 import { imageFields } from "../responses/response-images.js";
 import { ownObject, responseShell } from "../responses/response-object.js";
 import type { ResponseImages } from "./keep-response-images.js";
+import { invalidResponse } from "./decode-generation.js";
 
 type Json = Record<string, unknown>;
 
@@ -56,7 +57,8 @@ export class ResponseRun {
   /**
    * Takes one event of the channel's stream (or its whole answer, a Response
    * object without `type`).
-   * @throws TaskFailure / RunLost from keeping its images
+   * @throws TaskFailure `invalid_response` for a final event without its response; TaskFailure /
+   *   RunLost from keeping its images
    */
   async take(event: Json): Promise<void> {
     if (event.type === undefined || event.type === "response") {
@@ -73,6 +75,10 @@ export class ResponseRun {
       if (!(await this.images.keep(field))) return;
     }
     const status = FINAL_STATUS[type];
+    // A final event must carry the response it ends: clients read their answer from it.
+    if (status !== undefined && !isObject(event.response)) {
+      throw invalidResponse(`has a ${type} event without a response object`);
+    }
     if (isObject(event.response)) {
       this.noteUpstream(event.response);
       event.response = ownObject(this.record, event.response, status);

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 import { TINY_PNG_B64 } from "../../support/fake-answers.js";
 import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { responsesAnswer } from "./chaos-responses.js";
 import { chaosBody, DEEP, DEEP_JSON, imageResult, pick, seeded, type Rng } from "./chaos-bodies.js";
 
 /*
@@ -103,6 +104,7 @@ function answer(x: Exchange): void {
   if (route === "cancel")
     return send(pick(x.rng, [200, 404, 500]), { id: "x", status: "cancelled" });
   if (route === "image") return imageFile(x);
+  if (route === "respond") return respond(x, send);
   x.record("unknown route");
   send(404, { error: { message: "no such route", type: "invalid_request_error" } });
 }
@@ -219,7 +221,26 @@ function streamedGeneration(x: Exchange): void {
 }
 
 function event(data: unknown): string {
-  return `data: ${JSON.stringify(data)}\n\n`;
+  return `data: ${JSON.stringify(data).replace(`"${DEEP}"`, DEEP_JSON)}\n\n`;
+}
+
+/** A held Responses call (a background response's run): refused, or answered in any shape. */
+function respond(x: Exchange, send: Send): void {
+  const { rng, res } = x;
+  if (rng() < 0.2) {
+    const status = pick(rng, [400, 401, 429, 500, 502, 503]);
+    x.record(`status ${status}`);
+    send(status, chaosBody(rng, "error"), retryAfter(rng));
+    return;
+  }
+  const answer = responsesAnswer(rng);
+  x.record(answer.what, answer.valid);
+  if (answer.kind === "json") return send(200, answer.body);
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  const cut = rng() < 0.15;
+  void sendInPieces(res, Buffer.from(answer.events.map(event).join(""))).then(() => {
+    if (cut) res.socket?.destroy();
+  });
 }
 
 function retryAfter(rng: Rng): Record<string, string> {
@@ -331,6 +352,7 @@ function routeOf(method: string, path: string): string {
     return "submit:sub2api";
   if (method === "POST" && /\/images\/generations$/.test(path)) return "generate";
   if (method === "POST" && /\/images\/edits$/.test(path)) return "edit";
+  if (method === "POST" && path.startsWith("/r/")) return "respond";
   if (method === "POST" && /\/responses$/.test(path)) return "submit:openai-background";
   if (method === "POST" && /\/cancel$/.test(path)) return "cancel";
   if (method === "GET" && /\/images\/tasks\/[^/]+$/.test(path)) return "poll:sub2api";

@@ -3,7 +3,7 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { captureLines } from "../../logging/capture-lines.js";
 import { expectNothingLeaked } from "../../http/error-envelope.js";
 import { TINY_PNG_B64 } from "../../support/fake-answers.js";
-import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { UPSTREAM_KEY, type TestAppOptions } from "../../support/start-test-app.js";
 import { slow } from "../../support/time-factor.js";
 import { STORES } from "../store-places.js";
 import { call, PNG_MAGIC, useApp, type ApiResponse, type Target } from "../task-api.js";
@@ -24,6 +24,10 @@ const TASKS = 48;
 const TIMEOUT_SEC = 8;
 /** One model per kind of channel, so each task's strategy is known. */
 const MODELS = ["gpt-image-1", "gpt-image-1-mini", "gpt-image-1.5"] as const;
+/** Background responses, on a channel of their own. */
+const RESPONSES = 24;
+/** The statuses a task or response ends in. */
+const FINAL = ["completed", "failed", "incomplete"];
 
 function channels(base: string) {
   const common = { apiKey: UPSTREAM_KEY, pollSec: 1 };
@@ -53,6 +57,7 @@ function channels(base: string) {
       async: "openai-background" as const,
       responsesModel: "gpt-4.1-mini",
     },
+    { ...common, name: "responder", baseUrl: `${base}/r/v1`, models: ["gpt-4o-mini"] },
   ];
 }
 
@@ -84,15 +89,15 @@ async function submit(app: Target, n: number): Promise<ApiResponse> {
   return { status: response.status, headers: response.headers, body: JSON.parse(text), text };
 }
 
-/** Polls until the task ends; every answer read on the way is checked as a client reads it. */
-async function outcome(app: Target, id: string, seen: string[]): Promise<ApiResponse> {
+/** Polls `path` until its status is final; every answer read on the way is kept for checks. */
+async function outcome(app: Target, path: string, seen: string[]): Promise<ApiResponse> {
   const deadline = Date.now() + slow((TIMEOUT_SEC + 15) * 1000);
   for (;;) {
-    const answer = await call(app, "GET", `/v1/images/tasks/${id}`);
+    const answer = await call(app, "GET", path);
     seen.push(answer.text);
     expect(answer.status, answer.text).toBe(200);
-    if (answer.body.status === "completed" || answer.body.status === "failed") return answer;
-    if (Date.now() > deadline) throw new Error(`task ${id} still ${answer.body.status}`);
+    if (FINAL.includes(answer.body.status)) return answer;
+    if (Date.now() > deadline) throw new Error(`${path} still ${answer.body.status}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
@@ -116,8 +121,8 @@ async function expectImages(app: Target, answer: ApiResponse): Promise<void> {
   }
 }
 
-/** The task's event stream ends, its last event the task's end. */
-async function expectEventsEnd(events: SseStream, status: string): Promise<void> {
+/** The event stream ends, its last event the end (`image.task.completed`, `response.failed`...). */
+async function expectEventsEnd(events: SseStream, last: string): Promise<void> {
   expect(events.status).toBe(200);
   await Promise.race([
     events.ended,
@@ -125,81 +130,114 @@ async function expectEventsEnd(events: SseStream, status: string): Promise<void>
       setTimeout(() => reject(new Error("events did not end")), slow(5000)),
     ),
   ]);
-  const last = events.events.at(-1);
-  expect(last?.event).toBe(`image.task.${status}`);
+  expect(events.events.at(-1)?.event).toBe(last);
   for (const event of events.events) expectNothingLeaked(event.data);
 }
 
 /** What the channels answered task `n`, for a failure's message. */
-function story(answers: ChaosAnswer[], n: number): string {
+function storyOf(answers: ChaosAnswer[], n: number): string {
   return answers
     .filter((answer) => answer.task === n)
     .map((a) => `${a.route}: ${a.what}${a.paid ? " (paid)" : ""}${a.whole ? "" : " (not whole)"}`)
     .join("; ");
 }
 
-describe.each(STORES)("random channel answers, on the $name store", ({ options }) => {
-  it(
-    `every task ends, once, and nothing breaks (seed ${SEED})`,
-    { timeout: slow(90_000) },
-    async () => {
-      const channel = await startChaosChannel(SEED);
-      onTestFinished(() => channel.close());
-      const { lines, stream } = captureLines();
-      const app = await useApp({
-        ...(await options()),
-        logger: pino({ level: "info" }, stream),
-        config: { channels: channels(channel.baseUrl) },
-        imageTasks: { timeoutSec: TIMEOUT_SEC, maxConcurrent: 64, pollIntervalSec: 1 },
-      });
+/** A service in front of the chaos channels, its log lines kept. */
+async function chaosApp(options: TestAppOptions) {
+  const channel = await startChaosChannel(SEED);
+  onTestFinished(() => channel.close());
+  const { lines, stream } = captureLines();
+  const app = await useApp({
+    ...options,
+    logger: pino({ level: "info" }, stream),
+    config: { channels: channels(channel.baseUrl) },
+    imageTasks: { timeoutSec: TIMEOUT_SEC, maxConcurrent: 64, pollIntervalSec: 1 },
+  });
+  return { channel, app, lines };
+}
 
-      const seen: string[] = [];
-      const ends = await Promise.all(
-        Array.from({ length: TASKS }, async (_, n) => {
-          const submitted = await submit(app, n);
-          seen.push(submitted.text);
-          expect(submitted.status, submitted.text).toBe(202);
-          // Tasks with partial images are watched too: their event stream ends with their end.
-          const events =
-            n % 4 === 0
-              ? await openEvents(app, `/v1/images/tasks/${submitted.body.id}/events`)
-              : undefined;
-          try {
-            const answer = await outcome(app, submitted.body.id, seen);
-            if (events) await expectEventsEnd(events, answer.body.status);
-            return { n, answer };
-          } catch (err) {
-            throw new Error(
-              `task ${n}: ${(err as Error).message}; channels: ${story(channel.answers, n)}`,
-            );
-          }
-        }),
-      );
+/** Each end has a code and message when failed; no answer leaked; the service is well. */
+async function expectWell(
+  app: Target,
+  ends: Array<{ n: number; answer: ApiResponse }>,
+  seen: string[],
+  lines: string[],
+  story: (n: number) => string,
+): Promise<void> {
+  for (const { n, answer } of ends) {
+    if (answer.body.status !== "failed") continue;
+    const why = `#${n}: ${answer.text.slice(0, 600)}; channels: ${story(n)}`;
+    expect(typeof answer.body.error?.code, why).toBe("string");
+    expect(answer.body.error?.message, why).toBeTruthy();
+  }
+  for (const text of seen) expectNothingLeaked(text);
+  const outcomes = ends.map(({ answer }) => answer.body.status);
+  // The mix must hold both ends, or the seed tests little.
+  expect(outcomes).toContain("completed");
+  expect(outcomes).toContain("failed");
+  expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+  expect((await fetch(`${app.url}/metrics`)).status).toBe(200);
+  for (const line of lines) expect(line).not.toContain(UPSTREAM_KEY);
+  const errors = lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+  expect(errors).toEqual([]);
+}
 
-      for (const { n, answer } of ends) {
-        const why = `task ${n}: ${answer.text.slice(0, 600)}; channels: ${story(channel.answers, n)}`;
-        if (answer.body.status === "completed") {
-          await expectImages(app, answer);
-        } else {
-          expect(typeof answer.body.error?.code, why).toBe("string");
-          expect(answer.body.error?.message, why).toBeTruthy();
-        }
-        const paid = channel.answers.filter((a) => a.task === n && a.paid && a.whole);
-        expect(paid.length, `made twice: ${why}`).toBeLessThanOrEqual(1);
+/** Runs `one` for 0..count-1 at once, a failure naming what the channels answered. */
+function each<T>(count: number, story: (n: number) => string, one: (n: number) => Promise<T>) {
+  return Promise.all(
+    Array.from({ length: count }, async (_, n) => {
+      try {
+        return await one(n);
+      } catch (err) {
+        throw new Error(`#${n}: ${(err as Error).message}; channels: ${story(n)}`);
       }
-      for (const text of seen) expectNothingLeaked(text);
-
-      const outcomes = ends.map(({ answer }) => answer.body.status);
-      // The mix must hold both ends, or the seed tests little.
-      expect(outcomes).toContain("completed");
-      expect(outcomes).toContain("failed");
-
-      expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
-      const metrics = await fetch(`${app.url}/metrics`);
-      expect(metrics.status).toBe(200);
-      for (const line of lines) expect(line).not.toContain(UPSTREAM_KEY);
-      const errors = lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
-      expect(errors).toEqual([]);
-    },
+    }),
   );
+}
+
+describe.each(STORES)("random channel answers, on the $name store", ({ options }) => {
+  it(`every task ends, once (seed ${SEED})`, { timeout: slow(90_000) }, async () => {
+    const { channel, app, lines } = await chaosApp(await options());
+    const story = (n: number) => storyOf(channel.answers, n);
+    const seen: string[] = [];
+    const ends = await each(TASKS, story, async (n) => {
+      const submitted = await submit(app, n);
+      seen.push(submitted.text);
+      expect(submitted.status, submitted.text).toBe(202);
+      const { id } = submitted.body;
+      // Tasks with partial images are watched too: their event stream ends with their end.
+      const events =
+        n % 4 === 0 ? await openEvents(app, `/v1/images/tasks/${id}/events`) : undefined;
+      const answer = await outcome(app, `/v1/images/tasks/${id}`, seen);
+      if (events) await expectEventsEnd(events, `image.task.${answer.body.status}`);
+      if (answer.body.status === "completed") await expectImages(app, answer);
+      const paid = channel.answers.filter((a) => a.task === n && a.paid && a.whole);
+      expect(paid.length, `made twice: ${answer.text.slice(0, 300)}`).toBeLessThanOrEqual(1);
+      return { n, answer };
+    });
+    await expectWell(app, ends, seen, lines, story);
+  });
+
+  it(`every background response ends, once (seed ${SEED})`, { timeout: slow(90_000) }, async () => {
+    const { channel, app, lines } = await chaosApp(await options());
+    const story = (n: number) => storyOf(channel.answers, n);
+    const seen: string[] = [];
+    const ends = await each(RESPONSES, story, async (n) => {
+      const created = await call(app, "POST", "/v1/responses", {
+        json: { model: "gpt-4o-mini", input: `chaos #${n} a haiku`, background: true },
+      });
+      seen.push(created.text);
+      expect(created.status, created.text).toBe(200);
+      const { id } = created.body;
+      const events =
+        n % 3 === 0 ? await openEvents(app, `/v1/responses/${id}?stream=true`) : undefined;
+      const answer = await outcome(app, `/v1/responses/${id}`, seen);
+      if (events) await expectEventsEnd(events, `response.${answer.body.status}`);
+      // One channel, so one call: a response is never sent to a channel twice.
+      const calls = channel.answers.filter((a) => a.task === n && a.route === "respond");
+      expect(calls.length, answer.text.slice(0, 300)).toBeLessThanOrEqual(1);
+      return { n, answer };
+    });
+    await expectWell(app, ends, seen, lines, story);
+  });
 });

@@ -9,12 +9,13 @@ import { retrieveUntil, sdk } from "../../responses/response-helpers.js";
 import { PNG_MAGIC, submitOk, useApp, waitForStatus } from "../task-api.js";
 
 /*
- * A channel's answer nested thousands of levels deep: V8 parses it (its JSON.parse does not
+ * Channel answers that parse but are not what they claim. One nested thousands of levels deep: V8 parses it (its JSON.parse does not
  * recurse), and whatever serialises it afterwards (the task's store write, the event log) runs
  * out of stack. The run must not: a streamed generation keeps its image and drops the usage past
  * the depth a plain answer's is kept to; a background response whose channel sends such an event
  * fails as any answer of no known shape does (`invalid_response`, said in its message), with
- * nothing logged as an error.
+ * nothing logged as an error. And a background response's final event without the response it
+ * ends: a stream client would read a `response.completed` it cannot use, a retrieve a failure.
  */
 
 const DEEP = `${'{"inner":'.repeat(20_000)}{"total_tokens":1}${"}".repeat(20_000)}`;
@@ -93,6 +94,37 @@ describe("a channel's answer nested 20,000 levels deep", () => {
       expect(done.error?.message).toBe(
         "The upstream channel's answer nests JSON deeper than 256 levels.",
       );
+      expect(errors()).toEqual([]);
+    },
+  );
+});
+
+describe("a background response's final event without its response object", () => {
+  it.each(["response.completed", "response.failed", "response.incomplete"])(
+    "%s with a string for its response: the response fails, its stream ends with it",
+    async (type) => {
+      const { app, errors } = await appBefore(
+        await channelAnswering(
+          "text/event-stream",
+          event('{"type":"response.output_text.delta","delta":"hi"}') +
+            event(`{"type":"${type}","response":"done"}`),
+        ),
+      );
+      const client = sdk(app);
+      const { id } = await client.responses.create({
+        model: "gpt-4o-mini",
+        input: "odd end",
+        background: true,
+      });
+      const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"]);
+      expect(done.status).toBe("failed");
+      expect(done.error?.message).toBe(
+        `The upstream channel's answer has a ${type} event without a response object.`,
+      );
+      const events = await client.responses.retrieve(id, { stream: true });
+      const types: string[] = [];
+      for await (const streamed of events) types.push(streamed.type);
+      expect(types.at(-1)).toBe("response.failed");
       expect(errors()).toEqual([]);
     },
   );

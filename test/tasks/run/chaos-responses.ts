@@ -1,0 +1,134 @@
+import { TINY_PNG_B64 } from "../../support/fake-answers.js";
+import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { chaosBody, DEEP, pick, type Rng } from "./chaos-bodies.js";
+
+/** A Responses call's answer: events to stream, or one JSON body. */
+export type ResponsesAnswer =
+  | { kind: "events"; events: unknown[]; what: string; valid: boolean }
+  | { kind: "json"; body: unknown; what: string; valid: boolean };
+
+const message = {
+  type: "message",
+  role: "assistant",
+  content: [{ type: "output_text", text: "hi" }],
+};
+const image = (result: unknown) => ({
+  id: "ig_1",
+  type: "image_generation_call",
+  status: "completed",
+  result,
+});
+const usage = { input_tokens: 3, output_tokens: 5, total_tokens: 8 };
+
+/** The final events a channel may end a response with, good and bad. */
+function finalEvent(rng: Rng): [string, unknown, boolean] {
+  const id = "resp_upstream";
+  return pick<[string, unknown, boolean]>(rng, [
+    [
+      "completed",
+      {
+        type: "response.completed",
+        response: { id, status: "completed", output: [message], usage },
+      },
+      true,
+    ],
+    [
+      "completed with an image",
+      {
+        type: "response.completed",
+        response: { id, status: "completed", output: [image(TINY_PNG_B64)], usage },
+      },
+      true,
+    ],
+    [
+      "completed, image not base64",
+      { type: "response.completed", response: { id, status: "completed", output: [image("%%%")] } },
+      true,
+    ],
+    [
+      "completed, usage nested deep",
+      {
+        type: "response.completed",
+        response: { id, status: "completed", output: [], usage: DEEP },
+      },
+      false,
+    ],
+    ["completed, response not an object", { type: "response.completed", response: "done" }, false],
+    [
+      "failed, key echoed",
+      {
+        type: "response.failed",
+        response: {
+          id,
+          status: "failed",
+          error: { code: "server_error", message: `key ${UPSTREAM_KEY}` },
+        },
+      },
+      true,
+    ],
+    [
+      "incomplete",
+      {
+        type: "response.incomplete",
+        response: { id, status: "incomplete", incomplete_details: { reason: "max_output_tokens" } },
+      },
+      true,
+    ],
+    ["an error event", { type: "error", code: "boom", message: `bad key ${UPSTREAM_KEY}` }, false],
+  ]);
+}
+
+/** What a channel answers a held Responses call (`stream: true`): anything from a clean stream on. */
+export function responsesAnswer(rng: Rng): ResponsesAnswer {
+  if (rng() < 0.2) {
+    const [what, body, valid] = finalEvent(rng);
+    const object = (body as { response?: unknown }).response;
+    return {
+      kind: "json",
+      body: typeof object === "object" ? object : body,
+      what: `json: ${what}`,
+      valid,
+    };
+  }
+  const events: unknown[] = [
+    { type: "response.created", response: { id: "resp_upstream", status: "in_progress" } },
+  ];
+  const count = Math.floor(rng() * 5);
+  for (let i = 0; i < count; i++) {
+    events.push(
+      pick(rng, [
+        {
+          type: "response.output_text.delta",
+          item_id: "msg_1",
+          output_index: 0,
+          content_index: 0,
+          delta: "hi",
+        },
+        { type: "response.output_item.done", output_index: 0, item: message },
+        {
+          type: "response.image_generation_call.partial_image",
+          partial_image_b64: TINY_PNG_B64,
+          partial_image_index: 0,
+          item_id: "ig_1",
+          output_index: 0,
+        },
+        {
+          type: "response.image_generation_call.partial_image",
+          partial_image_b64: "%%%",
+          partial_image_index: 1,
+          item_id: "ig_1",
+          output_index: 0,
+        },
+        { type: "response.output_item.done", output_index: 0, item: image(7) },
+        chaosBody(rng, "event"),
+      ]),
+    );
+  }
+  // Most streams end with a final event; some never do (a stream that just stops).
+  if (rng() < 0.8) {
+    const [what, event, valid] = finalEvent(rng);
+    events.push(event);
+    return { kind: "events", events, what: `${count + 2} events, ${what}`, valid };
+  }
+  return { kind: "events", events, what: `${count + 1} events, no final one`, valid: false };
+}
