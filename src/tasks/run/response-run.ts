@@ -22,6 +22,19 @@ const isObject = (value: unknown): value is Json =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
+ * A final response's `output`, when it has one, is a list of items (objects): clients walk it
+ * (the SDKs' `output_text`), so anything else is no answer of OpenAI's shape.
+ * @throws TaskFailure `invalid_response`
+ */
+function checkOutput(response: Json): void {
+  const { output } = response;
+  if (output === undefined) return;
+  if (!Array.isArray(output) || !output.every(isObject)) {
+    throw invalidResponse("has a final response whose output is not a list of items");
+  }
+}
+
+/**
  * One run of a background response, event by event: what the channel
  * streams is made the service's (its response id, images kept apart as
  * references) and logged where every replica reads it, numbered from where
@@ -79,6 +92,7 @@ export class ResponseRun {
     if (status !== undefined && !isObject(event.response)) {
       throw invalidResponse(`has a ${type} event without a response object`);
     }
+    if (status !== undefined) checkOutput(event.response as Json);
     if (isObject(event.response)) {
       this.noteUpstream(event.response);
       event.response = ownObject(this.record, event.response, status);
@@ -96,6 +110,7 @@ export class ResponseRun {
 
   /** A channel that answered with the finished Response object instead of a stream. */
   private async takeObject(object: Json): Promise<void> {
+    checkOutput(object);
     for (const field of imageFields(object)) await this.images.keep(field);
     this.noteUpstream(object);
     const status =

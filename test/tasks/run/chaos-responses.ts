@@ -75,6 +75,27 @@ function finalEvent(rng: Rng): [string, unknown, boolean] {
       true,
     ],
     ["an error event", { type: "error", code: "boom", message: `bad key ${UPSTREAM_KEY}` }, false],
+    [
+      "completed, output not a list",
+      { type: "response.completed", response: { id, status: "completed", output: "hi" } },
+      false,
+    ],
+    [
+      "completed, output items odd",
+      {
+        type: "response.completed",
+        response: { id, status: "completed", output: [null, 7, { type: 9 }] },
+      },
+      false,
+    ],
+    [
+      "completed, its status in_progress",
+      {
+        type: "response.completed",
+        response: { id: 42, status: "in_progress", output: [message] },
+      },
+      true,
+    ],
   ]);
 }
 
@@ -128,6 +149,12 @@ export function responsesAnswer(rng: Rng): ResponsesAnswer {
   if (rng() < 0.8) {
     const [what, event, valid] = finalEvent(rng);
     events.push(event);
+    // Now and then the channel goes on after its end: another end, more output.
+    if (rng() < 0.2) {
+      const [after, second] = finalEvent(rng);
+      events.push({ type: "response.output_text.delta", delta: "late" }, second);
+      return { kind: "events", events, what: `${what}, then ${after}`, valid };
+    }
     return { kind: "events", events, what: `${count + 2} events, ${what}`, valid };
   }
   return { kind: "events", events, what: `${count + 1} events, no final one`, valid: false };

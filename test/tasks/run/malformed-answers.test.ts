@@ -15,7 +15,8 @@ import { PNG_MAGIC, submitOk, useApp, waitForStatus } from "../task-api.js";
  * the depth a plain answer's is kept to; a background response whose channel sends such an event
  * fails as any answer of no known shape does (`invalid_response`, said in its message), with
  * nothing logged as an error. And a background response's final event without the response it
- * ends: a stream client would read a `response.completed` it cannot use, a retrieve a failure.
+ * ends: a stream client would read a `response.completed` it cannot use, a retrieve a failure;
+ * or one whose output is not a list of items, which the SDKs' `output_text` walks.
  */
 
 const DEEP = `${'{"inner":'.repeat(20_000)}{"total_tokens":1}${"}".repeat(20_000)}`;
@@ -128,4 +129,39 @@ describe("a background response's final event without its response object", () =
       expect(errors()).toEqual([]);
     },
   );
+});
+
+describe("a background response's final output that is not a list of items", () => {
+  it.each([
+    [
+      "a string",
+      "text/event-stream",
+      event('{"type":"response.completed","response":{"output":"hi"}}'),
+    ],
+    [
+      "a list with null",
+      "text/event-stream",
+      event('{"type":"response.completed","response":{"output":[null]}}'),
+    ],
+    [
+      "a string, answered plain",
+      "application/json",
+      '{"object":"response","status":"completed","output":"hi"}',
+    ],
+  ])("%s: the response fails, where the SDK's output_text would throw", async (_, type, body) => {
+    const { app, errors } = await appBefore(await channelAnswering(type, body));
+    const client = sdk(app);
+    const { id } = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "odd output",
+      background: true,
+    });
+    const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"]);
+    expect(done.status).toBe("failed");
+    expect(done.error?.message).toBe(
+      "The upstream channel's answer has a final response whose output is not a list of items.",
+    );
+    expect(done.output_text).toBe("");
+    expect(errors()).toEqual([]);
+  });
 });

@@ -233,6 +233,10 @@ describe.each(STORES)("random channel answers, on the $name store", ({ options }
         n % 3 === 0 ? await openEvents(app, `/v1/responses/${id}?stream=true`) : undefined;
       const answer = await outcome(app, `/v1/responses/${id}`, seen);
       if (events) await expectEventsEnd(events, `response.${answer.body.status}`);
+      // A response object of OpenAI's shape, whatever the channel's was.
+      const object = answer.body as unknown as { output?: unknown; id: string; status: string };
+      expect(object.id, answer.text).toBe(id);
+      if (object.status !== "failed") expect(Array.isArray(object.output), answer.text).toBe(true);
       // One channel, so one call: a response is never sent to a channel twice.
       const calls = channel.answers.filter((a) => a.task === n && a.route === "respond");
       expect(calls.length, answer.text.slice(0, 300)).toBeLessThanOrEqual(1);
