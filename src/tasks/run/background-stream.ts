@@ -60,7 +60,7 @@ export async function openBackgroundStream(
 
 /**
  * Reads the rest of a background response's stream: each partial image to
- * `onPartial` (decoded and checked), then its end (`response.completed`,
+ * `onPartial` (decoded and checked; at most `maxPartials`), then its end (`response.completed`,
  * `.failed`, `.incomplete`, `.cancelled`) as the job's state. Undefined when
  * the stream ended or broke first (an `error` event, a cut): the job runs on
  * at the channel, and is polled.
@@ -72,9 +72,12 @@ export async function readBackgroundStream(
   options: {
     signal: AbortSignal;
     onPartial?: (index: number, image: StreamedImage) => Promise<void>;
+    /** Partial images kept at most (the task's `partial_images`); later ones are read and dropped. */
+    maxPartials?: number;
   },
 ): Promise<JobState | undefined> {
   const { channel, scrubber } = answer;
+  let kept = 0;
   for (;;) {
     let next: IteratorResult<ServerSentEvent>;
     try {
@@ -90,7 +93,11 @@ export async function readBackgroundStream(
     if (type === "response.image_generation_call.partial_image") {
       const image = partialOf(data, channel.maxImageBytes);
       const index = typeof data.partial_image_index === "number" ? data.partial_image_index : 0;
-      if (image && options.onPartial) await options.onPartial(index, image);
+      // As many as were asked for, whatever the channel sends: a record stays small.
+      if (image && options.onPartial && kept < (options.maxPartials ?? Infinity)) {
+        kept += 1;
+        await options.onPartial(index, image);
+      }
       continue;
     }
     const response = data.response as Record<string, unknown> | undefined;

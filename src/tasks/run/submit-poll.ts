@@ -136,6 +136,7 @@ async function followStream(
     const state = await readBackgroundStream(streamed.stream, job.dialect, streamed.answer, {
       signal,
       ...(onPartial ? { onPartial } : {}),
+      maxPartials: started.partialImages ?? 0,
     });
     if (drained) return HANDOVER;
     return state?.kind === "running" ? undefined : state;

@@ -35,15 +35,13 @@ async function channelAnswering(contentType: string, body: string): Promise<stri
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 }
 
-async function appBefore(baseUrl: string) {
+/** The service in front of the channel at `baseUrl` (`extra`: more of its settings). */
+async function appBefore(baseUrl: string, extra: Record<string, unknown> = {}) {
   const { lines, stream } = captureLines();
+  const models = ["gpt-image-1", "gpt-4o-mini"];
   const app = await useApp({
     logger: pino({ level: "info" }, stream),
-    config: {
-      channels: [
-        { name: "deep", baseUrl, apiKey: UPSTREAM_KEY, models: ["gpt-image-1", "gpt-4o-mini"] },
-      ],
-    },
+    config: { channels: [{ name: "odd", baseUrl, apiKey: UPSTREAM_KEY, models, ...extra }] },
   });
   const errors = () => lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
   return { app, errors };
@@ -162,6 +160,34 @@ describe("a background response's final output that is not a list of items", () 
       "The upstream channel's answer has a final response whose output is not a list of items.",
     );
     expect(done.output_text).toBe("");
+    expect(errors()).toEqual([]);
+  });
+});
+
+describe("an OpenAI background channel that streams more partial images than asked", () => {
+  it("keeps as many as the task asked for", async () => {
+    const partial = (index: number) =>
+      event(
+        `{"type":"response.image_generation_call.partial_image","partial_image_index":${index},"partial_image_b64":"${TINY_PNG_B64}"}`,
+      );
+    const baseUrl = await channelAnswering(
+      "text/event-stream",
+      event('{"type":"response.created","response":{"id":"resp_many","status":"queued"}}') +
+        [0, 1, 2, 3, 4, 5].map(partial).join("") +
+        event(
+          `{"type":"response.completed","response":{"id":"resp_many","status":"completed","output":[{"type":"image_generation_call","status":"completed","result":"${TINY_PNG_B64}"}]}}`,
+        ),
+    );
+    const { app, errors } = await appBefore(baseUrl, {
+      async: "openai-background",
+      responsesModel: "gpt-4.1-mini",
+      pollSec: 1,
+    });
+    const id = await submitOk(app, { prompt: "many drafts", partial_images: 2 });
+    const done = await waitForStatus(app, id, ["completed", "failed"]);
+    expect(done.body.status, done.text).toBe("completed");
+    const metrics = await (await fetch(`${app.url}/metrics`)).text();
+    expect(metrics).toContain('image_task_sidecar_task_partial_images_total{outcome="stored"} 2\n');
     expect(errors()).toEqual([]);
   });
 });
