@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 import { TINY_PNG_B64 } from "../../support/fake-answers.js";
 import { UPSTREAM_KEY } from "../../support/start-test-app.js";
-import { responsesAnswer } from "./chaos-responses.js";
+import { backgroundEvents, responsesAnswer } from "./chaos-responses.js";
 import { chaosBody, DEEP, DEEP_JSON, imageResult, pick, seeded, type Rng } from "./chaos-bodies.js";
 
 /*
@@ -224,9 +224,18 @@ function event(data: unknown): string {
   return `data: ${JSON.stringify(data).replace(`"${DEEP}"`, DEEP_JSON)}\n\n`;
 }
 
+/** `events` as an event stream, sent in pieces, cut after them now and then. */
+function streamEvents(x: Exchange, events: unknown[]): void {
+  x.res.writeHead(200, { "content-type": "text/event-stream" });
+  const cut = x.rng() < 0.15;
+  void sendInPieces(x.res, Buffer.from(events.map(event).join(""))).then(() => {
+    if (cut) x.res.socket?.destroy();
+  });
+}
+
 /** A held Responses call (a background response's run): refused, or answered in any shape. */
 function respond(x: Exchange, send: Send): void {
-  const { rng, res } = x;
+  const { rng } = x;
   if (rng() < 0.2) {
     const status = pick(rng, [400, 401, 429, 500, 502, 503]);
     x.record(`status ${status}`);
@@ -236,11 +245,7 @@ function respond(x: Exchange, send: Send): void {
   const answer = responsesAnswer(rng);
   x.record(answer.what, answer.valid);
   if (answer.kind === "json") return send(200, answer.body);
-  res.writeHead(200, { "content-type": "text/event-stream" });
-  const cut = rng() < 0.15;
-  void sendInPieces(res, Buffer.from(answer.events.map(event).join(""))).then(() => {
-    if (cut) res.socket?.destroy();
-  });
+  streamEvents(x, answer.events);
 }
 
 function retryAfter(rng: Rng): Record<string, string> {
@@ -275,6 +280,9 @@ function submission(x: Exchange, dialect: Dialect, send: Send): void {
   }
   const id = `${dialect === "openai-background" ? "resp_" : "job_"}${task}_${Math.floor(rng() * 1e9)}`;
   x.record(`submitted ${id}`, true);
+  if (dialect === "openai-background" && /"stream"\s*:\s*true/.test(x.raw.toString("latin1"))) {
+    if (rng() < 0.6) return streamEvents(x, backgroundEvents(rng, id));
+  }
   const status = dialect === "openai-background" ? "queued" : "processing";
   send(dialect === "bifrost" ? 202 : 200, { id, task_id: id, status, object: "response" });
 }

@@ -159,3 +159,36 @@ export function responsesAnswer(rng: Rng): ResponsesAnswer {
   }
   return { kind: "events", events, what: `${count + 1} events, no final one`, valid: false };
 }
+
+/**
+ * A streamed background submission (an OpenAI background channel, partial images asked for):
+ * the response named first, drafts good and bad, any number of them, and an end or none (the job
+ * is then polled).
+ */
+export function backgroundEvents(rng: Rng, id: string): unknown[] {
+  const events: unknown[] = [{ type: "response.created", response: { id, status: "queued" } }];
+  const drafts = Math.floor(rng() * 6);
+  for (let i = 0; i < drafts; i++) {
+    events.push({
+      type: "response.image_generation_call.partial_image",
+      partial_image_index: pick(rng, [i, 0, -1, 1e9, "x"]),
+      partial_image_b64: pick(rng, [TINY_PNG_B64, TINY_PNG_B64, "%%%", "", 7]),
+    });
+  }
+  const end = pick(rng, [
+    {
+      type: "response.completed",
+      response: { id, status: "completed", output: [image(TINY_PNG_B64)], usage },
+    },
+    { type: "response.completed", response: { id, status: "completed", output: [] } },
+    {
+      type: "response.failed",
+      response: { id, status: "failed", error: { code: "x", message: `k ${UPSTREAM_KEY}` } },
+    },
+    { type: "response.completed", response: "done" },
+    { type: "error", code: "stream_error", message: "the stream broke" },
+    undefined,
+  ]);
+  if (end) events.push(end);
+  return events;
+}

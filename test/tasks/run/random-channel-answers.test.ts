@@ -66,7 +66,8 @@ async function submit(app: Target, n: number): Promise<ApiResponse> {
   const model = MODELS[n % MODELS.length]!;
   const prompt = `chaos #${n} a lighthouse`;
   const extra = {
-    ...(n % 4 === 0 ? { partial_images: 2 } : {}),
+    // Every fourth task, and half the background channel's (streamed, so drafts come as events).
+    ...(n % 4 === 0 || n % 6 === 5 ? { partial_images: 2 } : {}),
     response_format: n % 2 === 0 ? "b64_json" : "url",
   };
   if (n % 5 !== 3)
