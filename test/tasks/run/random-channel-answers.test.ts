@@ -135,6 +135,37 @@ async function expectEventsEnd(events: SseStream, last: string): Promise<void> {
   for (const event of events.events) expectNothingLeaked(event.data);
 }
 
+/**
+ * Cancels every seventh task and deletes another, a moment after its submission (while it is
+ * queued, running, or already ended): whichever, it must end as it says.
+ */
+async function stopSome(app: Target, n: number, id: string, seen: string[]) {
+  if (n % 7 < 5) return undefined;
+  await new Promise((resolve) => setTimeout(resolve, (n * 37) % 900));
+  const cancel = n % 7 === 6;
+  const answer = cancel
+    ? await call(app, "POST", `/v1/images/tasks/${id}/cancel`)
+    : await call(app, "DELETE", `/v1/images/tasks/${id}`);
+  seen.push(answer.text);
+  expect(answer.status, answer.text).toBe(200);
+  if (!cancel) return "deleted";
+  return answer.body.error?.code === "cancelled" ? "cancelled" : "ended first";
+}
+
+/**
+ * Once a task ended, its channels hear nothing more of it (but a cancel of its job): no poll,
+ * no next channel. A call sent just before the end may still be on its way (the channel shares
+ * this process's event loop, which a loaded machine slows), so counting starts a moment later.
+ */
+async function expectQuiet(answers: ChaosAnswer[], n: number): Promise<void> {
+  const calls = () => answers.filter((a) => a.task === n && a.route !== "cancel").length;
+  await new Promise((resolve) => setTimeout(resolve, slow(500)));
+  const before = calls();
+  // Past a poll interval (1 s): a poll still scheduled would have been sent.
+  await new Promise((resolve) => setTimeout(resolve, slow(1500)));
+  expect(calls(), `calls after the end: ${storyOf(answers, n)}`).toBe(before);
+}
+
 /** What the channels answered task `n`, for a failure's message. */
 function storyOf(answers: ChaosAnswer[], n: number): string {
   return answers
@@ -209,11 +240,20 @@ describe.each(STORES)("random channel answers, on the $name store", ({ options }
       // Tasks with partial images are watched too: their event stream ends with their end.
       const events =
         n % 4 === 0 ? await openEvents(app, `/v1/images/tasks/${id}/events`) : undefined;
+      const stop = await stopSome(app, n, id, seen);
+      if (stop === "deleted") {
+        expect((await call(app, "GET", `/v1/images/tasks/${id}`)).status).toBe(404);
+        await expectQuiet(channel.answers, n);
+        return { n, answer: await call(app, "GET", "/healthz") };
+      }
       const answer = await outcome(app, `/v1/images/tasks/${id}`, seen);
       if (events) await expectEventsEnd(events, `image.task.${answer.body.status}`);
       if (answer.body.status === "completed") await expectImages(app, answer);
+      // A cancel that said it won stays won: the run's own end came too late to count.
+      if (stop === "cancelled") expect(answer.body.error?.code, answer.text).toBe("cancelled");
       const paid = channel.answers.filter((a) => a.task === n && a.paid && a.whole);
       expect(paid.length, `made twice: ${answer.text.slice(0, 300)}`).toBeLessThanOrEqual(1);
+      await expectQuiet(channel.answers, n);
       return { n, answer };
     });
     await expectWell(app, ends, seen, lines, story);
