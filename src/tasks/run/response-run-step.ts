@@ -113,11 +113,14 @@ async function runResponse(
   if (answer.status >= 400) throw await responseRefusal(answer, paidSignal);
   images.setLimit(answer.channel.maxImageBytes);
   for await (const event of readResponseEvents(answer, paidSignal)) {
-    // Read to its end (the connection goes back to the pool), but nothing after the end counts.
-    if (run.final) continue;
     await run.take(event);
+    if (!run.final) continue;
     // Counted as soon as it is read: the try's span ends with its answer.
-    if (run.final) countUsage(deps, started, answer, run.final);
+    countUsage(deps, started, answer, run.final);
+    // The end came: what the channel sends after it neither counts nor is waited for (junk
+    // there must not fail a finished response, nor a stream held open keep it running).
+    answer.discard();
+    break;
   }
   if (!run.final) {
     if (run.streamError) {

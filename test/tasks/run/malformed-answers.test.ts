@@ -21,17 +21,24 @@ import { PNG_MAGIC, submitOk, useApp, waitForStatus } from "../task-api.js";
 
 const DEEP = `${'{"inner":'.repeat(20_000)}{"total_tokens":1}${"}".repeat(20_000)}`;
 
-/** A channel that answers every call with `answer`'s content type and body. */
-async function channelAnswering(contentType: string, body: string): Promise<string> {
+/**
+ * A channel that answers every call with `contentType` and `body`; with `hold`, the answer is
+ * never ended (the connection stays open until the test ends).
+ */
+async function channelAnswering(contentType: string, body: string, hold = false): Promise<string> {
   const server: Server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
       res.writeHead(200, { "content-type": contentType });
-      res.end(body);
+      if (hold) res.write(body);
+      else res.end(body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  onTestFinished(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 }
 
@@ -188,6 +195,58 @@ describe("an OpenAI background channel that streams more partial images than ask
     expect(done.body.status, done.text).toBe("completed");
     const metrics = await (await fetch(`${app.url}/metrics`)).text();
     expect(metrics).toContain('image_task_sidecar_task_partial_images_total{outcome="stored"} 2\n');
+    expect(errors()).toEqual([]);
+  });
+});
+
+describe("a background response's stream that goes on after its end", () => {
+  it.each([
+    ["an event that is not JSON", "data: {not json\n\n"],
+    ["JSON nested 20,000 deep", event(DEEP)],
+    ["an error event", event('{"type":"error","code":"late","message":"too late"}')],
+  ])("with %s: the end it had counts", async (_, after) => {
+    const { app, errors } = await appBefore(
+      await channelAnswering(
+        "text/event-stream",
+        event('{"type":"response.output_text.delta","delta":"hi"}') +
+          event(
+            '{"type":"response.completed","response":{"id":"resp_up","status":"completed","output":[]}}',
+          ) +
+          after,
+      ),
+    );
+    const client = sdk(app);
+    const { id } = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "late junk",
+      background: true,
+    });
+    const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"]);
+    expect(done.status, JSON.stringify(done.error)).toBe("completed");
+    expect(errors()).toEqual([]);
+  });
+});
+
+describe("a background response's stream held open after its end", () => {
+  it("completes at its end, not at the task's timeout", async () => {
+    const { app, errors } = await appBefore(
+      await channelAnswering(
+        "text/event-stream",
+        event(
+          '{"type":"response.completed","response":{"id":"resp_up","status":"completed","output":[]}}',
+        ),
+        true,
+      ),
+    );
+    const client = sdk(app);
+    const { id } = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "held open",
+      background: true,
+    });
+    // Far below the test app's task timeout (600 s): the end is the response's.
+    const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"], 10_000);
+    expect(done.status).toBe("completed");
     expect(errors()).toEqual([]);
   });
 });
