@@ -6,7 +6,14 @@ import { TINY_PNG_B64 } from "../../support/fake-answers.js";
 import { UPSTREAM_KEY, type TestAppOptions } from "../../support/start-test-app.js";
 import { slow } from "../../support/time-factor.js";
 import { STORES } from "../store-places.js";
-import { call, PNG_MAGIC, useApp, type ApiResponse, type Target } from "../task-api.js";
+import {
+  call,
+  PNG_MAGIC,
+  useApp,
+  type ApiResponse,
+  type Target,
+  type TaskJson,
+} from "../task-api.js";
 import { openEvents, type SseStream } from "../sse-client.js";
 import { startChaosChannel, type ChaosAnswer } from "./chaos-channel.js";
 
@@ -24,6 +31,8 @@ const TASKS = 48;
 const TIMEOUT_SEC = 8;
 /** One model per kind of channel, so each task's strategy is known. */
 const MODELS = ["gpt-image-1", "gpt-image-1-mini", "gpt-image-1.5"] as const;
+/** Tasks submitted and polled through sub2api's and Bifrost's routes. */
+const DIALECT_TASKS = 24;
 /** Background responses, on a channel of their own. */
 const RESPONSES = 24;
 /** The statuses a task or response ends in. */
@@ -285,4 +294,50 @@ describe.each(STORES)("random channel answers, on the $name store", ({ options }
     });
     await expectWell(app, ends, seen, lines, story);
   });
+
+  it(
+    `every task ends in sub2api's and Bifrost's views too (seed ${SEED})`,
+    { timeout: slow(90_000) },
+    async () => {
+      const { channel, app, lines } = await chaosApp(await options());
+      const story = (n: number) => storyOf(channel.answers, n);
+      const seen: string[] = [];
+      const ends = await each(DIALECT_TASKS, story, async (n) => {
+        const sub2api = n % 2 === 0;
+        const model = MODELS[n % MODELS.length]!;
+        const submitted = await call(
+          app,
+          "POST",
+          sub2api ? "/v1/images/generations/async" : "/v1/async/images/generations",
+          {
+            json: { model, prompt: `chaos #${n} a lighthouse`, response_format: "url" },
+          },
+        );
+        seen.push(submitted.text);
+        expect(submitted.status, submitted.text).toBe(202);
+        const path = sub2api
+          ? `/v1/images/tasks/${submitted.body.id}`
+          : `/v1/async/images/generations/${submitted.body.id}`;
+        const deadline = Date.now() + slow((TIMEOUT_SEC + 15) * 1000);
+        for (;;) {
+          const answer = await call(app, "GET", path);
+          seen.push(answer.text);
+          const ended = answer.body.status === "completed" || answer.body.status === "failed";
+          // sub2api answers 200 whatever the status; Bifrost 202 until the job ended.
+          expect(answer.status, answer.text).toBe(sub2api || ended ? 200 : 202);
+          if (ended) {
+            // Bifrost's error wraps the OpenAI one (`error.error`); the checks read that.
+            const inner = (answer.body.error as { error?: TaskJson["error"] } | undefined)?.error;
+            return {
+              n,
+              answer: sub2api ? answer : { ...answer, body: { ...answer.body, error: inner } },
+            };
+          }
+          if (Date.now() > deadline) throw new Error(`${path} still ${answer.body.status}`);
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      });
+      await expectWell(app, ends, seen, lines, story);
+    },
+  );
 });
