@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { slow } from "../../support/time-factor.js";
+import { STORES } from "../store-places.js";
+import { call } from "../task-api.js";
+import { openEvents } from "../sse-client.js";
+import {
+  chaosApp,
+  each,
+  expectEventsEnd,
+  expectWell,
+  outcome,
+  SEED,
+  storyOf,
+} from "./chaos-checks.js";
+
+/*
+ * Background responses against a Responses channel that answers at random (see
+ * chaos-channel.ts): refusals, plain answers, streams with any events, final ones without their
+ * response or with odd outputs, two ends, none, junk nested 20,000 deep. Every response ends
+ * (completed, incomplete, or failed with a code and a message) in OpenAI's shape, its stream ends
+ * with its end, its channel is called once, and nothing leaks or is logged as an error.
+ */
+
+/** Background responses, on a channel of their own. */
+const RESPONSES = 24;
+
+describe.each(STORES)(
+  "random channel answers: background responses, on the $name store",
+  ({ options }) => {
+    it(
+      `every background response ends, once (seed ${SEED})`,
+      { timeout: slow(90_000) },
+      async () => {
+        const { channel, app, lines } = await chaosApp(await options());
+        const story = (n: number) => storyOf(channel.answers, n);
+        const seen: string[] = [];
+        const ends = await each(RESPONSES, story, async (n) => {
+          const created = await call(app, "POST", "/v1/responses", {
+            json: { model: "gpt-4o-mini", input: `chaos #${n} a haiku`, background: true },
+          });
+          seen.push(created.text);
+          expect(created.status, created.text).toBe(200);
+          const { id } = created.body;
+          const events =
+            n % 3 === 0 ? await openEvents(app, `/v1/responses/${id}?stream=true`) : undefined;
+          const answer = await outcome(app, `/v1/responses/${id}`, seen);
+          if (events) await expectEventsEnd(events, `response.${answer.body.status}`);
+          // A response object of OpenAI's shape, whatever the channel's was.
+          const object = answer.body as unknown as { output?: unknown; id: string; status: string };
+          expect(object.id, answer.text).toBe(id);
+          if (object.status !== "failed")
+            expect(Array.isArray(object.output), answer.text).toBe(true);
+          // One channel, so one call: a response is never sent to a channel twice.
+          const calls = channel.answers.filter((a) => a.task === n && a.route === "respond");
+          expect(calls.length, answer.text.slice(0, 300)).toBeLessThanOrEqual(1);
+          return { n, answer };
+        });
+        await expectWell(app, ends, seen, lines, story);
+      },
+    );
+  },
+);
