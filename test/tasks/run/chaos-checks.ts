@@ -1,5 +1,6 @@
 import { pino } from "pino";
 import { expect, onTestFinished } from "vitest";
+import type { ConfigInput } from "../../../src/config/config-schema.js";
 import { captureLines } from "../../logging/capture-lines.js";
 import { expectNothingLeaked } from "../../http/error-envelope.js";
 import { UPSTREAM_KEY, type TestAppOptions } from "../../support/start-test-app.js";
@@ -89,15 +90,15 @@ export function storyOf(answers: ChaosAnswer[], n: number): string {
     .join("; ");
 }
 
-/** A service in front of the chaos channels, its log lines kept. */
-export async function chaosApp(options: TestAppOptions) {
+/** A service in front of the chaos channels (`config`: more of its settings), its log lines kept. */
+export async function chaosApp(options: TestAppOptions, config: Partial<ConfigInput> = {}) {
   const channel = await startChaosChannel(SEED);
   onTestFinished(() => channel.close());
   const { lines, stream } = captureLines();
   const app = await useApp({
     ...options,
     logger: pino({ level: "info" }, stream),
-    config: { channels: channels(channel.baseUrl) },
+    config: { channels: channels(channel.baseUrl), ...config },
     imageTasks: { timeoutSec: TIMEOUT_SEC, maxConcurrent: 64, pollIntervalSec: 1 },
   });
   return { channel, app, lines };

@@ -1,8 +1,12 @@
-import { describe, expect, it } from "vitest";
+import { createHmac, randomBytes } from "node:crypto";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { expectNothingLeaked } from "../../http/error-envelope.js";
 import { TINY_PNG_B64 } from "../../support/fake-answers.js";
 import { slow } from "../../support/time-factor.js";
 import { STORES } from "../store-places.js";
-import { call, PNG_MAGIC, type ApiResponse, type Target } from "../task-api.js";
+import { call, PNG_MAGIC, waitUntil, type ApiResponse, type Target } from "../task-api.js";
 import { openEvents } from "../sse-client.js";
 import type { ChaosAnswer } from "./chaos-channel.js";
 import {
@@ -23,16 +27,53 @@ import {
  * one, or failed with a code and a message) within its timeout, no generation a channel
  * answered whole is asked for again, clients read no 5xx and nothing secret, the service logs
  * no error and still answers. Some are cancelled or deleted mid-run; once a task ended, its
- * channels hear nothing more of it. Seeded: `TEST_RANDOM_SEED` runs another mix.
+ * channels hear nothing more of it, and its webhook comes once, signed. Seeded: `TEST_RANDOM_SEED` runs another mix.
  */
 
 const TASKS = 48;
+const WEBHOOK_SECRET = `whsec_${randomBytes(32).toString("base64")}`;
+
+/** Webhook deliveries, as a receiver that answers 200 to each keeps them. */
+interface Delivery {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A webhook receiver on a free port, closed when the test ends. */
+async function startReceiver(): Promise<{ url: string; deliveries: Delivery[] }> {
+  const deliveries: Delivery[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, deliveries };
+}
+
+/** A delivery signed with `secret` as Standard Webhooks says, for task `id`, of its end `status`. */
+function expectSignedEvent(delivery: Delivery, secret: string, id: string, status: string): void {
+  const { headers, body } = delivery;
+  const key = Buffer.from(secret.slice("whsec_".length), "base64");
+  const signed = `${String(headers["webhook-id"])}.${String(headers["webhook-timestamp"])}.${body}`;
+  const signature = createHmac("sha256", key).update(signed).digest("base64");
+  expect(headers["webhook-signature"]).toBe(`v1,${signature}`);
+  const event = JSON.parse(body) as { type: string; data: { id: string } };
+  expect(event.type).toBe(`image.task.${status}`);
+  expect(event.data.id).toBe(id);
+  expectNothingLeaked(body);
+}
 
 /** Submits task `n`: a generation or an edit, streamed partials or not, b64 or url. */
-async function submit(app: Target, n: number): Promise<ApiResponse> {
+async function submit(app: Target, n: number, hookUrl: string): Promise<ApiResponse> {
   const model = MODELS[n % MODELS.length]!;
   const prompt = `chaos #${n} a lighthouse`;
   const extra = {
+    webhook_url: hookUrl,
     // Every fourth task, and half the background channel's (streamed, so drafts come as events).
     ...(n % 4 === 0 || n % 6 === 5 ? { partial_images: 2 } : {}),
     response_format: n % 2 === 0 ? "b64_json" : "url",
@@ -109,11 +150,14 @@ async function expectQuiet(answers: ChaosAnswer[], n: number): Promise<void> {
 
 describe.each(STORES)("random channel answers: image tasks, on the $name store", ({ options }) => {
   it(`every task ends, once (seed ${SEED})`, { timeout: slow(90_000) }, async () => {
-    const { channel, app, lines } = await chaosApp(await options());
+    const hooks = await startReceiver();
+    const { channel, app, lines } = await chaosApp(await options(), {
+      webhooks: { secret: WEBHOOK_SECRET, allowPrivateNetworks: true },
+    });
     const story = (n: number) => storyOf(channel.answers, n);
     const seen: string[] = [];
     const ends = await each(TASKS, story, async (n) => {
-      const submitted = await submit(app, n);
+      const submitted = await submit(app, n, hooks.url);
       seen.push(submitted.text);
       expect(submitted.status, submitted.text).toBe(202);
       const { id } = submitted.body;
@@ -134,6 +178,11 @@ describe.each(STORES)("random channel answers: image tasks, on the $name store",
       const paid = channel.answers.filter((a) => a.task === n && a.paid && a.whole);
       expect(paid.length, `made twice: ${answer.text.slice(0, 300)}`).toBeLessThanOrEqual(1);
       await expectQuiet(channel.answers, n);
+      // Its webhook, once: signed, for its end.
+      const mine = () => hooks.deliveries.filter((d) => d.body.includes(`"id":"${id}"`));
+      await waitUntil(() => mine().length > 0, `task ${n}'s webhook`);
+      expect(mine()).toHaveLength(1);
+      expectSignedEvent(mine()[0]!, WEBHOOK_SECRET, id, answer.body.status);
       return { n, answer };
     });
     await expectWell(app, ends, seen, lines, story);
