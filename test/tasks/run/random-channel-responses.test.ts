@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { slow } from "../../support/time-factor.js";
 import { STORES } from "../store-places.js";
 import { call } from "../task-api.js";
-import { openEvents } from "../sse-client.js";
+import { openEvents, type SseStream } from "../sse-client.js";
 import {
   chaosApp,
   each,
@@ -18,7 +18,8 @@ import {
  * chaos-channel.ts): refusals, plain answers, streams with any events, final ones without their
  * response or with odd outputs, two ends, none, junk nested 20,000 deep. Every response ends
  * (completed, incomplete, or failed with a code and a message) in OpenAI's shape, its stream ends
- * with its end, its channel is called once, and nothing leaks or is logged as an error.
+ * with its end (watched after its creation, or created and watched in one request), its channel
+ * is called once, and nothing leaks or is logged as an error.
  */
 
 /** Background responses, on a channel of their own. */
@@ -35,14 +36,21 @@ describe.each(STORES)(
         const story = (n: number) => storyOf(channel.answers, n);
         const seen: string[] = [];
         const ends = await each(RESPONSES, story, async (n) => {
-          const created = await call(app, "POST", "/v1/responses", {
-            json: { model: "gpt-4o-mini", input: `chaos #${n} a haiku`, background: true },
-          });
-          seen.push(created.text);
-          expect(created.status, created.text).toBe(200);
-          const { id } = created.body;
-          const events =
-            n % 3 === 0 ? await openEvents(app, `/v1/responses/${id}?stream=true`) : undefined;
+          const body = { model: "gpt-4o-mini", input: `chaos #${n} a haiku`, background: true };
+          let id: string;
+          let events: SseStream | undefined;
+          if (n % 3 === 1) {
+            // Created and watched in one request: the stream's first event names the response.
+            events = await openEvents(app, "/v1/responses", { json: { ...body, stream: true } });
+            const first = await events.event(0);
+            id = String((first.json.response as { id?: string } | undefined)?.id);
+          } else {
+            const created = await call(app, "POST", "/v1/responses", { json: body });
+            seen.push(created.text);
+            expect(created.status, created.text).toBe(200);
+            id = created.body.id;
+            if (n % 3 === 0) events = await openEvents(app, `/v1/responses/${id}?stream=true`);
+          }
           const answer = await outcome(app, `/v1/responses/${id}`, seen);
           if (events) await expectEventsEnd(events, `response.${answer.body.status}`);
           // A response object of OpenAI's shape, whatever the channel's was.
