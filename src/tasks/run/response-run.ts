@@ -89,10 +89,12 @@ export class ResponseRun {
     }
     const status = FINAL_STATUS[type];
     // A final event must carry the response it ends: clients read their answer from it.
-    if (status !== undefined && !isObject(event.response)) {
-      throw invalidResponse(`has a ${type} event without a response object`);
+    if (status !== undefined) {
+      if (!isObject(event.response)) {
+        throw invalidResponse(`has a ${type} event without a response object`);
+      }
+      checkOutput(event.response);
     }
-    if (status !== undefined) checkOutput(event.response as Json);
     if (isObject(event.response)) {
       this.noteUpstream(event.response);
       event.response = ownObject(this.record, event.response, status);

@@ -89,7 +89,7 @@ export async function settleRunFailure(
         "in_progress",
         new TaskFailure(
           "timeout",
-          `${started.kind === "response" ? "The response" : "The image generation"} did not finish within ${deps.timeoutSec} seconds.`,
+          `${whatRuns(started)} did not finish within ${deps.timeoutSec} seconds.`,
           "timeout",
         ),
         { attempts, end },
@@ -101,11 +101,13 @@ export async function settleRunFailure(
     failure = err;
   } else {
     logger.error({ err, taskId: id }, "task failed unexpectedly");
-    failure = new TaskFailure(
-      "upstream_error",
-      `${started.kind === "response" ? "The response" : "The image generation"} failed unexpectedly.`,
-    );
+    failure = new TaskFailure("upstream_error", `${whatRuns(started)} failed unexpectedly.`);
   }
   // The failure itself, not its error alone: a channel's answer keeps its status with the task.
   await finisher.fail(started, "in_progress", failure, { attempts, end });
+}
+
+/** What a failure's message names as having run: a background response, or an image generation. */
+function whatRuns(record: TaskRecord): string {
+  return record.kind === "response" ? "The response" : "The image generation";
 }

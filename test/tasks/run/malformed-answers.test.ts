@@ -54,6 +54,18 @@ async function appBefore(baseUrl: string, extra: Record<string, unknown> = {}) {
   return { app, errors };
 }
 
+/** A background response to `input`, created with the openai SDK and retrieved until it ended. */
+async function backgroundResponse(
+  app: { baseURL: string; key: string },
+  input: string,
+  timeoutMs?: number,
+) {
+  const client = sdk(app);
+  const { id } = await client.responses.create({ model: "gpt-4o-mini", input, background: true });
+  const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"], timeoutMs);
+  return { client, id, done };
+}
+
 const event = (json: string) => `data: ${json}\n\n`;
 
 describe("a channel's answer nested 20,000 levels deep", () => {
@@ -90,13 +102,7 @@ describe("a channel's answer nested 20,000 levels deep", () => {
     "a background response whose channel sends it in %s fails, said why",
     async (_, type, body) => {
       const { app, errors } = await appBefore(await channelAnswering(type, body));
-      const client = sdk(app);
-      const { id } = await client.responses.create({
-        model: "gpt-4o-mini",
-        input: "deep",
-        background: true,
-      });
-      const done = await retrieveUntil(client, id, ["failed"]);
+      const { done } = await backgroundResponse(app, "deep");
       expect(done.error?.message).toBe(
         "The upstream channel's answer nests JSON deeper than 256 levels.",
       );
@@ -116,13 +122,7 @@ describe("a background response's final event without its response object", () =
             event(`{"type":"${type}","response":"done"}`),
         ),
       );
-      const client = sdk(app);
-      const { id } = await client.responses.create({
-        model: "gpt-4o-mini",
-        input: "odd end",
-        background: true,
-      });
-      const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"]);
+      const { client, id, done } = await backgroundResponse(app, "odd end");
       expect(done.status).toBe("failed");
       expect(done.error?.message).toBe(
         `The upstream channel's answer has a ${type} event without a response object.`,
@@ -155,13 +155,7 @@ describe("a background response's final output that is not a list of items", () 
     ],
   ])("%s: the response fails, where the SDK's output_text would throw", async (_, type, body) => {
     const { app, errors } = await appBefore(await channelAnswering(type, body));
-    const client = sdk(app);
-    const { id } = await client.responses.create({
-      model: "gpt-4o-mini",
-      input: "odd output",
-      background: true,
-    });
-    const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"]);
+    const { done } = await backgroundResponse(app, "odd output");
     expect(done.status).toBe("failed");
     expect(done.error?.message).toBe(
       "The upstream channel's answer has a final response whose output is not a list of items.",
@@ -215,13 +209,7 @@ describe("a background response's stream that goes on after its end", () => {
           after,
       ),
     );
-    const client = sdk(app);
-    const { id } = await client.responses.create({
-      model: "gpt-4o-mini",
-      input: "late junk",
-      background: true,
-    });
-    const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"]);
+    const { done } = await backgroundResponse(app, "late junk");
     expect(done.status, JSON.stringify(done.error)).toBe("completed");
     expect(errors()).toEqual([]);
   });
@@ -238,14 +226,8 @@ describe("a background response's stream held open after its end", () => {
         true,
       ),
     );
-    const client = sdk(app);
-    const { id } = await client.responses.create({
-      model: "gpt-4o-mini",
-      input: "held open",
-      background: true,
-    });
     // Far below the test app's task timeout (600 s): the end is the response's.
-    const done = await retrieveUntil(client, id, ["completed", "failed", "incomplete"], 10_000);
+    const { done } = await backgroundResponse(app, "held open", 10_000);
     expect(done.status).toBe("completed");
     expect(errors()).toEqual([]);
   });
