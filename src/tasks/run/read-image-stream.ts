@@ -11,7 +11,7 @@ export interface StreamedImage {
 
 /** What {@link readImageStream} needs besides the body. */
 export interface ImageStreamOptions {
-  /** The images asked for (`n`): more `.completed` events than this are refused. */
+  /** The images asked for (`n`): the stream is read until this many `.completed` events came. */
   n: number;
   /** Partial images to keep at most (`partial_images`); more are read and dropped. */
   maxPartials: number;
@@ -47,8 +47,13 @@ function invalid(what: string): TaskFailure {
  * `usage` (summed over several images); an `error` event fails with the
  * channel's own code and message. What is not such a stream fails
  * `invalid_response`: an event that is not JSON, an image that is not PNG,
- * JPEG or WebP or is too large, more images than asked for, or a stream that
- * ends before its images were completed (a cut stream is never a result).
+ * JPEG or WebP or is too large, or a stream that ends before its images were
+ * completed (a cut stream is never a result).
+ *
+ * Reading stops at the `n`-th `.completed` event, the stream then discarded:
+ * those images are paid for, and a channel that holds the stream open after
+ * them, or sends junk or more images, must not make the task wait out its
+ * timeout or fail and throw them away.
  *
  * @throws TaskFailure; the body's own errors (a reset, an abort) are rethrown as they are
  */
@@ -57,6 +62,7 @@ export async function readImageStream(
   options: ImageStreamOptions,
 ): Promise<StreamedResult> {
   const images: StreamedImage[] = [];
+  const wanted = Math.max(1, options.n);
   let usage: unknown;
   let partials = 0;
   const events = parseEventStream(body, base64Length(options.maxImageBytes) + EVENT_OVERHEAD);
@@ -78,11 +84,10 @@ export async function readImageStream(
         if (partials < options.maxPartials) await options.onPartial(partials, image);
         partials += 1;
       } else if (/^image_(generation|edit)\.completed$/.test(type)) {
-        if (images.length >= Math.max(1, options.n)) {
-          throw invalid(`holds more images than the ${options.n} asked for`);
-        }
         images.push(decode(data, options));
         usage = addUsage(usage, data.usage);
+        // Leaving the loop returns the body's iterator, which discards the rest of the answer.
+        if (images.length >= wanted) break;
       }
     }
   } catch (err) {

@@ -160,14 +160,14 @@ function transport(x: Exchange): Send | undefined {
   };
 }
 
-async function sendInPieces(res: ServerResponse, bytes: Buffer): Promise<void> {
+async function sendInPieces(res: ServerResponse, bytes: Buffer, end = true): Promise<void> {
   const size = Math.max(1, Math.ceil(bytes.length / 4));
   for (let at = 0; at < bytes.length; at += size) {
     if (res.destroyed) return;
     res.write(bytes.subarray(at, at + size));
     await new Promise((resolve) => setTimeout(resolve, 40));
   }
-  res.end();
+  if (end) res.end();
 }
 
 /** A held call: `/images/generations` or `/images/edits`, streamed when it asks. */
@@ -181,7 +181,7 @@ function generation(x: Exchange, send: Send): void {
     send(status, chaosBody(rng, "error"), retryAfter(rng));
     return;
   }
-  if (streamed && roll < 0.65) return streamedGeneration(x);
+  if (streamed && roll < 0.8) return streamedGeneration(x);
   const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`);
   x.record(`200 ${result.what}`, result.valid);
   send(200, result.body);
@@ -193,12 +193,17 @@ function streamedGeneration(x: Exchange): void {
   const events: string[] = [];
   const count = 1 + Math.floor(rng() * 4);
   let valid = false;
+  // Its image came before anything odd: the task completes with it, whatever follows.
+  let completesFirst = false;
+  let odd = false;
   for (let i = 0; i < count; i++) {
     const kind = pick(rng, ["partial", "partial", "completed", "garbage", "error", "done", "odd"]);
+    if (!["partial", "done", "completed"].includes(kind)) odd = true;
     if (kind === "partial") {
       events.push(event({ type: "image_generation.partial_image", b64_json: TINY_PNG_B64 }));
     } else if (kind === "completed") {
       valid = true;
+      completesFirst ||= !odd;
       events.push(event({ type: "image_generation.completed", b64_json: TINY_PNG_B64 }));
     } else if (kind === "garbage") {
       events.push("data: {not json\n\n");
@@ -212,11 +217,12 @@ function streamedGeneration(x: Exchange): void {
       events.push(event(chaosBody(rng, "event")));
     }
   }
-  x.record(`stream of ${count} events`, valid);
+  const after = pick(rng, ["end", "end", "end", "cut", "held open"]);
+  const completes = completesFirst ? " (completes)" : "";
+  x.record(`stream of ${count} events, then ${after}${completes}`, valid);
   res.writeHead(200, { "content-type": "text/event-stream" });
-  const cut = rng() < 0.2;
-  void sendInPieces(res, Buffer.from(events.join(""))).then(() => {
-    if (cut) res.socket?.destroy();
+  void sendInPieces(res, Buffer.from(events.join("")), after !== "held open").then(() => {
+    if (after === "cut") res.socket?.destroy();
   });
 }
 

@@ -232,3 +232,27 @@ describe("a background response's stream held open after its end", () => {
     expect(errors()).toEqual([]);
   });
 });
+
+describe("a streamed generation that goes on after its image was completed", () => {
+  const imageEvent = (type: string) =>
+    event(`{"type":"image_generation.${type}","b64_json":"${TINY_PNG_B64}"}`);
+  it.each([
+    ["held open", "", true],
+    ["with an event that is not JSON", "data: {not json\n\n", false],
+    ["with more images than asked for", imageEvent("completed").repeat(2), false],
+  ])("%s: the task completes with its paid image", async (_, after, hold) => {
+    const baseUrl = await channelAnswering(
+      "text/event-stream",
+      imageEvent("partial_image") + imageEvent("completed") + after,
+      hold,
+    );
+    const { app, errors } = await appBefore(baseUrl);
+    const id = await submitOk(app, { prompt: "held after its end", partial_images: 1 });
+    // Far below the test app's task timeout (600 s): the end is the image's.
+    const done = await waitForStatus(app, id, ["completed", "failed"]);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(done.body.data).toHaveLength(1);
+    expect(Buffer.from(done.body.data![0]!.b64_json!, "base64").subarray(0, 8)).toEqual(PNG_MAGIC);
+    expect(errors()).toEqual([]);
+  });
+});

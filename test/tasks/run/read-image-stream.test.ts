@@ -71,7 +71,7 @@ describe("readImageStream", () => {
     });
   });
 
-  it("fails invalid_response on a cut stream, garbage, a non-image, or too many images", async () => {
+  it("fails invalid_response on a cut stream, garbage or a non-image", async () => {
     for (const [parts, message] of [
       [[partial(0)], /ended before the image was completed/],
       [["data: {not json\n\n"], /not JSON/],
@@ -83,13 +83,30 @@ describe("readImageStream", () => {
         ],
         /not PNG/,
       ],
-      [[completed(), completed()], /more images than the 1 asked for/],
     ] as const) {
       const err = await failure(read([...parts]));
       expect(err).toBeInstanceOf(TaskFailure);
       expect(err?.code).toBe("invalid_response");
       expect(err?.message).toMatch(message);
     }
+  });
+
+  it("stops reading at the n-th completed image, leaving what follows unread", async () => {
+    let readAfter = false;
+    async function* heldOpen() {
+      yield Buffer.from(completed() + completed());
+      readAfter = true;
+      await new Promise(() => undefined);
+    }
+    const result = await readImageStream(heldOpen(), {
+      n: 2,
+      maxPartials: 0,
+      maxImageBytes: 1024 * 1024,
+      onPartial: async () => undefined,
+      scrub: (text) => text,
+    });
+    expect(result.images).toHaveLength(2);
+    expect(readAfter).toBe(false);
   });
 
   it("fails with the channel's own error event, its key scrubbed", async () => {
