@@ -37,6 +37,12 @@ export async function serveMcpRequest(deps: McpLaneDeps, call: LaneCall): Promis
   // Same origin rule as the service's own URLs; a poisoned Host is refused here (400).
   const publicOrigin = publicBaseUrl(req, deps.origin);
   const body = (await readJsonBody(req, deps.body))?.value;
+  // JSON-RPC 2.0 answers an empty batch with one Invalid Request error; the transport would take
+  // it for a batch of notifications and answer 202, so a client would wait for nothing.
+  if (Array.isArray(body) && body.length === 0) {
+    sendJson(res, 400, jsonRpcError(-32600, "Invalid Request: an empty batch"));
+    return;
+  }
   const api = createInProcessTaskApiClient({
     tasks: deps.tasks,
     principal: callerOf(call),

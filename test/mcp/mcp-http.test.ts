@@ -176,4 +176,22 @@ describe("MCP over Streamable HTTP at /mcp", () => {
       expect(await response.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } });
     }
   });
+
+  it("answers an empty batch with JSON-RPC's Invalid Request, not an empty 202", async () => {
+    const response = await fetch(`${app.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${app.key}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: "[]",
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      jsonrpc: "2.0",
+      error: { code: -32600, message: "Invalid Request: an empty batch" },
+      id: null,
+    });
+  });
 });
