@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 import { TINY_PNG_B64 } from "../../support/fake-answers.js";
 import { UPSTREAM_KEY } from "../../support/start-test-app.js";
+import { answerWell, isControl } from "./chaos-control.js";
 import { backgroundEvents, responsesAnswer } from "./chaos-responses.js";
 import { chaosBody, DEEP, DEEP_JSON, imageResult, pick, seeded, type Rng } from "./chaos-bodies.js";
 
@@ -11,7 +12,7 @@ import { chaosBody, DEEP, DEEP_JSON, imageResult, pick, seeded, type Rng } from 
  * images that are not images, the channel's key in its messages), answers cut or reset, sent
  * in pieces, never sent. Each answer is drawn from the task's own seeded generator (keyed by
  * the task's number, the route and how many calls of that route it had), so one task's answers
- * do not depend on how the others interleave.
+ * do not depend on how the others interleave. Control tasks are answered well (chaos-control.ts).
  */
 
 /** One answer the channel sent, for the test's checks. */
@@ -95,6 +96,7 @@ interface Exchange {
 }
 
 function answer(x: Exchange): void {
+  if (isControl(x.task)) return answerWell(x);
   const send = transport(x);
   if (!send) return;
   const { route } = x;

@@ -7,6 +7,7 @@ import { UPSTREAM_KEY } from "../../support/start-test-app.js";
 import { slow } from "../../support/time-factor.js";
 import { PNG_MAGIC, type Target } from "../task-api.js";
 import { chaosApp, each, MODELS, SEED, storyOf, TIMEOUT_SEC } from "./chaos-checks.js";
+import { isControl } from "./chaos-control.js";
 
 /*
  * MCP clients against channels that answer at random (see chaos-channel.ts): each task started
@@ -101,6 +102,8 @@ describe("random channel answers: MCP tools", () => {
         }
         const result = await collect(client, taskId, n);
         const checked = checkedOf(result);
+        // A task whose channel answered well completed, whatever the others' did.
+        if (isControl(n) && n % 6 !== 5) expect(checked.status, story(n)).toBe("completed");
         if (checked.status === "completed") {
           expect(result.isError, textOf(result)).toBeFalsy();
           await expectLinkedImages(result);
