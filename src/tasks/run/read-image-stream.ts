@@ -45,10 +45,10 @@ function invalid(what: string): TaskFailure {
  * `image_generation.partial_image` / `image_edit.partial_image` events go to
  * `onPartial` one by one; `.completed` events are the result, with their
  * `usage` (summed over several images); an `error` event fails with the
- * channel's own code and message. What is not such a stream fails
- * `invalid_response`: an event that is not JSON, an image that is not PNG,
- * JPEG or WebP or is too large, or a stream that ends before its images were
- * completed (a cut stream is never a result).
+ * channel's own code and message. A completed image that is not PNG, JPEG or
+ * WebP or is too large fails `invalid_response`, as does a stream that ends
+ * before its images were completed (a cut stream is never a result); an event
+ * that is not a JSON object, or a partial image that is no image, is skipped.
  *
  * Reading stops at the `n`-th `.completed` event, the stream then discarded:
  * those images are paid for, and a channel that holds the stream open after
@@ -69,20 +69,17 @@ export async function readImageStream(
   try {
     for await (const event of events) {
       if (event.data === "[DONE]") continue;
-      let data: Record<string, unknown>;
-      try {
-        data = JSON.parse(event.data) as Record<string, unknown>;
-      } catch {
-        throw invalid("has an event that is not JSON");
-      }
-      if (data === null || typeof data !== "object")
-        throw invalid("has an event that is not an object");
+      const data = objectOf(event.data);
+      if (event.event === "error") throw channelError(data ?? {}, options);
+      // An event that is no JSON object is skipped: the images after it are made and billed.
+      if (!data) continue;
       const type = typeof data.type === "string" ? data.type : event.event;
-      if (type === "error" || event.event === "error") throw channelError(data, options);
+      if (type === "error") throw channelError(data, options);
       if (/^image_(generation|edit)\.partial_image$/.test(type)) {
-        const image = decode(data, options);
-        if (partials < options.maxPartials) await options.onPartial(partials, image);
-        partials += 1;
+        // A draft that is no image is skipped too: only the result must be one.
+        const image = decodeDraft(data, options);
+        if (image && partials < options.maxPartials) await options.onPartial(partials, image);
+        if (image) partials += 1;
       } else if (/^image_(generation|edit)\.completed$/.test(type)) {
         images.push(decode(data, options));
         usage = addUsage(usage, data.usage);
@@ -98,6 +95,31 @@ export async function readImageStream(
   }
   if (images.length === 0) throw invalid("ended before the image was completed");
   return { images, ...(usage === undefined ? {} : { usage }) };
+}
+
+/** An event's JSON object, or undefined when it is not JSON or not an object. */
+function objectOf(text: string): Record<string, unknown> | undefined {
+  try {
+    const data = JSON.parse(text) as unknown;
+    return typeof data === "object" && data !== null && !Array.isArray(data)
+      ? (data as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A partial image event's draft, or undefined when it holds no image the service keeps. */
+function decodeDraft(
+  data: Record<string, unknown>,
+  options: ImageStreamOptions,
+): StreamedImage | undefined {
+  try {
+    return decode(data, options);
+  } catch (err) {
+    if (err instanceof TaskFailure) return undefined;
+    throw err;
+  }
 }
 
 function decode(data: Record<string, unknown>, options: ImageStreamOptions): StreamedImage {

@@ -51,7 +51,10 @@ export async function* readResponseEvents(
     const body = answer.chunks({ maxBytes: EVENTS_OF_MAX_SIZE * limit });
     for await (const event of parseEventStream(body, limit)) {
       if (event.data === "[DONE]") continue;
-      const parsed = parseObject(event.data, answer.scrubber);
+      const parsed = parseEvent(event.data, answer.scrubber);
+      // An event that is no JSON object is skipped: the final event holds the whole response,
+      // which the channel has made (and billed) whatever came before it.
+      if (parsed === undefined) continue;
       if (typeof parsed.type !== "string") parsed.type = event.event;
       yield parsed;
     }
@@ -63,7 +66,7 @@ export async function* readResponseEvents(
   }
 }
 
-/** One event's (or answer's) JSON, free of the channel's key. */
+/** A plain answer's JSON, free of the channel's key. */
 function parseObject(text: string, scrubber: KeyScrubber): Json {
   let parsed: unknown;
   try {
@@ -71,13 +74,31 @@ function parseObject(text: string, scrubber: KeyScrubber): Json {
   } catch {
     throw invalidResponse("is not valid JSON");
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw invalidResponse("is not a JSON object");
+  if (!isObject(parsed)) throw invalidResponse("is not a JSON object");
+  return shallowEnough(parsed);
+}
+
+/** A stream event's JSON, free of the channel's key; undefined when it is no JSON object. */
+function parseEvent(text: string, scrubber: KeyScrubber): Json | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(scrubber.scrubString(text));
+  } catch {
+    return undefined;
   }
-  if (nestsDeeperThan(parsed, MAX_ANSWER_DEPTH)) {
+  return isObject(parsed) ? shallowEnough(parsed) : undefined;
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** @throws TaskFailure `invalid_response` when it nests deeper than the service keeps */
+function shallowEnough(value: Json): Json {
+  if (nestsDeeperThan(value, MAX_ANSWER_DEPTH)) {
     throw invalidResponse(`nests JSON deeper than ${MAX_ANSWER_DEPTH} levels`);
   }
-  return parsed as Json;
+  return value;
 }
 
 /**

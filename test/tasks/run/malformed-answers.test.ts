@@ -256,3 +256,34 @@ describe("a streamed generation that goes on after its image was completed", () 
     expect(errors()).toEqual([]);
   });
 });
+
+describe("an event that is no JSON object before the end", () => {
+  const junk = "data: {not json\n\n" + event("[1,2]") + event("42");
+  it("a streamed generation skips it and completes with its image", async () => {
+    const baseUrl = await channelAnswering(
+      "text/event-stream",
+      junk + event(`{"type":"image_generation.completed","b64_json":"${TINY_PNG_B64}"}`),
+    );
+    const { app, errors } = await appBefore(baseUrl);
+    const id = await submitOk(app, { prompt: "junk first", partial_images: 1 });
+    const done = await waitForStatus(app, id, ["completed", "failed"]);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(errors()).toEqual([]);
+  });
+
+  it("a background response skips it and completes with its output", async () => {
+    const { app, errors } = await appBefore(
+      await channelAnswering(
+        "text/event-stream",
+        event('{"type":"response.output_text.delta","delta":"hi"}') +
+          junk +
+          event(
+            '{"type":"response.completed","response":{"id":"resp_up","status":"completed","output":[]}}',
+          ),
+      ),
+    );
+    const { done } = await backgroundResponse(app, "junk first");
+    expect(done.status, JSON.stringify(done.error)).toBe("completed");
+    expect(errors()).toEqual([]);
+  });
+});

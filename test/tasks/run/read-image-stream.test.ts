@@ -71,10 +71,24 @@ describe("readImageStream", () => {
     });
   });
 
-  it("fails invalid_response on a cut stream, garbage or a non-image", async () => {
+  it("skips events that are no JSON object and drafts that are no image, keeping the image after them", async () => {
+    const { result, partials } = await read([
+      "data: {not json\n\n",
+      "data: 42\n\n",
+      event("image_generation.partial_image", { b64_json: "%%%" }),
+      partial(1),
+      completed(),
+    ]);
+    expect(partials.map(([index, image]) => [index, image.bytes.equals(png(10))])).toEqual([
+      [0, true],
+    ]);
+    expect(result.images).toHaveLength(1);
+  });
+
+  it("fails invalid_response on a cut stream, nothing but garbage, or a result that is no image", async () => {
     for (const [parts, message] of [
       [[partial(0)], /ended before the image was completed/],
-      [["data: {not json\n\n"], /not JSON/],
+      [["data: {not json\n\n"], /ended before the image was completed/],
       [
         [
           event("image_generation.completed", {
