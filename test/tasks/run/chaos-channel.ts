@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { TINY_PNG_B64 } from "../../support/fake-answers.js";
 import { UPSTREAM_KEY } from "../../support/start-test-app.js";
 import { answerWell, isControl } from "./chaos-control.js";
+import { readBody, routeOf, taskOf } from "./chaos-routes.js";
 import { backgroundEvents, responsesAnswer } from "./chaos-responses.js";
 import { chaosBody, DEEP, DEEP_JSON, imageResult, pick, seeded, type Rng } from "./chaos-bodies.js";
 
@@ -136,6 +137,7 @@ function transport(x: Exchange): Send | undefined {
     res.end("<html><body><h1>502 Bad Gateway</h1>cloudflare</body></html>");
     return undefined;
   }
+  // A cut of an empty body would be a whole answer, its connection free for another call.
   const cut = fault < 0.17;
   const pieces = fault >= 0.17 && fault < 0.22;
   const gzip = fault >= 0.22 && fault < 0.24;
@@ -151,7 +153,7 @@ function transport(x: Exchange): Send | undefined {
       ...(gzip ? { "content-encoding": "gzip" } : {}),
       ...headers,
     });
-    if (cut) {
+    if (cut && bytes.length > 0) {
       res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
       setTimeout(() => res.socket?.destroy(), 20);
     } else if (pieces) {
@@ -200,7 +202,8 @@ function streamedGeneration(x: Exchange): void {
   let odd = false;
   for (let i = 0; i < count; i++) {
     const kind = pick(rng, ["partial", "partial", "completed", "garbage", "error", "done", "odd"]);
-    if (!["partial", "done", "completed"].includes(kind)) odd = true;
+    // Lines that are not JSON are skipped; an error or an odd object may end the stream.
+    if (!["partial", "done", "completed", "garbage"].includes(kind)) odd = true;
     if (kind === "partial") {
       events.push(event({ type: "image_generation.partial_image", b64_json: TINY_PNG_B64 }));
     } else if (kind === "completed") {
@@ -223,7 +226,9 @@ function streamedGeneration(x: Exchange): void {
   const completes = completesFirst ? " (completes)" : "";
   x.record(`stream of ${count} events, then ${after}${completes}`, valid);
   res.writeHead(200, { "content-type": "text/event-stream" });
-  void sendInPieces(res, Buffer.from(events.join("")), after !== "held open").then(() => {
+  // A cut comes before the stream's end: a response ended whole frees its connection for the
+  // next call, which a cut then would reset (a call of another task, sent or not).
+  void sendInPieces(res, Buffer.from(events.join("")), after === "end").then(() => {
     if (after === "cut") res.socket?.destroy();
   });
 }
@@ -236,7 +241,7 @@ function event(data: unknown): string {
 function streamEvents(x: Exchange, events: unknown[]): void {
   x.res.writeHead(200, { "content-type": "text/event-stream" });
   const cut = x.rng() < 0.15;
-  void sendInPieces(x.res, Buffer.from(events.map(event).join(""))).then(() => {
+  void sendInPieces(x.res, Buffer.from(events.map(event).join("")), !cut).then(() => {
     if (cut) x.res.socket?.destroy();
   });
 }
@@ -358,41 +363,4 @@ function imageFile(x: Exchange): void {
     if (kind === "png") res.writeHead(200, { "content-type": "image/png" }).end(png);
     else void sendInPieces(res.writeHead(200, { "content-type": "image/png" }), png);
   }
-}
-
-function routeOf(method: string, path: string): string {
-  // Bifrost's submissions end as held calls' paths do: they are told apart first.
-  if (method === "POST" && /\/async\/images\/(generations|edits)$/.test(path))
-    return "submit:bifrost";
-  if (method === "POST" && /\/images\/(generations|edits)\/async$/.test(path))
-    return "submit:sub2api";
-  if (method === "POST" && /\/images\/generations$/.test(path)) return "generate";
-  if (method === "POST" && /\/images\/edits$/.test(path)) return "edit";
-  if (method === "POST" && path.startsWith("/r/")) return "respond";
-  if (method === "POST" && /\/responses$/.test(path)) return "submit:openai-background";
-  if (method === "POST" && /\/cancel$/.test(path)) return "cancel";
-  if (method === "GET" && /\/images\/tasks\/[^/]+$/.test(path)) return "poll:sub2api";
-  if (method === "GET" && /\/async\/images\/(generations|edits)\/[^/]+$/.test(path))
-    return "poll:bifrost";
-  if (method === "GET" && /\/responses\/[^/]+$/.test(path)) return "poll:openai-background";
-  if (method === "GET" && path.startsWith("/img/")) return "image";
-  return `${method} ${path}`;
-}
-
-/** The task a call is about: its prompt's `chaos #N`, its job's id, or its image's path. */
-function taskOf(path: string, raw: Buffer): number {
-  const found =
-    /chaos #(\d+)/.exec(raw.toString("latin1")) ??
-    /(?:job|resp)_(\d+)_/.exec(path) ??
-    /^\/img\/(\d+)/.exec(path);
-  return found ? Number(found[1]) : -1;
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
