@@ -44,7 +44,7 @@ export interface GenerateImagesInput {
    * (`stream: true`, `partial_images`), whose drafts go to `onPartial` as
    * they come. A channel that answers plain JSON instead is read as JSON.
    */
-  stream?: Pick<StreamedRun, "partialImages" | "onPartial">;
+  stream?: Pick<StreamedRun, "partialImages" | "onPartial" | "onSkipped">;
 }
 
 /** Room in a channel's answer beside the images: revised prompts, usage, envelope. */

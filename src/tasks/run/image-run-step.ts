@@ -20,6 +20,7 @@ import { keepResult, type KeepResultDeps } from "./keep-result.js";
 import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
 import type { RunContext, RunStep } from "./run-step.js";
 import { resumePoll, submitAndPoll, type SubmitPollDeps } from "./submit-poll.js";
+import { warnSkippedOnce } from "./warn-skipped-once.js";
 
 /** How much longer than the task's timeout the channel's silence timer runs. */
 const IDLE_MARGIN_MS = 5_000;
@@ -148,6 +149,7 @@ async function generate(
           stream: {
             partialImages,
             onPartial: keepPartials(deps.partials, started, signal, telemetry.span),
+            onSkipped: warnSkippedOnce(deps.logger, started.id),
           },
         }
       : {}),

@@ -21,6 +21,8 @@ export interface ImageStreamOptions {
   onPartial(index: number, image: StreamedImage): Promise<void>;
   /** Removes the channel's key from its own text (error messages). */
   scrub(text: string): string;
+  /** Called with what was skipped: an event that is no JSON object, a draft that is no image. */
+  onSkipped?(what: string): void;
 }
 
 /** A streamed generation's result: the `.completed` events' images and their usage (unscrubbed). */
@@ -72,13 +74,17 @@ export async function readImageStream(
       const data = objectOf(event.data);
       if (event.event === "error") throw channelError(data ?? {}, options);
       // An event that is no JSON object is skipped: the images after it are made and billed.
-      if (!data) continue;
+      if (!data) {
+        options.onSkipped?.("an event that is not a JSON object");
+        continue;
+      }
       const type = typeof data.type === "string" ? data.type : event.event;
       if (type === "error") throw channelError(data, options);
       if (/^image_(generation|edit)\.partial_image$/.test(type)) {
         // A draft that is no image is skipped too: only the result must be one.
         const image = decodeDraft(data, options);
-        if (image && partials < options.maxPartials) await options.onPartial(partials, image);
+        if (!image) options.onSkipped?.("a partial image that is not an image");
+        else if (partials < options.maxPartials) await options.onPartial(partials, image);
         if (image) partials += 1;
       } else if (/^image_(generation|edit)\.completed$/.test(type)) {
         images.push(decode(data, options));

@@ -41,6 +41,8 @@ function maxEventBytes(answer: ChannelAnswer): number {
 export async function* readResponseEvents(
   answer: ChannelAnswer,
   signal: AbortSignal,
+  /** Called with what was skipped: an event that is no JSON object. */
+  onSkipped?: (what: string) => void,
 ): AsyncGenerator<Json> {
   const limit = maxEventBytes(answer);
   try {
@@ -54,7 +56,10 @@ export async function* readResponseEvents(
       const parsed = parseEvent(event.data, answer.scrubber);
       // An event that is no JSON object is skipped: the final event holds the whole response,
       // which the channel has made (and billed) whatever came before it.
-      if (parsed === undefined) continue;
+      if (parsed === undefined) {
+        onSkipped?.("an event that is not a JSON object");
+        continue;
+      }
       if (typeof parsed.type !== "string") parsed.type = event.event;
       yield parsed;
     }

@@ -15,6 +15,8 @@ export interface StreamedRun {
   signal: AbortSignal;
   /** Called with each partial image, in order; the stream is read on once it settles. */
   onPartial(index: number, image: StreamedImage): Promise<void>;
+  /** Called with what the stream held that was skipped (see {@link readImageStream}). */
+  onSkipped?(what: string): void;
 }
 
 /** Room in the whole stream beside its images: the events' other fields. */
@@ -50,6 +52,7 @@ export async function readStreamedAnswer(
       maxImageBytes,
       onPartial: run.onPartial,
       scrub,
+      ...(run.onSkipped ? { onSkipped: run.onSkipped } : {}),
     });
     const usage = scrubDeep(result.usage, answer.scrubber, 0);
     return {

@@ -26,6 +26,7 @@ import { interrupted } from "./run-failure.js";
 import { openCredential } from "./run-inputs.js";
 import type { RunContext, RunStep } from "./run-step.js";
 import { endingSignal } from "./run-watch.js";
+import { warnSkippedOnce } from "./warn-skipped-once.js";
 
 /** How much longer than the task's timeout the channel's silence timer runs. */
 const IDLE_MARGIN_MS = 5_000;
@@ -112,7 +113,8 @@ async function runResponse(
   const answer = await call(deps, context, candidates);
   if (answer.status >= 400) throw await responseRefusal(answer, paidSignal);
   images.setLimit(answer.channel.maxImageBytes);
-  for await (const event of readResponseEvents(answer, paidSignal)) {
+  const skipped = warnSkippedOnce(deps.logger, started.id);
+  for await (const event of readResponseEvents(answer, paidSignal, skipped)) {
     await run.take(event);
     if (!run.final) continue;
     // Counted as soon as it is read: the try's span ends with its answer.

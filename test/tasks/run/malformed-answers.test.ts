@@ -51,7 +51,9 @@ async function appBefore(baseUrl: string, extra: Record<string, unknown> = {}) {
     config: { channels: [{ name: "odd", baseUrl, apiKey: UPSTREAM_KEY, models, ...extra }] },
   });
   const errors = () => lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
-  return { app, errors };
+  const skipped = () =>
+    lines.filter((line) => line.includes('"msg":"skipped what the channel\'s event stream held"'));
+  return { app, errors, skipped };
 }
 
 /** A background response to `input`, created with the openai SDK and retrieved until it ended. */
@@ -264,15 +266,18 @@ describe("an event that is no JSON object before the end", () => {
       "text/event-stream",
       junk + event(`{"type":"image_generation.completed","b64_json":"${TINY_PNG_B64}"}`),
     );
-    const { app, errors } = await appBefore(baseUrl);
+    const { app, errors, skipped } = await appBefore(baseUrl);
     const id = await submitOk(app, { prompt: "junk first", partial_images: 1 });
     const done = await waitForStatus(app, id, ["completed", "failed"]);
     expect(done.body.status, done.text).toBe("completed");
     expect(errors()).toEqual([]);
+    // Said once, for the operator: the channel sends junk.
+    expect(skipped()).toHaveLength(1);
+    expect(skipped()[0]).toContain(`"taskId":"${id}"`);
   });
 
   it("a background response skips it and completes with its output", async () => {
-    const { app, errors } = await appBefore(
+    const { app, errors, skipped } = await appBefore(
       await channelAnswering(
         "text/event-stream",
         event('{"type":"response.output_text.delta","delta":"hi"}') +
@@ -285,5 +290,6 @@ describe("an event that is no JSON object before the end", () => {
     const { done } = await backgroundResponse(app, "junk first");
     expect(done.status, JSON.stringify(done.error)).toBe("completed");
     expect(errors()).toEqual([]);
+    expect(skipped()).toHaveLength(1);
   });
 });
