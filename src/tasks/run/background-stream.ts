@@ -1,11 +1,11 @@
 import type { ChannelAnswer } from "../../channels/channel-answer.js";
 import { base64Length } from "../../images/base64-length.js";
-import { sniffImageType } from "../../images/image-type.js";
 import { parseEventStream, type ServerSentEvent } from "../../net/parse-event-stream.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { invalidResponse } from "./decode-generation.js";
 import type { JobDialect, JobState } from "./job-dialect.js";
-import type { StreamedImage } from "./read-image-stream.js";
+import { jsonObjectOf } from "./json-object-of.js";
+import { imageOf, type StreamedImage } from "./read-image-stream.js";
 
 /** Room in one event, and in the whole stream per image, beside its image. */
 const EVENT_OVERHEAD_BYTES = 256 * 1024;
@@ -18,18 +18,6 @@ const EVENT_OVERHEAD_BYTES = 256 * 1024;
 export interface BackgroundStream {
   id: string;
   events: AsyncIterator<ServerSentEvent>;
-}
-
-/** A stream event's JSON, or undefined when it is not an object. */
-function dataOf(event: ServerSentEvent): Record<string, unknown> | undefined {
-  try {
-    const data = JSON.parse(event.data) as unknown;
-    return typeof data === "object" && data !== null && !Array.isArray(data)
-      ? (data as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -51,7 +39,7 @@ export async function openBackgroundStream(
   for (;;) {
     const next = await events.next();
     if (next.done) throw invalidResponse("to a submission names no job id");
-    const response = dataOf(next.value)?.response as Record<string, unknown> | undefined;
+    const response = jsonObjectOf(next.value.data)?.response as Record<string, unknown> | undefined;
     if (typeof response?.id === "string" && response.id.length > 0) {
       return { id: response.id, events };
     }
@@ -87,11 +75,11 @@ export async function readBackgroundStream(
       return undefined;
     }
     if (next.done) return undefined;
-    const data = dataOf(next.value);
+    const data = jsonObjectOf(next.value.data);
     const type = typeof data?.type === "string" ? data.type : next.value.event;
     if (!data || type === "error") return undefined;
     if (type === "response.image_generation_call.partial_image") {
-      const image = partialOf(data, channel.maxImageBytes);
+      const image = imageOf(data.partial_image_b64, channel.maxImageBytes);
       const index = typeof data.partial_image_index === "number" ? data.partial_image_index : 0;
       // As many as were asked for, whatever the channel sends: a record stays small.
       if (image && options.onPartial && kept < (options.maxPartials ?? Infinity)) {
@@ -109,17 +97,4 @@ export async function readBackgroundStream(
     });
     if (state.kind !== "running") return state;
   }
-}
-
-/** A partial image event's picture, or undefined when it is not one the service keeps. */
-function partialOf(
-  data: Record<string, unknown>,
-  maxImageBytes: number,
-): StreamedImage | undefined {
-  const b64 = data.partial_image_b64;
-  if (typeof b64 !== "string" || b64.length === 0) return undefined;
-  if (b64.length > base64Length(maxImageBytes) + 4) return undefined;
-  const bytes = Buffer.from(b64, "base64");
-  const type = sniffImageType(bytes);
-  return type ? { bytes, mime: type.mimeType } : undefined;
 }

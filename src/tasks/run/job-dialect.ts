@@ -6,6 +6,7 @@ import { TaskFailure } from "../core/task-failure.js";
 import type { TaskRecord } from "../core/task-record.js";
 import type { GenerationSource } from "./decode-generation.js";
 import type { EditFile } from "./generate-images.js";
+import { isObject } from "./json-object-of.js";
 
 /** Where a channel's job stands, as one of its answers tells. */
 export type JobState =
@@ -49,11 +50,6 @@ export interface JobDialect {
   idOf(body: Record<string, unknown>): string | undefined;
   /** The job's state in an answer (a submission may answer one finished already). */
   stateOf(answer: JobAnswer): Promise<JobState>;
-}
-
-/** Whether `value` is a JSON object. */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A non-empty string, or undefined. */

@@ -6,14 +6,8 @@ import type { TaskRecord } from "../core/task-record.js";
 import { extractedIndex } from "./b64-extractor.js";
 import { invalidResponse, scrubDeep, type GenerationSource } from "./decode-generation.js";
 import type { EditFile } from "./generate-images.js";
-import {
-  isObject,
-  jobFailure,
-  segment,
-  text,
-  type JobDialect,
-  type JobState,
-} from "./job-dialect.js";
+import { isObject } from "./json-object-of.js";
+import { jobFailure, segment, text, type JobDialect, type JobState } from "./job-dialect.js";
 
 /** The task's image parameters the `image_generation` tool takes, as the image routes name them. */
 const TOOL_FIELDS = [

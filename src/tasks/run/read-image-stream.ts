@@ -2,6 +2,7 @@ import { sniffImageType } from "../../images/image-type.js";
 import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
+import { jsonObjectOf } from "./json-object-of.js";
 
 /** One image a channel's stream carried, decoded and checked. */
 export interface StreamedImage {
@@ -71,7 +72,7 @@ export async function readImageStream(
   try {
     for await (const event of events) {
       if (event.data === "[DONE]") continue;
-      const data = objectOf(event.data);
+      const data = jsonObjectOf(event.data);
       if (event.event === "error") throw channelError(data ?? {}, options);
       // An event that is no JSON object is skipped: the images after it are made and billed.
       if (!data) {
@@ -82,10 +83,13 @@ export async function readImageStream(
       if (type === "error") throw channelError(data, options);
       if (/^image_(generation|edit)\.partial_image$/.test(type)) {
         // A draft that is no image is skipped too: only the result must be one.
-        const image = decodeDraft(data, options);
-        if (!image) options.onSkipped?.("a partial image that is not an image");
-        else if (partials < options.maxPartials) await options.onPartial(partials, image);
-        if (image) partials += 1;
+        const image = imageOf(data.b64_json, options.maxImageBytes);
+        if (!image) {
+          options.onSkipped?.("a partial image that is not an image");
+          continue;
+        }
+        if (partials < options.maxPartials) await options.onPartial(partials, image);
+        partials += 1;
       } else if (/^image_(generation|edit)\.completed$/.test(type)) {
         images.push(decode(data, options));
         usage = addUsage(usage, data.usage);
@@ -103,29 +107,16 @@ export async function readImageStream(
   return { images, ...(usage === undefined ? {} : { usage }) };
 }
 
-/** An event's JSON object, or undefined when it is not JSON or not an object. */
-function objectOf(text: string): Record<string, unknown> | undefined {
-  try {
-    const data = JSON.parse(text) as unknown;
-    return typeof data === "object" && data !== null && !Array.isArray(data)
-      ? (data as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A partial image event's draft, or undefined when it holds no image the service keeps. */
-function decodeDraft(
-  data: Record<string, unknown>,
-  options: ImageStreamOptions,
-): StreamedImage | undefined {
-  try {
-    return decode(data, options);
-  } catch (err) {
-    if (err instanceof TaskFailure) return undefined;
-    throw err;
-  }
+/**
+ * A draft's base64 as the image it holds, or undefined when it is none the service keeps (not a
+ * string, over `maxImageBytes`, not PNG, JPEG or WebP): drafts are skipped, never fatal.
+ */
+export function imageOf(b64: unknown, maxImageBytes: number): StreamedImage | undefined {
+  if (typeof b64 !== "string" || b64.length === 0) return undefined;
+  if (b64.length > base64Length(maxImageBytes) + 4) return undefined;
+  const bytes = Buffer.from(b64, "base64");
+  const type = sniffImageType(bytes);
+  return type ? { bytes, mime: type.mimeType } : undefined;
 }
 
 function decode(data: Record<string, unknown>, options: ImageStreamOptions): StreamedImage {

@@ -5,6 +5,7 @@ import { base64Length } from "../../images/base64-length.js";
 import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { invalidResponse } from "./decode-generation.js";
+import { isObject, jsonObjectOf } from "./json-object-of.js";
 import { nestsDeeperThan } from "./nests-deeper-than.js";
 import { isEventStream } from "./read-streamed-answer.js";
 
@@ -85,17 +86,8 @@ function parseObject(text: string, scrubber: KeyScrubber): Json {
 
 /** A stream event's JSON, free of the channel's key; undefined when it is no JSON object. */
 function parseEvent(text: string, scrubber: KeyScrubber): Json | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(scrubber.scrubString(text));
-  } catch {
-    return undefined;
-  }
-  return isObject(parsed) ? shallowEnough(parsed) : undefined;
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+  const parsed = jsonObjectOf(scrubber.scrubString(text));
+  return parsed && shallowEnough(parsed);
 }
 
 /** @throws TaskFailure `invalid_response` when it nests deeper than the service keeps */

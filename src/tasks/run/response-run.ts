@@ -5,6 +5,7 @@ import { imageFields } from "../responses/response-images.js";
 import { ownObject, responseShell } from "../responses/response-object.js";
 import type { ResponseImages } from "./keep-response-images.js";
 import { invalidResponse } from "./decode-generation.js";
+import { isObject } from "./json-object-of.js";
 
 type Json = Record<string, unknown>;
 
@@ -17,9 +18,6 @@ const FINAL_STATUS: Readonly<Record<string, ResponseStatus>> = {
 
 /** Events of the channel's that stand for the service's own (its response id, its queue). */
 const CHANNEL_OWN_EVENTS = new Set(["response.created", "response.in_progress", "response.queued"]);
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * A final response's `output`, when it has one, is a list of items (objects): clients walk it
