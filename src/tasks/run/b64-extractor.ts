@@ -13,7 +13,10 @@ import { releaseImageBuffers, takeImageBuffer } from "./image-buffers.js";
  * decoded bytes.
  *
  * The JSON itself is not checked here: the skeleton is parsed afterwards,
- * and anything broken fails there.
+ * and anything broken fails there. What it does follow is the nesting of
+ * objects and arrays, so that the end of an answer's top-level object is
+ * known ({@link B64Extractor.complete}) even when the channel does not end
+ * its answer there; anything after it is not kept.
  */
 /** Keys are compared only when this short: `b64_json` is 8 bytes. */
 const MAX_KEY_BYTES = 16;
@@ -48,6 +51,9 @@ export class B64Extractor {
   private inImage = false;
   private carry = "";
   private pendingEscape = "";
+  /** Objects and arrays open outside strings. */
+  private depth = 0;
+  private ended = false;
 
   /**
    * @param imageKey the key whose string values are images: `b64_json` in an
@@ -67,6 +73,14 @@ export class B64Extractor {
     return this.images.map((buffer, n) => buffer.subarray(0, this.sizes[n]));
   }
 
+  /**
+   * Whether the answer's top-level object or array has closed: the rest of
+   * the answer is not needed (and {@link push} ignores it).
+   */
+  get complete(): boolean {
+    return this.ended;
+  }
+
   /** The answer without its images (valid JSON when the answer was). */
   get rest(): Buffer {
     return Buffer.concat(this.skeleton);
@@ -78,6 +92,7 @@ export class B64Extractor {
    * @throws SyntaxError when an image holds an escape base64 cannot
    */
   push(chunk: Buffer): void {
+    if (this.ended) return;
     const base = this.pushed;
     this.pushed += chunk.length;
     let start = 0;
@@ -120,6 +135,13 @@ export class B64Extractor {
         this.state = "string";
         this.current = [];
         continue;
+      }
+      if (byte === 0x7b || byte === 0x5b) {
+        this.depth += 1;
+      } else if ((byte === 0x7d || byte === 0x5d) && --this.depth === 0) {
+        this.skeleton.push(chunk.subarray(start, index));
+        this.ended = true;
+        return;
       }
       if (byte === 0x3a) {
         this.keyIs = this.lastString ? Buffer.from(this.lastString).toString("utf8") : undefined;

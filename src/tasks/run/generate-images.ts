@@ -7,6 +7,7 @@ import type { KeyScrubber } from "../../channels/key-scrubber.js";
 import { extensionOf } from "../../images/image-type.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import { B64Extractor } from "./b64-extractor.js";
+import { readJsonDocument, readToDocumentEnd } from "./read-json-document.js";
 import { imageUsageOf } from "../core/image-usage.js";
 import { decodeGeneration, invalidResponse } from "./decode-generation.js";
 import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";
@@ -111,7 +112,9 @@ function answerBytes(answer: ChannelAnswer): number | undefined {
  * Reads a JSON answer of at most `limit` bytes, decoding its `b64_json`
  * images as they stream (a 4 MB base64 string is never built, copied or
  * parsed); an image over the channel's limit, or one that is not base64, is
- * the channel's `invalid_response`.
+ * the channel's `invalid_response`. Reading stops where the answer's
+ * top-level object closes (see `readToDocumentEnd`): a channel that holds its
+ * answer open after it, or sends more, does not cost the images it made.
  */
 export async function extractImages(
   answer: ChannelAnswer,
@@ -120,7 +123,10 @@ export async function extractImages(
 ): Promise<B64Extractor> {
   const extractor = new B64Extractor(answer.channel.maxImageBytes, imageKey, answerBytes(answer));
   try {
-    for await (const chunk of answer.chunks({ maxBytes: limit })) extractor.push(chunk);
+    await readToDocumentEnd(answer.chunks({ maxBytes: limit }), (chunk) => {
+      extractor.push(chunk);
+      return extractor.complete;
+    });
   } catch (err) {
     if (err instanceof RangeError) {
       throw invalidResponse(`has an image larger than ${answer.channel.maxImageBytes} bytes`);
@@ -202,7 +208,8 @@ export function answerLimit(body: Record<string, unknown>, maxImageBytes: number
 /** The start of an error body, enough for its message. */
 export async function readErrorText(answer: ChannelAnswer, signal: AbortSignal): Promise<string> {
   try {
-    return (await answer.read(MAX_ERROR_BODY_BYTES)).toString("utf8");
+    // To the error object's end: a channel that holds its answer open fails the run now.
+    return (await readJsonDocument(answer, MAX_ERROR_BODY_BYTES)).toString("utf8");
   } catch {
     if (signal.aborted) throw signal.reason;
     // Too long or broken off: the status-based message will do.

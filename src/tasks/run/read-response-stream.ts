@@ -7,6 +7,7 @@ import { TaskFailure } from "../core/task-failure.js";
 import { invalidResponse } from "./decode-generation.js";
 import { isObject, jsonObjectOf } from "./json-object-of.js";
 import { nestsDeeperThan } from "./nests-deeper-than.js";
+import { readJsonDocument } from "./read-json-document.js";
 import { isEventStream } from "./read-streamed-answer.js";
 
 type Json = Record<string, unknown>;
@@ -48,7 +49,8 @@ export async function* readResponseEvents(
   const limit = maxEventBytes(answer);
   try {
     if (!isEventStream(answer)) {
-      yield parseObject((await answer.read(limit)).toString("utf8"), answer.scrubber);
+      // Read to the object's end, not the answer's: one held open after it does not cost it.
+      yield parseObject((await readJsonDocument(answer, limit)).toString("utf8"), answer.scrubber);
       return;
     }
     const body = answer.chunks({ maxBytes: EVENTS_OF_MAX_SIZE * limit });

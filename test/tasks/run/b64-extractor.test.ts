@@ -69,6 +69,32 @@ describe("taking b64_json images out of an answer as it streams", () => {
     expect(() => extract('{"data":[{"b64_json":"AAAA\\"AAAA"}]}', 4)).toThrow(SyntaxError);
   });
 
+  it("knows where the answer's object closes, and keeps nothing after it", () => {
+    const answerThen = (after: string) => `${answer}${after}`;
+    for (const size of [1, 7, 4096, answer.length + 20]) {
+      const bytes = Buffer.from(answerThen('\n{"data":[{"b64_json":"QUFB"}]}junk'));
+      const extractor = new B64Extractor(10 * 1024 * 1024);
+      let closedAt = -1;
+      for (let at = 0; at < bytes.length; at += size) {
+        extractor.push(bytes.subarray(at, at + size));
+        if (extractor.complete && closedAt === -1) closedAt = Math.min(at + size, bytes.length);
+      }
+      // Closed in the chunk holding the answer's last byte, not before (brackets in strings).
+      expect(closedAt).toBeGreaterThanOrEqual(answer.length);
+      expect(closedAt - size).toBeLessThan(answer.length);
+      expect(extractor.decoded).toHaveLength(2);
+      expect(JSON.parse(extractor.rest.toString("utf8"))).toMatchObject({ created: 1 });
+    }
+  });
+
+  it("never closes an answer that is no object or array, or one that does not close", () => {
+    for (const text of ['"data"', "42", '{"data":[{"b64_json":"QUFB"}]', "]{}"]) {
+      const extractor = new B64Extractor(1024);
+      extractor.push(Buffer.from(text));
+      expect(extractor.complete, text).toBe(false);
+    }
+  });
+
   it("names images by markers only it writes", () => {
     expect(extractedIndex("#b64:3")).toBe(3);
     expect(extractedIndex("#b64:x")).toBeUndefined();

@@ -94,6 +94,8 @@ interface Exchange {
   res: ServerResponse;
   baseUrl: string;
   record(what: string, paid?: boolean): ChaosAnswer;
+  /** Set by `transport` when the answer, sent whole, is never ended (held open after it). */
+  held?: boolean;
 }
 
 function answer(x: Exchange): void {
@@ -141,12 +143,19 @@ function transport(x: Exchange): Send | undefined {
   const cut = fault < 0.17;
   const pieces = fault >= 0.17 && fault < 0.22;
   const gzip = fault >= 0.22 && fault < 0.24;
+  // Sent whole, chunked, then never ended: a proxy that holds the answer open after it.
+  x.held = fault >= 0.24 && fault < 0.28;
   return (status, body, headers = {}) => {
     const text = (typeof body === "string" ? body : JSON.stringify(body)).replace(
       `"${DEEP}"`,
       DEEP_JSON,
     );
     const bytes = Buffer.from(text);
+    if (x.held) {
+      res.writeHead(status, { "content-type": "application/json", ...headers });
+      res.write(bytes);
+      return;
+    }
     res.writeHead(status, {
       "content-type": headers["content-type"] ?? "application/json",
       "content-length": String(bytes.length),
@@ -187,7 +196,10 @@ function generation(x: Exchange, send: Send): void {
   }
   if (streamed && roll < 0.8) return streamedGeneration(x);
   const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`);
-  x.record(`200 ${result.what}`, result.valid);
+  // A good image held open more often than other answers: the task completes with it.
+  if (result.what === "b64 image" && rng() < 0.4) x.held = true;
+  const held = x.held ? `, held open${result.what === "b64 image" ? " (completes)" : ""}` : "";
+  x.record(`200 ${result.what}${held}`, result.valid);
   send(200, result.body);
 }
 

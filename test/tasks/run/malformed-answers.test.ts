@@ -22,14 +22,19 @@ import { PNG_MAGIC, submitOk, useApp, waitForStatus } from "../task-api.js";
 const DEEP = `${'{"inner":'.repeat(20_000)}{"total_tokens":1}${"}".repeat(20_000)}`;
 
 /**
- * A channel that answers every call with `contentType` and `body`; with `hold`, the answer is
- * never ended (the connection stays open until the test ends).
+ * A channel that answers every call with `contentType` and `body` (and `status`); with `hold`,
+ * the answer is never ended (the connection stays open until the test ends).
  */
-async function channelAnswering(contentType: string, body: string, hold = false): Promise<string> {
+async function channelAnswering(
+  contentType: string,
+  body: string,
+  hold = false,
+  status = 200,
+): Promise<string> {
   const server: Server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
-      res.writeHead(200, { "content-type": contentType });
+      res.writeHead(status, { "content-type": contentType });
       if (hold) res.write(body);
       else res.end(body);
     });
@@ -291,5 +296,55 @@ describe("an event that is no JSON object before the end", () => {
     expect(done.status, JSON.stringify(done.error)).toBe("completed");
     expect(errors()).toEqual([]);
     expect(skipped()).toHaveLength(1);
+  });
+});
+
+describe("a plain JSON answer that goes on after its object closed", () => {
+  const generation = `{"created":1,"data":[{"b64_json":"${TINY_PNG_B64}","revised_prompt":"} ]"}]}`;
+  it.each([
+    ["held open (a proxy that never sends the last chunk)", "", true],
+    ["followed by more JSON and junk", '{"data":[]}\nnot json', false],
+  ])("%s: the task completes with its paid image", async (_, after, hold) => {
+    const { app, errors } = await appBefore(
+      await channelAnswering("application/json", generation + after, hold),
+    );
+    const id = await submitOk(app, { prompt: "held JSON" });
+    // Far below the test app's task timeout (600 s): the end is the object's.
+    const done = await waitForStatus(app, id, ["completed", "failed"], 5_000);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(done.body.data).toHaveLength(1);
+    expect(Buffer.from(done.body.data![0]!.b64_json!, "base64").subarray(0, 8)).toEqual(PNG_MAGIC);
+    expect(errors()).toEqual([]);
+  });
+
+  it("held open, a background response completes with its output", async () => {
+    const { app, errors } = await appBefore(
+      await channelAnswering(
+        "application/json",
+        '{"id":"resp_up","object":"response","status":"completed","output":[]}',
+        true,
+      ),
+    );
+    const { done } = await backgroundResponse(app, "held JSON", 5_000);
+    expect(done.status, JSON.stringify(done.error)).toBe("completed");
+    expect(errors()).toEqual([]);
+  });
+
+  it("an error held open fails the task with the channel's message, not at its timeout", async () => {
+    const baseUrl = await channelAnswering(
+      "application/json",
+      '{"error":{"code":"content_policy_violation","message":"Refused."}}',
+      true,
+      400,
+    );
+    const { app, errors } = await appBefore(baseUrl);
+    const id = await submitOk(app, { prompt: "held error" });
+    const done = await waitForStatus(app, id, ["completed", "failed"], 5_000);
+    expect(done.body.status).toBe("failed");
+    expect(done.body.error).toMatchObject({
+      code: "content_policy_violation",
+      message: "Refused.",
+    });
+    expect(errors()).toEqual([]);
   });
 });
