@@ -1,25 +1,8 @@
-import { createHmac, randomBytes } from "node:crypto";
-import { createServer, type IncomingHttpHeaders } from "node:http";
-import type { AddressInfo } from "node:net";
-import { describe, expect, it, onTestFinished } from "vitest";
-import { expectNothingLeaked } from "../../http/error-envelope.js";
-import { TINY_PNG_B64 } from "../../support/fake-answers.js";
+import { describe, it } from "vitest";
 import { slow } from "../../support/time-factor.js";
 import { STORES } from "../store-places.js";
-import { call, PNG_MAGIC, waitUntil, type ApiResponse, type Target } from "../task-api.js";
-import { openEvents } from "../sse-client.js";
-import type { ChaosAnswer } from "./chaos-channel.js";
-import {
-  chaosApp,
-  each,
-  expectEventsEnd,
-  expectWell,
-  MODELS,
-  outcome,
-  SEED,
-  storyOf,
-} from "./chaos-checks.js";
-import { isControl } from "./chaos-control.js";
+import { chaosApp, each, expectWell, SEED, storyOf } from "./chaos-checks.js";
+import { runChaosTask, startReceiver, WEBHOOK_SECRET } from "./chaos-tasks.js";
 
 /*
  * Tasks against channels that answer at random (see chaos-channel.ts): held calls on two
@@ -28,127 +11,11 @@ import { isControl } from "./chaos-control.js";
  * one, or failed with a code and a message) within its timeout, no generation a channel
  * answered whole is asked for again, clients read no 5xx and nothing secret, the service logs
  * no error and still answers. Some are cancelled or deleted mid-run; once a task ended, its
- * channels hear nothing more of it, and its webhook comes once, signed. Seeded: `TEST_RANDOM_SEED` runs another mix.
+ * channels hear nothing more of it, and its webhook comes once, signed (see chaos-tasks.ts).
+ * Seeded: `TEST_RANDOM_SEED` runs another mix.
  */
 
 const TASKS = 48;
-const WEBHOOK_SECRET = `whsec_${randomBytes(32).toString("base64")}`;
-
-/** Webhook deliveries, as a receiver that answers 200 to each keeps them. */
-interface Delivery {
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A webhook receiver on a free port, closed when the test ends. */
-async function startReceiver(): Promise<{ url: string; deliveries: Delivery[] }> {
-  const deliveries: Delivery[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      deliveries.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, deliveries };
-}
-
-/** A delivery signed with `secret` as Standard Webhooks says, for task `id`, of its end `status`. */
-function expectSignedEvent(delivery: Delivery, secret: string, id: string, status: string): void {
-  const { headers, body } = delivery;
-  const key = Buffer.from(secret.slice("whsec_".length), "base64");
-  const signed = `${String(headers["webhook-id"])}.${String(headers["webhook-timestamp"])}.${body}`;
-  const signature = createHmac("sha256", key).update(signed).digest("base64");
-  expect(headers["webhook-signature"]).toBe(`v1,${signature}`);
-  const event = JSON.parse(body) as { type: string; data: { id: string } };
-  expect(event.type).toBe(`image.task.${status}`);
-  expect(event.data.id).toBe(id);
-  expectNothingLeaked(body);
-}
-
-/** Submits task `n`: a generation or an edit, streamed partials or not, b64 or url. */
-async function submit(app: Target, n: number, hookUrl: string): Promise<ApiResponse> {
-  const model = MODELS[n % MODELS.length]!;
-  const prompt = `chaos #${n} a lighthouse`;
-  const extra = {
-    webhook_url: hookUrl,
-    // Every fourth task, half the held channels' (streamed, so a stream's end can go wrong) and
-    // half the background channel's (streamed, so drafts come as events).
-    ...(n % 4 === 0 || n % 6 === 3 || n % 6 === 5 ? { partial_images: 2 } : {}),
-    response_format: n % 2 === 0 ? "b64_json" : "url",
-  };
-  if (n % 5 !== 3)
-    return call(app, "POST", "/v1/images/tasks", { json: { model, prompt, ...extra } });
-  const form = new FormData();
-  form.append("model", model);
-  form.append("prompt", prompt);
-  for (const [name, value] of Object.entries(extra)) form.append(name, String(value));
-  form.append(
-    "image",
-    new Blob([Buffer.from(TINY_PNG_B64, "base64")], { type: "image/png" }),
-    "in.png",
-  );
-  const response = await fetch(`${app.url}/v1/images/edits/tasks`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${app.key}` },
-    body: form,
-  });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, body: JSON.parse(text), text };
-}
-
-/** A completed task's images, read as a client reads them: each one a PNG. */
-async function expectImages(app: Target, answer: ApiResponse): Promise<void> {
-  const data = answer.body.data ?? [];
-  expect(data.length, answer.text).toBeGreaterThan(0);
-  for (const item of data) {
-    let bytes: Buffer;
-    if (item.b64_json) {
-      bytes = Buffer.from(item.b64_json, "base64");
-    } else {
-      const response = await fetch(new URL(item.url!, app.url), {
-        headers: { authorization: `Bearer ${app.key}` },
-      });
-      expect(response.status, item.url).toBe(200);
-      bytes = Buffer.from(await response.arrayBuffer());
-    }
-    expect(bytes.subarray(0, 8), answer.text).toEqual(PNG_MAGIC);
-  }
-}
-
-/**
- * Cancels every seventh task and deletes another, a moment after its submission (while it is
- * queued, running, or already ended): whichever, it must end as it says.
- */
-async function stopSome(app: Target, n: number, id: string, seen: string[]) {
-  if (n % 7 < 5) return undefined;
-  await new Promise((resolve) => setTimeout(resolve, (n * 37) % 900));
-  const cancel = n % 7 === 6;
-  const answer = cancel
-    ? await call(app, "POST", `/v1/images/tasks/${id}/cancel`)
-    : await call(app, "DELETE", `/v1/images/tasks/${id}`);
-  seen.push(answer.text);
-  expect(answer.status, answer.text).toBe(200);
-  if (!cancel) return "deleted";
-  return answer.body.error?.code === "cancelled" ? "cancelled" : "ended first";
-}
-
-/**
- * Once a task ended, its channels hear nothing more of it (but a cancel of its job): no poll,
- * no next channel. A call sent just before the end may still be on its way (the channel shares
- * this process's event loop, which a loaded machine slows), so counting starts a moment later.
- */
-async function expectQuiet(answers: ChaosAnswer[], n: number): Promise<void> {
-  const calls = () => answers.filter((a) => a.task === n && a.route !== "cancel").length;
-  await new Promise((resolve) => setTimeout(resolve, slow(500)));
-  const before = calls();
-  // Past a poll interval (1 s): a poll still scheduled would have been sent.
-  await new Promise((resolve) => setTimeout(resolve, slow(1500)));
-  expect(calls(), `calls after the end: ${storyOf(answers, n)}`).toBe(before);
-}
 
 describe.each(STORES)("random channel answers: image tasks, on the $name store", ({ options }) => {
   it(`every task ends, once (seed ${SEED})`, { timeout: slow(90_000) }, async () => {
@@ -158,40 +25,8 @@ describe.each(STORES)("random channel answers: image tasks, on the $name store",
     });
     const story = (n: number) => storyOf(channel.answers, n);
     const seen: string[] = [];
-    const ends = await each(TASKS, story, async (n) => {
-      const submitted = await submit(app, n, hooks.url);
-      seen.push(submitted.text);
-      expect(submitted.status, submitted.text).toBe(202);
-      const { id } = submitted.body;
-      // Tasks with partial images are watched too: their event stream ends with their end.
-      const events =
-        n % 4 === 0 ? await openEvents(app, `/v1/images/tasks/${id}/events`) : undefined;
-      const stop = await stopSome(app, n, id, seen);
-      if (stop === "deleted") {
-        expect((await call(app, "GET", `/v1/images/tasks/${id}`)).status).toBe(404);
-        await expectQuiet(channel.answers, n);
-        return { n, answer: await call(app, "GET", "/healthz") };
-      }
-      const answer = await outcome(app, `/v1/images/tasks/${id}`, seen);
-      if (events) await expectEventsEnd(events, `image.task.${answer.body.status}`);
-      if (answer.body.status === "completed") await expectImages(app, answer);
-      // A cancel that said it won stays won: the run's own end came too late to count.
-      if (stop === "cancelled") expect(answer.body.error?.code, answer.text).toBe("cancelled");
-      // A streamed image completed before anything odd is kept, even if the stream then is not;
-      // a task whose channels answered well completed, whatever the others' did.
-      const completes = channel.answers.some((a) => a.task === n && a.what.endsWith("(completes)"));
-      if (!stop && (completes || isControl(n)))
-        expect(answer.body.status, story(n)).toBe("completed");
-      const paid = channel.answers.filter((a) => a.task === n && a.paid && a.whole);
-      expect(paid.length, `made twice: ${answer.text.slice(0, 300)}`).toBeLessThanOrEqual(1);
-      await expectQuiet(channel.answers, n);
-      // Its webhook, once: signed, for its end.
-      const mine = () => hooks.deliveries.filter((d) => d.body.includes(`"id":"${id}"`));
-      await waitUntil(() => mine().length > 0, `task ${n}'s webhook`);
-      expect(mine()).toHaveLength(1);
-      expectSignedEvent(mine()[0]!, WEBHOOK_SECRET, id, answer.body.status);
-      return { n, answer };
-    });
+    const places = { here: app, there: app };
+    const ends = await each(TASKS, story, (n) => runChaosTask(n, places, channel, hooks, seen));
     await expectWell(app, ends, seen, lines, story);
   });
 });

@@ -1,0 +1,148 @@
+import { pino } from "pino";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { captureLines } from "../../logging/capture-lines.js";
+import { deleteKeys, uniquePrefix } from "../../support/redis.js";
+import { slow } from "../../support/time-factor.js";
+import { useApp, type ApiResponse, type Target } from "../task-api.js";
+import { startChaosChannel, type ChaosAnswer } from "./chaos-channel.js";
+import { channels, each, expectWell, SEED, storyOf, TIMEOUT_SEC } from "./chaos-checks.js";
+import {
+  runChaosResponse,
+  runChaosTask,
+  startReceiver,
+  WEBHOOK_SECRET,
+  type TaskPlaces,
+} from "./chaos-tasks.js";
+
+/*
+ * The random channels' image tasks and background responses (random-channel-answers and
+ * random-channel-responses) on two replicas of one deployment (one Redis prefix): each is
+ * submitted to one replica and watched, cancelled, deleted and polled on the other, while both
+ * run them. The checks are the same: every task and response ends, as the other replica says
+ * too; a cancel or delete sent to the replica that is not running the task wins there; no
+ * generation is paid for twice; a task's webhook comes once, from whichever replica ended it.
+ * And a rollout: one replica stopped (gracefully) once every task was submitted, while it runs
+ * its share: it finishes the calls it holds, hands its async jobs' polls over, and no task is
+ * lost, stuck or made twice.
+ */
+
+const TASKS = 32;
+const RESPONSES = 24;
+
+/** Two replicas on a prefix of the test's own in front of the random channels. */
+async function useReplicas() {
+  const prefix = uniquePrefix("chaos-replicas");
+  onTestFinished(async () => {
+    await deleteKeys(prefix);
+  });
+  const channel = await startChaosChannel(SEED);
+  onTestFinished(() => channel.close());
+  const hooks = await startReceiver();
+  const lines: string[][] = [];
+  const replica = async () => {
+    const captured = captureLines();
+    lines.push(captured.lines);
+    return useApp({
+      redis: { prefix },
+      logger: pino({ level: "info" }, captured.stream),
+      config: {
+        channels: channels(channel.baseUrl),
+        webhooks: { secret: WEBHOOK_SECRET, allowPrivateNetworks: true },
+      },
+      imageTasks: { timeoutSec: TIMEOUT_SEC, maxConcurrent: 16, pollIntervalSec: 1 },
+    });
+  };
+  const [a, b] = await Promise.all([replica(), replica()]);
+  const places = (n: number): TaskPlaces =>
+    n % 2 === 0 ? { here: a, there: b } : { here: b, there: a };
+  return { channel, hooks, a, b, places, lines: () => lines.flat() };
+}
+
+/** The checks of every random-channel test, over both replicas' logs; both still answer. */
+async function expectBothWell(
+  replicas: { a: Target; b: Target; lines: () => string[]; channel: { answers: ChaosAnswer[] } },
+  ends: Array<{ n: number; answer: ApiResponse }>,
+  seen: string[],
+) {
+  const story = (n: number) => storyOf(replicas.channel.answers, n);
+  await expectWell(replicas.a, ends, seen, replicas.lines(), story);
+  expect((await fetch(`${replicas.b.url}/healthz`)).status).toBe(200);
+  expect((await fetch(`${replicas.b.url}/metrics`)).status).toBe(200);
+}
+
+describe("random channel answers on two replicas (Redis)", () => {
+  it(
+    `every image task ends, once, whichever replica runs it (seed ${SEED})`,
+    {
+      timeout: slow(120_000),
+    },
+    async () => {
+      const replicas = await useReplicas();
+      const { channel, hooks, places } = replicas;
+      const seen: string[] = [];
+      const ends = await each(
+        TASKS,
+        (n) => storyOf(channel.answers, n),
+        (n) => runChaosTask(n, places(n), channel, hooks, seen),
+      );
+      await expectBothWell(replicas, ends, seen);
+    },
+  );
+
+  it(
+    `every background response ends, once, whichever replica runs it (seed ${SEED})`,
+    {
+      timeout: slow(120_000),
+    },
+    async () => {
+      const replicas = await useReplicas();
+      const { channel, places } = replicas;
+      const seen: string[] = [];
+      const ends = await each(
+        RESPONSES,
+        (n) => storyOf(channel.answers, n),
+        (n) => runChaosResponse(n, places(n), channel, seen),
+      );
+      await expectBothWell(replicas, ends, seen);
+    },
+  );
+
+  it(
+    `a replica stopped mid-run: every task still ends, once (seed ${SEED})`,
+    {
+      timeout: slow(120_000),
+    },
+    async () => {
+      const replicas = await useReplicas();
+      const { channel, hooks, a, b } = replicas;
+      let accepted = 0;
+      let stopped: Promise<void> | undefined;
+      // A rollout's stop: its grace outlasts a held call (the task's timeout) and its storing.
+      const stopA = () => {
+        accepted += 1;
+        if (accepted === TASKS) {
+          stopped = new Promise((resolve) => setTimeout(resolve, 300)).then(() =>
+            a.server.close(slow((TIMEOUT_SEC + 10) * 1000)),
+          );
+        }
+      };
+      const seen: string[] = [];
+      // Half submitted to the replica that stops; every task followed on the one that stays.
+      const ends = await each(
+        TASKS,
+        (n) => storyOf(channel.answers, n),
+        (n) =>
+          runChaosTask(
+            n,
+            { here: n % 2 === 0 ? a : b, there: b, submitted: stopA },
+            channel,
+            hooks,
+            seen,
+          ),
+      );
+      await stopped;
+      const story = (n: number) => storyOf(channel.answers, n);
+      await expectWell(b, ends, seen, replicas.lines(), story);
+    },
+  );
+});
