@@ -1,4 +1,5 @@
 import type { ChannelAnswer } from "../../channels/channel-answer.js";
+import { ChannelError } from "../../channels/channel-error.js";
 
 /**
  * How long an answer is still read after its JSON document closed, for its
@@ -13,8 +14,9 @@ export const AFTER_DOCUMENT_MS = 1000;
  * Feeds an answer's chunks to `take` until the answer ends, or until `take`
  * says the JSON document it reads has closed. What comes after that is
  * dropped: the end is waited for {@link AFTER_DOCUMENT_MS} at most, then the
- * answer is discarded. The channel made (and billed) what the document holds,
- * whatever it sends after it.
+ * answer is discarded; a failure of the answer after the document (more than
+ * it may hold, a cut) ends the reading too. The channel made (and billed)
+ * what the document holds, whatever it sends after it.
  * @param take reads one chunk; true once the document closed (in that chunk or before)
  */
 export async function readToDocumentEnd(
@@ -26,7 +28,7 @@ export async function readToDocumentEnd(
     ended = await readUntil(chunks, take);
     const deadline = Date.now() + AFTER_DOCUMENT_MS;
     while (!ended) {
-      const next = await nextWithin(chunks, deadline - Date.now());
+      const next = await afterDocument(chunks, deadline - Date.now());
       if (next === undefined) break;
       ended = next.done === true;
     }
@@ -45,6 +47,23 @@ async function readUntil(
     const next = await chunks.next();
     if (next.done) return true;
     if (take(next.value)) return false;
+  }
+}
+
+/**
+ * The next chunk after the document, or undefined when `ms` passed first or
+ * the answer failed the way a channel's answer does (too large, cut, silent):
+ * what it held is read already. An abort is still thrown.
+ */
+async function afterDocument(
+  chunks: AsyncIterableIterator<Buffer>,
+  ms: number,
+): Promise<IteratorResult<Buffer> | undefined> {
+  try {
+    return await nextWithin(chunks, ms);
+  } catch (err) {
+    if (err instanceof ChannelError) return undefined;
+    throw err;
   }
 }
 

@@ -140,7 +140,7 @@ async function expectQuiet(answers: ChaosAnswer[], n: number): Promise<void> {
 export interface TaskPlaces {
   here: Target;
   there: Target;
-  /** Told once the task was accepted (a rollout test stops `here` after every submission). */
+  /** Told once it was accepted (a rollout test stops `here` after every submission). */
   submitted?: () => void;
 }
 
@@ -199,7 +199,7 @@ export async function runChaosTask(
  */
 export async function runChaosResponse(
   n: number,
-  { here, there }: TaskPlaces,
+  { here, there, submitted: accepted }: TaskPlaces,
   channel: { answers: ChaosAnswer[] },
   seen: string[],
 ): Promise<{ n: number; answer: ApiResponse }> {
@@ -211,10 +211,12 @@ export async function runChaosResponse(
     events = await openEvents(here, "/v1/responses", { json: { ...body, stream: true } });
     const first = await events.event(0);
     id = String((first.json.response as { id?: string } | undefined)?.id);
+    accepted?.();
   } else {
     const created = await call(here, "POST", "/v1/responses", { json: body });
     seen.push(created.text);
     expect(created.status, created.text).toBe(200);
+    accepted?.();
     id = created.body.id;
     if (n % 3 === 0) events = await openEvents(there, `/v1/responses/${id}?stream=true`);
   }

@@ -317,6 +317,19 @@ describe("a plain JSON answer that goes on after its object closed", () => {
     expect(errors()).toEqual([]);
   });
 
+  it("followed by more than an answer may hold: the task completes with its paid image", async () => {
+    // The answer may hold one image of 1,000 bytes and 256 KiB more: the junk is past that.
+    const junk = " ".repeat(64 * 1024) + "x".repeat(400 * 1024);
+    const { app, errors } = await appBefore(
+      await channelAnswering("application/json", generation + junk),
+      { maxImageBytes: 1000 },
+    );
+    const id = await submitOk(app, { prompt: "long junk" });
+    const done = await waitForStatus(app, id, ["completed", "failed"], 5_000);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(errors()).toEqual([]);
+  });
+
   it("held open, a background response completes with its output", async () => {
     const { app, errors } = await appBefore(
       await channelAnswering(

@@ -115,34 +115,66 @@ describe("random channel answers on two replicas (Redis)", () => {
     async () => {
       const replicas = await useReplicas();
       const { channel, hooks, a, b } = replicas;
-      let accepted = 0;
-      let stopped: Promise<void> | undefined;
-      // A rollout's stop: its grace outlasts a held call (the task's timeout) and its storing.
-      const stopA = () => {
-        accepted += 1;
-        if (accepted === TASKS) {
-          stopped = new Promise((resolve) => setTimeout(resolve, 300)).then(() =>
-            a.server.close(slow((TIMEOUT_SEC + 10) * 1000)),
-          );
-        }
-      };
+      const stop = stopOnceAll(TASKS, a);
       const seen: string[] = [];
       // Half submitted to the replica that stops; every task followed on the one that stays.
       const ends = await each(
         TASKS,
         (n) => storyOf(channel.answers, n),
-        (n) =>
-          runChaosTask(
-            n,
-            { here: n % 2 === 0 ? a : b, there: b, submitted: stopA },
-            channel,
-            hooks,
-            seen,
-          ),
+        (n) => {
+          const places = { here: n % 2 === 0 ? a : b, there: b, submitted: stop.accepted };
+          return runChaosTask(n, places, channel, hooks, seen);
+        },
       );
-      await stopped;
-      const story = (n: number) => storyOf(channel.answers, n);
-      await expectWell(b, ends, seen, replicas.lines(), story);
+      await stop.stopped();
+      await expectWell(b, ends, seen, replicas.lines(), (n) => storyOf(channel.answers, n));
+    },
+  );
+
+  it(
+    `a replica stopped mid-run: every background response still ends, once (seed ${SEED})`,
+    {
+      timeout: slow(120_000),
+    },
+    async () => {
+      const replicas = await useReplicas();
+      const { channel, a, b } = replicas;
+      const stop = stopOnceAll(RESPONSES, a);
+      const seen: string[] = [];
+      // Created on the replica that stops, but those created and watched in one request (a stop
+      // ends the replica's streams: a client picks the stream up on another with Last-Event-ID).
+      const ends = await each(
+        RESPONSES,
+        (n) => storyOf(channel.answers, n),
+        (n) => {
+          const places = { here: n % 3 !== 1 ? a : b, there: b, submitted: stop.accepted };
+          return runChaosResponse(n, places, channel, seen);
+        },
+      );
+      await stop.stopped();
+      await expectWell(b, ends, seen, replicas.lines(), (n) => storyOf(channel.answers, n));
     },
   );
 });
+
+/**
+ * A rollout's stop of `replica`, a moment after `count` submissions were accepted (while it runs
+ * its share), with a grace that outlasts a held call (the task's timeout) and its storing.
+ */
+function stopOnceAll(
+  count: number,
+  replica: { server: { close(graceMs?: number): Promise<void> } },
+) {
+  let accepted = 0;
+  let stopped: Promise<void> = Promise.resolve();
+  return {
+    accepted: () => {
+      accepted += 1;
+      if (accepted !== count) return;
+      stopped = new Promise((resolve) => setTimeout(resolve, 300)).then(() =>
+        replica.server.close(slow((TIMEOUT_SEC + 10) * 1000)),
+      );
+    },
+    stopped: () => stopped,
+  };
+}
