@@ -5,6 +5,7 @@ import { ServiceError } from "../errors/service-error.js";
 import type { Metrics } from "../metrics/create-metrics.js";
 import type { Channel } from "./channel.js";
 import { BufferedAnswer, type ChannelAnswer } from "./channel-answer.js";
+import { readJsonDocument } from "./read-json-document.js";
 import {
   type ChannelError,
   closedWithoutAnswer,
@@ -301,10 +302,14 @@ function record(
   metrics.upstreamRequestSeries.get(channel.name, request.route, kind).inc();
 }
 
-/** A refusal kept whole while the next channel is tried; `undefined` if it cannot be read. */
+/**
+ * A refusal kept whole while the next channel is tried; `undefined` if it
+ * cannot be read. A JSON refusal is read to its object's end: one held open
+ * after it does not hold the next channel back until this one's timeout.
+ */
 async function keep(answer: ChannelAnswer): Promise<ChannelAnswer | undefined> {
   try {
-    const body = await answer.read(MAX_KEPT_REFUSAL_BYTES);
+    const body = await readJsonDocument(answer, MAX_KEPT_REFUSAL_BYTES);
     return new BufferedAnswer(answer.channel, answer.status, answer.headers, answer.scrubber, body);
   } catch {
     return undefined;

@@ -101,4 +101,24 @@ describe("channel error bodies", () => {
     const error = await expectError(response, 500, "x");
     expect(error.message).toMatch(/^bad key /);
   });
+
+  it("tries the next channel at once after a refusal held open (never ended after its JSON)", async () => {
+    const next = await upstream("next");
+    const app = await appWith([
+      {
+        name: "held",
+        baseUrl: await rawChannel((_req, res) => {
+          res.writeHead(429, { "content-type": "application/json" });
+          res.write('{"error":{"message":"Slow down.","type":"requests","code":"rate_limited"}}');
+        }),
+      },
+      { name: "next", baseUrl: next.baseUrl, priority: 1 },
+    ]);
+    const started = Date.now();
+    const response = await postChat(app, { model: "gpt-4o-mini", messages });
+    expect(response.status).toBe(200);
+    expect(next.requests).toHaveLength(1);
+    // The refusal's end is waited for a second, not the channel's timeout (600 s).
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
 });

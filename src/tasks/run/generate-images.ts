@@ -7,7 +7,7 @@ import type { KeyScrubber } from "../../channels/key-scrubber.js";
 import { extensionOf } from "../../images/image-type.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import { B64Extractor } from "./b64-extractor.js";
-import { readJsonDocument, readToDocumentEnd } from "./read-json-document.js";
+import { readJsonDocument, readToDocumentEnd } from "../../channels/read-json-document.js";
 import { imageUsageOf } from "../core/image-usage.js";
 import { decodeGeneration, invalidResponse } from "./decode-generation.js";
 import { isEventStream, readStreamedAnswer, type StreamedRun } from "./read-streamed-answer.js";

@@ -7,7 +7,7 @@ import { TaskFailure } from "../core/task-failure.js";
 import { invalidResponse } from "./decode-generation.js";
 import { isObject, jsonObjectOf } from "./json-object-of.js";
 import { nestsDeeperThan } from "./nests-deeper-than.js";
-import { readJsonDocument } from "./read-json-document.js";
+import { readJsonDocument } from "../../channels/read-json-document.js";
 import { isEventStream } from "./read-streamed-answer.js";
 
 type Json = Record<string, unknown>;

@@ -343,6 +343,31 @@ describe("a plain JSON answer that goes on after its object closed", () => {
     expect(errors()).toEqual([]);
   });
 
+  it("a refusal held open: the next channel is tried at once, and makes the image", async () => {
+    const refusing = await channelAnswering(
+      "application/json",
+      '{"error":{"code":"rate_limit_exceeded","message":"Slow down."}}',
+      true,
+      429,
+    );
+    const answering = await channelAnswering("application/json", generation);
+    const { lines, stream } = captureLines();
+    const models = ["gpt-image-1"];
+    const app = await useApp({
+      logger: pino({ level: "info" }, stream),
+      config: {
+        channels: [
+          { name: "refusing", baseUrl: refusing, apiKey: UPSTREAM_KEY, models },
+          { name: "answering", baseUrl: answering, apiKey: UPSTREAM_KEY, models, priority: 1 },
+        ],
+      },
+    });
+    const id = await submitOk(app, { prompt: "refused, held" });
+    const done = await waitForStatus(app, id, ["completed", "failed"], 5_000);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50)).toEqual([]);
+  });
+
   it("an error held open fails the task with the channel's message, not at its timeout", async () => {
     const baseUrl = await channelAnswering(
       "application/json",

@@ -1,5 +1,5 @@
-import type { ChannelAnswer } from "../../channels/channel-answer.js";
-import { ChannelError } from "../../channels/channel-error.js";
+import type { ChannelAnswer } from "./channel-answer.js";
+import { ChannelError } from "./channel-error.js";
 
 /**
  * How long an answer is still read after its JSON document closed, for its
