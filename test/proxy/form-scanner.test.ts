@@ -35,6 +35,9 @@ describe("FormScanner", () => {
       `--${B}\r\nContent-Disposition: form-data; name="model"\r\n  folded\r\n\r\nm\r\n${end}`,
       `${part("model", "m".repeat(2000))}${end}`,
       `${part("file", "x")}`,
+      // A part without a field name, or with an empty one: the task routes refuse both.
+      `--${B}\r\nContent-Disposition: form-data\r\n\r\nx\r\n${part("model", "m")}${end}`,
+      `${part("", "x")}${part("model", "m")}${end}`,
     ];
     for (const text of bad) expect(() => scan(text), text.slice(0, 60)).toThrow();
   });

@@ -302,7 +302,8 @@ function parseDisposition(value: string): { name: string; filename?: string } {
       filename = text;
     }
   }
-  if (name === undefined) throw malformed("a part has no field name");
+  // `name=""` too: busboy (the task routes' parser) reads it as no name, and refuses the form.
+  if (name === undefined || name === "") throw malformed("a part has no field name");
   return { name, filename };
 }
 
