@@ -1,13 +1,13 @@
 import type { ChannelAnswer } from "../../channels/channel-answer.js";
 import { ChannelError } from "../../channels/channel-error.js";
 import type { KeyScrubber } from "../../channels/key-scrubber.js";
+import { readJsonDocument } from "../../channels/read-json-document.js";
 import { base64Length } from "../../images/base64-length.js";
 import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { invalidResponse } from "./decode-generation.js";
 import { isObject, jsonObjectOf } from "./json-object-of.js";
 import { nestsDeeperThan } from "./nests-deeper-than.js";
-import { readJsonDocument } from "../../channels/read-json-document.js";
 import { isEventStream } from "./read-streamed-answer.js";
 
 type Json = Record<string, unknown>;

@@ -141,7 +141,7 @@ export interface TaskPlaces {
   here: Target;
   there: Target;
   /** Told once it was accepted (a rollout test stops `here` after every submission). */
-  submitted?: () => void;
+  onAccepted?: () => void;
 }
 
 /**
@@ -152,7 +152,7 @@ export interface TaskPlaces {
  */
 export async function runChaosTask(
   n: number,
-  { here, there, submitted: accepted }: TaskPlaces,
+  { here, there, onAccepted }: TaskPlaces,
   channel: { answers: ChaosAnswer[] },
   hooks: { url: string; deliveries: Delivery[] },
   seen: string[],
@@ -161,7 +161,7 @@ export async function runChaosTask(
   const submitted = await submit(here, n, hooks.url);
   seen.push(submitted.text);
   expect(submitted.status, submitted.text).toBe(202);
-  accepted?.();
+  onAccepted?.();
   const { id } = submitted.body;
   // Tasks with partial images are watched too: their event stream ends with their end.
   const events = n % 4 === 0 ? await openEvents(there, `/v1/images/tasks/${id}/events`) : undefined;
@@ -199,7 +199,7 @@ export async function runChaosTask(
  */
 export async function runChaosResponse(
   n: number,
-  { here, there, submitted: accepted }: TaskPlaces,
+  { here, there, onAccepted }: TaskPlaces,
   channel: { answers: ChaosAnswer[] },
   seen: string[],
 ): Promise<{ n: number; answer: ApiResponse }> {
@@ -211,12 +211,12 @@ export async function runChaosResponse(
     events = await openEvents(here, "/v1/responses", { json: { ...body, stream: true } });
     const first = await events.event(0);
     id = String((first.json.response as { id?: string } | undefined)?.id);
-    accepted?.();
+    onAccepted?.();
   } else {
     const created = await call(here, "POST", "/v1/responses", { json: body });
     seen.push(created.text);
     expect(created.status, created.text).toBe(200);
-    accepted?.();
+    onAccepted?.();
     id = created.body.id;
     if (n % 3 === 0) events = await openEvents(there, `/v1/responses/${id}?stream=true`);
   }

@@ -47,13 +47,24 @@ async function channelAnswering(
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 }
 
-/** The service in front of the channel at `baseUrl` (`extra`: more of its settings). */
-async function appBefore(baseUrl: string, extra: Record<string, unknown> = {}) {
+/**
+ * The service in front of the channel at `baseUrl` (`extra`: more of its settings), and of the
+ * channel at `next` behind it when given.
+ */
+async function appBefore(baseUrl: string, extra: Record<string, unknown> = {}, next?: string) {
   const { lines, stream } = captureLines();
   const models = ["gpt-image-1", "gpt-4o-mini"];
   const app = await useApp({
     logger: pino({ level: "info" }, stream),
-    config: { channels: [{ name: "odd", baseUrl, apiKey: UPSTREAM_KEY, models, ...extra }] },
+    config: {
+      channels: [
+        { name: "odd", baseUrl, apiKey: UPSTREAM_KEY, models, ...extra },
+        // The next channel, tried after the odd one refused.
+        ...(next
+          ? [{ name: "next", baseUrl: next, apiKey: UPSTREAM_KEY, models, priority: 1 }]
+          : []),
+      ],
+    },
   });
   const errors = () => lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
   const skipped = () =>
@@ -351,21 +362,11 @@ describe("a plain JSON answer that goes on after its object closed", () => {
       429,
     );
     const answering = await channelAnswering("application/json", generation);
-    const { lines, stream } = captureLines();
-    const models = ["gpt-image-1"];
-    const app = await useApp({
-      logger: pino({ level: "info" }, stream),
-      config: {
-        channels: [
-          { name: "refusing", baseUrl: refusing, apiKey: UPSTREAM_KEY, models },
-          { name: "answering", baseUrl: answering, apiKey: UPSTREAM_KEY, models, priority: 1 },
-        ],
-      },
-    });
+    const { app, errors } = await appBefore(refusing, {}, answering);
     const id = await submitOk(app, { prompt: "refused, held" });
     const done = await waitForStatus(app, id, ["completed", "failed"], 5_000);
     expect(done.body.status, done.text).toBe("completed");
-    expect(lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50)).toEqual([]);
+    expect(errors()).toEqual([]);
   });
 
   it("an error held open fails the task with the channel's message, not at its timeout", async () => {

@@ -122,7 +122,7 @@ describe("random channel answers on two replicas (Redis)", () => {
         TASKS,
         (n) => storyOf(channel.answers, n),
         (n) => {
-          const places = { here: n % 2 === 0 ? a : b, there: b, submitted: stop.accepted };
+          const places = { here: n % 2 === 0 ? a : b, there: b, onAccepted: stop.accepted };
           return runChaosTask(n, places, channel, hooks, seen);
         },
       );
@@ -147,7 +147,7 @@ describe("random channel answers on two replicas (Redis)", () => {
         RESPONSES,
         (n) => storyOf(channel.answers, n),
         (n) => {
-          const places = { here: n % 3 !== 1 ? a : b, there: b, submitted: stop.accepted };
+          const places = { here: n % 3 !== 1 ? a : b, there: b, onAccepted: stop.accepted };
           return runChaosResponse(n, places, channel, seen);
         },
       );
