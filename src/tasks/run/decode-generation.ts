@@ -4,10 +4,11 @@ import type { KeyScrubber } from "../../channels/key-scrubber.js";
 import { sniffImageType } from "../../images/image-type.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../../net/address-policy.js";
 import { createGuardedAgent } from "../../net/create-guarded-agent.js";
-import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
+import { BodyTooLargeError } from "../../net/read-capped-body.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
 import { extractedIndex } from "./b64-extractor.js";
+import { readImageBody } from "./read-image-body.js";
 
 import type { GeneratedImage } from "../core/generated-image.js";
 
@@ -175,14 +176,17 @@ function createDownloadAgent(channel: Channel, own: boolean): Dispatcher {
   return own ? new Agent(timeouts) : createGuardedAgent({ agent: timeouts });
 }
 
-/** An image download within `limit` bytes; over it is the channel's `invalid_response`. */
+/**
+ * An image download within `limit` bytes, up to the image's last byte; over
+ * the limit is the channel's `invalid_response`.
+ */
 async function readCapped(
   response: Awaited<ReturnType<typeof undiciFetch>>,
   limit: number,
   signal: AbortSignal,
 ): Promise<Buffer> {
   try {
-    return await readCappedBody(response, limit);
+    return await readImageBody(response, limit, signal);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     if (err instanceof BodyTooLargeError) {

@@ -364,8 +364,9 @@ function backgroundOutput(rng: Rng): unknown {
 /** An image a `url` answer points at: the image, or anything else. */
 function imageFile(x: Exchange): void {
   const { rng, res } = x;
-  const kind = pick(rng, ["png", "png", "not found", "text", "slow"]);
-  x.record(`image: ${kind}`);
+  const kind = pick(rng, ["png", "png", "not found", "text", "slow", "held open"]);
+  // Held open after its last byte (a CDN that never sends the last chunk): the task completes.
+  x.record(`image: ${kind}${kind === "held open" ? " (completes)" : ""}`);
   if (kind === "not found") {
     res.writeHead(404, { "content-type": "text/plain" }).end("gone");
   } else if (kind === "text") {
@@ -373,6 +374,7 @@ function imageFile(x: Exchange): void {
   } else {
     const png = Buffer.from(TINY_PNG_B64, "base64");
     if (kind === "png") res.writeHead(200, { "content-type": "image/png" }).end(png);
+    else if (kind === "held open") res.writeHead(200, { "content-type": "image/png" }).write(png);
     else void sendInPieces(res.writeHead(200, { "content-type": "image/png" }), png);
   }
 }

@@ -1,13 +1,23 @@
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { encodePng } from "../../../src/demo/png-encoder.js";
 import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
 import { UPSTREAM_KEY } from "../../support/start-test-app.js";
-import { expectNoLeak, submitOk, useApp, waitForStatus, type ApiResponse } from "../task-api.js";
+import {
+  expectNoLeak,
+  submitOk,
+  useApp,
+  waitForStatus,
+  waitUntil,
+  type ApiResponse,
+} from "../task-api.js";
 
 // What a hostile or broken channel answers to an image task, and what the service does with it.
 
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../fixtures/images/${name}`, import.meta.url));
 const PNG = encodePng({ width: 2, height: 2, channels: 3, pixels: new Uint8Array(12) });
 const MiB = 1024 * 1024;
 
@@ -245,6 +255,30 @@ describe("image URLs in a channel's answer", () => {
     }
     expect(canary.hits).toEqual([]);
   });
+
+  it.each([
+    ["a PNG held open (a proxy that never sends the last chunk)", PNG, ""],
+    ["a JPEG followed by junk, then held open", fixture("progressive.jpeg"), "junk \xff\xd9"],
+    ["a WebP followed by another, then held open", fixture("lossy.webp"), "RIFF\0\0\0\0WEBP"],
+  ])(
+    "%s: the task completes with the image, and the download is closed",
+    async (_, image, after) => {
+      const { app, upstream } = await appWithChannel();
+      let closed = false;
+      upstream.serve("/files/held", (req, res) => {
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        res.write(Buffer.concat([image, Buffer.from(after, "latin1")]));
+        req.socket.once("close", () => (closed = true));
+      });
+      answerUrls(upstream, `${upstream.origin}/files/held`);
+      const id = await submitOk(app, { prompt: "held download", response_format: "b64_json" });
+      // Far below the channel's image timeout (600 s): the download ends at the image's end.
+      const done = await waitForStatus(app, id, ["completed", "failed"], 5_000);
+      expect(done.body.status, done.text).toBe("completed");
+      expect(Buffer.from(done.body.data![0]!.b64_json!, "base64")).toEqual(image);
+      await waitUntil(() => closed, "the download closed", 5_000);
+    },
+  );
 });
 
 describe("the channel's key never reaches a client through a task", () => {
