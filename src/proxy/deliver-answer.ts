@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { AnswerFlow, AnswerReader, ChannelAnswer } from "../channels/channel-answer.js";
 import { answerNotJson } from "../channels/channel-error.js";
+import { AFTER_DOCUMENT_MS, JsonDocumentEnd } from "../channels/read-json-document.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
 import { EventStreamTap, usageOf, type TokenUsage } from "./token-usage.js";
 
@@ -35,7 +36,8 @@ const NO_BODY = new Set([204, 205, 304]);
 
 /**
  * Passes a channel's successful answer on. A JSON answer is read whole (up
- * to `maxBytes`), must parse, and only then goes out with its own
+ * to `maxBytes`; one of unknown length up to its object's end), must parse,
+ * and only then goes out with its own
  * Content-Length: one that breaks off, is too large, stalls past the
  * channel's timeout or is not JSON ends in 502 `invalid_response` / 504
  * `upstream_timeout`, never a 200 with a broken body, and never another
@@ -88,24 +90,57 @@ export function deliverAnswer(
 /**
  * Reads a JSON answer whole, checks it and sends it on: a reader object
  * rather than a promise and closures, as this is every chat answer's path.
+ * An answer without a Content-Length (chunked) is read up to its top-level
+ * object's end and sent then: one held open after it (a proxy or CDN that
+ * never sends the last chunk) would otherwise throw the paid answer away
+ * after the channel's timeout. What follows the object is dropped, its end
+ * waited for {@link AFTER_DOCUMENT_MS} (so the connection is reused).
  */
 class JsonAnswer implements AnswerReader {
   private readonly chunks: Buffer[] = [];
   private size = 0;
+  /** Where the document closes, for an answer of unknown length only (a scan's cost). */
+  private readonly documentEnd: JsonDocumentEnd | undefined;
+  /** Set once the document was taken before the answer's end: what follows is dropped. */
+  private afterDocument: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly answer: ChannelAnswer,
     private readonly res: ServerResponse,
     private readonly context: AnswerContext,
-  ) {}
+  ) {
+    if (answer.headers["content-length"] === undefined) this.documentEnd = new JsonDocumentEnd();
+  }
 
   data(chunk: Buffer): boolean {
-    this.chunks.push(chunk);
-    this.size += chunk.length;
+    if (this.afterDocument !== undefined) return true;
+    const at = this.documentEnd === undefined ? -1 : this.documentEnd.push(chunk);
+    if (at === -1) {
+      this.chunks.push(chunk);
+      this.size += chunk.length;
+      return true;
+    }
+    this.chunks.push(chunk.subarray(0, at));
+    this.size += at;
+    const answer = this.answer;
+    this.afterDocument = setTimeout(() => answer.discard(), AFTER_DOCUMENT_MS).unref();
+    this.take();
     return true;
   }
 
   end(): void {
+    if (this.afterDocument !== undefined) clearTimeout(this.afterDocument);
+    else this.take();
+  }
+
+  error(err: Error): void {
+    // After the document, a failure (more than it may hold, a cut) is only the rest's.
+    if (this.afterDocument !== undefined) clearTimeout(this.afterDocument);
+    else if (!this.context.clientGone()) this.context.fail(err);
+  }
+
+  /** Checks the document read and sends it on. */
+  private take(): void {
     const { chunks } = this;
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.size);
     if (this.context.clientGone()) return;
@@ -123,10 +158,6 @@ class JsonAnswer implements AnswerReader {
     const recorded = this.context.onAnswer?.(parsed);
     if (recorded) void recorded.then(() => this.send(body));
     else this.send(body);
-  }
-
-  error(err: Error): void {
-    if (!this.context.clientGone()) this.context.fail(err);
   }
 
   private send(body: Buffer): void {

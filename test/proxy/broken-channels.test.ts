@@ -1,5 +1,5 @@
 import OpenAI from "openai";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ConfigInput } from "../../src/config/config-schema.js";
 import { expectError } from "../http/error-envelope.js";
 import { startFakeUpstream, type FakeRoute, type FakeUpstream } from "../support/fake-upstream.js";
@@ -7,7 +7,8 @@ import { startTestApp, UPSTREAM_KEY, type TestApp } from "../support/start-test-
 
 // A channel that answers 200 and then resets, truncates its JSON, sends something that is
 // not JSON or stalls must never reach the client as a 200 with a broken body, and the
-// request never goes to another channel after it.
+// request never goes to another channel after it. One whose whole JSON answer is held open
+// (or followed by more) reaches the client with that answer.
 const MODELS = ["gpt-4o-mini", "gpt-image-1"];
 let first: FakeUpstream;
 let second: FakeUpstream;
@@ -121,6 +122,33 @@ describe.each(ALL)("$path, on a broken channel with another behind it", (test) =
   });
 });
 
+describe.each(ALL)("$path, on a channel that holds its whole JSON answer open", (test) => {
+  // A proxy or CDN before it that never sends the last chunk: the answer is whole (and paid for).
+  const document = { id: "held", object: "x", data: '} ] \\" {'.repeat(500) };
+  it.each([
+    ["never ended after it", "", true],
+    ["followed by more JSON and junk", '{"id":"second"}\njunk', false],
+  ])("%s: 200 with the answer, from the one channel", async (_, after, hold) => {
+    let closed = false;
+    first.behave(test.route, {
+      kind: "custom",
+      respond: (req, res) => {
+        req.socket.once("close", () => (closed = true));
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write(JSON.stringify(document) + after);
+        if (!hold) res.end();
+      },
+    });
+    const response = await call(pair, test);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual(document);
+    expect(first.requests).toHaveLength(1);
+    expect(second.requests).toHaveLength(0);
+    // Dropped a second after the answer's object closed: its connection is not left open.
+    if (hold) await vi.waitFor(() => expect(closed).toBe(true), { timeout: 5_000 });
+  });
+});
+
 describe("the openai SDK, with its default retries", () => {
   // The SDK retries a 502 or 504 twice by itself: the service tells it not to
   // (x-should-retry: false), or the channel would get a billed request three times.
@@ -135,6 +163,31 @@ describe("the openai SDK, with its default retries", () => {
       expect(first.requests).toHaveLength(1);
     },
   );
+
+  it("gets a chat completion whose answer is held open after its JSON, at once", async () => {
+    const completion = {
+      id: "chatcmpl-held",
+      object: "chat.completion",
+      created: 1,
+      model: "gpt-4o-mini",
+      choices: [
+        { index: 0, message: { role: "assistant", content: "kept" }, finish_reason: "stop" },
+      ],
+    };
+    first.behave("chat", {
+      kind: "custom",
+      respond: (_req, res) => {
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .write(JSON.stringify(completion));
+      },
+    });
+    const client = new OpenAI({ apiKey: single.key, baseURL: single.baseURL });
+    // Not a 504 after the channel's timeout (1 s here, 600 s by default).
+    const answer = await client.chat.completions.create({ model: "gpt-4o-mini", messages: [] });
+    expect(answer.choices[0]?.message.content).toBe("kept");
+    expect(first.requests).toHaveLength(1);
+  });
 
   it("retries when no channel could be reached: nothing ran", async () => {
     first.behave("images", { kind: "status", status: 503 });
