@@ -180,7 +180,14 @@ function isIdentity(encoding: string | undefined): boolean {
   return encoding === undefined || encoding.trim().toLowerCase() === "identity";
 }
 
-/** Passes a streamed answer on, scrubbed, held back while the client reads slower. */
+/**
+ * Passes a streamed answer on, scrubbed, held back while the client reads
+ * slower. An event stream ends for the client at its last event (`[DONE]`, a
+ * Responses stream's `response.completed`...): a channel or proxy that holds
+ * it open after that would otherwise keep the client (whose SDK reads to the
+ * stream's end) waiting for the channel's timeout and then cut it. The rest
+ * (of a stream without a length) is dropped as a JSON answer's is after its object.
+ */
 function streamTo(
   res: ServerResponse,
   answer: ChannelAnswer,
@@ -191,12 +198,28 @@ function streamTo(
   const tap = eventStream ? new EventStreamTap(context.onEvent) : undefined;
   const scrub = answer.scrubber.stream(keepLength);
   let waiting = false;
+  // One with a length ends at it: bytes after its last event are still its own.
+  const endsAtLast = eventStream && answer.headers["content-length"] === undefined;
+  let afterLast: NodeJS.Timeout | undefined;
+  const finish = (out?: Buffer) => {
+    if (res.destroyed) return;
+    const rest = scrub.flush();
+    res.end(out && rest.length > 0 ? Buffer.concat([out, rest]) : rest.length > 0 ? rest : out);
+    tap?.end();
+    if (tap?.usage) context.onUsage(tap.usage);
+  };
   // Chunks come later, from the connection: `flow` is set by then.
   const flow: AnswerFlow = answer.pipe({
     data(chunk) {
+      if (afterLast !== undefined) return true;
       if (res.destroyed) return false;
       const out = scrub.push(chunk);
       tap?.push(chunk);
+      if (endsAtLast && tap?.finished) {
+        afterLast = setTimeout(() => answer.discard(), AFTER_DOCUMENT_MS).unref();
+        finish(out);
+        return true;
+      }
       if (out.length === 0 || res.write(out)) return true;
       if (!waiting) {
         waiting = true;
@@ -208,13 +231,13 @@ function streamTo(
       return false;
     },
     end() {
-      if (res.destroyed) return;
-      const rest = scrub.flush();
-      res.end(rest.length > 0 ? rest : undefined);
-      tap?.end();
-      if (tap?.usage) context.onUsage(tap.usage);
+      if (afterLast !== undefined) clearTimeout(afterLast);
+      else finish();
     },
-    // A cut stream must look cut to the client, never complete.
-    error: () => res.destroy(),
+    // A cut stream must look cut to the client, never complete (but one past its last event is).
+    error() {
+      if (afterLast !== undefined) clearTimeout(afterLast);
+      else res.destroy();
+    },
   });
 }

@@ -32,6 +32,9 @@ export function usageOf(answer: unknown): TokenUsage | undefined {
 }
 
 const USAGE_MARK = Buffer.from('"usage"');
+const DONE_MARK = Buffer.from("[DONE]");
+/** Longer events are not `data: [DONE]` (with an `event:` or `id:` line at most). */
+const MAX_DONE_EVENT = 128;
 const LF = 0x0a;
 /** Events larger than this are passed on but not read for usage. */
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -50,6 +53,12 @@ export class EventStreamTap {
   private endedInLineFeed = false;
   /** The last usage the stream reported. */
   usage: TokenUsage | undefined;
+  /**
+   * The stream's last event was seen: a chat or completions stream's
+   * `data: [DONE]`, or a Responses stream's `response.completed`, `.failed`
+   * or `.incomplete` (which carry `usage`, so they are read).
+   */
+  finished = false;
 
   /** Events still shown to `wantEvent`. */
   private eventsLeft = 8;
@@ -100,6 +109,14 @@ export class EventStreamTap {
     this.skipping = false;
     if (skipped || pieces.length === 0) return;
     const event = pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces);
+    if (
+      event.length <= MAX_DONE_EVENT &&
+      event.indexOf(DONE_MARK) !== -1 &&
+      dataOf(event) === "[DONE]"
+    ) {
+      this.finished = true;
+      return;
+    }
     const wanted = this.wantEvent !== undefined;
     if (!wanted && event.indexOf(USAGE_MARK) === -1) return;
     const data = dataOf(event);
@@ -111,6 +128,7 @@ export class EventStreamTap {
       return;
     }
     this.usage = usageOf(parsed) ?? this.usage;
+    if (isLastResponseEvent(parsed)) this.finished = true;
     if (this.wantEvent && (this.wantEvent(parsed) || --this.eventsLeft === 0)) {
       this.wantEvent = undefined;
     }
@@ -135,5 +153,17 @@ function dataOf(event: Buffer): string | undefined {
     const value = line.slice(line[5] === " " ? 6 : 5);
     data = data === undefined ? value : `${data}\n${value}`;
   }
-  return data === undefined || data === "[DONE]" ? undefined : data;
+  return data;
+}
+
+const LAST_RESPONSE_EVENTS = new Set([
+  "response.completed",
+  "response.failed",
+  "response.incomplete",
+]);
+
+/** A Responses stream's last event: nothing follows it. */
+function isLastResponseEvent(event: unknown): boolean {
+  const type = (event as { type?: unknown } | null)?.type;
+  return typeof type === "string" && LAST_RESPONSE_EVENTS.has(type);
 }

@@ -217,6 +217,72 @@ describe("streams and binary answers", () => {
     },
   );
 
+  /** A channel that sends `events` as one event stream, then holds it open (never ends it). */
+  function holdStreamOpen(route: FakeRoute, events: unknown[], last: string) {
+    first.behave(route, {
+      kind: "custom",
+      respond: (_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        for (const event of events) res.write(`data: ${JSON.stringify(event)}\n\n`);
+        res.write(last);
+      },
+    });
+  }
+
+  it("a chat stream held open after its [DONE] ends for the client there", async () => {
+    const chunk = (content: string, finish: string | null) => ({
+      id: "chatcmpl-held",
+      object: "chat.completion.chunk",
+      created: 1,
+      model: "gpt-4o-mini",
+      choices: [{ index: 0, delta: { content }, finish_reason: finish }],
+    });
+    holdStreamOpen("chat", [chunk("he", null), chunk("ld", "stop")], "data: [DONE]\n\n");
+    const client = new OpenAI({ apiKey: single.key, baseURL: single.baseURL });
+    const stream = await client.chat.completions.create({
+      model: "gpt-4o-mini",
+      messages: [],
+      stream: true,
+    });
+    let text = "";
+    // Not cut after the channel's timeout (1 s here): the SDK reads a stream to its end.
+    for await (const event of stream) text += event.choices[0]?.delta.content ?? "";
+    expect(text).toBe("held");
+  });
+
+  it("a Responses stream held open after response.completed ends for the client there", async () => {
+    const response = {
+      id: "resp_held",
+      object: "response",
+      created_at: 1,
+      status: "completed",
+      model: "gpt-4o-mini",
+      output: [],
+      usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 },
+    };
+    const completed = `event: response.completed\ndata: ${JSON.stringify({ type: "response.completed", sequence_number: 1, response })}\n\n`;
+    holdStreamOpen(
+      "responses",
+      [
+        {
+          type: "response.created",
+          sequence_number: 0,
+          response: { ...response, status: "in_progress" },
+        },
+      ],
+      completed,
+    );
+    const client = new OpenAI({ apiKey: single.key, baseURL: single.baseURL });
+    const stream = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "hi",
+      stream: true,
+    });
+    const types: string[] = [];
+    for await (const event of stream) types.push(event.type);
+    expect(types).toEqual(["response.created", "response.completed"]);
+  });
+
   it("speech cut mid-body reaches the client cut, not complete", async () => {
     first.behave("speech", { kind: "cut" });
     const response = await fetch(`${single.baseURL}/audio/speech`, {
