@@ -1,6 +1,7 @@
 import type { Channel } from "../channels/channel.js";
 import type { ChannelClient } from "../channels/channel-client.js";
 import { MAX_MODEL_LIST_BYTES, parseModelList } from "../channels/model-list.js";
+import { readJsonDocument } from "../channels/read-json-document.js";
 import type { GatewayModels } from "./principal.js";
 
 /** What the gateway said about a key. */
@@ -68,7 +69,7 @@ export async function checkGatewayKey(options: CheckGatewayKeyOptions): Promise<
   }
   let body: Buffer;
   try {
-    body = await answer.read(MAX_MODEL_LIST_BYTES);
+    body = await readJsonDocument(answer, MAX_MODEL_LIST_BYTES);
   } catch (err) {
     return { kind: "unavailable", reason: failureReason(err) };
   }

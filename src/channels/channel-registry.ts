@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Channel } from "./channel.js";
 import type { ChannelClient } from "./channel-client.js";
 import { orderCandidates } from "./order-candidates.js";
+import { readJsonDocument } from "./read-json-document.js";
 import { LISTED_AT, MAX_MODEL_LIST_BYTES, parseModelList, type ModelInfo } from "./model-list.js";
 
 export type { ModelInfo } from "./model-list.js";
@@ -125,7 +126,10 @@ async function fetchChannelModels(
       answer.discard();
       throw new Error(`status ${answer.status}`);
     }
-    const listed = parseModelList(await answer.read(MAX_MODEL_LIST_BYTES), channel.name);
+    const listed = parseModelList(
+      await readJsonDocument(answer, MAX_MODEL_LIST_BYTES),
+      channel.name,
+    );
     // Said in the service's words: a parser's message would quote the channel's body.
     if (!listed) throw new Error("not a model list");
     return listed.list.filter((model) => channel.serves(model.id));

@@ -1,6 +1,7 @@
 import type { Channel } from "./channel.js";
 import type { ChannelClient } from "./channel-client.js";
 import { MAX_MODEL_LIST_BYTES, parseModelList } from "./model-list.js";
+import { readJsonDocument } from "./read-json-document.js";
 import { redactUrl } from "../logging/redact-url.js";
 
 /** The `User-Agent` of a check's request. */
@@ -100,7 +101,7 @@ export async function checkChannel(
       problem: `${field}.baseUrl: GET ${url} answered ${status}`,
     };
   }
-  const body = await answer.read(MAX_MODEL_LIST_BYTES).catch(() => undefined);
+  const body = await readJsonDocument(answer, MAX_MODEL_LIST_BYTES).catch(() => undefined);
   const list = body && parseModelList(body, channel.name);
   if (!list) {
     return {

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { ChannelAnswer } from "../channels/channel-answer.js";
+import { readJsonDocument } from "../channels/read-json-document.js";
 import { ServiceError } from "../errors/service-error.js";
 import { shorten } from "../errors/shorten.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
@@ -31,7 +32,7 @@ export function passOnChannelError(
   context: ChannelErrorContext,
 ): void {
   const { status, headers, scrubber } = answer;
-  answer.read(MAX_ERROR_BODY_BYTES).then(
+  readJsonDocument(answer, MAX_ERROR_BODY_BYTES).then(
     (body) => {
       if (context.clientGone()) return;
       const code = errorCodeOf(body);

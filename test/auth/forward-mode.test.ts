@@ -3,7 +3,7 @@ import { SignJWT } from "jose";
 import OpenAI from "openai";
 import type { Logger } from "pino";
 import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ConfigInput } from "../../src/config/config-schema.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { createLogger } from "../../src/logging/create-logger.js";
@@ -306,6 +306,18 @@ describe("forward mode: the gateway down", () => {
       expect((await getModels(app, ALICE)).status).toBe(200);
     });
   }
+
+  it("takes model lists the gateway holds open after their JSON at once: key checks, listings, its check", async () => {
+    const gw = await gateway();
+    gw.hold();
+    // Held open, a list was read until the key check's timeout and the key refused 502.
+    const app = await forwardApp(gw, { apiKey: UPSTREAM_KEY, forward: { timeoutSec: 60 } });
+    expect(await modelIds(app, ALICE)).toEqual(["dall-e-3", "gpt-4o-mini", "gpt-image-1"]);
+    // The configured key's list is the channel's own, listed with its key.
+    expect(await modelIds(app, TEST_KEYS.default)).toEqual(["gpt-4o-mini", "gpt-image-1"]);
+    const ready = () => fetch(`${app.server.url}/readyz`).then((r) => r.text());
+    await vi.waitFor(async () => expect(await ready()).toContain('"newapi":"ok"'), 10_000);
+  });
 
   it("is 502 upstream_unavailable when the gateway does not answer within timeoutSec", async () => {
     const gw = await gateway();

@@ -102,6 +102,27 @@ describe("channel error bodies", () => {
     expect(error.message).toMatch(/^bad key /);
   });
 
+  it("passes an error held open (never ended after its JSON) on at once", async () => {
+    const app = await appWith([
+      {
+        name: "held",
+        baseUrl: await rawChannel((_req, res) => {
+          res.writeHead(400, { "content-type": "application/json" });
+          res.write(
+            '{"error":{"message":"Bad input.","type":"invalid_request_error","param":null,"code":"bad"}}',
+          );
+        }),
+      },
+    ]);
+    // Read up to the JSON's end: not after the channel's timeout (600 s).
+    const error = await expectError(
+      await postChat(app, { model: "gpt-4o-mini", messages }),
+      400,
+      "bad",
+    );
+    expect(error.message).toBe("Bad input.");
+  });
+
   it("tries the next channel at once after a refusal held open (never ended after its JSON)", async () => {
     const next = await upstream("next");
     const app = await appWith([

@@ -17,6 +17,11 @@ export interface FakeGateway {
   modelCalls(key?: string): number;
   /** Back to answering `/v1/models` per key (after a test made it fail). */
   up(): void;
+  /**
+   * Answers `/v1/models` per key, each answer whole but never ended (chunked, held open after
+   * its JSON), as a proxy that never sends the last chunk does.
+   */
+  hold(): void;
   close(): Promise<void>;
 }
 
@@ -26,7 +31,9 @@ export interface FakeGateway {
  */
 export async function startFakeGateway(keys: Record<string, string[]>): Promise<FakeGateway> {
   const upstream = await startFakeUpstream({ name: "fake-gateway" });
+  let held = false;
   const listModels: RouteHandler = (req, res) => {
+    const sendJson = held ? sendHeld : sendWhole;
     const match = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "");
     const models = match && Object.hasOwn(keys, match[1]!) ? keys[match[1]!] : undefined;
     if (!models) {
@@ -45,7 +52,10 @@ export async function startFakeGateway(keys: Record<string, string[]>): Promise<
       data: models.map((id) => ({ id, object: "model", created: 1_700_000_000, owned_by: "gw" })),
     });
   };
-  const up = () => upstream.behave("models", { kind: "custom", respond: listModels });
+  const up = () => {
+    held = false;
+    upstream.behave("models", { kind: "custom", respond: listModels });
+  };
   up();
   const isModelsCall = (path: string) => path.split("?")[0] === "/v1/models";
   return {
@@ -59,11 +69,19 @@ export async function startFakeGateway(keys: Record<string, string[]>): Promise<
       ).length;
     },
     up,
+    hold() {
+      up();
+      held = true;
+    },
     close: () => upstream.close(),
   };
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendHeld(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json" }).write(JSON.stringify(body));
+}
+
+function sendWhole(res: ServerResponse, status: number, body: unknown): void {
   const payload = JSON.stringify(body);
   res.writeHead(status, {
     "content-type": "application/json",

@@ -110,7 +110,7 @@ export async function responseRefusal(
 ): Promise<TaskFailure> {
   let text = "";
   try {
-    text = (await answer.read(MAX_ERROR_BODY_BYTES)).toString("utf8");
+    text = (await readJsonDocument(answer, MAX_ERROR_BODY_BYTES)).toString("utf8");
   } catch {
     if (signal.aborted) throw signal.reason;
   }

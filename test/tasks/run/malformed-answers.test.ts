@@ -369,7 +369,7 @@ describe("a plain JSON answer that goes on after its object closed", () => {
     expect(errors()).toEqual([]);
   });
 
-  it("an error held open fails the task with the channel's message, not at its timeout", async () => {
+  it("an error held open fails a task and a response with its message, not at their timeout", async () => {
     const baseUrl = await channelAnswering(
       "application/json",
       '{"error":{"code":"content_policy_violation","message":"Refused."}}',
@@ -384,6 +384,9 @@ describe("a plain JSON answer that goes on after its object closed", () => {
       code: "content_policy_violation",
       message: "Refused.",
     });
+    const response = (await backgroundResponse(app, "held error", 5_000)).done;
+    expect(response.status).toBe("failed");
+    expect(response.error).toMatchObject({ message: "Refused." });
     expect(errors()).toEqual([]);
   });
 });
