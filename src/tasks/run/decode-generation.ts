@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
 import type { Channel } from "../../channels/channel.js";
 import type { KeyScrubber } from "../../channels/key-scrubber.js";
@@ -114,6 +115,9 @@ export async function decodeGenerationBody(
  * Downloads an image a channel answered as a URL. Its own origin is trusted as
  * the operator configured it; an `imageUrlOrigins` origin goes through the
  * address guard; anything else is refused without a request. No key is sent.
+ * The image is paid for already: a download that fails the way a blip does
+ * (no connection, a 5xx, a 404 before the file is there, a cut) is tried
+ * {@link DOWNLOAD_TRIES} times before the task fails.
  */
 async function download(url: string, source: GenerationSource): Promise<Buffer> {
   const { channel, signal, scrubber } = source;
@@ -134,36 +138,83 @@ async function download(url: string, source: GenerationSource): Promise<Buffer> 
         `channel's origin nor in its imageUrlOrigins`,
     );
   }
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await downloadOnce(target, own, source);
+    } catch (err) {
+      if (!(err instanceof DownloadBlip)) throw err;
+      if (tries >= DOWNLOAD_TRIES) throw err.failure;
+      await pause(DOWNLOAD_RETRY_MS * 2 ** (tries - 1), signal);
+    }
+  }
+}
+
+/** Tries of one image download, the first included. */
+const DOWNLOAD_TRIES = 3;
+/** The pause before a download's second try, doubled before each next one. */
+const DOWNLOAD_RETRY_MS = 500;
+/** Statuses of an image download worth another try: the file not there yet, or a blip. */
+const RETRIED_STATUSES = new Set([404, 408, 425, 429]);
+
+/** A download that failed the way a blip does: worth another try; `failure` if none is left. */
+class DownloadBlip extends Error {
+  constructor(readonly failure: TaskFailure) {
+    super(failure.message);
+  }
+}
+
+/** Waits `ms`, or throws the abort's reason when `signal` aborts first. */
+async function pause(ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, { signal });
+  } catch {
+    throw signal.reason;
+  }
+}
+
+/** One try of {@link download}. @throws DownloadBlip, or TaskFailure when another try would not help */
+async function downloadOnce(target: URL, own: boolean, source: GenerationSource): Promise<Buffer> {
+  const { channel, signal, scrubber } = source;
   let dispatcher: Dispatcher | undefined;
   try {
     if (!own) assertUrlAllowed(target);
     dispatcher = createDownloadAgent(channel, own);
     const response = await undiciFetch(target, { signal, dispatcher, redirect: "manual" });
-    if (response.status >= 300 && response.status < 400) {
+    const { status } = response;
+    if (status >= 300 && status < 400) {
       await response.body?.cancel().catch(() => undefined);
       throw invalidResponse(
-        `has an image URL that redirects (status ${response.status}); redirects are not followed`,
+        `has an image URL that redirects (status ${status}); redirects are not followed`,
       );
     }
     if (!response.ok) {
       await response.body?.cancel().catch(() => undefined);
-      throw new Error(`status ${response.status}`);
+      const failure = downloadFailure(`status ${status}`, scrubber);
+      throw status >= 500 || RETRIED_STATUSES.has(status) ? new DownloadBlip(failure) : failure;
     }
     return await readCapped(response, channel.maxImageBytes, signal);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
-    if (err instanceof TaskFailure) throw err;
+    if (err instanceof TaskFailure || err instanceof DownloadBlip) throw err;
     const refusal = forbiddenAddress(err);
-    throw new TaskFailure(
-      refusal ? "invalid_response" : "upstream_error",
-      `Could not download the image the upstream channel produced (${scrubber.scrubString(
-        refusal?.message ?? (err as Error).message,
-      )}).`,
-      "upstream_error",
-    );
+    if (refusal) {
+      const { message } = downloadFailure(refusal.message, scrubber);
+      throw new TaskFailure("invalid_response", message, "upstream_error");
+    }
+    // No connection, a reset, silence past the channel's imageTimeoutSec.
+    throw new DownloadBlip(downloadFailure((err as Error).message, scrubber));
   } finally {
     void dispatcher?.destroy().catch(() => undefined);
   }
+}
+
+/** The task's failure when an image could not be downloaded, for `why`. */
+function downloadFailure(why: string, scrubber: KeyScrubber): TaskFailure {
+  return new TaskFailure(
+    "upstream_error",
+    `Could not download the image the upstream channel produced (${scrubber.scrubString(why)}).`,
+    "upstream_error",
+  );
 }
 
 /**
@@ -192,10 +243,12 @@ async function readCapped(
     if (err instanceof BodyTooLargeError) {
       throw invalidResponse(`has an image larger than ${limit} bytes`);
     }
-    throw new TaskFailure(
-      "upstream_error",
-      "The download of an image the upstream channel produced broke off.",
-      "upstream_error",
+    throw new DownloadBlip(
+      new TaskFailure(
+        "upstream_error",
+        "The download of an image the upstream channel produced broke off.",
+        "upstream_error",
+      ),
     );
   }
 }

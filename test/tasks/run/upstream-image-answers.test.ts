@@ -256,6 +256,45 @@ describe("image URLs in a channel's answer", () => {
     expect(canary.hits).toEqual([]);
   });
 
+  /** Serves `/files/blip.png`: each of `statuses` in turn, then the PNG; counts the GETs. */
+  function serveAfter(upstream: FakeUpstream, statuses: number[]) {
+    const seen = { gets: 0 };
+    upstream.serve("/files/blip.png", (_req, res) => {
+      seen.gets += 1;
+      const status = statuses.shift();
+      if (status) res.writeHead(status, { "content-type": "text/plain" }).end("not here");
+      else res.writeHead(200, { "content-type": "image/png" }).end(PNG);
+    });
+    answerUrls(upstream, `${upstream.origin}/files/blip.png`);
+    return seen;
+  }
+
+  it("tries a download that fails as a blip does again: the paid image is kept", async () => {
+    const { app, upstream } = await appWithChannel();
+    const seen = serveAfter(upstream, [404, 503]);
+    const id = await submitOk(app, { prompt: "not there yet", response_format: "b64_json" });
+    const done = await waitForStatus(app, id, ["completed", "failed"]);
+    expect(done.body.status, done.text).toBe("completed");
+    expect(Buffer.from(done.body.data![0]!.b64_json!, "base64")).toEqual(PNG);
+    expect(seen.gets).toBe(3);
+    // The image, paid for, is downloaded again; never generated again.
+    expect(upstream.requests.filter((r) => r.path.endsWith("/generations"))).toHaveLength(1);
+  });
+
+  it.each([
+    [502, 3],
+    [403, 1],
+  ])("a download answered %i for good fails the task after %i tries", async (status, tries) => {
+    const { app, upstream } = await appWithChannel();
+    const seen = serveAfter(upstream, [status, status, status, status]);
+    const id = await submitOk(app, { prompt: `always ${status}` });
+    const error = await failedWith(app, id);
+    expect(error.code).toBe("upstream_error");
+    expect(error.message).toMatch(new RegExp(`Could not download .*status ${status}`));
+    expect(seen.gets).toBe(tries);
+    expect(upstream.requests.filter((r) => r.path.endsWith("/generations"))).toHaveLength(1);
+  });
+
   it.each([
     ["a PNG held open (a proxy that never sends the last chunk)", PNG, ""],
     ["a JPEG followed by junk, then held open", fixture("progressive.jpeg"), "junk \xff\xd9"],
