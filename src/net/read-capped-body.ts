@@ -21,11 +21,7 @@ export interface ResponseLike {
  * @throws BodyTooLargeError over the limit; whatever the stream throws otherwise
  */
 export async function readCappedBody(response: ResponseLike, limit: number): Promise<Buffer> {
-  const declared = Number(response.headers.get("content-length") ?? "");
-  if (Number.isFinite(declared) && declared > limit) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new BodyTooLargeError(limit);
-  }
+  await refuseDeclaredOver(response, limit);
   if (!response.body) return Buffer.alloc(0);
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -41,4 +37,17 @@ export async function readCappedBody(response: ResponseLike, limit: number): Pro
     chunks.push(value);
   }
   return Buffer.concat(chunks, total);
+}
+
+/**
+ * Refuses a body whose `Content-Length` is over `limit` before reading it
+ * (the body cancelled, its connection dropped).
+ * @throws BodyTooLargeError
+ */
+export async function refuseDeclaredOver(response: ResponseLike, limit: number): Promise<void> {
+  const declared = Number(response.headers.get("content-length") ?? "");
+  if (Number.isFinite(declared) && declared > limit) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new BodyTooLargeError(limit);
+  }
 }

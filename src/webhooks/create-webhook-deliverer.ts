@@ -20,6 +20,8 @@ import { webhookSigningKey } from "../config/schema/webhook-secret.js";
 
 /** Most of a receiver's answer read (then dropped), so its connection can be reused. */
 const MAX_RESPONSE_BYTES = 16 * 1024;
+/** How long a receiver's answer is read after its status, at most (then its connection dropped). */
+const AFTER_STATUS_MS = 1000;
 
 /** What one attempt did, for the queue (`next`), logs and tests. */
 export interface WebhookAttemptReport {
@@ -232,9 +234,11 @@ async function send(
     });
     const status = response.status;
     answered();
-    // The status decides; the body is read (capped, within the same deadline) only so the
-    // connection can serve the next attempt, and a receiver that never ends it loses nothing.
+    // The status decides; the body is read (capped, a second at most) only so the connection
+    // can serve the next attempt: a receiver that never ends it holds the slot a second more.
+    const held = setTimeout(() => deadline.abort(new Error("answer held open")), AFTER_STATUS_MS);
     await readCappedBody(response, MAX_RESPONSE_BYTES).catch(() => undefined);
+    clearTimeout(held);
     const outcome = outcomeOfStatus(status);
     const detail = outcome === "redirect" ? `status ${status}, not followed` : `status ${status}`;
     return { outcome, status, detail };

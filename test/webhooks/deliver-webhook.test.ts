@@ -316,6 +316,16 @@ describe("slow receivers", () => {
     expect(report.latencyMs).toBeGreaterThanOrEqual(timeoutSec * 1000 - 100);
   });
 
+  it("a receiver that holds its answer open after a 200 has it delivered, its slot free a second later", async () => {
+    receiver.respond = (res) => res.writeHead(200).write("ok");
+    const sender = deliverer({ timeoutSec: 15, maxConcurrent: 1 });
+    const started = Date.now();
+    const report = await sender.attempt(deliveryTo(`${receiver.url}/held`), 1);
+    expect(report).toMatchObject({ outcome: "delivered", status: 200 });
+    // Not the attempt's whole timeout (15 s): the answer's body is read a second at most.
+    expect(Date.now() - started).toBeLessThan(slowSec(5) * 1000);
+  });
+
   it("at most maxConcurrent attempts are in flight; the others wait their turn and then go", async () => {
     const held: Array<() => void> = [];
     receiver.respond = (res) => held.push(() => res.end("ok"));

@@ -1,6 +1,10 @@
 import { readToDocumentEnd } from "../../channels/read-json-document.js";
 import { ImageEnd } from "../../images/image-end.js";
-import { BodyTooLargeError, type ResponseLike } from "../../net/read-capped-body.js";
+import {
+  BodyTooLargeError,
+  refuseDeclaredOver,
+  type ResponseLike,
+} from "../../net/read-capped-body.js";
 
 /**
  * A downloaded image's bytes, read up to the image's last byte (see
@@ -18,11 +22,7 @@ export async function readImageBody(
   limit: number,
   signal: AbortSignal,
 ): Promise<Buffer> {
-  const declared = Number(response.headers.get("content-length") ?? "");
-  if (Number.isFinite(declared) && declared > limit) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new BodyTooLargeError(limit);
-  }
+  await refuseDeclaredOver(response, limit);
   if (!response.body) return Buffer.alloc(0);
   const parts: Buffer[] = [];
   const end = new ImageEnd();
