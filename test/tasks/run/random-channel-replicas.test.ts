@@ -6,6 +6,7 @@ import { slow } from "../../support/time-factor.js";
 import { useApp, type ApiResponse, type Target } from "../task-api.js";
 import { startChaosChannel, type ChaosAnswer } from "./chaos-channel.js";
 import { channels, each, expectWell, SEED, storyOf, TIMEOUT_SEC } from "./chaos-checks.js";
+import { runDialectTask } from "./chaos-dialects.js";
 import {
   runChaosResponse,
   runChaosTask,
@@ -15,10 +16,10 @@ import {
 } from "./chaos-tasks.js";
 
 /*
- * The random channels' image tasks and background responses (random-channel-answers and
- * random-channel-responses) on two replicas of one deployment (one Redis prefix): each is
- * submitted to one replica and watched, cancelled, deleted and polled on the other, while both
- * run them. The checks are the same: every task and response ends, as the other replica says
+ * The random channels' image tasks, background responses and sub2api/Bifrost tasks
+ * (random-channel-answers, -responses and -dialects) on two replicas of one deployment (one Redis
+ * prefix): each is submitted to one replica and watched, cancelled, deleted and polled on the
+ * other, while both run them. The checks are the same: every task and response ends, as the other replica says
  * too; a cancel or delete sent to the replica that is not running the task wins there; no
  * generation is paid for twice; a task's webhook comes once, from whichever replica ended it.
  * And a rollout: one replica stopped (gracefully) once every task was submitted, while it runs
@@ -28,6 +29,7 @@ import {
 
 const TASKS = 32;
 const RESPONSES = 24;
+const DIALECT_TASKS = 24;
 
 /** Two replicas on a prefix of the test's own in front of the random channels. */
 async function useReplicas() {
@@ -108,6 +110,23 @@ describe("random channel answers on two replicas (Redis)", () => {
   );
 
   it(
+    `every sub2api and Bifrost task ends in its dialect, whichever replica runs it (seed ${SEED})`,
+    {
+      timeout: slow(120_000),
+    },
+    async () => {
+      const replicas = await useReplicas();
+      const { channel, places } = replicas;
+      const story = (n: number) => storyOf(channel.answers, n);
+      const seen: string[] = [];
+      const ends = await each(DIALECT_TASKS, story, (n) =>
+        runDialectTask(n, places(n), story, seen),
+      );
+      await expectBothWell(replicas, ends, seen);
+    },
+  );
+
+  it(
     `a replica stopped mid-run: every task still ends, once (seed ${SEED})`,
     {
       timeout: slow(120_000),
@@ -128,6 +147,30 @@ describe("random channel answers on two replicas (Redis)", () => {
       );
       await stop.stopped();
       await expectWell(b, ends, seen, replicas.lines(), (n) => storyOf(channel.answers, n));
+    },
+  );
+
+  it(
+    `a replica stopped mid-run: every sub2api and Bifrost task still ends (seed ${SEED})`,
+    {
+      timeout: slow(120_000),
+    },
+    async () => {
+      const replicas = await useReplicas();
+      const { channel, a, b } = replicas;
+      const stop = stopOnceAll(DIALECT_TASKS, a);
+      const story = (n: number) => storyOf(channel.answers, n);
+      const seen: string[] = [];
+      const ends = await each(DIALECT_TASKS, story, (n) =>
+        runDialectTask(
+          n,
+          { here: n % 2 === 0 ? a : b, there: b, onAccepted: stop.accepted },
+          story,
+          seen,
+        ),
+      );
+      await stop.stopped();
+      await expectWell(b, ends, seen, replicas.lines(), story);
     },
   );
 
