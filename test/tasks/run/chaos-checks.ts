@@ -129,6 +129,11 @@ export async function expectWell(
   ).not.toEqual([]);
   expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
   expect((await fetch(`${app.url}/metrics`)).status).toBe(200);
+  expectLogsClean(lines);
+}
+
+/** No log line holds the channel's key, and none is an error. */
+export function expectLogsClean(lines: string[]): void {
   for (const line of lines) expect(line).not.toContain(UPSTREAM_KEY);
   const errors = lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
   expect(errors).toEqual([]);

@@ -5,8 +5,17 @@ import { deleteKeys, uniquePrefix } from "../../support/redis.js";
 import { slow } from "../../support/time-factor.js";
 import { useApp, type ApiResponse, type Target } from "../task-api.js";
 import { startChaosChannel, type ChaosAnswer } from "./chaos-channel.js";
-import { channels, each, expectWell, SEED, storyOf, TIMEOUT_SEC } from "./chaos-checks.js";
+import {
+  channels,
+  each,
+  expectLogsClean,
+  expectWell,
+  SEED,
+  storyOf,
+  TIMEOUT_SEC,
+} from "./chaos-checks.js";
 import { runDialectTask } from "./chaos-dialects.js";
+import { mcpClient, runMcpTask } from "./chaos-mcp.js";
 import {
   runChaosResponse,
   runChaosTask,
@@ -16,8 +25,8 @@ import {
 } from "./chaos-tasks.js";
 
 /*
- * The random channels' image tasks, background responses and sub2api/Bifrost tasks
- * (random-channel-answers, -responses and -dialects) on two replicas of one deployment (one Redis
+ * The random channels' image tasks, background responses, sub2api/Bifrost tasks and MCP tools
+ * (random-channel-answers, -responses, -dialects and -mcp) on two replicas of one deployment (one Redis
  * prefix): each is submitted to one replica and watched, cancelled, deleted and polled on the
  * other, while both run them. The checks are the same: every task and response ends, as the other replica says
  * too; a cancel or delete sent to the replica that is not running the task wins there; no
@@ -30,6 +39,7 @@ import {
 const TASKS = 32;
 const RESPONSES = 24;
 const DIALECT_TASKS = 24;
+const MCP_TASKS = 24;
 
 /** Two replicas on a prefix of the test's own in front of the random channels. */
 async function useReplicas() {
@@ -123,6 +133,27 @@ describe("random channel answers on two replicas (Redis)", () => {
         runDialectTask(n, places(n), story, seen),
       );
       await expectBothWell(replicas, ends, seen);
+    },
+  );
+
+  it(
+    `every MCP task ends, started on one replica's MCP server and collected on the other's (seed ${SEED})`,
+    {
+      timeout: slow(120_000),
+    },
+    async () => {
+      const replicas = await useReplicas();
+      const { channel, a, b } = replicas;
+      const [onA, onB] = await Promise.all([mcpClient(a), mcpClient(b)]);
+      const story = (n: number) => storyOf(channel.answers, n);
+      const ends = await each(MCP_TASKS, story, (n) =>
+        runMcpTask(n, n % 2 === 0 ? { start: onA, check: onB } : { start: onB, check: onA }, story),
+      );
+      expect(ends).toContain("completed");
+      expect(ends).toContain("failed");
+      for (const replica of [a, b])
+        expect((await fetch(`${replica.url}/healthz`)).status).toBe(200);
+      expectLogsClean(replicas.lines());
     },
   );
 
