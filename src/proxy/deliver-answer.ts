@@ -122,8 +122,7 @@ class JsonAnswer implements AnswerReader {
     }
     this.chunks.push(chunk.subarray(0, at));
     this.size += at;
-    const answer = this.answer;
-    this.afterDocument = setTimeout(() => answer.discard(), AFTER_DOCUMENT_MS).unref();
+    this.afterDocument = dropRestAfterGrace(this.answer);
     this.take();
     return true;
   }
@@ -204,7 +203,9 @@ function streamTo(
   const finish = (out?: Buffer) => {
     if (res.destroyed) return;
     const rest = scrub.flush();
-    res.end(out && rest.length > 0 ? Buffer.concat([out, rest]) : rest.length > 0 ? rest : out);
+    // The last chunk passed on with what the scrubber held back, in one write.
+    const last = !out?.length ? rest : rest.length === 0 ? out : Buffer.concat([out, rest]);
+    res.end(last.length > 0 ? last : undefined);
     tap?.end();
     if (tap?.usage) context.onUsage(tap.usage);
   };
@@ -216,7 +217,7 @@ function streamTo(
       const out = scrub.push(chunk);
       tap?.push(chunk);
       if (endsAtLast && tap?.finished) {
-        afterLast = setTimeout(() => answer.discard(), AFTER_DOCUMENT_MS).unref();
+        afterLast = dropRestAfterGrace(answer);
         finish(out);
         return true;
       }
@@ -240,4 +241,13 @@ function streamTo(
       else res.destroy();
     },
   });
+}
+
+/**
+ * Drops what an answer still sends after the part passed on (its JSON object,
+ * its stream's last event) once {@link AFTER_DOCUMENT_MS} passed, closing the
+ * connection; the reader clears the timer when the answer ends (or fails) first.
+ */
+function dropRestAfterGrace(answer: ChannelAnswer): NodeJS.Timeout {
+  return setTimeout(() => answer.discard(), AFTER_DOCUMENT_MS).unref();
 }
