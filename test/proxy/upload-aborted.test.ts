@@ -1,3 +1,4 @@
+import { pbkdf2 } from "node:crypto";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -65,6 +66,18 @@ function abandonUpload(app: TestApp, how: "end" | "reset"): Promise<void> {
   });
 }
 
+/**
+ * Keeps each of libuv's four threads (file opens wait for one) busy for about `ms`; resolves
+ * once they are free again.
+ */
+function occupyThreadPool(ms: number): Promise<unknown> {
+  const hash = () =>
+    new Promise((resolve) => {
+      pbkdf2("x", "salt", ms * 1_300, 64, "sha512", resolve);
+    });
+  return Promise.all([hash(), hash(), hash(), hash()]);
+}
+
 describe("a form upload that is not completed", () => {
   it("from a client that goes away mid-spool leaves the service up and no spool file", async () => {
     const dir = await ownTempDir();
@@ -79,6 +92,21 @@ describe("a form upload that is not completed", () => {
     });
     expect(models.status).toBe(200);
     // Each spool file is removed once its form is given up.
+    await expect.poll(() => readdir(dir), { timeout: slow(5_000) }).toEqual([]);
+  });
+
+  it("while file opens wait (a busy thread pool) leaves no spool file either", async () => {
+    // Under load a spool file's open can still be under way when its client goes away: the
+    // file must be removed once the open is done, not before (it then appeared after the
+    // removal and stayed).
+    const dir = await ownTempDir();
+    const app = await startTestApp();
+    onTestFinished(() => app.close());
+    for (let n = 0; n < 3; n += 1) {
+      const pool = occupyThreadPool(300);
+      await Promise.all([abandonUpload(app, "reset"), abandonUpload(app, "end")]);
+      await pool;
+    }
     await expect.poll(() => readdir(dir), { timeout: slow(5_000) }).toEqual([]);
   });
 

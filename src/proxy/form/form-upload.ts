@@ -127,10 +127,7 @@ class SpooledForm implements FormUpload {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    if (this.file) {
-      this.file.stream.destroy();
-      rmSync(this.file.path, { force: true });
-    }
+    if (this.file) removeSpool(this.file.stream, this.file.path);
   }
 
   /** Reads the request up to the `model` field (or its end), spooling what it reads. */
@@ -264,6 +261,22 @@ class SpooledForm implements FormUpload {
     }
     yield* held;
   }
+}
+
+/**
+ * Closes a spool file and removes it. Its open may still be under way (file
+ * opens wait for a free thread of libuv's pool, on a loaded machine for long):
+ * the file appears only then, so it is removed once the stream closed, not
+ * before (a file removed before its open came back stayed behind).
+ */
+function removeSpool(stream: WriteStream, path: string): void {
+  const remove = () => rmSync(path, { force: true });
+  if (stream.closed) {
+    remove();
+    return;
+  }
+  stream.once("close", remove);
+  stream.destroy();
 }
 
 /**
