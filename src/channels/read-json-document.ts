@@ -1,5 +1,4 @@
 import type { ChannelAnswer } from "./channel-answer.js";
-import { ChannelError } from "./channel-error.js";
 
 /**
  * How long an answer is still read after its JSON document closed, for its
@@ -12,33 +11,30 @@ export const AFTER_DOCUMENT_MS = 1000;
 
 /**
  * Feeds an answer's chunks to `take` until the answer ends, or until `take`
- * says the JSON document it reads has closed. What comes after that is
- * dropped: the end is waited for {@link AFTER_DOCUMENT_MS} at most, then the
- * answer is discarded; a failure of the answer after the document (more than
- * it may hold, a cut) ends the reading too. The channel made (and billed)
- * what the document holds, whatever it sends after it.
+ * says the JSON document it reads has closed, and returns then: the caller
+ * has the whole document and goes on. What comes after it is read in the
+ * background and dropped: its end is waited for {@link AFTER_DOCUMENT_MS} at
+ * most (so the connection is reused), then the answer is discarded; a failure
+ * of the answer after the document (more than it may hold, a cut, an abort)
+ * only ends that reading. The channel made (and billed) what the document
+ * holds, whatever it sends after it, and a channel or proxy that holds its
+ * answer open after the document costs the caller nothing.
  * @param take reads one chunk; true once the document closed (in that chunk or before)
- * @param failedQuietly whether a failure after the document only ends the reading
- *   (default: a {@link ChannelError}, the way a channel's answer fails); any other is thrown
+ * @throws whatever the answer or `take` throws before the document closed
  */
 export async function readToDocumentEnd(
   chunks: AsyncIterableIterator<Buffer>,
   take: (chunk: Buffer) => boolean,
-  failedQuietly: (err: unknown) => boolean = (err) => err instanceof ChannelError,
 ): Promise<void> {
-  let ended = false;
+  let ended: boolean;
   try {
     ended = await readUntil(chunks, take);
-    const deadline = Date.now() + AFTER_DOCUMENT_MS;
-    while (!ended) {
-      const next = await afterDocument(chunks, deadline - Date.now(), failedQuietly);
-      if (next === undefined) break;
-      ended = next.done === true;
-    }
-  } finally {
-    // Given up on (the grace over, or `take` threw): dropped, its connection closed.
-    if (!ended) await chunks.return?.();
+  } catch (err) {
+    // Given up on (`take` threw, or the answer failed): dropped, its connection closed.
+    await chunks.return?.();
+    throw err;
   }
+  if (!ended) void readRest(chunks);
 }
 
 /** Feeds chunks to `take` until it says done (false) or the answer ends (true). */
@@ -54,20 +50,23 @@ async function readUntil(
 }
 
 /**
- * The next chunk after the document, or undefined when `ms` passed first or
- * the answer failed quietly (the way a channel's answer does: too large, cut,
- * silent): what it held is read already. An abort is still thrown.
+ * Reads what follows a document to the answer's end, for
+ * {@link AFTER_DOCUMENT_MS} at most; then, or when the answer fails, drops
+ * it (closing its connection). Never throws: nobody waits for it.
  */
-async function afterDocument(
-  chunks: AsyncIterableIterator<Buffer>,
-  ms: number,
-  failedQuietly: (err: unknown) => boolean,
-): Promise<IteratorResult<Buffer> | undefined> {
+async function readRest(chunks: AsyncIterableIterator<Buffer>): Promise<void> {
+  let ended = false;
   try {
-    return await nextWithin(chunks, ms);
-  } catch (err) {
-    if (failedQuietly(err)) return undefined;
-    throw err;
+    const deadline = Date.now() + AFTER_DOCUMENT_MS;
+    while (!ended) {
+      const next = await nextWithin(chunks, deadline - Date.now());
+      if (next === undefined) break;
+      ended = next.done === true;
+    }
+  } catch {
+    // A failure after the document is only the rest's: what it held is read already.
+  } finally {
+    if (!ended) await Promise.resolve(chunks.return?.()).catch(() => undefined);
   }
 }
 

@@ -5,6 +5,12 @@ import { expectError } from "../http/error-envelope.js";
 import { UPSTREAM_KEY } from "../support/start-test-app.js";
 import { appWith, messages, postChat, rawChannel, upstream } from "./channel-harness.js";
 
+/**
+ * A tenth of the second a held answer's rest is still read: had the service dropped that
+ * connection before answering, the channel has seen it closed by then.
+ */
+const settled = () => new Promise((resolve) => setTimeout(resolve, 100));
+
 // A channel's error answer reaches the client as an OpenAI envelope: its own when it has one
 // (scrubbed of the key), this service's otherwise, never HTML.
 describe("channel error bodies", () => {
@@ -103,10 +109,12 @@ describe("channel error bodies", () => {
   });
 
   it("passes an error held open (never ended after its JSON) on at once", async () => {
+    let held: ServerResponse | undefined;
     const app = await appWith([
       {
         name: "held",
         baseUrl: await rawChannel((_req, res) => {
+          held = res;
           res.writeHead(400, { "content-type": "application/json" });
           res.write(
             '{"error":{"message":"Bad input.","type":"invalid_request_error","param":null,"code":"bad"}}',
@@ -114,21 +122,25 @@ describe("channel error bodies", () => {
         }),
       },
     ]);
-    // Read up to the JSON's end: not after the channel's timeout (600 s).
-    const error = await expectError(
-      await postChat(app, { model: "gpt-4o-mini", messages }),
-      400,
-      "bad",
-    );
+    // Passed on at the JSON's end: not after the channel's timeout (600 s), and not after the
+    // second in which the rest is still read (in the background, for the connection's reuse).
+    const response = await postChat(app, { model: "gpt-4o-mini", messages });
+    await settled();
+    expect(held?.socket?.destroyed).toBe(false);
+    const error = await expectError(response, 400, "bad");
     expect(error.message).toBe("Bad input.");
+    // The held answer is dropped after that second: its connection is closed.
+    await expect.poll(() => held?.socket?.destroyed ?? true, { timeout: 5_000 }).toBe(true);
   });
 
   it("tries the next channel at once after a refusal held open (never ended after its JSON)", async () => {
     const next = await upstream("next");
+    let held: ServerResponse | undefined;
     const app = await appWith([
       {
         name: "held",
         baseUrl: await rawChannel((_req, res) => {
+          held = res;
           res.writeHead(429, { "content-type": "application/json" });
           res.write('{"error":{"message":"Slow down.","type":"requests","code":"rate_limited"}}');
         }),
@@ -139,7 +151,10 @@ describe("channel error bodies", () => {
     const response = await postChat(app, { model: "gpt-4o-mini", messages });
     expect(response.status).toBe(200);
     expect(next.requests).toHaveLength(1);
-    // The refusal's end is waited for a second, not the channel's timeout (600 s).
+    // Not after the refusal's end (the channel's timeout, 600 s), nor after the second its
+    // rest is still read in the background.
+    await settled();
+    expect(held?.socket?.destroyed).toBe(false);
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

@@ -237,7 +237,7 @@ async function readCapped(
   signal: AbortSignal,
 ): Promise<Buffer> {
   try {
-    return await readImageBody(response, limit, signal);
+    return await readImageBody(response, limit);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     if (err instanceof BodyTooLargeError) {

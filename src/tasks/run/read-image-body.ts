@@ -9,18 +9,17 @@ import {
 /**
  * A downloaded image's bytes, read up to the image's last byte (see
  * {@link ImageEnd}) and at most `limit` of them: a server (or a proxy or CDN
- * before it) that holds the download open after the image costs the run a
- * second (`AFTER_DOCUMENT_MS`), not the channel's image timeout, and what it
- * sends after the image is dropped. An image the scanner cannot follow is
+ * before it) that holds the download open after the image costs the run
+ * nothing (the rest is read for a second in the background, `AFTER_DOCUMENT_MS`),
+ * not the channel's image timeout, and what it sends after the image is dropped. An image the scanner cannot follow is
  * read to the download's end, as it is sent.
  *
  * @throws BodyTooLargeError past `limit` (a `Content-Length` over it before reading);
- *   whatever the download throws before the image's end, or after it once `signal` aborted
+ *   whatever the download throws before the image's end
  */
 export async function readImageBody(
   response: ResponseLike,
   limit: number,
-  signal: AbortSignal,
 ): Promise<Buffer> {
   await refuseDeclaredOver(response, limit);
   if (!response.body) return Buffer.alloc(0);
@@ -35,7 +34,7 @@ export async function readImageBody(
     parts.push(part);
     return at !== -1;
   };
-  await readToDocumentEnd(readerChunks(response.body), take, () => !signal.aborted);
+  await readToDocumentEnd(readerChunks(response.body), take);
   return Buffer.concat(parts, total);
 }
 
