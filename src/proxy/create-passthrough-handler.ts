@@ -20,6 +20,7 @@ import type { RouteMatch } from "./passthrough-routes.js";
 import { createRequestPreparer } from "./prepare-request.js";
 import type { BackgroundResponses, ResponseRouteName } from "./background-responses.js";
 import type { ResponseOwners } from "./response-owners.js";
+import { formStreamImageCount } from "./stream-image-count.js";
 import type { TokenUsage } from "./token-usage.js";
 
 /** Dependencies of {@link createPassthrough}. */
@@ -233,6 +234,12 @@ class PassthroughCall implements CallSignal, AnswerContext, ChannelErrorContext 
 
   clientGone(): boolean {
     return this.aborted;
+  }
+
+  streamImages(): number | undefined {
+    const { route, form, images } = this.request;
+    if (!route.streamsImages) return undefined;
+    return form ? formStreamImageCount(form.nField()) : images;
   }
 
   /** Writes the answer that ended the call: the channel's error, or its answer. */

@@ -18,6 +18,11 @@ export interface AnswerContext {
   onAnswer?(answer: unknown): Promise<void> | void;
   /** Sees the first events of a stream, until it returns true; never delays them. */
   onEvent?(event: unknown): boolean;
+  /**
+   * How many images an image stream delivers (its last event is the last
+   * one's `*.completed`); `undefined` when not an image route or not known.
+   */
+  streamImages?(): number | undefined;
   /** Hands an error to the one error writer (nothing was sent yet). */
   fail(err: unknown): void;
   clientGone(): boolean;
@@ -182,7 +187,7 @@ function isIdentity(encoding: string | undefined): boolean {
 /**
  * Passes a streamed answer on, scrubbed, held back while the client reads
  * slower. An event stream ends for the client at its last event (`[DONE]`, a
- * Responses stream's `response.completed`...): a channel or proxy that holds
+ * Responses stream's `response.completed`, an image stream's last image...): a channel or proxy that holds
  * it open after that would otherwise keep the client (whose SDK reads to the
  * stream's end) waiting for the channel's timeout and then cut it. The rest
  * (of a stream without a length) is dropped as a JSON answer's is after its object.
@@ -194,7 +199,9 @@ function streamTo(
   eventStream: boolean,
   keepLength: boolean,
 ): void {
-  const tap = eventStream ? new EventStreamTap(context.onEvent) : undefined;
+  const tap = eventStream
+    ? new EventStreamTap(context.onEvent, context.streamImages?.())
+    : undefined;
   const scrub = answer.scrubber.stream(keepLength);
   let waiting = false;
   // One with a length ends at it: bytes after its last event are still its own.

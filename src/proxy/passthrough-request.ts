@@ -22,6 +22,11 @@ export interface PassthroughRequest {
   path: string;
   /** The client headers a channel may see, and the body's `content-type`. */
   headers: Record<string, string | string[] | undefined>;
+  /**
+   * How many images the answer, if it is an image stream, delivers (the
+   * JSON body's `n`, see `streamImageCount`); a form's is its own.
+   */
+  images?: number;
   /** A JSON body, sent on byte for byte. */
   body?: Buffer;
   /** A multipart form, streamed. */

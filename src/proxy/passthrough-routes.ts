@@ -26,6 +26,11 @@ export interface PassthroughRoute {
   timeout: "chat" | "image";
   /** Answers create Responses API objects whose owner is recorded. */
   createsResponse?: boolean;
+  /**
+   * Answers may be image streams (`stream: true`): one ends after its `n`-th
+   * `image_generation.completed` or `image_edit.completed` event.
+   */
+  streamsImages?: boolean;
   /** Token usage in answers is counted (not on reads of a stored response). */
   countsUsage: boolean;
   /**
@@ -77,16 +82,14 @@ export const POST_ROUTES: Readonly<Record<string, PassthroughRoute>> = {
   "/v1/embeddings": json("embeddings", "/v1/embeddings", "embeddings", "large"),
   "/v1/moderations": json("moderations", "/v1/moderations", "moderation", "large"),
   "/v1/audio/speech": json("audio_speech", "/v1/audio/speech", "speech", "small"),
-  "/v1/images/generations": json(
-    "images_generations",
-    "/v1/images/generations",
-    "image_generation",
-    "small",
-    "image",
-  ),
+  "/v1/images/generations": {
+    ...json("images_generations", "/v1/images/generations", "image_generation", "small", "image"),
+    streamsImages: true,
+  },
   "/v1/images/edits": {
     ...form("images_edits", "/v1/images/edits", "image_generation", "image"),
     body: "form-or-json",
+    streamsImages: true,
   },
   "/v1/images/variations": form(
     "images_variations",

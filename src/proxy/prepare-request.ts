@@ -8,6 +8,7 @@ import { modelNotFound } from "../models/model-not-found.js";
 import { receiveFormHead } from "./form/form-upload.js";
 import type { PassthroughRequest } from "./passthrough-request.js";
 import { createResponsePreparer, type ResponsePreparerDeps } from "./prepare-response.js";
+import { streamImageCount } from "./stream-image-count.js";
 
 /** Body limit of routes that take a prompt and a few fields. */
 export const SMALL_BODY_BYTES = 1024 * 1024;
@@ -67,13 +68,13 @@ export function createRequestPreparer(deps: RequestPreparerDeps): RequestPrepare
   function prepareJsonBody(request: PassthroughRequest, bytes: Buffer): Promise<void> | undefined {
     const raw = withoutBom(bytes);
     // Most bodies are only passed on: checked as JSON and their `model` read, not parsed.
-    const scanned = raw.length > 0 ? scanJson(raw, BODY_MEMBERS, MAX_JSON_DEPTH) : undefined;
-    const { createsResponse } = request.route;
+    const { createsResponse, streamsImages } = request.route;
+    const members = streamsImages ? IMAGE_BODY_MEMBERS : BODY_MEMBERS;
+    const scanned = raw.length > 0 ? scanJson(raw, members, MAX_JSON_DEPTH) : undefined;
     if (scanned?.isObject && !(createsResponse && asksForResponseWork(scanned))) {
       checkOneModel(scanned.modelKeys);
-      const start = scanned.starts[MODEL] as number;
-      const model = start === -1 ? undefined : valueAt(raw, start, scanned.ends[MODEL] as number);
-      setModel(request, modelOf(model), raw);
+      setModel(request, modelOf(memberOf(raw, scanned, MODEL)), raw);
+      if (streamsImages) request.images = streamImageCount(memberOf(raw, scanned, N));
       return requireCandidates(request);
     }
     // Not JSON, not an object, or a Responses call that needs its fields: parsed whole,
@@ -82,6 +83,7 @@ export function createRequestPreparer(deps: RequestPreparerDeps): RequestPrepare
     const body = requireJsonObject(parsed?.value);
     checkOneModel(parsed?.modelKeys ?? 0);
     setModel(request, modelOf(body.model), parsed?.raw);
+    if (streamsImages) request.images = streamImageCount(body.n);
     if (!createsResponse) return requireCandidates(request);
     return responses.prepareBody(request, body).then(() => requireCandidates(request));
   }
@@ -123,7 +125,15 @@ export function createRequestPreparer(deps: RequestPreparerDeps): RequestPrepare
 
 /** The top-level members of a JSON body the passthrough reads. */
 const BODY_MEMBERS = ["model", "previous_response_id", "background"];
-const [MODEL, PREVIOUS, BACKGROUND] = [0, 1, 2];
+/** Those of an image route's body, which may ask for an image stream of `n` images. */
+const IMAGE_BODY_MEMBERS = [...BODY_MEMBERS, "n"];
+const [MODEL, PREVIOUS, BACKGROUND, N] = [0, 1, 2, 3];
+
+/** A scanned member's value, or `undefined` when the body has none. */
+function memberOf(raw: Buffer, scanned: ScannedJson, member: number): unknown {
+  const start = scanned.starts[member] as number;
+  return start === -1 ? undefined : valueAt(raw, start, scanned.ends[member] as number);
+}
 
 /** A Responses call that continues a stored response or runs in the background. */
 function asksForResponseWork({ starts }: ScannedJson): boolean {

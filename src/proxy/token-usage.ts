@@ -55,16 +55,27 @@ export class EventStreamTap {
   usage: TokenUsage | undefined;
   /**
    * The stream's last event was seen: a chat or completions stream's
-   * `data: [DONE]`, or a Responses stream's `response.completed`, `.failed`
-   * or `.incomplete` (which carry `usage`, so they are read).
+   * `data: [DONE]`, a Responses stream's `response.completed`, `.failed`
+   * or `.incomplete` (which carry `usage`, so they are read), or an image
+   * stream's last image (`imagesLeft`).
    */
   finished = false;
+  /** The head of the event being skipped (too large to keep), for its type. */
+  private skippedHead: Buffer | undefined;
 
   /** Events still shown to `wantEvent`. */
   private eventsLeft = 8;
 
-  /** @param wantEvent called with each of the first events until it returns true */
-  constructor(private wantEvent?: (event: unknown) => boolean) {}
+  /**
+   * @param wantEvent called with each of the first events until it returns true
+   * @param imagesLeft for an image stream, the images it delivers: it is
+   *   finished at the last one's `image_generation.completed` or
+   *   `image_edit.completed` event
+   */
+  constructor(
+    private wantEvent?: (event: unknown) => boolean,
+    private imagesLeft?: number,
+  ) {}
 
   push(chunk: Buffer): void {
     let start = 0;
@@ -95,6 +106,7 @@ export class EventStreamTap {
     this.pendingBytes += piece.length;
     if (this.pendingBytes > MAX_EVENT_BYTES) {
       this.skipping = true;
+      if (this.imagesLeft !== undefined) this.skippedHead = headOf(this.pending);
       this.pending = [];
       return;
     }
@@ -104,10 +116,16 @@ export class EventStreamTap {
   private finishEvent(): void {
     const pieces = this.pending;
     const skipped = this.skipping;
+    const { skippedHead } = this;
     this.pending = [];
     this.pendingBytes = 0;
     this.skipping = false;
-    if (skipped || pieces.length === 0) return;
+    this.skippedHead = undefined;
+    if (skipped) {
+      if (skippedHead) this.countImage(skippedHead, undefined);
+      return;
+    }
+    if (pieces.length === 0) return;
     const event = pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces);
     if (
       event.length <= MAX_DONE_EVENT &&
@@ -118,21 +136,51 @@ export class EventStreamTap {
       return;
     }
     const wanted = this.wantEvent !== undefined;
-    if (!wanted && event.indexOf(USAGE_MARK) === -1) return;
-    const data = dataOf(event);
-    if (data === undefined) return;
+    const data = wanted || event.indexOf(USAGE_MARK) !== -1 ? dataOf(event) : undefined;
     let parsed: unknown;
     try {
-      parsed = JSON.parse(data);
+      parsed = data === undefined ? undefined : JSON.parse(data);
     } catch {
-      return;
+      // Not JSON: nothing to read in it, but an image stream's event is still counted.
     }
+    if (this.imagesLeft !== undefined) this.countImage(event, parsed);
+    if (parsed === undefined) return;
     this.usage = usageOf(parsed) ?? this.usage;
     if (isLastResponseEvent(parsed)) this.finished = true;
     if (this.wantEvent && (this.wantEvent(parsed) || --this.eventsLeft === 0)) {
       this.wantEvent = undefined;
     }
   }
+
+  /** Counts an image stream's final images: finished at the last one's. */
+  private countImage(event: Buffer, parsed: unknown): void {
+    const type = (parsed as { type?: unknown } | null | undefined)?.type;
+    const completed =
+      typeof type === "string"
+        ? IMAGE_COMPLETED_TYPES.has(type)
+        : IMAGE_COMPLETED.test(event.toString("latin1", 0, HEAD_BYTES));
+    if (completed && (this.imagesLeft = (this.imagesLeft as number) - 1) === 0) {
+      this.finished = true;
+    }
+  }
+}
+
+const IMAGE_COMPLETED_TYPES = new Set(["image_generation.completed", "image_edit.completed"]);
+
+/** Bytes of an event's head read for its type when it is not parsed. */
+const HEAD_BYTES = 512;
+/**
+ * An image stream's event that delivers a final image: named so in its
+ * `event:` line, or as the `type` of its data (which OpenAI writes first).
+ */
+const IMAGE_COMPLETED =
+  /(?:^|\n)event: ?image_(?:generation|edit)\.completed\r?$|"type"\s*:\s*"image_(?:generation|edit)\.completed"/m;
+
+/** The first {@link HEAD_BYTES} of an event's pieces. */
+function headOf(pieces: Buffer[]): Buffer {
+  const first = pieces[0] as Buffer;
+  if (first.length >= HEAD_BYTES || pieces.length === 1) return first.subarray(0, HEAD_BYTES);
+  return Buffer.concat(pieces).subarray(0, HEAD_BYTES);
 }
 
 /** Index just past the blank line ending the event that starts at or after `from`, or -1. */

@@ -42,6 +42,19 @@ describe("FormScanner", () => {
     for (const text of bad) expect(() => scan(text), text.slice(0, 60)).toThrow();
   });
 
+  it("reads the n field (an image stream's count) only once the form is whole, and only one", () => {
+    const text = part("n", "2") + part("model", "gpt-image-1") + end;
+    for (let size = 1; size <= text.length; size += 1) expect(scan(text, size).nField()).toBe("2");
+    expect(scan(part("model", "m") + end).nField()).toBeUndefined();
+    expect(scan(part("n", "1") + part("n", "2") + part("model", "m") + end).nField()).toBeNull();
+    expect(scan(part("n", "1".repeat(17)) + part("model", "m") + end).nField()).toBeNull();
+    // A file part called n is no count.
+    expect(scan(part("n", "2", '; filename="n"') + end).nField()).toBeUndefined();
+    const open = new FormScanner(B);
+    open.push(Buffer.from(part("n", "2") + part("model", "m")));
+    expect(open.nField()).toBeNull();
+  });
+
   it("reads the boundary strictly", () => {
     expect(formBoundary(`multipart/form-data; boundary=${B}`)).toBe(B);
     expect(formBoundary('multipart/form-data; boundary="a b"')).toBe("a b");

@@ -12,6 +12,8 @@ const CRLF_CRLF = Buffer.from("\r\n\r\n");
 const MAX_PART_HEADER_BYTES = 16 * 1024;
 /** A model id is short; a longer `model` field is refused. */
 const MAX_MODEL_BYTES = 1024;
+/** An `n` field longer than this is no count (it is only read, never refused). */
+const MAX_N_BYTES = 16;
 /** Whitespace a sender may put after the closing delimiter. */
 const MAX_EPILOGUE_BYTES = 1024;
 
@@ -55,6 +57,8 @@ export function formBoundary(contentType: string): string {
 interface PartInfo {
   modelLike: boolean;
   exactModel: boolean;
+  /** A text field named exactly `n`. */
+  n?: boolean;
 }
 
 /**
@@ -80,10 +84,26 @@ export class FormScanner {
   private epilogueBytes = 0;
   /** Where scanning resumes when {@link step} needs more bytes. */
   private resumeAt = 0;
+  private nValue: Buffer[] = [];
+  private nBytes = 0;
+  private nFields = 0;
   /** The `model` field's value, once its part is complete. */
   model: string | undefined;
+  /** The `n` field's value, once its part is complete and only one was seen. */
+  n: string | undefined;
   /** The closing delimiter was seen: the form is complete. */
   closed = false;
+
+  /**
+   * The form's `n` field, once the whole form was scanned: `undefined` when
+   * it has none, `null` when that is not known yet, or it names `n` twice or
+   * gives more than a count's bytes.
+   */
+  nField(): string | undefined | null {
+    if (!this.closed) return null;
+    if (this.nFields === 0) return undefined;
+    return this.n ?? null;
+  }
 
   constructor(boundary: string) {
     this.first = Buffer.from(`--${boundary}`);
@@ -206,6 +226,11 @@ export class FormScanner {
   }
 
   private takeValue(bytes: Buffer, from: number, to: number): void {
+    if (this.part?.n && to > from) {
+      this.nBytes += to - from;
+      if (this.nBytes <= MAX_N_BYTES) this.nValue.push(Buffer.from(bytes.subarray(from, to)));
+      return;
+    }
     if (!this.part?.exactModel || to <= from) return;
     this.modelBytes += to - from;
     if (this.modelBytes > MAX_MODEL_BYTES) throw badModelField("is too long");
@@ -215,6 +240,12 @@ export class FormScanner {
   private finishPart(): void {
     const part = this.part;
     this.part = undefined;
+    if (part?.n) {
+      this.nFields += 1;
+      this.n = this.nFields === 1 && this.nBytes <= MAX_N_BYTES ? latin1(this.nValue) : undefined;
+      this.nValue = [];
+      this.nBytes = 0;
+    }
     if (!part?.exactModel) return;
     const value = Buffer.concat(this.modelValue);
     this.modelValue = [];
@@ -256,7 +287,7 @@ export class FormScanner {
     if (disposition === undefined) throw malformed("a part has no Content-Disposition");
     const { name, filename } = parseDisposition(disposition);
     const modelLike = foldsToModel(name) || foldsToModel(percentDecoded(name));
-    if (!modelLike) return { modelLike, exactModel: false };
+    if (!modelLike) return { modelLike, exactModel: false, n: name === "n" && !filename };
     this.modelFields += 1;
     if (this.modelFields > 1) throw badModelField("is given more than once");
     if (name !== "model") throw badModelField(`must be spelled 'model', not '${shorten(name)}'`);
@@ -305,6 +336,10 @@ function parseDisposition(value: string): { name: string; filename?: string } {
   // `name=""` too: busboy (the task routes' parser) reads it as no name, and refuses the form.
   if (name === undefined || name === "") throw malformed("a part has no field name");
   return { name, filename };
+}
+
+function latin1(parts: Buffer[]): string {
+  return Buffer.concat(parts).toString("latin1");
 }
 
 function percentDecoded(name: string): string {

@@ -46,6 +46,8 @@ export interface FormUpload extends ChannelBodySource {
    * try (`model` came last) can always be sent again.
    */
   canReopen(): boolean;
+  /** The form's `n` field once it was read whole (see `FormScanner.nField`). */
+  nField(): string | undefined | null;
   /** Removes the spool file. */
   dispose(): void;
 }
@@ -122,6 +124,10 @@ class SpooledForm implements FormUpload {
 
   open(): Readable {
     return Readable.from(this.formBytes(), { objectMode: false });
+  }
+
+  nField(): string | undefined | null {
+    return this.scanner.nField();
   }
 
   dispose(): void {
