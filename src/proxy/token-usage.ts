@@ -60,8 +60,9 @@ export class EventStreamTap {
    * stream's last image (`imagesLeft`).
    */
   finished = false;
-  /** The head of the event being skipped (too large to keep), for its type. */
+  /** The head and the end of the event being skipped (too large to keep), for its type. */
   private skippedHead: Buffer | undefined;
+  private skippedTail: Buffer | undefined;
 
   /** Events still shown to `wantEvent`. */
   private eventsLeft = 8;
@@ -102,27 +103,32 @@ export class EventStreamTap {
   }
 
   private take(piece: Buffer): void {
-    if (this.skipping) return;
-    this.pendingBytes += piece.length;
-    if (this.pendingBytes > MAX_EVENT_BYTES) {
+    if (!this.skipping) {
+      this.pendingBytes += piece.length;
+      if (this.pendingBytes <= MAX_EVENT_BYTES) {
+        this.pending.push(piece);
+        return;
+      }
       this.skipping = true;
+      this.pending.push(piece);
       if (this.imagesLeft !== undefined) this.skippedHead = headOf(this.pending);
       this.pending = [];
-      return;
     }
-    this.pending.push(piece);
+    // An image stream's final image may name its type after the image: its end is kept too.
+    if (this.imagesLeft !== undefined) this.skippedTail = tailOf(this.skippedTail, piece);
   }
 
   private finishEvent(): void {
     const pieces = this.pending;
     const skipped = this.skipping;
-    const { skippedHead } = this;
+    const { skippedHead, skippedTail } = this;
     this.pending = [];
     this.pendingBytes = 0;
     this.skipping = false;
     this.skippedHead = undefined;
+    this.skippedTail = undefined;
     if (skipped) {
-      if (skippedHead) this.countImage(skippedHead, undefined);
+      if (skippedHead) this.countImage(skippedHead, undefined, skippedTail);
       return;
     }
     if (pieces.length === 0) return;
@@ -152,13 +158,19 @@ export class EventStreamTap {
     }
   }
 
-  /** Counts an image stream's final images: finished at the last one's. */
-  private countImage(event: Buffer, parsed: unknown): void {
+  /**
+   * Counts an image stream's final images: finished at the last one's. An
+   * event not parsed is told by its head or its end (`tail`, default the
+   * event's own).
+   */
+  private countImage(event: Buffer, parsed: unknown, tail?: Buffer): void {
     const type = (parsed as { type?: unknown } | null | undefined)?.type;
+    const end = tail ?? event;
     const completed =
       typeof type === "string"
         ? IMAGE_COMPLETED_TYPES.has(type)
-        : IMAGE_COMPLETED.test(event.toString("latin1", 0, HEAD_BYTES));
+        : IMAGE_COMPLETED.test(event.toString("latin1", 0, HEAD_BYTES)) ||
+          IMAGE_COMPLETED.test(end.toString("latin1", Math.max(0, end.length - HEAD_BYTES)));
     if (completed && (this.imagesLeft = (this.imagesLeft as number) - 1) === 0) {
       this.finished = true;
     }
@@ -167,20 +179,30 @@ export class EventStreamTap {
 
 const IMAGE_COMPLETED_TYPES = new Set(["image_generation.completed", "image_edit.completed"]);
 
-/** Bytes of an event's head read for its type when it is not parsed. */
+/** Bytes of an event's head, and of its end, read for its type when it is not parsed. */
 const HEAD_BYTES = 512;
 /**
  * An image stream's event that delivers a final image: named so in its
- * `event:` line, or as the `type` of its data (which OpenAI writes first).
+ * `event:` line, or as the `type` of its data (which OpenAI writes first,
+ * before the image; a gateway's encoder may write it last, after it).
  */
 const IMAGE_COMPLETED =
   /(?:^|\n)event: ?image_(?:generation|edit)\.completed\r?$|"type"\s*:\s*"image_(?:generation|edit)\.completed"/m;
 
-/** The first {@link HEAD_BYTES} of an event's pieces. */
+/** The first {@link HEAD_BYTES} of an event's pieces (at least one). */
 function headOf(pieces: Buffer[]): Buffer {
   const first = pieces[0] as Buffer;
   if (first.length >= HEAD_BYTES || pieces.length === 1) return first.subarray(0, HEAD_BYTES);
   return Buffer.concat(pieces).subarray(0, HEAD_BYTES);
+}
+
+/** The last {@link HEAD_BYTES} of what `tail` ended with, followed by `piece`. */
+function tailOf(tail: Buffer | undefined, piece: Buffer): Buffer {
+  if (piece.length >= HEAD_BYTES || tail === undefined) {
+    return piece.subarray(Math.max(0, piece.length - HEAD_BYTES));
+  }
+  const joined = Buffer.concat([tail, piece]);
+  return joined.subarray(Math.max(0, joined.length - HEAD_BYTES));
 }
 
 /** Index just past the blank line ending the event that starts at or after `from`, or -1. */

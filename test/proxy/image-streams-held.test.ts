@@ -89,7 +89,9 @@ describe("an image stream held open after its last image", () => {
 
   it("ends at the n-th image, not the first: n = 2 in the body", async () => {
     // The first image comes before the pause, the second after it: ending at the first cuts it.
-    const events = [sse(completed("image_generation")), sse(completed("image_generation"))];
+    // The second has no usage (not parsed) and names its type after its image.
+    const last = { b64_json: "A".repeat(4096), type: "image_generation.completed" };
+    const events = [sse(completed("image_generation")), sse(last)];
     holdStreamOpen("images", events);
     const stream = await client.images.generate({
       model: "gpt-image-1",
@@ -102,21 +104,22 @@ describe("an image stream held open after its last image", () => {
     expect(images).toBe(2);
   });
 
-  it("ends an edit's stream (a form, n = 2) at its second image, one too large to be read whole", async () => {
-    // Past the 4 MiB an event is read whole for: told by its event line, its type at its end.
+  it("ends an edit's stream (a form, n = 3) at its third image, two too large to be read whole", async () => {
+    // Past the 4 MiB an event is read whole for: told by its event line, or by its type at its
+    // end without one.
     const large = { b64_json: "A".repeat(5 * 1024 * 1024), type: "image_edit.completed" };
-    const events = [sse(completed("image_edit")), sse(large, "image_edit.completed")];
+    const events = [sse(completed("image_edit")), sse(large, "image_edit.completed"), sse(large)];
     holdStreamOpen("edits", events);
     const stream = await client.images.edit({
       model: "gpt-image-1",
       prompt: "held",
       image: await toFile(PNG, "a.png", { type: "image/png" }),
-      n: 2,
+      n: 3,
       stream: true,
     });
     let images = 0;
     for await (const event of stream) if (event.type === "image_edit.completed") images += 1;
-    expect(images).toBe(2);
+    expect(images).toBe(3);
   });
 
   it("drops the held stream's connection a second after its last image", async () => {

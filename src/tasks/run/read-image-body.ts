@@ -17,10 +17,7 @@ import {
  * @throws BodyTooLargeError past `limit` (a `Content-Length` over it before reading);
  *   whatever the download throws before the image's end
  */
-export async function readImageBody(
-  response: ResponseLike,
-  limit: number,
-): Promise<Buffer> {
+export async function readImageBody(response: ResponseLike, limit: number): Promise<Buffer> {
   await refuseDeclaredOver(response, limit);
   if (!response.body) return Buffer.alloc(0);
   const parts: Buffer[] = [];
