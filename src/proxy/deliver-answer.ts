@@ -1,7 +1,8 @@
 import type { ServerResponse } from "node:http";
 import type { AnswerFlow, AnswerReader, ChannelAnswer } from "../channels/channel-answer.js";
 import { answerNotJson } from "../channels/channel-error.js";
-import { AFTER_DOCUMENT_MS, JsonDocumentEnd } from "../channels/read-json-document.js";
+import { JsonDocumentEnd } from "../net/json-document-end.js";
+import { AFTER_DOCUMENT_MS } from "../net/read-to-document-end.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
 import { EventStreamTap, usageOf, type TokenUsage } from "./token-usage.js";
 

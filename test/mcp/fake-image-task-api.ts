@@ -20,6 +20,11 @@ export interface FakeTaskPlan {
     | { kind: "failed"; code: string; message: string };
   contentType?: string;
   body?: Buffer;
+  /**
+   * Answers (the submission's, the polls', the image downloads) written whole but never ended,
+   * as a proxy or CDN that never sends the last chunk.
+   */
+  holdOpen?: boolean;
 }
 
 interface FakeTask {
@@ -58,6 +63,11 @@ export async function startFakeImageTaskApi(options: { key?: string } = {}) {
     if (auth !== `Bearer ${key}`)
       return (void fail(res, 401, "invalid_api_key", "Incorrect API key provided."), false);
     return true;
+  };
+  /** A JSON answer, held open after it when the task's plan says so. */
+  const send = (res: express.Response, task: FakeTask, body: unknown) => {
+    if (!task.plan.holdOpen) return void res.json(body);
+    res.type("application/json").write(JSON.stringify(body));
   };
   const view = (task: FakeTask) => {
     const base = { id: task.id, object: "image.task", created: task.created, model: task.model };
@@ -122,10 +132,8 @@ export async function startFakeImageTaskApi(options: { key?: string } = {}) {
       cancelled: false,
     };
     tasks.set(id, task);
-    res
-      .status(202)
-      .location(`/v1/images/tasks/${id}`)
-      .json({ ...view(task), status: "queued", lastBody: body });
+    res.status(202).location(`/v1/images/tasks/${id}`);
+    send(res, task, { ...view(task), status: "queued", lastBody: body });
   });
   app.get("/v1/images/tasks/:id", (req, res) => {
     counts.get++;
@@ -147,7 +155,7 @@ export async function startFakeImageTaskApi(options: { key?: string } = {}) {
       pump();
       return;
     }
-    res.set("Cache-Control", "no-store").json(body);
+    send(res.set("Cache-Control", "no-store"), task, body);
   });
   app.post("/v1/images/tasks/:id/cancel", (req, res) => {
     counts.cancel++;
@@ -163,7 +171,10 @@ export async function startFakeImageTaskApi(options: { key?: string } = {}) {
     downloadAuth.push(req.headers.authorization);
     const task = tasks.get(req.params.id);
     if (!task) return void fail(res, 404, "not_found", "Not found.");
-    res.type(task.plan.contentType ?? "image/png").send(task.plan.body ?? TINY_PNG);
+    const image = task.plan.body ?? TINY_PNG;
+    res.type(task.plan.contentType ?? "image/png");
+    if (task.plan.holdOpen) res.write(image);
+    else res.send(image);
   });
 
   const server: Server = await new Promise((resolve) => {

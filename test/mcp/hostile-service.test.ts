@@ -101,6 +101,19 @@ describe("check_image_task against a hostile service (in memory)", () => {
     expect(await savedFiles()).toEqual([]);
   });
 
+  it("saves a task whose answers and image downloads a proxy holds open after their end", async () => {
+    // Each read ends at its JSON object's or its image's end: held open, the tool call waited
+    // for the client's timeout (60 s and more) and failed.
+    api.plan({ pendingPolls: 1, outcome: { kind: "completed", n: 2 }, holdOpen: true });
+    const result = await generateAndCheck(await inMemory({}));
+    expect(result.isError, text(result)).toBeFalsy();
+    const saved = await savedFiles();
+    expect(saved).toHaveLength(2);
+    for (const name of saved) {
+      expect(await fs.readFile(path.join(outputDir, name))).toEqual(TINY_PNG);
+    }
+  });
+
   it("still saves a task within the limits", async () => {
     api.plan({ pendingPolls: 0, outcome: { kind: "b64", n: 10 } });
     const result = await generateAndCheck(await inMemory({}));

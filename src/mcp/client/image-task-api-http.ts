@@ -1,3 +1,6 @@
+import { ImageEnd } from "../../images/image-end.js";
+import { JsonDocumentEnd } from "../../net/json-document-end.js";
+import { readBodyToEnd } from "../../net/read-body-to-end.js";
 import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
 import { ImageTaskApiError, refusalHint } from "./image-task-api-error.js";
 
@@ -73,15 +76,25 @@ export async function readText(
   }
 }
 
-/** A body of the service within `maxBytes`; over it a "refused" error, broken off a "network" one. */
+/**
+ * A body of the service within `maxBytes`; over it a "refused" error, broken
+ * off a "network" one. An image is read to its own last byte and a JSON
+ * answer to its object's end: a proxy or CDN before the service that holds
+ * one open after it (never sending the last chunk) would otherwise stall the
+ * tool call until its timeout. Anything else is read to its end.
+ */
 export async function readBytes(
   response: Response,
   maxBytes: number,
   baseUrl: string,
   what: "image" | "answer",
 ): Promise<Buffer> {
+  const end =
+    what === "image" ? new ImageEnd() : isJson(response) ? new JsonDocumentEnd() : undefined;
   try {
-    return await readCappedBody(response, maxBytes);
+    return await (end
+      ? readBodyToEnd(response, maxBytes, end)
+      : readCappedBody(response, maxBytes));
   } catch (error) {
     if (error instanceof BodyTooLargeError) throw tooLargeError(maxBytes, what);
     throw new ImageTaskApiError(
@@ -175,4 +188,9 @@ export function parseRetryAfter(value: string | null): number | undefined {
   const date = Date.parse(value);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+function isJson(response: Response): boolean {
+  const type = response.headers.get("content-type")?.toLowerCase() ?? "";
+  return type.startsWith("application/json") || /^application\/[\w.-]+\+json\b/.test(type);
 }

@@ -6,10 +6,11 @@ import { sniffImageType } from "../../images/image-type.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../../net/address-policy.js";
 import { createGuardedAgent } from "../../net/create-guarded-agent.js";
 import { BodyTooLargeError } from "../../net/read-capped-body.js";
+import { readBodyToEnd } from "../../net/read-body-to-end.js";
+import { ImageEnd } from "../../images/image-end.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
 import { extractedIndex } from "./b64-extractor.js";
-import { readImageBody } from "./read-image-body.js";
 
 import type { GeneratedImage } from "../core/generated-image.js";
 
@@ -237,7 +238,7 @@ async function readCapped(
   signal: AbortSignal,
 ): Promise<Buffer> {
   try {
-    return await readImageBody(response, limit);
+    return await readBodyToEnd(response, limit, new ImageEnd());
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     if (err instanceof BodyTooLargeError) {

@@ -1,27 +1,31 @@
-import { readToDocumentEnd } from "../../channels/read-json-document.js";
-import { ImageEnd } from "../../images/image-end.js";
-import {
-  BodyTooLargeError,
-  refuseDeclaredOver,
-  type ResponseLike,
-} from "../../net/read-capped-body.js";
+import { readToDocumentEnd } from "./read-to-document-end.js";
+import { BodyTooLargeError, refuseDeclaredOver, type ResponseLike } from "./read-capped-body.js";
+
+/** Follows a document as its bytes stream past (`JsonDocumentEnd`, `ImageEnd`). */
+export interface DocumentEnd {
+  /** The index in `chunk` just after the document's last byte, or -1 if not in it. */
+  push(chunk: Buffer): number;
+}
 
 /**
- * A downloaded image's bytes, read up to the image's last byte (see
- * {@link ImageEnd}) and at most `limit` of them: a server (or a proxy or CDN
- * before it) that holds the download open after the image costs the run
- * nothing (the rest is read for a second in the background, `AFTER_DOCUMENT_MS`),
- * not the channel's image timeout, and what it sends after the image is dropped. An image the scanner cannot follow is
- * read to the download's end, as it is sent.
+ * A response body (a fetch `Response`'s) read up to the end of the document
+ * `end` follows, and at most `limit` bytes of it: a server (or a proxy or CDN
+ * before it) that holds the body open after the document costs the reader
+ * nothing (the rest is read for a second in the background, see
+ * `readToDocumentEnd`), and what it sends after the document is dropped. A
+ * document `end` cannot follow is read to the body's end, as it is sent.
  *
  * @throws BodyTooLargeError past `limit` (a `Content-Length` over it before reading);
- *   whatever the download throws before the image's end
+ *   whatever the body throws before the document's end
  */
-export async function readImageBody(response: ResponseLike, limit: number): Promise<Buffer> {
+export async function readBodyToEnd(
+  response: ResponseLike,
+  limit: number,
+  end: DocumentEnd,
+): Promise<Buffer> {
   await refuseDeclaredOver(response, limit);
   if (!response.body) return Buffer.alloc(0);
   const parts: Buffer[] = [];
-  const end = new ImageEnd();
   let total = 0;
   const take = (chunk: Buffer) => {
     const at = end.push(chunk);
@@ -38,7 +42,7 @@ export async function readImageBody(response: ResponseLike, limit: number): Prom
 /**
  * A web stream's chunks as Buffers. Its `return` cancels the stream at once,
  * also while a read waits (a stream's own iterator would wait for that read,
- * which a download held open never answers).
+ * which a body held open never answers).
  */
 function readerChunks(body: ReadableStream<Uint8Array>): AsyncIterableIterator<Buffer> {
   const reader = body.getReader();

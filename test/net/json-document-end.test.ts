@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { JsonDocumentEnd } from "../../src/channels/read-json-document.js";
+import { JsonDocumentEnd } from "../../src/net/json-document-end.js";
 
 /** Where `text`'s document ends, fed in chunks of `size` bytes: an index in `text`, or -1. */
 function endOf(text: string, size: number): number {
