@@ -11,16 +11,25 @@ export class JsonDocumentEnd {
   private inString = false;
   private escaped = false;
   private ended = false;
+  /** The text does not start with `{` or `[` (an HTML page, a number): it has no end here. */
+  private noDocument = false;
 
   /** The index in `chunk` just after the document's closing bracket, or -1 if not in it. */
   push(chunk: Buffer): number {
     if (this.ended) return 0;
+    if (this.noDocument) return -1;
     let index = this.inString ? this.skipString(chunk, 0) : 0;
     // Locals, not fields, in the loop over every byte outside strings (half the scan's cost).
     let depth = this.depth;
     while (index < chunk.length) {
       const byte = chunk[index] as number;
       index += 1;
+      if (depth === 0 && byte !== 0x7b && byte !== 0x5b) {
+        // Before the document opens: only whitespace may come first.
+        if (byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09) continue;
+        this.noDocument = true;
+        return -1;
+      }
       if (byte === 0x22) {
         this.inString = true;
         index = this.skipString(chunk, index);

@@ -4,7 +4,8 @@ import { answerNotJson } from "../channels/channel-error.js";
 import { JsonDocumentEnd } from "../net/json-document-end.js";
 import { AFTER_DOCUMENT_MS } from "../net/read-to-document-end.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
-import { EventStreamTap, usageOf, type TokenUsage } from "./token-usage.js";
+import { EventStreamTap } from "./event-stream-tap.js";
+import { usageOf, type TokenUsage } from "./token-usage.js";
 
 /** What {@link deliverAnswer} needs from the request it answers. */
 export interface AnswerContext {

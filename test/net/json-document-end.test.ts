@@ -34,7 +34,17 @@ describe("finding where a JSON answer's top-level object or array ends", () => {
   });
 
   it("finds none in a document cut short, or in one that is no object or array", () => {
-    for (const text of ['{"a":"}', '{"a":[1,2]', '"{}"', "42", "", '{"a":"\\"}']) {
+    for (const text of [
+      '{"a":"}',
+      '{"a":[1,2]',
+      '"{}"',
+      "42",
+      "",
+      '{"a":"\\"}',
+      // Not JSON at all, with brackets in it: an HTML error page, a plain-text error.
+      "<html><style>p{margin:0}</style><p>Bad gateway</p></html>",
+      "error: [upstream] {timeout}",
+    ]) {
       for (const size of [1, 3, 100]) expect(endOf(text, size), text).toBe(-1);
     }
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EventStreamTap } from "../../src/proxy/token-usage.js";
+import { EventStreamTap } from "../../src/proxy/event-stream-tap.js";
 
 /** Feeds `text` to a tap in pieces of `size` bytes; whether it saw the stream's last event. */
 function finishedAfter(text: string, size: number, images?: number): boolean {
