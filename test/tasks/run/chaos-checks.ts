@@ -4,7 +4,7 @@ import type { ConfigInput } from "../../../src/config/config-schema.js";
 import { captureLines } from "../../logging/capture-lines.js";
 import { expectNothingLeaked } from "../../http/error-envelope.js";
 import { UPSTREAM_KEY, type TestAppOptions } from "../../support/start-test-app.js";
-import { slow } from "../../support/time-factor.js";
+import { slow, slowSec } from "../../support/time-factor.js";
 import { call, useApp, type ApiResponse, type Target } from "../task-api.js";
 import type { SseStream } from "../sse-client.js";
 import { startChaosChannel, type ChaosAnswer } from "./chaos-channel.js";
@@ -16,8 +16,20 @@ import { startChaosChannel, type ChaosAnswer } from "./chaos-channel.js";
 
 /** The seed every answer is drawn from; `TEST_RANDOM_SEED` runs another mix. */
 export const SEED = Number(process.env.TEST_RANDOM_SEED) || 20261207;
-/** Every task's timeout: a channel that never answers ends here. */
-export const TIMEOUT_SEC = 8;
+/**
+ * Every task's timeout (`imageTasks.timeoutSec`): a channel that never answers ends here. 8 s on
+ * an idle machine, stretched by the load as every deadline is: the timeout counts wall-clock time
+ * from a run's start, and in CI's busiest minutes a control task, answered well at once, timed out
+ * before its first poll (seed 20261207), its process starved of the core for seconds.
+ */
+export function taskTimeoutSec(): number {
+  return slowSec(8);
+}
+
+/** How long a client waits for a task's end: its timeout, and 15 s for its failure to be written. */
+export function endWithinMs(): number {
+  return taskTimeoutSec() * 1000 + slow(15_000);
+}
 /** One model per kind of channel, so each task's strategy is known. */
 export const MODELS = ["gpt-image-1", "gpt-image-1-mini", "gpt-image-1.5"] as const;
 /** The statuses a task or response ends in. */
@@ -58,7 +70,7 @@ export function channels(base: string) {
 
 /** Polls `path` until its status is final; every answer read on the way is kept for checks. */
 export async function outcome(app: Target, path: string, seen: string[]): Promise<ApiResponse> {
-  const deadline = Date.now() + slow((TIMEOUT_SEC + 15) * 1000);
+  const deadline = Date.now() + endWithinMs();
   for (;;) {
     const answer = await call(app, "GET", path);
     seen.push(answer.text);
@@ -99,7 +111,7 @@ export async function chaosApp(options: TestAppOptions, config: Partial<ConfigIn
     ...options,
     logger: pino({ level: "info" }, stream),
     config: { channels: channels(channel.baseUrl), ...config },
-    imageTasks: { timeoutSec: TIMEOUT_SEC, maxConcurrent: 64, pollIntervalSec: 1 },
+    imageTasks: { timeoutSec: taskTimeoutSec(), maxConcurrent: 64, pollIntervalSec: 1 },
   });
   return { channel, app, lines };
 }

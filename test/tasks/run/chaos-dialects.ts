@@ -1,7 +1,6 @@
 import { expect } from "vitest";
-import { slow } from "../../support/time-factor.js";
 import { call, type ApiResponse, type TaskJson } from "../task-api.js";
-import { MODELS, TIMEOUT_SEC } from "./chaos-checks.js";
+import { MODELS, endWithinMs } from "./chaos-checks.js";
 import { isControl } from "./chaos-control.js";
 import type { TaskPlaces } from "./chaos-tasks.js";
 
@@ -31,14 +30,15 @@ export async function runDialectTask(
   const path = sub2api
     ? `/v1/images/tasks/${submitted.body.id}`
     : `/v1/async/images/generations/${submitted.body.id}`;
-  const deadline = Date.now() + slow((TIMEOUT_SEC + 15) * 1000);
+  const deadline = Date.now() + endWithinMs();
   for (;;) {
     const answer = await call(there, "GET", path);
     seen.push(answer.text);
     const ended = answer.body.status === "completed" || answer.body.status === "failed";
     expect(answer.status, answer.text).toBe(sub2api || ended ? 200 : 202);
     if (ended) {
-      if (isControl(n)) expect(answer.body.status, story(n)).toBe("completed");
+      const what = `${story(n)}; the task: ${answer.text.slice(0, 400)}`;
+      if (isControl(n)) expect(answer.body.status, what).toBe("completed");
       const inner = (answer.body.error as { error?: TaskJson["error"] } | undefined)?.error;
       return {
         n,

@@ -3,9 +3,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { expect, onTestFinished } from "vitest";
 import { expectNothingLeaked } from "../../http/error-envelope.js";
-import { slow } from "../../support/time-factor.js";
 import { PNG_MAGIC, type Target } from "../task-api.js";
-import { MODELS, TIMEOUT_SEC } from "./chaos-checks.js";
+import { MODELS, endWithinMs } from "./chaos-checks.js";
 import { isControl } from "./chaos-control.js";
 
 // A random-channel task as an MCP client (an agent) runs it: see random-channel-mcp.test.ts.
@@ -36,7 +35,7 @@ interface Checked {
 
 /** `check_image_task` until the task ended; each answer checked for what it must never hold. */
 async function collect(client: Client, taskId: string, n: number): Promise<CallToolResult> {
-  const deadline = Date.now() + slow((TIMEOUT_SEC + 15) * 1000);
+  const deadline = Date.now() + endWithinMs();
   for (;;) {
     const result = (await client.callTool({
       name: "check_image_task",

@@ -179,7 +179,11 @@ export async function runChaosTask(
   // A streamed image completed before anything odd is kept, even if the stream then is not;
   // a task whose channels answered well completed, whatever the others' did.
   const completes = channel.answers.some((a) => a.task === n && a.what.endsWith("(completes)"));
-  if (!stop && (completes || isControl(n))) expect(answer.body.status, story(n)).toBe("completed");
+  if (!stop && (completes || isControl(n))) {
+    expect(answer.body.status, `${story(n)}; the task: ${answer.text.slice(0, 400)}`).toBe(
+      "completed",
+    );
+  }
   const paid = channel.answers.filter((a) => a.task === n && a.paid && a.whole);
   expect(paid.length, `made twice: ${answer.text.slice(0, 300)}`).toBeLessThanOrEqual(1);
   await expectQuiet(channel.answers, n);
@@ -222,7 +226,10 @@ export async function runChaosResponse(
   }
   const answer = await outcome(there, `/v1/responses/${id}`, seen);
   // A response whose channel answered well completed, whatever the others' did.
-  if (isControl(n)) expect(answer.body.status, storyOf(channel.answers, n)).toBe("completed");
+  if (isControl(n)) {
+    const what = `${storyOf(channel.answers, n)}; the response: ${answer.text.slice(0, 400)}`;
+    expect(answer.body.status, what).toBe("completed");
+  }
   if (events) await expectEventsEnd(events, `response.${answer.body.status}`);
   // A response object of OpenAI's shape, whatever the channel's was.
   const object = answer.body as unknown as { output?: unknown; id: string; status: string };

@@ -12,7 +12,7 @@ import {
   expectWell,
   SEED,
   storyOf,
-  TIMEOUT_SEC,
+  taskTimeoutSec,
 } from "./chaos-checks.js";
 import { runDialectTask } from "./chaos-dialects.js";
 import { mcpClient, runMcpTask } from "./chaos-mcp.js";
@@ -61,7 +61,7 @@ async function useReplicas() {
         channels: channels(channel.baseUrl),
         webhooks: { secret: WEBHOOK_SECRET, allowPrivateNetworks: true },
       },
-      imageTasks: { timeoutSec: TIMEOUT_SEC, maxConcurrent: 16, pollIntervalSec: 1 },
+      imageTasks: { timeoutSec: taskTimeoutSec(), maxConcurrent: 16, pollIntervalSec: 1 },
     });
   };
   const [a, b] = await Promise.all([replica(), replica()]);
@@ -246,7 +246,7 @@ function stopOnceAll(
       accepted += 1;
       if (accepted !== count) return;
       stopped = new Promise((resolve) => setTimeout(resolve, 300)).then(() =>
-        replica.server.close(slow((TIMEOUT_SEC + 10) * 1000)),
+        replica.server.close(taskTimeoutSec() * 1000 + slow(10_000)),
       );
     },
     stopped: () => stopped,
