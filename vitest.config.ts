@@ -7,24 +7,6 @@ import { slow } from "./test/support/time-factor.js";
 /** Files that replace modules with `vi.mock`: they need a fresh module graph of their own. */
 const MOCKING = ["test/demo/demo-channel-abort.test.ts"];
 /**
- * Tests of what other programs do under the service, the same whatever Node runs it: real Redis
- * Sentinel sets and Clusters failing over, Ceph's S3 gateway, Chromium driving the console,
- * kustomize and promtool on the manifests. CI runs each once: the in-process ones in its Node 20
- * pass, the multi-process ones in its one run of the processes project (on Node 22), and it sets
- * SKIP_TOOL_TESTS on its Node 22 in-process pass.
- */
-const TOOLS = process.env.SKIP_TOOL_TESTS
-  ? [
-      "test/tasks/failover/**",
-      "test/images/*ceph*.test.ts",
-      "test/images/image-store-startup-checks.test.ts",
-      "test/support/ceph-rgw.test.ts",
-      "test/console/console-ui*.test.ts",
-      "test/deploy/**",
-    ]
-  : [];
-
-/**
  * Test files that start real processes: the service's bin (replicas, crashes, signals, the CLI),
  * private `redis-server`s, Chromium. Each spends whole seconds of CPU at once; several at a time
  * on two cores starve each other past their deadlines and leases. They run two at a time at most
@@ -139,7 +121,7 @@ export default defineConfig({
         test: {
           name: "shared",
           include: ["test/**/*.test.ts"],
-          exclude: [...MOCKING, ...TOOLS, ...PROCESSES],
+          exclude: [...MOCKING, ...PROCESSES],
           isolate: false,
           setupFiles: [TIME_FACTOR_SETUP, FILE_CPU_LOG],
         },
@@ -149,7 +131,6 @@ export default defineConfig({
         test: {
           name: "processes",
           include: PROCESSES,
-          exclude: TOOLS,
           isolate: false,
           setupFiles: [TIME_FACTOR_SETUP, "test/support/process-slots.ts"],
         },
