@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { AnswerFlow, AnswerReader, ChannelAnswer } from "../channels/channel-answer.js";
 import { answerNotJson } from "../channels/channel-error.js";
+import { isJsonMediaType } from "../net/is-json-media-type.js";
 import { JsonDocumentEnd } from "../net/json-document-end.js";
 import { AFTER_DOCUMENT_MS } from "../net/read-to-document-end.js";
 import { copyResponseHeaders } from "./forwarded-headers.js";
@@ -28,14 +29,6 @@ export interface AnswerContext {
   /** Hands an error to the one error writer (nothing was sent yet). */
   fail(err: unknown): void;
   clientGone(): boolean;
-}
-
-/** JSON answers are read whole and checked; anything else is streamed. */
-function isJson(contentType: string): boolean {
-  // Nearly every answer says exactly this: no lower-casing needed to tell.
-  if (contentType.startsWith("application/json")) return true;
-  const type = contentType.toLowerCase();
-  return type.startsWith("application/json") || /^application\/[\w.-]+\+json\b/.test(type);
 }
 
 /** Statuses that carry no body. */
@@ -73,7 +66,7 @@ export function deliverAnswer(
     return;
   }
 
-  if (isJson(contentType)) {
+  if (isJsonMediaType(contentType)) {
     answer.pipe(new JsonAnswer(answer, res, context), { maxBytes: context.maxBytes });
     return;
   }

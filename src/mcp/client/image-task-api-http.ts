@@ -1,6 +1,7 @@
 import { ImageEnd } from "../../images/image-end.js";
+import { isJsonMediaType } from "../../net/is-json-media-type.js";
 import { JsonDocumentEnd } from "../../net/json-document-end.js";
-import { readBodyToEnd } from "../../net/read-body-to-end.js";
+import { readBodyToEnd, type DocumentEnd } from "../../net/read-body-to-end.js";
 import { BodyTooLargeError, readCappedBody } from "../../net/read-capped-body.js";
 import { ImageTaskApiError, refusalHint } from "./image-task-api-error.js";
 
@@ -89,8 +90,7 @@ export async function readBytes(
   baseUrl: string,
   what: "image" | "answer",
 ): Promise<Buffer> {
-  const end =
-    what === "image" ? new ImageEnd() : isJson(response) ? new JsonDocumentEnd() : undefined;
+  const end = documentEndOf(response, what);
   try {
     return await (end
       ? readBodyToEnd(response, maxBytes, end)
@@ -190,7 +190,9 @@ export function parseRetryAfter(value: string | null): number | undefined {
   return Math.max(0, Math.ceil((date - Date.now()) / 1000));
 }
 
-function isJson(response: Response): boolean {
-  const type = response.headers.get("content-type")?.toLowerCase() ?? "";
-  return type.startsWith("application/json") || /^application\/[\w.-]+\+json\b/.test(type);
+/** What follows the body's document to its end: an image, a JSON answer, or nothing known. */
+function documentEndOf(response: Response, what: "image" | "answer"): DocumentEnd | undefined {
+  if (what === "image") return new ImageEnd();
+  const json = isJsonMediaType(response.headers.get("content-type") ?? "");
+  return json ? new JsonDocumentEnd() : undefined;
 }
