@@ -58,7 +58,10 @@ describe("Redis back after a pause", () => {
       const connectionsMade = async () =>
         Number(/total_connections_received:(\d+)/.exec(await probe.info("stats"))?.[1]);
 
-      // Longer than the command deadline (5 s) and BullMQ's blocking-read watchdog (6 s).
+      // Longer than the command deadline (5 s) and BullMQ's blocking-read watchdog (6 s). Not
+      // shorter: with the fix undone (blocking reads under the command deadlines again), a 15 s
+      // pause and 12 s watched after the first 10 passed; these find the loop (70 against 54
+      // connections).
       redis.pause();
       await sleep(25_000);
       redis.resume();
