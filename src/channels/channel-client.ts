@@ -15,6 +15,7 @@ import {
 } from "./channel-error.js";
 import type { CallObserver } from "./call-observer.js";
 import { createChannelPools, type ChannelPools } from "./channel-pools.js";
+import { createDownloadAgents, type DownloadAgents } from "./download-agents.js";
 import { ChannelTry, type TryOutcome } from "./channel-try.js";
 import { mayTryNext, type TryStage } from "./failover-policy.js";
 import { createKeyScrubber, type KeyScrubber } from "./key-scrubber.js";
@@ -92,7 +93,9 @@ export interface ChannelClient {
    * @throws the signal's reason when aborted, or what a streamed body failed with
    */
   send(candidates: readonly Channel[], request: ChannelRequest): Promise<ChannelAnswer>;
-  /** Closes every pooled connection. */
+  /** The agents that download the image URLs in its answers (made on first use). */
+  downloads: DownloadAgents;
+  /** Closes every pooled connection, the downloads' too. */
   close(): Promise<void>;
 }
 
@@ -117,6 +120,7 @@ const MAX_KEPT_REFUSAL_BYTES = 64 * 1024;
  */
 export function createChannelClient(deps: ChannelClientDeps): ChannelClient {
   const pools = createChannelPools();
+  const downloads = createDownloadAgents();
   const s: ClientState = {
     metrics: deps.metrics,
     logger: deps.logger,
@@ -125,7 +129,10 @@ export function createChannelClient(deps: ChannelClientDeps): ChannelClient {
   };
   return {
     send: (candidates, request) => send(s, candidates, request),
-    close: () => pools.close(),
+    downloads,
+    close: async () => {
+      await Promise.all([pools.close(), downloads.close()]);
+    },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { ChannelAnswer } from "../../channels/channel-answer.js";
+import type { DownloadAgents } from "../../channels/download-agents.js";
 import { base64Length } from "../../images/base64-length.js";
 import { parseEventStream, type ServerSentEvent } from "../../net/parse-event-stream.js";
 import type { TaskRecord } from "../core/task-record.js";
@@ -59,6 +60,8 @@ export async function readBackgroundStream(
   answer: ChannelAnswer,
   options: {
     signal: AbortSignal;
+    /** Where image URLs in the final response are downloaded from. */
+    downloads: DownloadAgents;
     onPartial?: (index: number, image: StreamedImage) => Promise<void>;
     /** Partial images kept at most (the task's `partial_images`); later ones are read and dropped. */
     maxPartials?: number;
@@ -93,7 +96,13 @@ export async function readBackgroundStream(
     const state = await dialect.stateOf({
       status: 200,
       body: response,
-      source: { channel, scrubber, requested: 1, signal: options.signal },
+      source: {
+        channel,
+        scrubber,
+        requested: 1,
+        signal: options.signal,
+        downloads: options.downloads,
+      },
     });
     if (state.kind !== "running") return state;
   }

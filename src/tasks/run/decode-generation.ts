@@ -1,10 +1,10 @@
 import { setTimeout as delay } from "node:timers/promises";
-import { Agent, fetch as undiciFetch, type Dispatcher } from "undici";
+import { fetch as undiciFetch } from "undici";
 import type { Channel } from "../../channels/channel.js";
+import type { DownloadAgents } from "../../channels/download-agents.js";
 import type { KeyScrubber } from "../../channels/key-scrubber.js";
 import { sniffImageType } from "../../images/image-type.js";
 import { assertUrlAllowed, ForbiddenAddressError } from "../../net/address-policy.js";
-import { createGuardedAgent } from "../../net/create-guarded-agent.js";
 import { BodyTooLargeError } from "../../net/read-capped-body.js";
 import { readBodyToEnd } from "../../net/read-body-to-end.js";
 import { ImageEnd } from "../../images/image-end.js";
@@ -23,6 +23,8 @@ export interface GenerationSource {
   requested: unknown;
   /** The task's signal: downloads of image URLs stop with it. */
   signal: AbortSignal;
+  /** Where image URLs are downloaded from: the runs' channel client's agents. */
+  downloads: DownloadAgents;
   /**
    * The images taken out of the answer as it streamed (see `B64Extractor`),
    * which `bytes` names by their markers.
@@ -176,10 +178,9 @@ async function pause(ms: number, signal: AbortSignal): Promise<void> {
 /** One try of {@link download}. @throws DownloadBlip, or TaskFailure when another try would not help */
 async function downloadOnce(target: URL, own: boolean, source: GenerationSource): Promise<Buffer> {
   const { channel, signal, scrubber } = source;
-  let dispatcher: Dispatcher | undefined;
   try {
     if (!own) assertUrlAllowed(target);
-    dispatcher = createDownloadAgent(channel, own);
+    const dispatcher = source.downloads.agentOf(channel, own);
     const response = await undiciFetch(target, { signal, dispatcher, redirect: "manual" });
     const { status } = response;
     if (status >= 300 && status < 400) {
@@ -204,8 +205,6 @@ async function downloadOnce(target: URL, own: boolean, source: GenerationSource)
     }
     // No connection, a reset, silence past the channel's imageTimeoutSec.
     throw new DownloadBlip(downloadFailure((err as Error).message, scrubber));
-  } finally {
-    void dispatcher?.destroy().catch(() => undefined);
   }
 }
 
@@ -216,16 +215,6 @@ function downloadFailure(why: string, scrubber: KeyScrubber): TaskFailure {
     `Could not download the image the upstream channel produced (${scrubber.scrubString(why)}).`,
     "upstream_error",
   );
-}
-
-/**
- * One download's agent (each task downloads once, so no pooling is lost),
- * with the channel's image timeout on its silence: its own origin as the
- * operator configured it, any other through the address guard.
- */
-function createDownloadAgent(channel: Channel, own: boolean): Dispatcher {
-  const timeouts = { headersTimeout: channel.imageTimeoutMs, bodyTimeout: channel.imageTimeoutMs };
-  return own ? new Agent(timeouts) : createGuardedAgent({ agent: timeouts });
 }
 
 /**

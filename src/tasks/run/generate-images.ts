@@ -89,6 +89,7 @@ export async function generateImages(
     scrubber: answer.scrubber,
     requested: input.body.n,
     signal,
+    downloads: input.client.downloads,
     extracted: extractor.decoded,
     onUsage: (usage) => reportUsage(answer, usage),
   });

@@ -8,7 +8,7 @@ import { base64Length } from "../../images/base64-length.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { TaskFailure } from "../core/task-failure.js";
 import type { TaskRecord } from "../core/task-record.js";
-import { invalidResponse } from "./decode-generation.js";
+import { invalidResponse, type GenerationSource } from "./decode-generation.js";
 import {
   answerLimit,
   extractImages,
@@ -121,7 +121,10 @@ export async function submitJob(
   let reading: JobAnswer;
   let id: string | undefined;
   try {
-    reading = await readJobAnswer(answer, dialect, task, signal);
+    reading = await readJobAnswer(answer, dialect, task, {
+      signal,
+      downloads: deps.client.downloads,
+    });
     id = dialect.idOf(reading.body);
     if (!id) throw invalidResponse("to a submission names no job id");
   } catch (err) {
@@ -184,7 +187,10 @@ export async function pollJob(
   }
   let reading: JobAnswer;
   try {
-    reading = await readJobAnswer(answer, job.dialect, task, signal);
+    reading = await readJobAnswer(answer, job.dialect, task, {
+      signal,
+      downloads: deps.client.downloads,
+    });
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     // Too large is the job's fault for good; anything else may read next time.
@@ -278,7 +284,7 @@ async function readJobAnswer(
   answer: ChannelAnswer,
   dialect: JobDialect,
   task: TaskRecord,
-  signal: AbortSignal,
+  { signal, downloads }: Pick<GenerationSource, "signal" | "downloads">,
 ): Promise<JobAnswer> {
   const inputs = (task.inputs ?? []).reduce((sum, input) => sum + base64Length(input.bytes), 0);
   const limit = answerLimit(task.request, answer.channel.maxImageBytes) + inputs;
@@ -300,6 +306,7 @@ async function readJobAnswer(
       scrubber: answer.scrubber,
       requested: task.request.n,
       signal,
+      downloads,
       extracted: extractor.decoded,
     },
   };

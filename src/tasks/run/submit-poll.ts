@@ -135,6 +135,7 @@ async function followStream(
   try {
     const state = await readBackgroundStream(streamed.stream, job.dialect, streamed.answer, {
       signal,
+      downloads: deps.client.downloads,
       ...(onPartial ? { onPartial } : {}),
       maxPartials: started.partialImages ?? 0,
     });
