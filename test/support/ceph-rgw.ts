@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
@@ -122,8 +122,15 @@ async function bootstrap(cluster: Cluster): Promise<{ main: S3Keys; outsider: S3
   }
   const fsid = randomUUID();
   const monPort = await freePort();
-  cluster.rgwPort = await freePort();
-  await writeFile(conf, cephConf({ fsid, dir, monPort, rgwPort: cluster.rgwPort }));
+  const writeConf = async () => {
+    // A port found free is not held: the next one found could be the same.
+    do cluster.rgwPort = await freePort();
+    while (cluster.rgwPort === monPort);
+    // Written whole, then renamed: a `radosgw-admin` may be reading it.
+    await writeFile(`${conf}.new`, cephConf({ fsid, dir, monPort, rgwPort: cluster.rgwPort }));
+    await rename(`${conf}.new`, conf);
+  };
+  await writeConf();
   await writeFile(join(dir, "keyring"), cephKeyring(), { mode: 0o600 });
 
   const monmap = join(dir, "monmap");
@@ -160,8 +167,35 @@ async function bootstrap(cluster: Cluster): Promise<{ main: S3Keys; outsider: S3
   // The first user creates the gateway's pools (it waits for the OSD to be up); the
   // gateway and the second user need them.
   const main = await createUser(cluster, "tester");
-  const [outsider] = await Promise.all([createUser(cluster, "outsider"), startGateway(cluster)]);
+  const [outsider] = await Promise.all([
+    createUser(cluster, "outsider"),
+    startGatewayOnFreePort(cluster, writeConf),
+  ]);
   return { main, outsider };
+}
+
+/**
+ * {@link startGateway}, on another port when the one chosen was taken meanwhile: it was found
+ * free seconds before radosgw binds it (the mon and the OSD start first), and another test's
+ * server may have bound it since (seen once: "failed to bind address ...: Address already in
+ * use"). `newPort` chooses another and writes it to the configuration radosgw reads.
+ */
+async function startGatewayOnFreePort(
+  cluster: Cluster,
+  newPort: () => Promise<void>,
+): Promise<void> {
+  const out = join(cluster.dir, "log", "client.rgw.a.out");
+  for (let attempt = 1; ; attempt += 1) {
+    const before = (await readFile(out, "utf8").catch(() => "")).length;
+    try {
+      return await startGateway(cluster);
+    } catch (err) {
+      const said = (await readFile(out, "utf8").catch(() => "")).slice(before);
+      if (attempt === 3 || !/failed to bind address .*Address already in use/.test(said)) throw err;
+      cluster.daemons.delete("rgw");
+      await newPort();
+    }
+  }
 }
 
 /** Creates an S3 user with new keys (`radosgw-admin user create`). */
