@@ -56,7 +56,10 @@ function invalid(what: string): TaskFailure {
  * Reading stops at the `n`-th `.completed` event, the stream then discarded:
  * those images are paid for, and a channel that holds the stream open after
  * them, or sends junk or more images, must not make the task wait out its
- * timeout or fail and throw them away.
+ * timeout or fail and throw them away. A `data: [DONE]` ends the stream too
+ * (as it does for the passthrough's clients): a channel that made fewer
+ * images than `n` (one refused by its moderation, say) and says so, then
+ * holds the stream open, completes the task with those it made at once.
  *
  * @throws TaskFailure; the body's own errors (a reset, an abort) are rethrown as they are
  */
@@ -71,7 +74,8 @@ export async function readImageStream(
   const events = parseEventStream(body, base64Length(options.maxImageBytes) + EVENT_OVERHEAD);
   try {
     for await (const event of events) {
-      if (event.data === "[DONE]") continue;
+      // The channel's own end: whatever it holds open after it is not waited for.
+      if (event.data === "[DONE]") break;
       const data = jsonObjectOf(event.data);
       if (event.event === "error") throw channelError(data ?? {}, options);
       // An event that is no JSON object is skipped: the images after it are made and billed.

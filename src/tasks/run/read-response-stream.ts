@@ -36,7 +36,7 @@ function maxEventBytes(answer: ChannelAnswer): number {
  * events it holds, in order, each parsed and scrubbed of the channel's key:
  * the events of a `text/event-stream` as they arrive, or a plain JSON answer
  * (a channel that does not stream) as the one Response object it is (no
- * `type`). What a channel sends is bounded; a stream that breaks off is
+ * `type`), up to a `data: [DONE]`. What a channel sends is bounded; a stream that breaks off is
  * `invalid_response`, one that goes silent `upstream_timeout` (never a second
  * channel: this one has answered); an abort is rethrown as its reason.
  */
@@ -55,7 +55,9 @@ export async function* readResponseEvents(
     }
     const body = answer.chunks({ maxBytes: EVENTS_OF_MAX_SIZE * limit });
     for await (const event of parseEventStream(body, limit)) {
-      if (event.data === "[DONE]") continue;
+      // The channel's own end (the passthrough's clients stop there too): a stream held open
+      // after it, without its final response, fails now, not at the task's timeout.
+      if (event.data === "[DONE]") return;
       const parsed = parseEvent(event.data, answer.scrubber);
       // An event that is no JSON object is skipped: the final event holds the whole response,
       // which the channel has made (and billed) whatever came before it.

@@ -214,8 +214,9 @@ function streamedGeneration(x: Exchange): void {
   let odd = false;
   for (let i = 0; i < count; i++) {
     const kind = pick(rng, ["partial", "partial", "completed", "garbage", "error", "done", "odd"]);
-    // Lines that are not JSON are skipped; an error or an odd object may end the stream.
-    if (!["partial", "done", "completed", "garbage"].includes(kind)) odd = true;
+    // Lines that are not JSON are skipped; an error or an odd object may end the stream, and a
+    // [DONE] ends it (what follows is not read, as the openai SDK does not).
+    if (!["partial", "completed", "garbage"].includes(kind)) odd = true;
     if (kind === "partial") {
       events.push(event({ type: "image_generation.partial_image", b64_json: TINY_PNG_B64 }));
     } else if (kind === "completed") {
