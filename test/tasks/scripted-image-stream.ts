@@ -28,6 +28,10 @@ export interface ScriptedRequest {
   partial(index: number, shade?: number): void;
   /** Sends the `.completed` event with the final image and {@link STREAM_USAGE}, and ends. */
   complete(shade?: number): void;
+  /** Sends a `.completed` event as {@link complete} does, the stream left open (one of `n`). */
+  image(shade?: number): void;
+  /** Sends an `error` event with `code`, and ends. */
+  fail(code: string): void;
   /** Destroys the connection mid-stream, as a channel that crashes does. */
   breakOff(): void;
   /** Answers plain JSON (as a channel that does not stream), at once. */
@@ -70,6 +74,10 @@ export function scriptImageStream(upstream: FakeUpstream, route: FakeRoute = "im
           });
         },
         complete(shade = 250) {
+          request.image(shade);
+          res.end();
+        },
+        image(shade = 250) {
           send(`${kind}.completed`, {
             b64_json: flatPng(shade).toString("base64"),
             created_at: 1,
@@ -77,6 +85,9 @@ export function scriptImageStream(upstream: FakeUpstream, route: FakeRoute = "im
             output_format: "png",
             usage: STREAM_USAGE,
           });
+        },
+        fail(code) {
+          send("error", { error: { code, message: `The channel failed: ${code}.` } });
           res.end();
         },
         breakOff() {

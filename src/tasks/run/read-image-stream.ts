@@ -22,8 +22,13 @@ export interface ImageStreamOptions {
   onPartial(index: number, image: StreamedImage): Promise<void>;
   /** Removes the channel's key from its own text (error messages). */
   scrub(text: string): string;
-  /** Called with what was skipped: an event that is no JSON object, a draft that is no image. */
+  /**
+   * Called with what was skipped: an event that is no JSON object, a draft that is no image, or
+   * what ended the stream after some of its images were completed.
+   */
   onSkipped?(what: string): void;
+  /** The run's own end (its deadline, a cancel): then the images completed so far are not kept. */
+  signal?: AbortSignal;
 }
 
 /** A streamed generation's result: the `.completed` events' images and their usage (unscrubbed). */
@@ -50,8 +55,12 @@ function invalid(what: string): TaskFailure {
  * `usage` (summed over several images); an `error` event fails with the
  * channel's own code and message. A completed image that is not PNG, JPEG or
  * WebP or is too large fails `invalid_response`, as does a stream that ends
- * before its images were completed (a cut stream is never a result); an event
+ * before an image was completed (a cut image is never a result); an event
  * that is not a JSON object, or a partial image that is no image, is skipped.
+ * Once an image was completed, whatever ends the stream before the `n`-th (a
+ * cut, silence, an `error` event, an image that is not one) ends it with the
+ * images completed so far: each is whole, made and billed. Only the run's own
+ * end (`signal`) throws them away.
  *
  * Reading stops at the `n`-th `.completed` event, the stream then discarded:
  * those images are paid for, and a channel that holds the stream open after
@@ -102,10 +111,14 @@ export async function readImageStream(
       }
     }
   } catch (err) {
-    if (err instanceof EventTooLargeError) {
-      throw invalid(`has an event larger than ${err.maxBytes} bytes`);
-    }
-    throw err;
+    const failure =
+      err instanceof EventTooLargeError
+        ? invalid(`has an event larger than ${err.maxBytes} bytes`)
+        : err;
+    if (images.length === 0 || options.signal?.aborted) throw failure;
+    options.onSkipped?.(
+      `the stream's end after ${images.length} of ${wanted} images (${codeOf(failure)})`,
+    );
   }
   if (images.length === 0) throw invalid("ended before the image was completed");
   return { images, ...(usage === undefined ? {} : { usage }) };
@@ -134,6 +147,12 @@ function decode(data: Record<string, unknown>, options: ImageStreamOptions): Str
   const type = sniffImageType(bytes);
   if (!type) throw invalid("has an image that is not PNG, JPEG or WebP");
   return { bytes, mime: type.mimeType };
+}
+
+/** An error's code (the channel's own, scrubbed, or the client's), for a log line. */
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "an error";
 }
 
 /** The channel's `error` event, as its answers' errors are: its code and message, scrubbed. */

@@ -31,9 +31,10 @@ export function isEventStream(answer: ChannelAnswer): boolean {
  * A channel's `text/event-stream` answer to a run that asked for partial
  * images, read as it arrives (see {@link readImageStream}), within what `n`
  * images and their partial images take. Its usage and texts are scrubbed of
- * the channel's key. A stream that breaks off is the channel client's
- * `invalid_response` (never a second channel: this one has answered); one
- * that goes silent, its `upstream_timeout`; an abort is rethrown as its reason.
+ * the channel's key. A stream that breaks off before its first image is the
+ * channel client's `invalid_response` (never a second channel: this one has
+ * answered); one that goes silent, its `upstream_timeout`; after an image, it
+ * ends with the images made. An abort is rethrown as its reason.
  */
 export async function readStreamedAnswer(
   answer: ChannelAnswer,
@@ -52,6 +53,7 @@ export async function readStreamedAnswer(
       maxImageBytes,
       onPartial: run.onPartial,
       scrub,
+      signal: run.signal,
       ...(run.onSkipped ? { onSkipped: run.onSkipped } : {}),
     });
     const usage = scrubDeep(result.usage, answer.scrubber, 0);

@@ -5,7 +5,12 @@ import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstrea
 import { UPSTREAM_KEY } from "../../support/start-test-app.js";
 import { openEvents, type SseStream } from "../sse-client.js";
 import { STORES } from "../store-places.js";
-import { flatPng, scriptImageStream, STREAM_USAGE } from "../scripted-image-stream.js";
+import {
+  flatPng,
+  scriptImageStream,
+  STREAM_USAGE,
+  type ScriptedRequest,
+} from "../scripted-image-stream.js";
 import { getTask, useApp, useTempDir, waitUntil, type TaskJson } from "../task-api.js";
 import { slowSec } from "../../support/time-factor.js";
 
@@ -183,6 +188,47 @@ describe("streamed runs", () => {
     const generations = (upstream: FakeUpstream) =>
       upstream.requests.filter((r) => r.path.endsWith("/images/generations")).length;
     expect([generations(first), generations(second)]).toEqual([1, 0]);
+  });
+
+  it.each([
+    ["breaks off", (request: ScriptedRequest) => request.breakOff()],
+    ["sends an error event", (request: ScriptedRequest) => request.fail("server_error")],
+  ])("keep the images completed before the stream %s (n: 2)", async (_, end) => {
+    const app = await useApp();
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, {
+      n: 2,
+      partial_images: 1,
+      response_format: "b64_json",
+    });
+    const request = await channel.next();
+    request.partial(0);
+    request.image(250);
+    // Past the tick the response's socket is corked for: the image is on the wire before the end.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    end(request);
+    await stream.ended;
+    const last = stream.events.at(-1)!;
+    expect(last.event, JSON.stringify(last.json)).toBe("image.task.completed");
+    const task = last.json as unknown as PartialView;
+    expect(task.data).toHaveLength(1);
+    expect(Buffer.from(task.data![0]!.b64_json!, "base64").equals(flatPng(250))).toBe(true);
+    expect(task.usage).toEqual(STREAM_USAGE);
+  });
+
+  it("fail a stream at the task's timeout, the images completed before it too", async () => {
+    const app = await useApp({ imageTasks: { timeoutSec: 1 } });
+    const channel = scriptImageStream(app.upstream);
+    const stream = await submitStream(app, {
+      n: 2,
+      partial_images: 1,
+      response_format: "b64_json",
+    });
+    const request = await channel.next();
+    request.image(250);
+    const failed = await stream.event(2, 10_000);
+    expect((failed.json as unknown as PartialView).error?.code).toBe("timeout");
+    await request.gone;
   });
 
   it("end a stalled stream at the task's timeout", async () => {
