@@ -58,9 +58,10 @@ function invalid(what: string): TaskFailure {
  * before an image was completed (a cut image is never a result); an event
  * that is not a JSON object, or a partial image that is no image, is skipped.
  * Once an image was completed, whatever ends the stream before the `n`-th (a
- * cut, silence, an `error` event, an image that is not one) ends it with the
- * images completed so far: each is whole, made and billed. Only the run's own
- * end (`signal`) throws them away.
+ * cut, an `error` event, an image that is not one) ends it with the images
+ * completed so far: each is whole, made and billed. Only the run's own end
+ * (`signal`: a cancel, or the deadline that also ends a silent stream) throws
+ * them away.
  *
  * Reading stops at the `n`-th `.completed` event, the stream then discarded:
  * those images are paid for, and a channel that holds the stream open after

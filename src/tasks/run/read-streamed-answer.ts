@@ -34,7 +34,7 @@ export function isEventStream(answer: ChannelAnswer): boolean {
  * the channel's key. A stream that breaks off before its first image is the
  * channel client's `invalid_response` (never a second channel: this one has
  * answered); one that goes silent, its `upstream_timeout`; after an image, it
- * ends with the images made. An abort is rethrown as its reason.
+ * ends with the images made. An abort (the deadline, a cancel) is rethrown as its reason.
  */
 export async function readStreamedAnswer(
   answer: ChannelAnswer,
