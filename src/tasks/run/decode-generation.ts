@@ -36,6 +36,8 @@ export interface GenerationSource {
    * downloads would miss it.
    */
   onUsage?: (usage: unknown) => void;
+  /** Hears what was dropped: an image of several that could not be had (see {@link decodeGenerationBody}). */
+  onSkipped?: (what: string) => void;
 }
 
 /** Objects nested deeper than this in `usage` are dropped rather than walked. */
@@ -67,12 +69,18 @@ export async function decodeGeneration(
 /**
  * {@link decodeGeneration} of an answer parsed already (an async job's
  * result, inside the poll's answer).
+ *
+ * An answer of several images keeps those it could have when one of them
+ * cannot be (a download failed for good, one that is no image or too large):
+ * the others are made and billed, so the task completes with them, and
+ * `onSkipped` hears of the one dropped. An answer none of whose images can
+ * be had fails with the first one's failure; an abort is rethrown.
  */
 export async function decodeGenerationBody(
   parsed: unknown,
   source: GenerationSource,
 ): Promise<{ images: GeneratedImage[]; usage?: unknown }> {
-  const { channel, scrubber } = source;
+  const { scrubber } = source;
   const data = (parsed as { data?: unknown } | null)?.data;
   if (!Array.isArray(data) || data.length === 0) throw invalidResponse("holds no images");
   const requested = typeof source.requested === "number" ? source.requested : 1;
@@ -82,36 +90,53 @@ export async function decodeGenerationBody(
   const usage = scrubDeep((parsed as { usage?: unknown }).usage, scrubber, 0);
   if (usage !== undefined) source.onUsage?.(usage);
   const images: GeneratedImage[] = [];
-  for (const item of data as Array<Record<string, unknown> | null>) {
-    let image: Buffer;
-    const marker = extractedIndex(item?.b64_json);
-    const kept = marker === undefined ? undefined : source.extracted?.[marker];
-    if (kept) {
-      image = kept;
-    } else if (typeof item?.b64_json === "string" && item.b64_json.length > 0) {
-      if (item.b64_json.length > base64Length(channel.maxImageBytes) + 4) {
-        throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
-      }
-      image = Buffer.from(item.b64_json, "base64");
-    } else if (typeof item?.url === "string") {
-      image = await download(item.url, source);
-    } else {
-      throw invalidResponse("has an image with neither b64_json nor url");
+  let failure: TaskFailure | undefined;
+  for (const [index, item] of (data as Array<Record<string, unknown> | null>).entries()) {
+    try {
+      images.push(await decodeItem(item, source));
+    } catch (err) {
+      if (!(err instanceof TaskFailure) || source.signal.aborted) throw err;
+      failure ??= err;
+      source.onSkipped?.(`image ${index + 1} of ${data.length} (${err.code})`);
     }
-    if (image.length > channel.maxImageBytes) {
+  }
+  if (images.length === 0 && failure) throw failure;
+  return { images, ...(usage === undefined ? {} : { usage }) };
+}
+
+/** One image of an answer: its `b64_json` decoded, or its `url` downloaded, and checked. */
+async function decodeItem(
+  item: Record<string, unknown> | null,
+  source: GenerationSource,
+): Promise<GeneratedImage> {
+  const { channel, scrubber } = source;
+  let image: Buffer;
+  const marker = extractedIndex(item?.b64_json);
+  const kept = marker === undefined ? undefined : source.extracted?.[marker];
+  if (kept) {
+    image = kept;
+  } else if (typeof item?.b64_json === "string" && item.b64_json.length > 0) {
+    if (item.b64_json.length > base64Length(channel.maxImageBytes) + 4) {
       throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
     }
-    const type = sniffImageType(image);
-    if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
-    images.push({
-      bytes: image,
-      mime: type.mimeType,
-      ...(typeof item?.revised_prompt === "string"
-        ? { revised_prompt: scrubber.scrubString(item.revised_prompt) }
-        : {}),
-    });
+    image = Buffer.from(item.b64_json, "base64");
+  } else if (typeof item?.url === "string") {
+    image = await download(item.url, source);
+  } else {
+    throw invalidResponse("has an image with neither b64_json nor url");
   }
-  return { images, ...(usage === undefined ? {} : { usage }) };
+  if (image.length > channel.maxImageBytes) {
+    throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+  }
+  const type = sniffImageType(image);
+  if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
+  return {
+    bytes: image,
+    mime: type.mimeType,
+    ...(typeof item?.revised_prompt === "string"
+      ? { revised_prompt: scrubber.scrubString(item.revised_prompt) }
+      : {}),
+  };
 }
 
 /**

@@ -47,6 +47,8 @@ export interface GenerateImagesInput {
    * they come. A channel that answers plain JSON instead is read as JSON.
    */
   stream?: Pick<StreamedRun, "partialImages" | "onPartial" | "onSkipped">;
+  /** Hears an image of several in a JSON answer that could not be had (the others are kept). */
+  onSkipped?: (what: string) => void;
 }
 
 /** Room in a channel's answer beside the images: revised prompts, usage, envelope. */
@@ -92,6 +94,7 @@ export async function generateImages(
     downloads: input.client.downloads,
     extracted: extractor.decoded,
     onUsage: (usage) => reportUsage(answer, usage),
+    ...(input.onSkipped ? { onSkipped: input.onSkipped } : {}),
   });
 }
 

@@ -20,7 +20,7 @@ import { keepResult, type KeepResultDeps } from "./keep-result.js";
 import { assertEditFilesKept, openCredential, readEditFiles } from "./run-inputs.js";
 import type { RunContext, RunStep } from "./run-step.js";
 import { resumePoll, submitAndPoll, type SubmitPollDeps } from "./submit-poll.js";
-import { warnSkippedOnce } from "./warn-skipped-once.js";
+import { SKIPPED_IN_ANSWER, warnSkippedOnce } from "./warn-skipped-once.js";
 
 /** How much longer than the task's timeout the channel's silence timer runs. */
 const IDLE_MARGIN_MS = 5_000;
@@ -144,6 +144,7 @@ async function generate(
     idleMs: deps.timeoutSec * 1000 + IDLE_MARGIN_MS,
     client: deps.client,
     observer: imageCallObserver(telemetry, started.model, deps),
+    onSkipped: warnSkippedOnce(deps.logger, started.id, SKIPPED_IN_ANSWER),
     ...(partialImages
       ? {
           stream: {

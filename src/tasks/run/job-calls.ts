@@ -9,6 +9,7 @@ import type { Metrics } from "../../metrics/create-metrics.js";
 import { TaskFailure } from "../core/task-failure.js";
 import type { TaskRecord } from "../core/task-record.js";
 import { invalidResponse, type GenerationSource } from "./decode-generation.js";
+import { SKIPPED_IN_ANSWER, warnSkippedOnce } from "./warn-skipped-once.js";
 import {
   answerLimit,
   extractImages,
@@ -124,6 +125,7 @@ export async function submitJob(
     reading = await readJobAnswer(answer, dialect, task, {
       signal,
       downloads: deps.client.downloads,
+      onSkipped: warnSkippedOnce(deps.logger, task.id, SKIPPED_IN_ANSWER),
     });
     id = dialect.idOf(reading.body);
     if (!id) throw invalidResponse("to a submission names no job id");
@@ -190,6 +192,7 @@ export async function pollJob(
     reading = await readJobAnswer(answer, job.dialect, task, {
       signal,
       downloads: deps.client.downloads,
+      onSkipped: warnSkippedOnce(deps.logger, task.id, SKIPPED_IN_ANSWER),
     });
   } catch (err) {
     if (signal.aborted) throw signal.reason;
@@ -284,7 +287,7 @@ async function readJobAnswer(
   answer: ChannelAnswer,
   dialect: JobDialect,
   task: TaskRecord,
-  { signal, downloads }: Pick<GenerationSource, "signal" | "downloads">,
+  { signal, downloads, onSkipped }: Pick<GenerationSource, "signal" | "downloads" | "onSkipped">,
 ): Promise<JobAnswer> {
   const inputs = (task.inputs ?? []).reduce((sum, input) => sum + base64Length(input.bytes), 0);
   const limit = answerLimit(task.request, answer.channel.maxImageBytes) + inputs;
@@ -308,6 +311,7 @@ async function readJobAnswer(
       signal,
       downloads,
       extracted: extractor.decoded,
+      ...(onSkipped ? { onSkipped } : {}),
     },
   };
 }

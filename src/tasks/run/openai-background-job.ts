@@ -131,36 +131,54 @@ function dataUrl(file: EditFile): string {
   return `data:${file.mime};base64,${file.bytes.toString("base64")}`;
 }
 
-/** The images of a completed response: its `image_generation_call` items' `result`. */
+/**
+ * The images of a completed response: its `image_generation_call` items' `result`. One that
+ * cannot be had (too large, no image) is dropped when another can: as an answer of several
+ * images is read (`decodeGenerationBody`), the others were made and billed.
+ */
 function imagesOf(output: unknown, source: GenerationSource): GeneratedImage[] {
-  const { channel, scrubber } = source;
   const items = Array.isArray(output) ? output.filter(isObject) : [];
   const calls = items.filter((item) => item.type === "image_generation_call");
   const images: GeneratedImage[] = [];
-  for (const call of calls) {
-    const marker = extractedIndex(call.result);
-    let bytes = marker === undefined ? undefined : source.extracted?.[marker];
-    if (!bytes && typeof call.result === "string" && call.result.length > 0) {
-      if (call.result.length > base64Length(channel.maxImageBytes) + 4) {
-        throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
-      }
-      bytes = Buffer.from(call.result, "base64");
+  let failure: TaskFailure | undefined;
+  for (const [index, call] of calls.entries()) {
+    try {
+      const image = imageOf(call, source);
+      if (image) images.push(image);
+    } catch (err) {
+      if (!(err instanceof TaskFailure)) throw err;
+      failure ??= err;
+      source.onSkipped?.(`image ${index + 1} of ${calls.length} (${err.code})`);
     }
-    if (!bytes) continue;
-    if (bytes.length > channel.maxImageBytes) {
+  }
+  if (images.length > 0) return images;
+  throw failure ?? invalidResponse("completed without an image (no image_generation_call result)");
+}
+
+/** One `image_generation_call`'s image, checked; undefined when it holds none. */
+function imageOf(
+  call: Record<string, unknown>,
+  source: GenerationSource,
+): GeneratedImage | undefined {
+  const { channel, scrubber } = source;
+  const marker = extractedIndex(call.result);
+  let bytes = marker === undefined ? undefined : source.extracted?.[marker];
+  if (!bytes && typeof call.result === "string" && call.result.length > 0) {
+    if (call.result.length > base64Length(channel.maxImageBytes) + 4) {
       throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
     }
-    const type = sniffImageType(bytes);
-    if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
-    const revised = text(call.revised_prompt);
-    images.push({
-      bytes,
-      mime: type.mimeType,
-      ...(revised ? { revised_prompt: scrubber.scrubString(revised) } : {}),
-    });
+    bytes = Buffer.from(call.result, "base64");
   }
-  if (images.length === 0) {
-    throw invalidResponse("completed without an image (no image_generation_call result)");
+  if (!bytes) return undefined;
+  if (bytes.length > channel.maxImageBytes) {
+    throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
   }
-  return images;
+  const type = sniffImageType(bytes);
+  if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
+  const revised = text(call.revised_prompt);
+  return {
+    bytes,
+    mime: type.mimeType,
+    ...(revised ? { revised_prompt: scrubber.scrubString(revised) } : {}),
+  };
 }
