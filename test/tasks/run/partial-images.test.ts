@@ -143,6 +143,15 @@ describe.each(STORES)("partial images on the $name store", ({ options }) => {
   });
 });
 
+/** A task of two images with partial images, submitted: its events, and the channel's request. */
+async function twoImagesStreamed(options: Parameters<typeof useApp>[0] = {}) {
+  const app = await useApp(options);
+  const channel = scriptImageStream(app.upstream);
+  const body = { n: 2, partial_images: 1, response_format: "b64_json" };
+  const stream = await submitStream(app, body);
+  return { stream, request: await channel.next() };
+}
+
 describe("streamed runs", () => {
   it("take a plain JSON answer to a stream request: no partial images, the same result", async () => {
     const app = await useApp();
@@ -194,14 +203,7 @@ describe("streamed runs", () => {
     ["breaks off", (request: ScriptedRequest) => request.breakOff()],
     ["sends an error event", (request: ScriptedRequest) => request.fail("server_error")],
   ])("keep the images completed before the stream %s (n: 2)", async (_, end) => {
-    const app = await useApp();
-    const channel = scriptImageStream(app.upstream);
-    const stream = await submitStream(app, {
-      n: 2,
-      partial_images: 1,
-      response_format: "b64_json",
-    });
-    const request = await channel.next();
+    const { stream, request } = await twoImagesStreamed();
     request.partial(0);
     request.image(250);
     // Past the tick the response's socket is corked for: the image is on the wire before the end.
@@ -217,14 +219,7 @@ describe("streamed runs", () => {
   });
 
   it("fail a stream at the task's timeout, the images completed before it too", async () => {
-    const app = await useApp({ imageTasks: { timeoutSec: 1 } });
-    const channel = scriptImageStream(app.upstream);
-    const stream = await submitStream(app, {
-      n: 2,
-      partial_images: 1,
-      response_format: "b64_json",
-    });
-    const request = await channel.next();
+    const { stream, request } = await twoImagesStreamed({ imageTasks: { timeoutSec: 1 } });
     request.image(250);
     const failed = await stream.event(2, 10_000);
     expect((failed.json as unknown as PartialView).error?.code).toBe("timeout");
