@@ -47,7 +47,10 @@ export interface GenerateImagesInput {
    * they come. A channel that answers plain JSON instead is read as JSON.
    */
   stream?: Pick<StreamedRun, "partialImages" | "onPartial" | "onSkipped">;
-  /** Hears an image of several in a JSON answer that could not be had (the others are kept). */
+  /**
+   * Hears an image of several that could not be had, the others kept: one of a JSON answer, or
+   * those a stream ended without.
+   */
   onSkipped?: (what: string) => void;
 }
 
@@ -80,7 +83,12 @@ export async function generateImages(
   }
   if (input.stream && isEventStream(answer)) {
     const n = typeof input.body.n === "number" ? input.body.n : 1;
-    const result = await readStreamedAnswer(answer, { ...input.stream, n, signal });
+    const result = await readStreamedAnswer(answer, {
+      ...input.stream,
+      n,
+      signal,
+      ...(input.onSkipped ? { onDropped: input.onSkipped } : {}),
+    });
     reportUsage(answer, result.usage);
     return result;
   }

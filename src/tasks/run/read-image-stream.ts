@@ -22,11 +22,10 @@ export interface ImageStreamOptions {
   onPartial(index: number, image: StreamedImage): Promise<void>;
   /** Removes the channel's key from its own text (error messages). */
   scrub(text: string): string;
-  /**
-   * Called with what was skipped: an event that is no JSON object, a draft that is no image, or
-   * what ended the stream after some of its images were completed.
-   */
+  /** Called with what was skipped: an event that is no JSON object, a draft that is no image. */
   onSkipped?(what: string): void;
+  /** Called with what ended the stream after some, not all, of its images were completed. */
+  onDropped?(what: string): void;
   /** The run's own end (its deadline, a cancel): then the images completed so far are not kept. */
   signal?: AbortSignal;
 }
@@ -117,7 +116,7 @@ export async function readImageStream(
         ? invalid(`has an event larger than ${err.maxBytes} bytes`)
         : err;
     if (images.length === 0 || options.signal?.aborted) throw failure;
-    options.onSkipped?.(
+    options.onDropped?.(
       `the stream's end after ${images.length} of ${wanted} images (${codeOf(failure)})`,
     );
   }

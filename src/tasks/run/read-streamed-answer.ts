@@ -17,6 +17,8 @@ export interface StreamedRun {
   onPartial(index: number, image: StreamedImage): Promise<void>;
   /** Called with what the stream held that was skipped (see {@link readImageStream}). */
   onSkipped?(what: string): void;
+  /** Called when the stream ended before its `n`-th image, the images before kept. */
+  onDropped?(what: string): void;
 }
 
 /** Room in the whole stream beside its images: the events' other fields. */
@@ -55,6 +57,7 @@ export async function readStreamedAnswer(
       scrub,
       signal: run.signal,
       ...(run.onSkipped ? { onSkipped: run.onSkipped } : {}),
+      ...(run.onDropped ? { onDropped: run.onDropped } : {}),
     });
     const usage = scrubDeep(result.usage, answer.scrubber, 0);
     return {

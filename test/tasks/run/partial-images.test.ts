@@ -1,6 +1,8 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { captureLines } from "../../logging/capture-lines.js";
 import { startFakeUpstream, type FakeUpstream } from "../../support/fake-upstream.js";
 import { UPSTREAM_KEY } from "../../support/start-test-app.js";
 import { openEvents, type SseStream } from "../sse-client.js";
@@ -203,7 +205,8 @@ describe("streamed runs", () => {
     ["breaks off", (request: ScriptedRequest) => request.breakOff()],
     ["sends an error event", (request: ScriptedRequest) => request.fail("server_error")],
   ])("keep the images completed before the stream %s (n: 2)", async (_, end) => {
-    const { stream, request } = await twoImagesStreamed();
+    const { lines, stream: logs } = captureLines();
+    const { stream, request } = await twoImagesStreamed({ logger: pino({ level: "info" }, logs) });
     request.partial(0);
     request.image(250);
     // Past the tick the response's socket is corked for: the image is on the wire before the end.
@@ -216,6 +219,11 @@ describe("streamed runs", () => {
     expect(task.data).toHaveLength(1);
     expect(Buffer.from(task.data![0]!.b64_json!, "base64").equals(flatPng(250))).toBe(true);
     expect(task.usage).toEqual(STREAM_USAGE);
+    const warned = lines.filter((line) =>
+      line.includes("skipped an image of the channel's answer"),
+    );
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain("the stream's end after 1 of 2 images");
   });
 
   it("fail a stream at the task's timeout, the images completed before it too", async () => {
