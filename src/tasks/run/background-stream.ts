@@ -62,6 +62,8 @@ export async function readBackgroundStream(
     signal: AbortSignal;
     /** Where image URLs in the final response are downloaded from. */
     downloads: DownloadAgents;
+    /** Hears an image of the final response that could not be had, the others kept. */
+    onSkipped?: (what: string) => void;
     onPartial?: (index: number, image: StreamedImage) => Promise<void>;
     /** Partial images kept at most (the task's `partial_images`); later ones are read and dropped. */
     maxPartials?: number;
@@ -102,6 +104,7 @@ export async function readBackgroundStream(
         requested: 1,
         signal: options.signal,
         downloads: options.downloads,
+        ...(options.onSkipped ? { onSkipped: options.onSkipped } : {}),
       },
     });
     if (state.kind !== "running") return state;

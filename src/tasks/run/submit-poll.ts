@@ -28,6 +28,7 @@ import {
 import type { JobState } from "./job-dialect.js";
 import { JOB_DIALECTS } from "./job-dialects.js";
 import { pauseOrDrain } from "./pause-or-drain.js";
+import { SKIPPED_IN_ANSWER, warnSkippedOnce } from "./warn-skipped-once.js";
 
 /** What the submit-poll strategy works with. */
 export interface SubmitPollDeps extends JobCallDeps {
@@ -136,6 +137,7 @@ async function followStream(
     const state = await readBackgroundStream(streamed.stream, job.dialect, streamed.answer, {
       signal,
       downloads: deps.client.downloads,
+      onSkipped: warnSkippedOnce(deps.logger, started.id, SKIPPED_IN_ANSWER),
       ...(onPartial ? { onPartial } : {}),
       maxPartials: started.partialImages ?? 0,
     });

@@ -43,8 +43,8 @@ async function appAnswering(data: Array<{ url?: string; b64_json?: string }>) {
   return { app, warnings };
 }
 
-async function ended(app: Awaited<ReturnType<typeof useApp>>) {
-  const body = { prompt: "two of them", n: 2, response_format: "b64_json" };
+async function ended(app: Awaited<ReturnType<typeof useApp>>, extra: Record<string, unknown> = {}) {
+  const body = { prompt: "two of them", n: 2, response_format: "b64_json", ...extra };
   const done = await waitForStatus(app, await submitOk(app, body), ["completed", "failed"]);
   expectNoLeak(done.text);
   return done;
@@ -76,9 +76,11 @@ describe("a JSON answer of two images, one of which cannot be had", () => {
 
 /**
  * An OpenAI background channel whose response ends completed with two `image_generation_call`
- * items: the first holds no image, the second `PNG`.
+ * items: the first holds no image, the second `PNG`. A submission that asks for a stream gets
+ * the response's events, its end among them; `polls` counts the retrieves.
  */
-async function backgroundChannel(): Promise<string> {
+async function backgroundChannel(): Promise<{ baseUrl: string; polls: () => number }> {
+  let polls = 0;
   const response = (status: string) => ({
     id: "resp_two",
     object: "response",
@@ -94,9 +96,18 @@ async function backgroundChannel(): Promise<string> {
           }))
         : [],
   });
+  const event = (type: string, status: string) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, response: response(status) })}\n\n`;
   const server = createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
+      if (req.method === "GET" && req.url?.includes("/responses/")) polls += 1;
+      if (Buffer.concat(chunks).toString().includes('"stream":true')) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(event("response.created", "queued") + event("response.completed", "completed"));
+        return;
+      }
       const body = response(req.method === "POST" ? "queued" : "completed");
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
     });
@@ -106,19 +117,24 @@ async function backgroundChannel(): Promise<string> {
     server.closeAllConnections();
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return { baseUrl, polls: () => polls };
 }
 
 describe("an OpenAI background response of two images, one of which is none", () => {
-  it("completes the task with the other", async () => {
+  it.each([
+    ["polled", {}, true],
+    ["streamed (partial images asked for)", { partial_images: 1 }, false],
+  ])("%s: completes the task with the other", async (_, extra, polled) => {
     const { lines, stream } = captureLines();
+    const channel = await backgroundChannel();
     const app = await useApp({
       logger: pino({ level: "info" }, stream),
       config: {
         channels: [
           {
             name: "background",
-            baseUrl: await backgroundChannel(),
+            baseUrl: channel.baseUrl,
             apiKey: UPSTREAM_KEY,
             models: ["gpt-image-1"],
             async: "openai-background",
@@ -128,10 +144,11 @@ describe("an OpenAI background response of two images, one of which is none", ()
         ],
       },
     });
-    const done = await ended(app);
+    const done = await ended(app, extra);
     expect(done.body.status, done.text).toBe("completed");
     expect(done.body.data).toHaveLength(1);
     expect(Buffer.from(done.body.data![0]!.b64_json!, "base64")).toEqual(PNG);
+    expect(channel.polls() > 0).toBe(polled);
     expect(lines.some((line) => line.includes("skipped an image of the channel's answer"))).toBe(
       true,
     );
