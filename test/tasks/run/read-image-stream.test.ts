@@ -143,4 +143,70 @@ describe("readImageStream", () => {
       type: "image_generation_user_error",
     });
   });
+
+  it("ends at a [DONE] with the images made, fewer than n, leaving what follows unread", async () => {
+    let readAfter = false;
+    async function* heldOpen() {
+      yield Buffer.from(completed() + "data: [DONE]\n\n");
+      readAfter = true;
+      await new Promise(() => undefined);
+    }
+    const result = await readImageStream(heldOpen(), {
+      n: 3,
+      maxPartials: 0,
+      maxImageBytes: 1024 * 1024,
+      onPartial: async () => undefined,
+      scrub: (text) => text,
+    });
+    expect(result.images).toHaveLength(1);
+    expect(readAfter).toBe(false);
+  });
+
+  describe("a stream that ends badly after the first of two images", () => {
+    const errorEvent = `data: ${JSON.stringify({ type: "error", error: { code: "boom" } })}\n\n`;
+    const notAnImage = event("image_generation.completed", {
+      b64_json: Buffer.from("GIF89a").toString("base64"),
+    });
+    async function* cut() {
+      yield Buffer.from(completed());
+      throw new Error("socket hang up");
+    }
+    async function* parts(...events: string[]) {
+      yield* body(...events);
+    }
+
+    it.each([
+      ["breaks off", cut, "an error"],
+      ["sends an error event", () => parts(completed(), errorEvent), "boom"],
+      ["sends an image that is not one", () => parts(completed(), notAnImage), "invalid_response"],
+    ])("%s: ends with the first image, and says what ended it", async (_, stream, code) => {
+      const dropped: string[] = [];
+      const result = await readImageStream(stream(), {
+        n: 2,
+        maxPartials: 0,
+        maxImageBytes: 1024 * 1024,
+        onPartial: async () => undefined,
+        scrub: (text) => text,
+        onDropped: (what) => dropped.push(what),
+      });
+      expect(result.images).toHaveLength(1);
+      expect(dropped).toEqual([`the stream's end after 1 of 2 images (${code})`]);
+    });
+
+    it("throws the image away at the run's own end (a cancel, the deadline)", async () => {
+      const run = new AbortController();
+      run.abort("timeout");
+      const err = await failure(
+        readImageStream(cut(), {
+          n: 2,
+          maxPartials: 0,
+          maxImageBytes: 1024 * 1024,
+          onPartial: async () => undefined,
+          scrub: (text) => text,
+          signal: run.signal,
+        }),
+      );
+      expect((err as unknown as Error).message).toBe("socket hang up");
+    });
+  });
 });
