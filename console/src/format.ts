@@ -105,6 +105,18 @@ export function askedSize(task: Pick<Task, "parameters">): string {
   return task.parameters?.size ?? "auto";
 }
 
+/**
+ * A card's count of a task's images: `2 images` as asked (`n`), and for a completed task with
+ * fewer (the channel made fewer, or one could not be had) what it has, `1 of 2 images`; empty
+ * for one image.
+ */
+export function imageCount(task: Pick<Task, "status" | "parameters" | "data">): string {
+  const asked = task.parameters?.n ?? task.data?.length ?? 1;
+  const made = task.status === "completed" ? task.data?.length : undefined;
+  if (made !== undefined && made < asked) return `${made} of ${asked} images`;
+  return asked > 1 ? `${asked} images` : "";
+}
+
 /** An image's width and height as people read them: `1024 × 1536 px`. */
 export function pixelSize(width: number, height: number): string {
   return `${width} × ${height} px`;

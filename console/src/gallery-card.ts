@@ -3,6 +3,7 @@ import {
   askedSize,
   cardPicture,
   formatTime,
+  imageCount,
   pixelSize,
   statusLabel,
   statusTone,
@@ -62,9 +63,7 @@ export function createCard(first: Task): GalleryCard {
 
   const renderSize = () => {
     const parts = [task.kind === "edit" ? "edit" : "", task.model, askedSize(task), pixels];
-    const count = task.parameters?.n ?? task.data?.length ?? 1;
-    if (count > 1) parts.push(`${count} images`);
-    size.textContent = parts.filter(Boolean).join(" · ");
+    size.textContent = [...parts, imageCount(task)].filter(Boolean).join(" · ");
   };
   const showPicture = (source: string, key: string) => {
     shownKey = key;

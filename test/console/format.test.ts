@@ -5,6 +5,7 @@ import {
   detailRows,
   downloadName,
   formatDuration,
+  imageCount,
   imageSource,
   statusLabel,
   statusTone,
@@ -63,6 +64,20 @@ describe("formatting a task", () => {
       ["Finished", "1 Jan 2026, 00:01:45 (took 1 min 40 s)"],
       ["Kept until", "2 Jan 2026, 00:01:45"],
     ]);
+  });
+
+  it("counts a card's images as asked, and a completed task's fewer as it has them", () => {
+    const one = { url: "https://cdn.example/a.png" };
+    const asked = (n?: number) => ({ response_format: "url" as const, ...(n ? { n } : {}) });
+    expect(imageCount({ status: "in_progress", parameters: asked(2) })).toBe("2 images");
+    expect(imageCount({ status: "completed", parameters: asked(2), data: [one, one] })).toBe(
+      "2 images",
+    );
+    expect(imageCount({ status: "completed", parameters: asked(2), data: [one] })).toBe(
+      "1 of 2 images",
+    );
+    expect(imageCount({ status: "completed", parameters: asked(), data: [one] })).toBe("");
+    expect(imageCount({ status: "queued" })).toBe("");
   });
 
   it("shows a link as it is and base64 as a data: URL of the type its bytes have", () => {
