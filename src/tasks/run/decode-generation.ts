@@ -89,19 +89,36 @@ export async function decodeGenerationBody(
   }
   const usage = scrubDeep((parsed as { usage?: unknown }).usage, scrubber, 0);
   if (usage !== undefined) source.onUsage?.(usage);
+  const items = data as Array<Record<string, unknown> | null>;
+  const images = await decodeEach(items, (item) => decodeItem(item, source), source);
+  return { images, ...(usage === undefined ? {} : { usage }) };
+}
+
+/**
+ * Each of an answer's images, by `decodeOne` (undefined: the item holds none). One that cannot
+ * be had (a `TaskFailure`) is dropped and `onSkipped` told, the others kept: they were made and
+ * billed. Answers none of whose images can be had fail with the first one's failure; an abort,
+ * or another error, is rethrown.
+ */
+export async function decodeEach<T>(
+  items: readonly T[],
+  decodeOne: (item: T) => Promise<GeneratedImage | undefined> | GeneratedImage | undefined,
+  source: Pick<GenerationSource, "signal" | "onSkipped">,
+): Promise<GeneratedImage[]> {
   const images: GeneratedImage[] = [];
   let failure: TaskFailure | undefined;
-  for (const [index, item] of (data as Array<Record<string, unknown> | null>).entries()) {
+  for (const [index, item] of items.entries()) {
     try {
-      images.push(await decodeItem(item, source));
+      const image = await decodeOne(item);
+      if (image) images.push(image);
     } catch (err) {
       if (!(err instanceof TaskFailure) || source.signal.aborted) throw err;
       failure ??= err;
-      source.onSkipped?.(`image ${index + 1} of ${data.length} (${err.code})`);
+      source.onSkipped?.(`image ${index + 1} of ${items.length} (${err.code})`);
     }
   }
   if (images.length === 0 && failure) throw failure;
-  return { images, ...(usage === undefined ? {} : { usage }) };
+  return images;
 }
 
 /** One image of an answer: its `b64_json` decoded, or its `url` downloaded, and checked. */
@@ -109,32 +126,55 @@ async function decodeItem(
   item: Record<string, unknown> | null,
   source: GenerationSource,
 ): Promise<GeneratedImage> {
-  const { channel, scrubber } = source;
-  let image: Buffer;
-  const marker = extractedIndex(item?.b64_json);
-  const kept = marker === undefined ? undefined : source.extracted?.[marker];
-  if (kept) {
-    image = kept;
-  } else if (typeof item?.b64_json === "string" && item.b64_json.length > 0) {
-    if (item.b64_json.length > base64Length(channel.maxImageBytes) + 4) {
-      throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+  let bytes = base64Image(item?.b64_json, source);
+  if (!bytes) {
+    if (typeof item?.url !== "string") {
+      throw invalidResponse("has an image with neither b64_json nor url");
     }
-    image = Buffer.from(item.b64_json, "base64");
-  } else if (typeof item?.url === "string") {
-    image = await download(item.url, source);
-  } else {
-    throw invalidResponse("has an image with neither b64_json nor url");
+    bytes = await download(item.url, source);
   }
-  if (image.length > channel.maxImageBytes) {
-    throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
+  const revised = item?.revised_prompt;
+  return checkedImage(bytes, typeof revised === "string" ? revised : undefined, source);
+}
+
+/**
+ * The bytes of an answer's base64 image `value`: taken out of the answer as it streamed (its
+ * marker, see `B64Extractor`) or decoded now; undefined when it holds none.
+ * @throws TaskFailure `invalid_response` when it is larger than the channel's `maxImageBytes`
+ */
+export function base64Image(value: unknown, source: GenerationSource): Buffer | undefined {
+  const marker = extractedIndex(value);
+  const kept = marker === undefined ? undefined : source.extracted?.[marker];
+  if (kept) return kept;
+  if (typeof value !== "string" || value.length === 0) return undefined;
+  const { maxImageBytes } = source.channel;
+  if (value.length > base64Length(maxImageBytes) + 4) {
+    throw invalidResponse(`has an image larger than ${maxImageBytes} bytes`);
   }
-  const type = sniffImageType(image);
+  return Buffer.from(value, "base64");
+}
+
+/**
+ * `bytes` as one of the answer's images, with its revised prompt scrubbed of the key.
+ * @throws TaskFailure `invalid_response` when it is larger than the channel's `maxImageBytes`,
+ *   or no PNG, JPEG or WebP
+ */
+export function checkedImage(
+  bytes: Buffer,
+  revisedPrompt: string | undefined,
+  source: GenerationSource,
+): GeneratedImage {
+  const { maxImageBytes } = source.channel;
+  if (bytes.length > maxImageBytes) {
+    throw invalidResponse(`has an image larger than ${maxImageBytes} bytes`);
+  }
+  const type = sniffImageType(bytes);
   if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
   return {
-    bytes: image,
+    bytes,
     mime: type.mimeType,
-    ...(typeof item?.revised_prompt === "string"
-      ? { revised_prompt: scrubber.scrubString(item.revised_prompt) }
+    ...(revisedPrompt !== undefined
+      ? { revised_prompt: source.scrubber.scrubString(revisedPrompt) }
       : {}),
   };
 }

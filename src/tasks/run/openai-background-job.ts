@@ -1,10 +1,14 @@
-import { base64Length } from "../../images/base64-length.js";
-import { sniffImageType } from "../../images/image-type.js";
 import type { GeneratedImage } from "../core/generated-image.js";
 import { TaskFailure } from "../core/task-failure.js";
 import type { TaskRecord } from "../core/task-record.js";
-import { extractedIndex } from "./b64-extractor.js";
-import { invalidResponse, scrubDeep, type GenerationSource } from "./decode-generation.js";
+import {
+  base64Image,
+  checkedImage,
+  decodeEach,
+  invalidResponse,
+  scrubDeep,
+  type GenerationSource,
+} from "./decode-generation.js";
 import type { EditFile } from "./generate-images.js";
 import { isObject } from "./json-object-of.js";
 import { jobFailure, segment, text, type JobDialect, type JobState } from "./job-dialect.js";
@@ -66,7 +70,7 @@ export const openaiBackgroundJob: JobDialect = {
     const { scrubber } = source;
     switch (body.status) {
       case "completed": {
-        const images = imagesOf(body.output, source);
+        const images = await imagesOf(body.output, source);
         const usage = scrubDeep(body.usage, scrubber, 0);
         return { kind: "completed", images, ...(usage === undefined ? {} : { usage }) };
       }
@@ -133,26 +137,15 @@ function dataUrl(file: EditFile): string {
 
 /**
  * The images of a completed response: its `image_generation_call` items' `result`. One that
- * cannot be had (too large, no image) is dropped when another can: as an answer of several
- * images is read (`decodeGenerationBody`), the others were made and billed.
+ * cannot be had (too large, no image) is dropped when another can, as in any answer of several
+ * images (`decodeEach`).
  */
-function imagesOf(output: unknown, source: GenerationSource): GeneratedImage[] {
+async function imagesOf(output: unknown, source: GenerationSource): Promise<GeneratedImage[]> {
   const items = Array.isArray(output) ? output.filter(isObject) : [];
   const calls = items.filter((item) => item.type === "image_generation_call");
-  const images: GeneratedImage[] = [];
-  let failure: TaskFailure | undefined;
-  for (const [index, call] of calls.entries()) {
-    try {
-      const image = imageOf(call, source);
-      if (image) images.push(image);
-    } catch (err) {
-      if (!(err instanceof TaskFailure)) throw err;
-      failure ??= err;
-      source.onSkipped?.(`image ${index + 1} of ${calls.length} (${err.code})`);
-    }
-  }
+  const images = await decodeEach(calls, (call) => imageOf(call, source), source);
   if (images.length > 0) return images;
-  throw failure ?? invalidResponse("completed without an image (no image_generation_call result)");
+  throw invalidResponse("completed without an image (no image_generation_call result)");
 }
 
 /** One `image_generation_call`'s image, checked; undefined when it holds none. */
@@ -160,25 +153,6 @@ function imageOf(
   call: Record<string, unknown>,
   source: GenerationSource,
 ): GeneratedImage | undefined {
-  const { channel, scrubber } = source;
-  const marker = extractedIndex(call.result);
-  let bytes = marker === undefined ? undefined : source.extracted?.[marker];
-  if (!bytes && typeof call.result === "string" && call.result.length > 0) {
-    if (call.result.length > base64Length(channel.maxImageBytes) + 4) {
-      throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
-    }
-    bytes = Buffer.from(call.result, "base64");
-  }
-  if (!bytes) return undefined;
-  if (bytes.length > channel.maxImageBytes) {
-    throw invalidResponse(`has an image larger than ${channel.maxImageBytes} bytes`);
-  }
-  const type = sniffImageType(bytes);
-  if (!type) throw invalidResponse("has an image that is not PNG, JPEG or WebP");
-  const revised = text(call.revised_prompt);
-  return {
-    bytes,
-    mime: type.mimeType,
-    ...(revised ? { revised_prompt: scrubber.scrubString(revised) } : {}),
-  };
+  const bytes = base64Image(call.result, source);
+  return bytes && checkedImage(bytes, text(call.revised_prompt), source);
 }

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { encodePng } from "../../../src/demo/png-encoder.js";
-import { readImageStream, type StreamedImage } from "../../../src/tasks/run/read-image-stream.js";
+import {
+  readImageStream,
+  type ImageStreamOptions,
+  type StreamedImage,
+} from "../../../src/tasks/run/read-image-stream.js";
 import { TaskFailure } from "../../../src/tasks/core/task-failure.js";
 
 const png = (shade: number) =>
@@ -35,6 +39,15 @@ async function read(parts: string[], options: { n?: number; maxPartials?: number
   });
   return { result, partials };
 }
+
+/** Options for `n` images, no partial images kept, nothing scrubbed. */
+const plain = (n: number): ImageStreamOptions => ({
+  n,
+  maxPartials: 0,
+  maxImageBytes: 1024 * 1024,
+  onPartial: async () => undefined,
+  scrub: (text) => text,
+});
 
 const failure = (promise: Promise<unknown>) =>
   promise.then(
@@ -112,13 +125,7 @@ describe("readImageStream", () => {
       readAfter = true;
       await new Promise(() => undefined);
     }
-    const result = await readImageStream(heldOpen(), {
-      n: 2,
-      maxPartials: 0,
-      maxImageBytes: 1024 * 1024,
-      onPartial: async () => undefined,
-      scrub: (text) => text,
-    });
+    const result = await readImageStream(heldOpen(), plain(2));
     expect(result.images).toHaveLength(2);
     expect(readAfter).toBe(false);
   });
@@ -151,13 +158,7 @@ describe("readImageStream", () => {
       readAfter = true;
       await new Promise(() => undefined);
     }
-    const result = await readImageStream(heldOpen(), {
-      n: 3,
-      maxPartials: 0,
-      maxImageBytes: 1024 * 1024,
-      onPartial: async () => undefined,
-      scrub: (text) => text,
-    });
+    const result = await readImageStream(heldOpen(), plain(3));
     expect(result.images).toHaveLength(1);
     expect(readAfter).toBe(false);
   });
@@ -182,11 +183,7 @@ describe("readImageStream", () => {
     ])("%s: ends with the first image, and says what ended it", async (_, stream, code) => {
       const dropped: string[] = [];
       const result = await readImageStream(stream(), {
-        n: 2,
-        maxPartials: 0,
-        maxImageBytes: 1024 * 1024,
-        onPartial: async () => undefined,
-        scrub: (text) => text,
+        ...plain(2),
         onDropped: (what) => dropped.push(what),
       });
       expect(result.images).toHaveLength(1);
@@ -196,16 +193,7 @@ describe("readImageStream", () => {
     it("throws the image away at the run's own end (a cancel, the deadline)", async () => {
       const run = new AbortController();
       run.abort("timeout");
-      const err = await failure(
-        readImageStream(cut(), {
-          n: 2,
-          maxPartials: 0,
-          maxImageBytes: 1024 * 1024,
-          onPartial: async () => undefined,
-          scrub: (text) => text,
-          signal: run.signal,
-        }),
-      );
+      const err = await failure(readImageStream(cut(), { ...plain(2), signal: run.signal }));
       expect((err as unknown as Error).message).toBe("socket hang up");
     });
   });
