@@ -9,8 +9,8 @@ import type { TaskImage, TaskRecord } from "../core/task-record.js";
 import type { TaskStore } from "../core/task-store.js";
 import type { TaskImages } from "../images/task-images.js";
 import type { ImageField } from "../responses/response-images.js";
-import { invalidResponse } from "./decode-generation.js";
 import { untilAborted } from "./until-aborted.js";
+import { SKIPPED_IN_ANSWER, warnSkippedOnce } from "./warn-skipped-once.js";
 
 /** What {@link ResponseImages} works with. */
 export interface ResponseImagesDeps {
@@ -44,13 +44,19 @@ const LAST_RETRY_MS = 5_000;
  * for partial images; a compare-and-set on the run's attempt), so that its
  * expiry or deletion deletes them. Where the base64 was, an {@link ImageRef}
  * is left. A result the channel repeats (its item in the final response) is
- * kept once. A partial image that cannot be kept is dropped; a result that
- * cannot be kept fails the response (`storage_unavailable`).
+ * kept once. A partial image that cannot be kept is dropped. A result that is
+ * not an image (or is larger than the channel allows) leaves its call
+ * `failed` with a null `result`, as OpenAI shows a call that made no image,
+ * and the response goes on: its text and usage were made and billed. A
+ * result the image store cannot keep fails the response
+ * (`storage_unavailable`).
  */
 export class ResponseImages {
   private current: TaskRecord;
-  private readonly byItem = new Map<string, ImageRef>();
+  /** Each result kept, by its item's id; null for one that was no image. */
+  private readonly byItem = new Map<string, ImageRef | null>();
   private readonly untilSec: number;
+  private readonly warnSkipped: (what: string) => void;
 
   /** The largest image taken: the channel's `maxImageBytes`, once it answered. */
   private maxImageBytes = 0;
@@ -62,6 +68,7 @@ export class ResponseImages {
   ) {
     this.current = started;
     this.untilSec = (started.started_at ?? Math.floor(Date.now() / 1000)) + deps.runLimitSec;
+    this.warnSkipped = warnSkippedOnce(deps.logger, started.id, SKIPPED_IN_ANSWER);
   }
 
   /** Takes images of at most `maxImageBytes` (the channel that answered says how large). */
@@ -77,8 +84,9 @@ export class ResponseImages {
   /**
    * Keeps the image at `field` (its base64 replaced by a reference, or by null
    * when it is not a string); false when it is a partial image that could
-   * not be kept (its event is dropped).
-   * @throws TaskFailure for a result that is not an image or cannot be stored
+   * not be kept (its event is dropped). A result that is no image leaves its
+   * call failed (see the class).
+   * @throws TaskFailure for a result the image store cannot keep
    * @throws RunLost when the run no longer holds its task
    */
   async keep(field: ImageField): Promise<boolean> {
@@ -90,12 +98,19 @@ export class ResponseImages {
       return true;
     }
     const known = field.itemId === undefined ? undefined : this.byItem.get(field.itemId);
-    if (known) {
-      container[field.field] = known;
+    if (known !== undefined) {
+      if (known === null) failedCall(container);
+      else container[field.field] = known;
       return true;
     }
-    const image = this.decode(value, field.kind);
-    if (!image) return false;
+    const image = this.decode(value);
+    if (typeof image === "string") {
+      if (field.kind === "partial") return false;
+      if (field.itemId !== undefined) this.byItem.set(field.itemId, null);
+      this.warnSkipped(`an image_generation_call's result (${image})`);
+      failedCall(container);
+      return true;
+    }
     const kept = await (field.kind === "result" ? this.keepResult(image) : this.keepPartial(image));
     if (!kept) return false;
     const ref: ImageRef = { $image: { key: kept.key, bytes: kept.bytes } };
@@ -104,17 +119,12 @@ export class ResponseImages {
     return true;
   }
 
-  /** The bytes of base64 `value`, checked; undefined for a partial image that is not one. */
-  private decode(value: string, kind: ImageField["kind"]) {
+  /** The bytes of base64 `value`, checked; else why they are not an image to keep. */
+  private decode(value: string): { bytes: Buffer; mime: string } | string {
     const bytes = Buffer.from(value, "base64");
-    const type = bytes.byteLength <= this.maxImageBytes ? sniffImageType(bytes) : undefined;
-    if (type) return { bytes, mime: type.mimeType };
-    if (kind === "partial") return undefined;
-    throw invalidResponse(
-      bytes.byteLength > this.maxImageBytes
-        ? `has an image larger than ${this.maxImageBytes} bytes`
-        : "has an image that is not a PNG, JPEG or WebP",
-    );
+    if (bytes.byteLength > this.maxImageBytes) return `larger than ${this.maxImageBytes} bytes`;
+    const type = sniffImageType(bytes);
+    return type ? { bytes, mime: type.mimeType } : "not a PNG, JPEG or WebP";
   }
 
   private async keepPartial(image: { bytes: Buffer; mime: string }) {
@@ -200,4 +210,13 @@ export class ResponseImages {
     this.current = updated;
     return kept;
   }
+}
+
+/**
+ * An `image_generation_call` whose result could not be had, shown as OpenAI
+ * shows a call that made no image: `failed`, its `result` null.
+ */
+function failedCall(item: Record<string, unknown>): void {
+  item.result = null;
+  item.status = "failed";
 }

@@ -1,0 +1,86 @@
+import { pino } from "pino";
+import { describe, expect, it, onTestFinished } from "vitest";
+import type { ResponseStreamEvent } from "openai/resources/responses/responses";
+import { captureLines } from "../logging/capture-lines.js";
+import { startTestApp } from "../support/start-test-app.js";
+import { retrieveUntil, sdk } from "./response-helpers.js";
+import { scriptChannel } from "./scripted-channel.js";
+
+/*
+ * A background response whose image_generation_call holds a result that is no image (a gateway
+ * that mangled it, say): the response's text and usage were made and billed, so it completes
+ * with them and the call shows as OpenAI shows one that made no image, `failed` with a null
+ * `result`; one warning tells the operator.
+ */
+
+const NOT_AN_IMAGE = Buffer.from("GIF89a not one of ours");
+
+async function appWithMangledImage() {
+  const { lines, stream } = captureLines();
+  const app = await startTestApp({ logger: pino({ level: "info" }, stream) });
+  onTestFinished(() => app.close());
+  scriptChannel(app.upstream, {
+    words: ["Here", " it", " is"],
+    image: { png: NOT_AN_IMAGE, partials: 0 },
+    usage: { input_tokens: 7, output_tokens: 11 },
+  });
+  const warnings = () =>
+    lines
+      .map((line) => JSON.parse(line) as { msg: string; skipped?: string })
+      .filter((line) => line.msg === "skipped an image of the channel's answer");
+  return { app, warnings };
+}
+
+const failedCall = { type: "image_generation_call", status: "failed", result: null };
+
+describe("a background response whose image call's result is not an image", () => {
+  it("completes with its text and usage, the call failed with a null result", async () => {
+    const { app, warnings } = await appWithMangledImage();
+    const client = sdk(app);
+    const { id } = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "draw and say",
+      background: true,
+      tools: [{ type: "image_generation" }],
+    });
+    const done = await retrieveUntil(client, id, ["completed", "failed"]);
+    expect(done.status, JSON.stringify(done.error)).toBe("completed");
+    expect(done.output[0]).toMatchObject(failedCall);
+    expect(done.output_text).toBe("Here it is");
+    expect(done.usage).toMatchObject({ input_tokens: 7, output_tokens: 11 });
+    expect(warnings()).toEqual([
+      expect.objectContaining({
+        skipped: "an image_generation_call's result (not a PNG, JPEG or WebP)",
+      }),
+    ]);
+  });
+
+  it("streams the call as failed, in its item's events and in the final response", async () => {
+    const { app, warnings } = await appWithMangledImage();
+    const client = sdk(app);
+    const stream = await client.responses.create({
+      model: "gpt-4o-mini",
+      input: "draw and say, streamed",
+      background: true,
+      stream: true,
+      tools: [{ type: "image_generation" }],
+    });
+    const events: ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    const itemDone = events.find(
+      (event) =>
+        event.type === "response.output_item.done" && event.item.type === "image_generation_call",
+    );
+    expect(itemDone).toMatchObject({ item: failedCall });
+    const last = events.at(-1)!;
+    expect(last.type).toBe("response.completed");
+    const final = (last as Extract<ResponseStreamEvent, { type: "response.completed" }>).response;
+    expect(final.output[0]).toMatchObject(failedCall);
+    expect(final.output[1]).toMatchObject({
+      type: "message",
+      content: [expect.objectContaining({ text: "Here it is" })],
+    });
+    // Warned of once, though the channel sent the result twice (its item, the final response).
+    expect(warnings()).toHaveLength(1);
+  });
+});
