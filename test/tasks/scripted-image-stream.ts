@@ -30,6 +30,8 @@ export interface ScriptedRequest {
   complete(shade?: number): void;
   /** Sends a `.completed` event as {@link complete} does, the stream left open (one of `n`). */
   image(shade?: number): void;
+  /** Sends a `.completed` event whose image is none (a GIF), with its usage, the stream left open. */
+  notAnImage(): void;
   /** Sends an `error` event with `code`, and ends. */
   fail(code: string): void;
   /** Destroys the connection mid-stream, as a channel that crashes does. */
@@ -83,6 +85,12 @@ export function scriptImageStream(upstream: FakeUpstream, route: FakeRoute = "im
             created_at: 1,
             size: "8x8",
             output_format: "png",
+            usage: STREAM_USAGE,
+          });
+        },
+        notAnImage() {
+          send(`${kind}.completed`, {
+            b64_json: Buffer.from("GIF89a not one of ours").toString("base64"),
             usage: STREAM_USAGE,
           });
         },

@@ -24,7 +24,10 @@ export interface ImageStreamOptions {
   scrub(text: string): string;
   /** Called with what was skipped: an event that is no JSON object, a draft that is no image. */
   onSkipped?(what: string): void;
-  /** Called with what ended the stream after some, not all, of its images were completed. */
+  /**
+   * Called once, when the result stands, with the first image of it lost: a completed image
+   * that was none, or the end of the stream after some, not all, of its images.
+   */
   onDropped?(what: string): void;
   /** The run's own end (its deadline, a cancel): then the images completed so far are not kept. */
   signal?: AbortSignal;
@@ -53,14 +56,17 @@ function invalid(what: string): TaskFailure {
  * `onPartial` one by one; `.completed` events are the result, with their
  * `usage` (summed over several images); an `error` event fails with the
  * channel's own code and message. A completed image that is not PNG, JPEG or
- * WebP or is too large fails `invalid_response`, as does a stream that ends
- * before an image was completed (a cut image is never a result); an event
- * that is not a JSON object, or a partial image that is no image, is skipped.
- * Once an image was completed, whatever ends the stream before the `n`-th (a
- * cut, an `error` event, an image that is not one) ends it with the images
- * completed so far: each is whole, made and billed. Only the run's own end
- * (`signal`: a cancel, or the deadline that also ends a silent stream) throws
- * them away.
+ * WebP or is too large is dropped, the stream read on: the images after it
+ * are made and billed too (as the images of a JSON answer are); only a
+ * stream none of whose completed images is one fails, `invalid_response`
+ * with the first one's reason, as does a stream that ends before an image
+ * was completed (a cut image is never a result). An event that is not a
+ * JSON object, or a partial image that is no image, is skipped. Once an
+ * image was completed, whatever ends the stream before the `n`-th (a cut, an
+ * `error` event) ends it with the images completed so far: each is whole,
+ * made and billed. What was dropped is told to `onDropped`, the first of it,
+ * once the result stands. Only the run's own end (`signal`: a cancel, or the
+ * deadline that also ends a silent stream) throws them away.
  *
  * Reading stops at the `n`-th `.completed` event, the stream then discarded:
  * those images are paid for, and a channel that holds the stream open after
@@ -80,6 +86,11 @@ export async function readImageStream(
   const wanted = Math.max(1, options.n);
   let usage: unknown;
   let partials = 0;
+  let completed = 0;
+  // The first completed image that was none, and the first thing dropped: told once it is known
+  // whether any image stands (none: the task fails with that first reason).
+  let firstBad: TaskFailure | undefined;
+  let dropped: string | undefined;
   const events = parseEventStream(body, base64Length(options.maxImageBytes) + EVENT_OVERHEAD);
   try {
     for await (const event of events) {
@@ -104,10 +115,18 @@ export async function readImageStream(
         if (partials < options.maxPartials) await options.onPartial(partials, image);
         partials += 1;
       } else if (/^image_(generation|edit)\.completed$/.test(type)) {
-        images.push(decode(data, options));
+        completed += 1;
+        const image = completedImage(data, options);
+        if (image instanceof TaskFailure) {
+          firstBad ??= image;
+          dropped ??= `image ${completed} of ${wanted} (${image.code})`;
+        } else {
+          images.push(image);
+        }
+        // Billed whether or not its image could be had.
         usage = addUsage(usage, data.usage);
         // Leaving the loop returns the body's iterator, which discards the rest of the answer.
-        if (images.length >= wanted) break;
+        if (completed >= wanted) break;
       }
     }
   } catch (err) {
@@ -115,12 +134,12 @@ export async function readImageStream(
       err instanceof EventTooLargeError
         ? invalid(`has an event larger than ${err.maxBytes} bytes`)
         : err;
-    if (images.length === 0 || options.signal?.aborted) throw failure;
-    options.onDropped?.(
-      `the stream's end after ${images.length} of ${wanted} images (${codeOf(failure)})`,
-    );
+    if (options.signal?.aborted) throw failure;
+    if (images.length === 0) throw firstBad ?? failure;
+    dropped ??= `the stream's end after ${images.length} of ${wanted} images (${codeOf(failure)})`;
   }
-  if (images.length === 0) throw invalid("ended before the image was completed");
+  if (images.length === 0) throw firstBad ?? invalid("ended before the image was completed");
+  if (dropped !== undefined) options.onDropped?.(dropped);
   return { images, ...(usage === undefined ? {} : { usage }) };
 }
 
@@ -136,17 +155,23 @@ export function imageOf(b64: unknown, maxImageBytes: number): StreamedImage | un
   return type ? { bytes, mime: type.mimeType } : undefined;
 }
 
-function decode(data: Record<string, unknown>, options: ImageStreamOptions): StreamedImage {
+/** A `.completed` event's image, checked; else the failure that says why it is none. */
+function completedImage(
+  data: Record<string, unknown>,
+  options: ImageStreamOptions,
+): StreamedImage | TaskFailure {
   const b64 = data.b64_json;
-  if (typeof b64 !== "string" || b64.length === 0)
-    throw invalid("has an image event without b64_json");
+  if (typeof b64 !== "string" || b64.length === 0) {
+    return invalid("has an image event without b64_json");
+  }
   if (b64.length > base64Length(options.maxImageBytes) + 4) {
-    throw invalid(`has an image larger than ${options.maxImageBytes} bytes`);
+    return invalid(`has an image larger than ${options.maxImageBytes} bytes`);
   }
   const bytes = Buffer.from(b64, "base64");
   const type = sniffImageType(bytes);
-  if (!type) throw invalid("has an image that is not PNG, JPEG or WebP");
-  return { bytes, mime: type.mimeType };
+  return type
+    ? { bytes, mime: type.mimeType }
+    : invalid("has an image that is not PNG, JPEG or WebP");
 }
 
 /** An error's code (the channel's own, scrubbed, or the client's), for a log line. */

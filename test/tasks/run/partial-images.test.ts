@@ -226,6 +226,26 @@ describe("streamed runs", () => {
     expect(warned[0]).toContain("the stream's end after 1 of 2 images");
   });
 
+  it("keep the second image when the first of two completed is none (n: 2)", async () => {
+    const { lines, stream: logs } = captureLines();
+    const { stream, request } = await twoImagesStreamed({ logger: pino({ level: "info" }, logs) });
+    request.notAnImage();
+    request.complete(250);
+    await stream.ended;
+    const last = stream.events.at(-1)!;
+    expect(last.event, JSON.stringify(last.json)).toBe("image.task.completed");
+    const task = last.json as unknown as PartialView;
+    expect(task.data).toHaveLength(1);
+    expect(Buffer.from(task.data![0]!.b64_json!, "base64").equals(flatPng(250))).toBe(true);
+    // Both were billed.
+    expect(task.usage?.total_tokens).toBe(2 * STREAM_USAGE.total_tokens);
+    const warned = lines.filter((line) =>
+      line.includes("skipped an image of the channel's answer"),
+    );
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain("image 1 of 2 (invalid_response)");
+  });
+
   it("fail a stream at the task's timeout, the images completed before it too", async () => {
     const { stream, request } = await twoImagesStreamed({ imageTasks: { timeoutSec: 1 } });
     request.image(250);

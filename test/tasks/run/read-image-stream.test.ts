@@ -167,6 +167,7 @@ describe("readImageStream", () => {
     const errorEvent = `data: ${JSON.stringify({ type: "error", error: { code: "boom" } })}\n\n`;
     const notAnImage = event("image_generation.completed", {
       b64_json: Buffer.from("GIF89a").toString("base64"),
+      usage: { input_tokens: 1, output_tokens: 4, total_tokens: 5 },
     });
     async function* cut() {
       yield Buffer.from(completed());
@@ -179,7 +180,6 @@ describe("readImageStream", () => {
     it.each([
       ["breaks off", cut, "an error"],
       ["sends an error event", () => parts(completed(), errorEvent), "boom"],
-      ["sends an image that is not one", () => parts(completed(), notAnImage), "invalid_response"],
     ])("%s: ends with the first image, and says what ended it", async (_, stream, code) => {
       const dropped: string[] = [];
       const result = await readImageStream(stream(), {
@@ -188,6 +188,38 @@ describe("readImageStream", () => {
       });
       expect(result.images).toHaveLength(1);
       expect(dropped).toEqual([`the stream's end after 1 of 2 images (${code})`]);
+    });
+
+    it.each([
+      ["the second", () => parts(completed(), notAnImage), "image 2 of 2"],
+      ["the first", () => parts(notAnImage, completed()), "image 1 of 2"],
+    ])("drops %s image when it is none, keeping the other and its usage", async (_, s, which) => {
+      const dropped: string[] = [];
+      const result = await readImageStream(s(), {
+        ...plain(2),
+        onDropped: (what) => dropped.push(what),
+      });
+      expect(result.images.map((image) => image.mime)).toEqual(["image/png"]);
+      expect(dropped).toEqual([`${which} (invalid_response)`]);
+      // The channel billed both: the usage it reported for the one that was none counts.
+      expect(result.usage).toEqual({ input_tokens: 2, output_tokens: 6, total_tokens: 8 });
+    });
+
+    it("fails with the first image's reason when none of them is one", async () => {
+      // Over the 1 MiB image limit, within what one event may hold.
+      const tooLarge = event("image_generation.completed", { b64_json: "A".repeat(1_420_000) });
+      const dropped: string[] = [];
+      const err = await failure(
+        readImageStream(parts(notAnImage, tooLarge), {
+          ...plain(2),
+          onDropped: (what) => dropped.push(what),
+        }),
+      );
+      expect(err?.code).toBe("invalid_response");
+      expect(err?.message).toMatch(/not PNG, JPEG or WebP/);
+      expect(dropped).toEqual([]);
+      const first = await failure(readImageStream(parts(tooLarge, notAnImage), plain(2)));
+      expect(first?.message).toMatch(/larger than 1048576 bytes/);
     });
 
     it("throws the image away at the run's own end (a cancel, the deadline)", async () => {
