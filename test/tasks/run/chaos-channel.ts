@@ -213,9 +213,13 @@ function streamedGeneration(x: Exchange): void {
   let completesFirst = false;
   let odd = false;
   for (let i = 0; i < count; i++) {
-    const kind = pick(rng, ["partial", "partial", "completed", "garbage", "error", "done", "odd"]);
+    const kind = pick(rng, [
+      ...["partial", "partial", "completed", "garbage", "error", "done", "odd"],
+      "completed, not an image",
+    ]);
     // Lines that are not JSON are skipped; an error or an odd object may end the stream, and a
-    // [DONE] ends it (what follows is not read, as the openai SDK does not).
+    // [DONE] ends it (what follows is not read, as the openai SDK does not). A completed image
+    // that is none is dropped, but counts as the one image asked for: reading stops there too.
     if (!["partial", "completed", "garbage"].includes(kind)) odd = true;
     if (kind === "partial") {
       events.push(event({ type: "image_generation.partial_image", b64_json: TINY_PNG_B64 }));
@@ -223,6 +227,11 @@ function streamedGeneration(x: Exchange): void {
       valid = true;
       completesFirst ||= !odd;
       events.push(event({ type: "image_generation.completed", b64_json: TINY_PNG_B64 }));
+    } else if (kind === "completed, not an image") {
+      // Made and billed all the same: a generation paid for, never to be made again.
+      valid = true;
+      const notAnImage = Buffer.from("GIF89a not one of ours").toString("base64");
+      events.push(event({ type: "image_generation.completed", b64_json: notAnImage }));
     } else if (kind === "garbage") {
       events.push("data: {not json\n\n");
     } else if (kind === "error") {
