@@ -2,9 +2,10 @@ import { pino } from "pino";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { captureLines } from "../logging/capture-lines.js";
-import { startTestApp } from "../support/start-test-app.js";
+import { startFakeUpstream } from "../support/fake-upstream.js";
+import { startTestApp, UPSTREAM_KEY } from "../support/start-test-app.js";
 import { retrieveUntil, sdk } from "./response-helpers.js";
-import { scriptChannel } from "./scripted-channel.js";
+import { scriptChannel, testPng } from "./scripted-channel.js";
 
 /*
  * A background response whose image_generation_call holds a result that is no image (a gateway
@@ -15,13 +16,27 @@ import { scriptChannel } from "./scripted-channel.js";
 
 const NOT_AN_IMAGE = Buffer.from("GIF89a not one of ours");
 
-async function appWithMangledImage() {
+/** An app whose channel answers `image` as its image call's result, taking images up to `maxImageBytes`. */
+async function appWithImage(image: Buffer = NOT_AN_IMAGE, maxImageBytes?: number) {
   const { lines, stream } = captureLines();
-  const app = await startTestApp({ logger: pino({ level: "info" }, stream) });
+  const upstream = await startFakeUpstream();
+  onTestFinished(() => upstream.close());
+  const channel = {
+    name: "fake",
+    baseUrl: upstream.baseUrl,
+    apiKey: UPSTREAM_KEY,
+    models: ["gpt-4o-mini"],
+    ...(maxImageBytes ? { maxImageBytes } : {}),
+  };
+  const app = await startTestApp({
+    upstream,
+    logger: pino({ level: "info" }, stream),
+    config: { channels: [channel] },
+  });
   onTestFinished(() => app.close());
   scriptChannel(app.upstream, {
     words: ["Here", " it", " is"],
-    image: { png: NOT_AN_IMAGE, partials: 0 },
+    image: { png: image, partials: 0 },
     usage: { input_tokens: 7, output_tokens: 11 },
   });
   const warnings = () =>
@@ -34,8 +49,11 @@ async function appWithMangledImage() {
 const failedCall = { type: "image_generation_call", status: "failed", result: null };
 
 describe("a background response whose image call's result is not an image", () => {
-  it("completes with its text and usage, the call failed with a null result", async () => {
-    const { app, warnings } = await appWithMangledImage();
+  it.each([
+    ["not a PNG, JPEG or WebP", () => appWithImage()],
+    ["larger than 4096 bytes", () => appWithImage(testPng(64), 4096)],
+  ])("(%s) completes with its text and usage, the call failed", async (why, start) => {
+    const { app, warnings } = await start();
     const client = sdk(app);
     const { id } = await client.responses.create({
       model: "gpt-4o-mini",
@@ -50,13 +68,13 @@ describe("a background response whose image call's result is not an image", () =
     expect(done.usage).toMatchObject({ input_tokens: 7, output_tokens: 11 });
     expect(warnings()).toEqual([
       expect.objectContaining({
-        skipped: "an image_generation_call's result (not a PNG, JPEG or WebP)",
+        skipped: `an image_generation_call's result (${why})`,
       }),
     ]);
   });
 
   it("streams the call as failed, in its item's events and in the final response", async () => {
-    const { app, warnings } = await appWithMangledImage();
+    const { app, warnings } = await appWithImage();
     const client = sdk(app);
     const stream = await client.responses.create({
       model: "gpt-4o-mini",
