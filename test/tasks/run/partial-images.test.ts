@@ -154,6 +154,22 @@ async function twoImagesStreamed(options: Parameters<typeof useApp>[0] = {}) {
   return { stream, request: await channel.next() };
 }
 
+/**
+ * The stream's last event, a task completed with one image (the flat PNG of shade 250) of two,
+ * and the one warning of what was `dropped`.
+ */
+function completedWithOne(stream: SseStream, lines: string[], dropped: string): PartialView {
+  const last = stream.events.at(-1)!;
+  expect(last.event, JSON.stringify(last.json)).toBe("image.task.completed");
+  const task = last.json as unknown as PartialView;
+  expect(task.data).toHaveLength(1);
+  expect(Buffer.from(task.data![0]!.b64_json!, "base64").equals(flatPng(250))).toBe(true);
+  const warned = lines.filter((line) => line.includes("skipped an image of the channel's answer"));
+  expect(warned).toHaveLength(1);
+  expect(warned[0]).toContain(dropped);
+  return task;
+}
+
 describe("streamed runs", () => {
   it("take a plain JSON answer to a stream request: no partial images, the same result", async () => {
     const app = await useApp();
@@ -213,17 +229,8 @@ describe("streamed runs", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     end(request);
     await stream.ended;
-    const last = stream.events.at(-1)!;
-    expect(last.event, JSON.stringify(last.json)).toBe("image.task.completed");
-    const task = last.json as unknown as PartialView;
-    expect(task.data).toHaveLength(1);
-    expect(Buffer.from(task.data![0]!.b64_json!, "base64").equals(flatPng(250))).toBe(true);
+    const task = completedWithOne(stream, lines, "the stream's end after 1 of 2 images");
     expect(task.usage).toEqual(STREAM_USAGE);
-    const warned = lines.filter((line) =>
-      line.includes("skipped an image of the channel's answer"),
-    );
-    expect(warned).toHaveLength(1);
-    expect(warned[0]).toContain("the stream's end after 1 of 2 images");
   });
 
   it("keep the second image when the first of two completed is none (n: 2)", async () => {
@@ -232,18 +239,9 @@ describe("streamed runs", () => {
     request.notAnImage();
     request.complete(250);
     await stream.ended;
-    const last = stream.events.at(-1)!;
-    expect(last.event, JSON.stringify(last.json)).toBe("image.task.completed");
-    const task = last.json as unknown as PartialView;
-    expect(task.data).toHaveLength(1);
-    expect(Buffer.from(task.data![0]!.b64_json!, "base64").equals(flatPng(250))).toBe(true);
+    const task = completedWithOne(stream, lines, "image 1 of 2 (invalid_response)");
     // Both were billed.
     expect(task.usage?.total_tokens).toBe(2 * STREAM_USAGE.total_tokens);
-    const warned = lines.filter((line) =>
-      line.includes("skipped an image of the channel's answer"),
-    );
-    expect(warned).toHaveLength(1);
-    expect(warned[0]).toContain("image 1 of 2 (invalid_response)");
   });
 
   it("fail a stream at the task's timeout, the images completed before it too", async () => {
