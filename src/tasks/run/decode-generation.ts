@@ -96,9 +96,10 @@ export async function decodeGenerationBody(
 
 /**
  * Each of an answer's images, by `decodeOne` (undefined: the item holds none). One that cannot
- * be had (a `TaskFailure`) is dropped and `onSkipped` told, the others kept: they were made and
- * billed. Answers none of whose images can be had fail with the first one's failure; an abort,
- * or another error, is rethrown.
+ * be had (a `TaskFailure`) is dropped, the others kept: they were made and billed; `onSkipped`
+ * hears of the first one dropped once some stand. Answers none of whose images can be had fail
+ * with the first one's failure (nothing was skipped: the task fails); an abort, or another
+ * error, is rethrown.
  */
 export async function decodeEach<T>(
   items: readonly T[],
@@ -107,6 +108,7 @@ export async function decodeEach<T>(
 ): Promise<GeneratedImage[]> {
   const images: GeneratedImage[] = [];
   let failure: TaskFailure | undefined;
+  let skipped: string | undefined;
   for (const [index, item] of items.entries()) {
     try {
       const image = await decodeOne(item);
@@ -114,10 +116,11 @@ export async function decodeEach<T>(
     } catch (err) {
       if (!(err instanceof TaskFailure) || source.signal.aborted) throw err;
       failure ??= err;
-      source.onSkipped?.(`image ${index + 1} of ${items.length} (${err.code})`);
+      skipped ??= `image ${index + 1} of ${items.length} (${err.code})`;
     }
   }
   if (images.length === 0 && failure) throw failure;
+  if (skipped !== undefined) source.onSkipped?.(skipped);
   return images;
 }
 

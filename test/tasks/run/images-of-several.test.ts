@@ -66,11 +66,13 @@ describe("a JSON answer of two images, one of which cannot be had", () => {
   });
 
   it("neither can be had: the task fails with the first one's failure", async () => {
-    const { app } = await appAnswering([{ url: "gone.png" }, { b64_json: NOT_AN_IMAGE }]);
+    const { app, warnings } = await appAnswering([{ url: "gone.png" }, { b64_json: NOT_AN_IMAGE }]);
     const done = await ended(app);
     expect(done.body.status, done.text).toBe("failed");
     expect(done.body.error?.code).toBe("upstream_error");
     expect(done.body.error?.message).toMatch(/Could not download .*status 403/);
+    // Nothing was skipped: the task failed, as it says.
+    expect(warnings()).toEqual([]);
   });
 });
 
