@@ -90,17 +90,7 @@ export function createTaskMetrics(registry: Registry) {
       labelNames: ["dialect"] as const,
       registers: [registry],
     }),
-    tasksFinished: new Counter({
-      name: `${p}tasks_finished_total`,
-      help: "Image tasks that ended, by status (completed, failed), reason (error code, or ok) and dialect.",
-      labelNames: ["status", "reason", "dialect"] as const,
-      registers: [registry],
-    }),
-    taskTimeouts: new Counter({
-      name: `${p}task_timeouts_total`,
-      help: "Image tasks failed because generation ran past imageTasks.timeoutSec.",
-      registers: [registry],
-    }),
+    ...finishCounters(registry),
     taskRunDuration: new Histogram({
       name: `${p}task_run_duration_seconds`,
       help: "Time from started_at to the end of a task, by final status.",
@@ -119,6 +109,28 @@ export function createTaskMetrics(registry: Registry) {
       name: `${p}task_queue_wait_seconds`,
       help: "Time a task waited queued before it started.",
       buckets: QUEUE_WAIT_BUCKETS,
+      registers: [registry],
+    }),
+  };
+}
+
+/** How image tasks ended: by status and reason, timed out, and the images completed ones lack. */
+function finishCounters(registry: Registry) {
+  return {
+    tasksFinished: new Counter({
+      name: `${p}tasks_finished_total`,
+      help: "Image tasks that ended, by status (completed, failed), reason (error code, or ok) and dialect.",
+      labelNames: ["status", "reason", "dialect"] as const,
+      registers: [registry],
+    }),
+    taskImagesMissing: new Counter({
+      name: `${p}task_images_missing_total`,
+      help: "Images asked for (n) that completed image tasks do not hold: the channel made fewer, or one could not be had (not an image, too large, a download that failed for good, the stream's end: see the run's warning 'skipped an image of the channel's answer').",
+      registers: [registry],
+    }),
+    taskTimeouts: new Counter({
+      name: `${p}task_timeouts_total`,
+      help: "Image tasks failed because generation ran past imageTasks.timeoutSec.",
       registers: [registry],
     }),
   };

@@ -174,6 +174,8 @@ function finished(
     dialect: record.dialect ?? "native",
   });
   if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
+  const missing = imagesMissing(record);
+  if (missing > 0) metrics.taskImagesMissing.inc(missing);
   const startedMs = startedMsOf(record);
   if (startedMs !== undefined) {
     metrics.taskRunDuration.observe({ status: record.status }, (s.now() - startedMs) / 1000);
@@ -186,6 +188,13 @@ function finished(
     });
   }
   return record;
+}
+
+/** Images asked for (`n`) that a completed image task does not hold; 0 for anything else. */
+function imagesMissing(record: TaskRecord): number {
+  if (record.status !== "completed" || record.kind === "response") return 0;
+  const asked = typeof record.request.n === "number" ? record.request.n : 1;
+  return Math.max(0, asked - (record.images?.length ?? 0));
 }
 
 /**

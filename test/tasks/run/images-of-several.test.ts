@@ -43,6 +43,14 @@ async function appAnswering(data: Array<{ url?: string; b64_json?: string }>) {
   return { app, warnings };
 }
 
+/** `task_images_missing_total` as the service's /metrics shows it. */
+async function imagesMissing(app: { url: string }): Promise<number> {
+  const metrics = await (await fetch(`${app.url}/metrics`)).text();
+  const line = /^image_task_sidecar_task_images_missing_total (\d+)$/m.exec(metrics);
+  expect(line, "task_images_missing_total").not.toBeNull();
+  return Number(line![1]);
+}
+
 async function ended(app: Awaited<ReturnType<typeof useApp>>, extra: Record<string, unknown> = {}) {
   const body = { prompt: "two of them", n: 2, response_format: "b64_json", ...extra };
   const done = await waitForStatus(app, await submitOk(app, body), ["completed", "failed"]);
@@ -63,6 +71,8 @@ describe("a JSON answer of two images, one of which cannot be had", () => {
     expect(warnings().map((line) => line.skipped)).toEqual([
       expect.stringContaining(`image ${dropped} of 2`),
     ]);
+    // Counted for the dashboards: one image asked for that the completed task does not hold.
+    expect(await imagesMissing(app)).toBe(1);
   });
 
   it("neither can be had: the task fails with the first one's failure", async () => {
@@ -73,6 +83,7 @@ describe("a JSON answer of two images, one of which cannot be had", () => {
     expect(done.body.error?.message).toMatch(/Could not download .*status 403/);
     // Nothing was skipped: the task failed, as it says.
     expect(warnings()).toEqual([]);
+    expect(await imagesMissing(app)).toBe(0);
   });
 });
 
