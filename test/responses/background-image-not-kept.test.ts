@@ -4,7 +4,7 @@ import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { captureLines } from "../logging/capture-lines.js";
 import { startFakeUpstream } from "../support/fake-upstream.js";
 import { startTestApp, UPSTREAM_KEY } from "../support/start-test-app.js";
-import { retrieveUntil, sdk } from "./response-helpers.js";
+import { readEvents, retrieveUntil, sdk } from "./response-helpers.js";
 import { scriptChannel, testPng } from "./scripted-channel.js";
 
 /*
@@ -83,8 +83,7 @@ describe("a background response whose image call's result is not an image", () =
       stream: true,
       tools: [{ type: "image_generation" }],
     });
-    const events: ResponseStreamEvent[] = [];
-    for await (const event of stream) events.push(event);
+    const events = await readEvents(stream);
     const itemDone = events.find(
       (event) =>
         event.type === "response.output_item.done" && event.item.type === "image_generation_call",

@@ -2,13 +2,12 @@ import { leaseSec } from "../support/time-factor.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startFakeUpstream } from "../support/fake-upstream.js";
 import { REDIS_URL, deleteKeys, uniquePrefix } from "../support/redis.js";
 import { serve, writeConfig } from "../support/serve-process.js";
 import { TEST_KEYS, UPSTREAM_KEY } from "../support/start-test-app.js";
-import { retrieveUntil, sdk, targetOf } from "./response-helpers.js";
+import { readEvents, retrieveUntil, sdk, targetOf } from "./response-helpers.js";
 import { scriptChannel } from "./scripted-channel.js";
 
 /*
@@ -16,21 +15,6 @@ import { scriptChannel } from "./scripted-channel.js";
  * replicas behind a load balancer: a background response's stream cut on one
  * resumes on the other, while the response runs and after it ended.
  */
-
-async function collect(
-  stream: AsyncIterable<ResponseStreamEvent> & { controller: AbortController },
-  stop: (event: ResponseStreamEvent) => boolean = () => false,
-): Promise<ResponseStreamEvent[]> {
-  const events: ResponseStreamEvent[] = [];
-  for await (const event of stream) {
-    events.push(event);
-    if (stop(event)) {
-      stream.controller.abort();
-      break;
-    }
-  }
-  return events;
-}
 
 /** A deployment of the service on Redis in front of a scripted channel that holds its streams. */
 async function deployment() {
@@ -65,7 +49,7 @@ describe("background responses across replicas", () => {
     const one = sdk(targetOf(first!.url, TEST_KEYS.default));
     const other = sdk(targetOf(second!.url, TEST_KEYS.default));
 
-    const head = await collect(
+    const head = await readEvents(
       await one.responses.create({
         model: "gpt-4o-mini",
         input: "across replicas",
@@ -80,7 +64,7 @@ describe("background responses across replicas", () => {
     // Resumed on the other replica after event 2, while the channel holds the rest.
     const resumed = await other.responses.retrieve(id, { stream: true, starting_after: 2 });
     setTimeout(() => channel.release(), 500);
-    const rest = await collect(resumed);
+    const rest = await readEvents(resumed);
     expect(rest.map((event) => event.sequence_number)).toEqual(
       Array.from({ length: rest.length }, (_, i) => 3 + i),
     );
@@ -98,7 +82,7 @@ describe("background responses across replicas", () => {
 
     // After its end: any replica, from any point.
     const last = rest.at(-1)!.sequence_number;
-    const tail = await collect(
+    const tail = await readEvents(
       await one.responses.retrieve(id, { stream: true, starting_after: last - 2 }),
     );
     expect(tail.map((event) => event.sequence_number)).toEqual([last - 1, last]);

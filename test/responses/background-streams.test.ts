@@ -1,24 +1,7 @@
-import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { startTestApp } from "../support/start-test-app.js";
-import { apiError, retrieveUntil, sdk } from "./response-helpers.js";
+import { apiError, readEvents, retrieveUntil, sdk } from "./response-helpers.js";
 import { scriptChannel } from "./scripted-channel.js";
-
-/** Events of an SDK stream until `stop` says so (then the stream is cut) or it ends. */
-async function readEvents(
-  stream: AsyncIterable<ResponseStreamEvent> & { controller: AbortController },
-  stop: (event: ResponseStreamEvent) => boolean = () => false,
-): Promise<ResponseStreamEvent[]> {
-  const events: ResponseStreamEvent[] = [];
-  for await (const event of stream) {
-    events.push(event);
-    if (stop(event)) {
-      stream.controller.abort();
-      break;
-    }
-  }
-  return events;
-}
 
 describe("background: true with stream: true, and resuming with starting_after", () => {
   it("streams numbered events; a cut stream resumes after event N while it runs, and after it ended", async () => {

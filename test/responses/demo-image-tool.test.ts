@@ -1,8 +1,7 @@
-import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDemoService, type DemoService } from "../demo/demo-service.js";
 import { inspectPng } from "../demo/inspect-png.js";
-import { retrieveUntil } from "./response-helpers.js";
+import { readEvents, retrieveUntil } from "./response-helpers.js";
 
 /*
  * The demo channel answers the Responses API's image_generation tool, so
@@ -44,8 +43,7 @@ describe("the demo channel's image_generation tool", () => {
       tools: [{ type: "image_generation", size: "64x64", partial_images: 2 }],
       stream: true,
     });
-    const events: ResponseStreamEvent[] = [];
-    for await (const event of stream) events.push(event);
+    const events = await readEvents(stream);
     const partials = events.filter(
       (event) => event.type === "response.image_generation_call.partial_image",
     ) as Array<{ partial_image_index: number; partial_image_b64: string }>;

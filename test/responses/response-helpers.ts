@@ -2,7 +2,7 @@ import OpenAI from "openai";
 import { pollPauses } from "../support/poll-pauses.js";
 import { slow } from "../support/time-factor.js";
 import { waitUntil } from "../tasks/task-api.js";
-import type { Response } from "openai/resources/responses/responses";
+import type { Response, ResponseStreamEvent } from "openai/resources/responses/responses";
 import type { TestApp } from "../support/start-test-app.js";
 
 /** The official SDK against the service, with the given key (default the app's), no retries. */
@@ -56,4 +56,20 @@ export async function apiError(
 /** The Responses calls the fake channel got. */
 export function responseCalls(app: Pick<TestApp, "upstream">) {
   return app.upstream.requests.filter((request) => request.path.startsWith("/v1/responses"));
+}
+
+/** Events of an SDK stream until `stop` says so (then the stream is cut) or it ends. */
+export async function readEvents(
+  stream: AsyncIterable<ResponseStreamEvent> & { controller: AbortController },
+  stop: (event: ResponseStreamEvent) => boolean = () => false,
+): Promise<ResponseStreamEvent[]> {
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of stream) {
+    events.push(event);
+    if (stop(event)) {
+      stream.controller.abort();
+      break;
+    }
+  }
+  return events;
 }

@@ -226,6 +226,15 @@ export function createdMsOf(record: Pick<TaskRecord, "created" | "createdMs">): 
 }
 
 /**
+ * The images a task's request asks for: its `n` (an integer from 1 to 10, as its submission
+ * was read); 1 when it names none or one of any other shape.
+ */
+export function imagesAsked(request: Record<string, unknown>): number {
+  const { n } = request;
+  return typeof n === "number" && Number.isInteger(n) && n >= 1 ? Math.min(10, n) : 1;
+}
+
+/**
  * When the task's run started, in milliseconds: `startedMs`, else
  * `started_at` (whole seconds); undefined before a run started.
  */

@@ -19,8 +19,8 @@ export interface GenerationSource {
   channel: Channel;
   /** Finds the credential the call sent. */
   scrubber: KeyScrubber;
-  /** The request's `n`. */
-  requested: unknown;
+  /** The images the request asks for (`imagesAsked`). */
+  requested: number;
   /** The task's signal: downloads of image URLs stop with it. */
   signal: AbortSignal;
   /** Where image URLs are downloaded from: the runs' channel client's agents. */
@@ -83,8 +83,8 @@ export async function decodeGenerationBody(
   const { scrubber } = source;
   const data = (parsed as { data?: unknown } | null)?.data;
   if (!Array.isArray(data) || data.length === 0) throw invalidResponse("holds no images");
-  const requested = typeof source.requested === "number" ? source.requested : 1;
-  if (data.length > Math.max(1, requested)) {
+  const { requested } = source;
+  if (data.length > requested) {
     throw invalidResponse(`holds ${data.length} images where ${requested} were asked for`);
   }
   const usage = scrubDeep((parsed as { usage?: unknown }).usage, scrubber, 0);

@@ -8,6 +8,7 @@ import { readJsonDocument } from "../../channels/read-json-document.js";
 import { readToDocumentEnd } from "../../net/read-to-document-end.js";
 import { extensionOf } from "../../images/image-type.js";
 import type { GeneratedImage } from "../core/generated-image.js";
+import { imagesAsked } from "../core/task-record.js";
 import { B64Extractor } from "./b64-extractor.js";
 import { imageUsageOf } from "../core/image-usage.js";
 import { decodeGeneration, invalidResponse } from "./decode-generation.js";
@@ -48,8 +49,8 @@ export interface GenerateImagesInput {
    */
   stream?: Pick<StreamedRun, "partialImages" | "onPartial" | "onSkipped">;
   /**
-   * Hears an image of several that could not be had, the others kept: one of a JSON answer, or
-   * those a stream ended without.
+   * Hears of the first image of several that could not be had, the others kept: one of a JSON
+   * answer, a stream's completed image that was none, or those a stream ended without.
    */
   onSkipped?: (what: string) => void;
 }
@@ -82,10 +83,9 @@ export async function generateImages(
     throw upstreamFailure(answer.status, text, answer.scrubber);
   }
   if (input.stream && isEventStream(answer)) {
-    const n = typeof input.body.n === "number" ? input.body.n : 1;
     const result = await readStreamedAnswer(answer, {
       ...input.stream,
-      n,
+      n: imagesAsked(input.body),
       signal,
       ...(input.onSkipped ? { onDropped: input.onSkipped } : {}),
     });
@@ -97,7 +97,7 @@ export async function generateImages(
   return decodeGeneration(extractor.rest, {
     channel: answer.channel,
     scrubber: answer.scrubber,
-    requested: input.body.n,
+    requested: imagesAsked(input.body),
     signal,
     downloads: input.client.downloads,
     extracted: extractor.decoded,
@@ -214,8 +214,7 @@ export async function guarded<T>(signal: AbortSignal, step: () => Promise<T>): P
 
 /** The most a successful answer for this request may hold: `n` images and some room. */
 export function answerLimit(body: Record<string, unknown>, maxImageBytes: number): number {
-  const n = typeof body.n === "number" && Number.isInteger(body.n) ? Math.min(10, body.n) : 1;
-  return Math.max(1, n) * (base64Length(maxImageBytes) + ANSWER_OVERHEAD_BYTES);
+  return imagesAsked(body) * (base64Length(maxImageBytes) + ANSWER_OVERHEAD_BYTES);
 }
 
 /** The start of an error body, enough for its message. */

@@ -7,7 +7,7 @@ import { ChannelError } from "../../channels/channel-error.js";
 import { base64Length } from "../../images/base64-length.js";
 import type { Metrics } from "../../metrics/create-metrics.js";
 import { TaskFailure } from "../core/task-failure.js";
-import type { TaskRecord } from "../core/task-record.js";
+import { imagesAsked, type TaskRecord } from "../core/task-record.js";
 import { invalidResponse, type GenerationSource } from "./decode-generation.js";
 import { SKIPPED_IN_ANSWER, warnSkippedOnce } from "./warn-skipped-once.js";
 import {
@@ -307,7 +307,7 @@ async function readJobAnswer(
     source: {
       channel: answer.channel,
       scrubber: answer.scrubber,
-      requested: task.request.n,
+      requested: imagesAsked(task.request),
       signal,
       downloads,
       extracted: extractor.decoded,

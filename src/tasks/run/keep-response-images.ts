@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { isPermanentImageStoreFailure } from "../../images/image-store-error.js";
 import { partialKey, resultKey } from "../../images/image-keys.js";
-import { sniffImageType } from "../../images/image-type.js";
+import { decodeBase64Image, type DecodedImage } from "../../images/decode-base64-image.js";
 import type { ImageRef } from "../core/response-state.js";
 import type { StoreAvailability } from "../core/store-availability.js";
 import { TaskFailure } from "../core/task-failure.js";
@@ -119,12 +119,12 @@ export class ResponseImages {
     return true;
   }
 
-  /** The bytes of base64 `value`, checked; else why they are not an image to keep. */
-  private decode(value: string): { bytes: Buffer; mime: string } | string {
-    const bytes = Buffer.from(value, "base64");
-    if (bytes.byteLength > this.maxImageBytes) return `larger than ${this.maxImageBytes} bytes`;
-    const type = sniffImageType(bytes);
-    return type ? { bytes, mime: type.mimeType } : "not a PNG, JPEG or WebP";
+  /** The image base64 `value` holds, checked; else why it is not one to keep. */
+  private decode(value: string): DecodedImage | string {
+    const image = decodeBase64Image(value, this.maxImageBytes);
+    if (image === "too_large") return `larger than ${this.maxImageBytes} bytes`;
+    if (image === "not_an_image") return "not a PNG, JPEG or WebP";
+    return image;
   }
 
   private async keepPartial(image: { bytes: Buffer; mime: string }) {

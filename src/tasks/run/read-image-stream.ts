@@ -1,4 +1,4 @@
-import { sniffImageType } from "../../images/image-type.js";
+import { decodeBase64Image } from "../../images/decode-base64-image.js";
 import { EventTooLargeError, parseEventStream } from "../../net/parse-event-stream.js";
 import { TaskFailure } from "../core/task-failure.js";
 import { base64Length } from "../../images/base64-length.js";
@@ -149,10 +149,8 @@ export async function readImageStream(
  */
 export function imageOf(b64: unknown, maxImageBytes: number): StreamedImage | undefined {
   if (typeof b64 !== "string" || b64.length === 0) return undefined;
-  if (b64.length > base64Length(maxImageBytes) + 4) return undefined;
-  const bytes = Buffer.from(b64, "base64");
-  const type = sniffImageType(bytes);
-  return type ? { bytes, mime: type.mimeType } : undefined;
+  const image = decodeBase64Image(b64, maxImageBytes);
+  return typeof image === "string" ? undefined : image;
 }
 
 /** A `.completed` event's image, checked; else the failure that says why it is none. */
@@ -164,14 +162,11 @@ function completedImage(
   if (typeof b64 !== "string" || b64.length === 0) {
     return invalid("has an image event without b64_json");
   }
-  if (b64.length > base64Length(options.maxImageBytes) + 4) {
+  const image = decodeBase64Image(b64, options.maxImageBytes);
+  if (image === "too_large")
     return invalid(`has an image larger than ${options.maxImageBytes} bytes`);
-  }
-  const bytes = Buffer.from(b64, "base64");
-  const type = sniffImageType(bytes);
-  return type
-    ? { bytes, mime: type.mimeType }
-    : invalid("has an image that is not PNG, JPEG or WebP");
+  if (image === "not_an_image") return invalid("has an image that is not PNG, JPEG or WebP");
+  return image;
 }
 
 /** An error's code (the channel's own, scrubbed, or the client's), for a log line. */

@@ -17,7 +17,10 @@ export interface StreamedRun {
   onPartial(index: number, image: StreamedImage): Promise<void>;
   /** Called with what the stream held that was skipped (see {@link readImageStream}). */
   onSkipped?(what: string): void;
-  /** Called when the stream ended before its `n`-th image, the images before kept. */
+  /**
+   * Called once the result stands with the first image of it lost (a completed image that was
+   * none, the stream's end before its `n`-th image), the others kept.
+   */
   onDropped?(what: string): void;
 }
 

@@ -9,6 +9,7 @@ import { busRecord, type TaskEvents, type TaskStage } from "../core/task-events.
 import type { TaskImages } from "../images/task-images.js";
 import { TaskFailure } from "../core/task-failure.js";
 import {
+  imagesAsked,
   retentionSecOf,
   startedMsOf,
   type TaskError,
@@ -193,8 +194,7 @@ function finished(
 /** Images asked for (`n`) that a completed image task does not hold; 0 for anything else. */
 function imagesMissing(record: TaskRecord): number {
   if (record.status !== "completed" || record.kind === "response") return 0;
-  const asked = typeof record.request.n === "number" ? record.request.n : 1;
-  return Math.max(0, asked - (record.images?.length ?? 0));
+  return Math.max(0, imagesAsked(record.request) - (record.images?.length ?? 0));
 }
 
 /**
