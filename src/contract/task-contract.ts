@@ -12,6 +12,12 @@ export const TASK_STATUSES = ["queued", "in_progress", "completed", "failed"] as
 /** `queued -> in_progress -> completed | failed`, and `queued -> failed`. */
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
+/** The orders a task list can run in, by creation: `desc` (newest first, the default) or `asc`. */
+export const LIST_ORDERS = ["desc", "asc"] as const;
+
+/** One of {@link LIST_ORDERS}. */
+export type ListOrder = (typeof LIST_ORDERS)[number];
+
 /** Whether a task has ended and will not change again. */
 export function isFinished(status: TaskStatus): boolean {
   return status === "completed" || status === "failed";

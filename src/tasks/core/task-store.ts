@@ -1,3 +1,4 @@
+import type { ListOrder } from "../../contract/task-contract.js";
 import type { TaskRecord, TaskStatus } from "./task-record.js";
 
 /** An idempotency key, scoped to the owner, and a fingerprint of the body. */
@@ -45,17 +46,19 @@ export interface TransitionOptions {
 export interface OwnedQuery {
   /** Tasks in the page, at most. */
   limit: number;
-  /** The page starts after this task (the list runs newest first). */
+  /** The page starts after this task, in the list's order. */
   after?: string;
   /** Only tasks in this status. */
   status?: TaskStatus;
+  /** By creation: `desc` (newest first, the default) or `asc` (oldest first). */
+  order?: ListOrder;
   /** Unix seconds now: finished tasks that expired by then are left out. */
   nowSec: number;
 }
 
 /** The answer of {@link TaskStore.listOwned}. */
 export interface OwnedPage {
-  /** Newest first. */
+  /** In the query's order (newest first unless `asc`). */
   records: TaskRecord[];
   /** Whether more tasks follow the page. */
   hasMore: boolean;
@@ -111,8 +114,8 @@ export interface TaskStore {
   /** Tasks not finished (queued or in progress), oldest first: what must have a place in the queue. */
   listUnfinished(): Promise<TaskRecord[]>;
   /**
-   * A page of an owner's tasks, newest first, from the owner's index (ordered
-   * by creation): costs the page, not a walk over the owner's tasks or all
+   * A page of an owner's tasks, newest first (oldest first with `order: "asc"`),
+   * from the owner's index (ordered by creation): costs the page, not a walk over the owner's tasks or all
    * tasks. `undefined` when `after` is not one of the owner's tasks.
    */
   listOwned(owner: string, query: OwnedQuery): Promise<OwnedPage | undefined>;

@@ -58,7 +58,7 @@ export class TaskAnswers {
     await this.answerSubmission(r, await readEdit(r.req, this.deps.limits));
   }
 
-  /** `GET /v1/images/tasks`: a page of the caller's tasks, newest first. */
+  /** `GET /v1/images/tasks`: a page of the caller's tasks, newest first unless `order=asc`. */
   async list(r: TaskRequest): Promise<void> {
     const page = await this.deps.service.list(r.principal, parseListQuery(r.query));
     const baseUrl = r.baseUrlOf();

@@ -1,7 +1,9 @@
 import {
+  LIST_ORDERS,
   MAX_WAIT_SEC,
   TASK_STATUSES,
   isAnyTaskId,
+  type ListOrder,
   type TaskStatus,
 } from "../../contract/task-contract.js";
 import { ServiceError } from "../../errors/service-error.js";
@@ -26,8 +28,9 @@ function invalid(name: string, message: string): ServiceError {
 }
 
 /**
- * `GET /v1/images/tasks?limit=&after=&status=`: `limit` 1 to 100 (default
- * 20), `after` a task id, `status` one of the four. Other parameters are
+ * `GET /v1/images/tasks?limit=&after=&status=&order=`: `limit` 1 to 100
+ * (default 20), `after` a task id, `status` one of the four, `order` `desc`
+ * (default) or `asc`, as OpenAI's list routes take it. Other parameters are
  * ignored, as OpenAI's list routes do.
  *
  * @throws ServiceError `invalid_value` naming the parameter
@@ -47,10 +50,15 @@ export function parseListQuery(query: Record<string, unknown>): ListQuery {
   if (status !== undefined && !STATUSES.includes(status as TaskStatus)) {
     throw invalid("status", `must be one of ${STATUSES.join(", ")}.`);
   }
+  const order = single(query, "order");
+  if (order !== undefined && !LIST_ORDERS.includes(order as ListOrder)) {
+    throw invalid("order", `must be one of ${LIST_ORDERS.join(", ")}.`);
+  }
   return {
     limit,
     ...(after === undefined ? {} : { after }),
     ...(status === undefined ? {} : { status: status as TaskStatus }),
+    ...(order === "asc" ? { order } : {}),
   };
 }
 

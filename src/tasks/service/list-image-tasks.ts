@@ -4,7 +4,7 @@ import type { OwnedPage, OwnedQuery, TaskStore } from "../core/task-store.js";
 const MAX_READS = 8;
 
 /**
- * A page of an owner's image tasks, newest first: the store's pages, with
+ * A page of an owner's image tasks, in the query's order: the store's pages, with
  * the owner's background responses (tasks of another kind, in the same
  * index) left out, read on until the page is full. `undefined` when `after`
  * is not one of the owner's tasks.

@@ -1,4 +1,5 @@
 import type { Span } from "../../tracing/tracer.js";
+import type { ListOrder } from "../../contract/task-contract.js";
 import type { TaskInput, TaskStatus } from "../core/task-record.js";
 import type { SubmitTaskRequest } from "./task-schemas.js";
 
@@ -43,4 +44,6 @@ export interface ListQuery {
   limit: number;
   after?: string;
   status?: TaskStatus;
+  /** By creation; default `desc` (newest first). */
+  order?: ListOrder;
 }

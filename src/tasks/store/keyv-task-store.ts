@@ -229,24 +229,28 @@ async function listUnfinished(keyv: Keyv): Promise<TaskRecord[]> {
     .sort((a, b) => a.created - b.created);
 }
 
-/** `listOwned`'s body: a page walked back from `after` (or the newest) in the owner's index. */
+/**
+ * `listOwned`'s body: a page walked from `after` (or the newest, or the
+ * oldest with `asc`) along the owner's index, which runs oldest first.
+ */
 async function listOwned(
   keyv: Keyv,
   owner: string,
-  { limit, after, status, nowSec }: OwnedQuery,
+  { limit, after, status, nowSec, order }: OwnedQuery,
 ): Promise<OwnedPage | undefined> {
   const owned = await readOwner(keyv, owner);
-  let end = owned.length;
+  const step = order === "asc" ? 1 : -1;
+  let at = step === 1 ? 0 : owned.length - 1;
   if (after !== undefined) {
-    end = owned.findIndex(([id]) => id === after);
-    if (end === -1) return undefined;
+    const from = owned.findIndex(([id]) => id === after);
+    if (from === -1) return undefined;
+    at = from + step;
   }
   const records: TaskRecord[] = [];
-  // Newest first; the index's status spares reading records of other statuses.
-  let at = end - 1;
-  while (at >= 0 && records.length <= limit) {
+  // The index's status spares reading records of other statuses.
+  while (at >= 0 && at < owned.length && records.length <= limit) {
     const batch: string[] = [];
-    for (; at >= 0 && batch.length < limit + 1 - records.length; at -= 1) {
+    for (; at >= 0 && at < owned.length && batch.length < limit + 1 - records.length; at += step) {
       const [id, , indexed] = owned[at]!;
       if (status === undefined || indexed === undefined || indexed === status) batch.push(id);
     }

@@ -13,7 +13,7 @@ export interface RedisListState {
 }
 
 /**
- * A page of an owner's tasks, newest first, from the owner's index (or its
+ * A page of an owner's tasks, newest first (oldest first with `asc`), from the owner's index (or its
  * index of one status): the LIST script finds where the page starts, so the
  * page costs its own entries, not a walk over the owner's tasks. Records that
  * expired before the sweep took them out of the index are skipped.
@@ -22,17 +22,17 @@ export interface RedisListState {
 export async function listOwnedTasks(
   s: RedisListState,
   owner: string,
-  { limit, after, status, nowSec }: OwnedQuery,
+  { limit, after, status, nowSec, order }: OwnedQuery,
 ): Promise<OwnedPage | undefined> {
   const index = status ? s.keys.owned(status, owner) : s.keys.owner(owner);
   const records: TaskRecord[] = [];
-  let from: { after?: string; max?: string } = { after };
+  let from: { after?: string; bound?: string } = { after };
   while (records.length <= limit) {
     const want = limit + 1 - records.length;
     const page = (await LIST.run(
       s.client,
       [s.keys.owner(owner), index],
-      [from.after ?? "", from.max ?? "", want],
+      [from.after ?? "", from.bound ?? "", want, order ?? "desc"],
     )) as string[] | null;
     if (page === null) return undefined;
     const ids = page.filter((_, at) => at % 2 === 0);
@@ -43,7 +43,7 @@ export async function listOwnedTasks(
       records.push(record);
     }
     if (ids.length < want) break;
-    from = { max: `(${page[page.length - 1]}` };
+    from = { bound: `(${page[page.length - 1]}` };
   }
   return { records: records.slice(0, limit), hasMore: records.length > limit };
 }

@@ -95,18 +95,25 @@ return deleted
 
 /**
  * KEYS: owner index, the index to page (the owner's, or one of its status).
- * ARGV: the task the page follows or "", else the highest sequence (exclusive) or "", count.
- * The page's ids and sequences, newest first; nil when that task is not the owner's.
+ * ARGV: the task the page follows or "", else the sequence it follows (an exclusive bound such
+ * as `(12`) or "", count, "asc" for oldest first (else newest first).
+ * The page's ids and sequences in that order; nil when that task is not the owner's.
  */
 export const LIST = redisScript(`
-local max = ARGV[2]
+local asc = ARGV[4] == 'asc'
+local bound = ARGV[2]
 if ARGV[1] ~= '' then
   local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
   if not seq then return false end
-  max = '(' .. seq
+  bound = '(' .. seq
 end
-if max == '' then max = '+inf' end
-return redis.call('ZREVRANGEBYSCORE', KEYS[2], max, '-inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
+local count = tonumber(ARGV[3])
+if asc then
+  if bound == '' then bound = '-inf' end
+  return redis.call('ZRANGEBYSCORE', KEYS[2], bound, '+inf', 'WITHSCORES', 'LIMIT', 0, count)
+end
+if bound == '' then bound = '+inf' end
+return redis.call('ZREVRANGEBYSCORE', KEYS[2], bound, '-inf', 'WITHSCORES', 'LIMIT', 0, count)
 `);
 
 /**

@@ -46,6 +46,14 @@ export function prepareTaskStatements(db: Database): TaskStatements {
       `SELECT record FROM tasks WHERE owner = @owner AND status = @status AND seq < @before
        AND ${LIVE} AND ${LISTED} ORDER BY seq DESC LIMIT @limit`,
     ),
+    ownedAsc: statement(
+      `SELECT record FROM tasks WHERE owner = @owner AND seq > @after AND ${LIVE} AND ${LISTED}
+       ORDER BY seq LIMIT @limit`,
+    ),
+    ownedByStatusAsc: statement(
+      `SELECT record FROM tasks WHERE owner = @owner AND status = @status AND seq > @after
+       AND ${LIVE} AND ${LISTED} ORDER BY seq LIMIT @limit`,
+    ),
     // tasks_expiring
     expiredTasks: statement(
       "SELECT seq, owner, record FROM tasks WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?",
@@ -104,6 +112,8 @@ type StatementName =
   | "ownedSeq"
   | "owned"
   | "ownedByStatus"
+  | "ownedAsc"
+  | "ownedByStatusAsc"
   | "expiredTasks"
   | "ownerTasks"
   | "addOwnerTasks"

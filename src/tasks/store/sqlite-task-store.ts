@@ -199,23 +199,27 @@ function metaStep(q: TaskStatements) {
   };
 }
 
-/** A page of an owner's tasks, newest first, read from the owner's index in one query. */
+/** A page of an owner's tasks, newest first (or oldest), read from the owner's index in one query. */
 function listOwned(
   q: TaskStatements,
   owner: string,
-  { limit, after, status, nowSec }: OwnedQuery,
+  { limit, after, status, nowSec, order }: OwnedQuery,
   nowMs: number,
 ): OwnedPage | undefined {
-  let before = Number.MAX_SAFE_INTEGER;
+  let from: number | undefined;
   if (after !== undefined) {
-    const seq = q.ownedSeq.get(after, owner) as number | undefined;
-    if (seq === undefined) return undefined;
-    before = seq;
+    from = q.ownedSeq.get(after, owner) as number | undefined;
+    if (from === undefined) return undefined;
   }
-  const params = { owner, before, nowSec, nowMs, limit: limit + 1 };
-  const rows = (
-    status === undefined ? q.owned.all(params) : q.ownedByStatus.all({ ...params, status })
-  ) as TaskRow[];
+  const params = { owner, nowSec, nowMs, limit: limit + 1, ...(status ? { status } : {}) };
+  let rows: TaskRow[];
+  if (order === "asc") {
+    const asc = status === undefined ? q.ownedAsc : q.ownedByStatusAsc;
+    rows = asc.all({ ...params, after: from ?? 0 }) as TaskRow[];
+  } else {
+    const desc = status === undefined ? q.owned : q.ownedByStatus;
+    rows = desc.all({ ...params, before: from ?? Number.MAX_SAFE_INTEGER }) as TaskRow[];
+  }
   const records = rows.slice(0, limit).map((row) => JSON.parse(row.record) as TaskRecord);
   return { records, hasMore: rows.length > limit };
 }

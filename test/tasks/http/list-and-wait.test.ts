@@ -120,6 +120,16 @@ describe.each(STORES)("the task list and waiting on $name", ({ options }) => {
     const otherKeysTask = await list(app, `?after=${theirs[0]}`);
     expectError(otherKeysTask, 400, "invalid_value", "after");
 
+    // order=asc pages oldest first, first_id and last_id in that order; desc is the default.
+    const oldest = [...newest].reverse();
+    const up = await list(app, "?limit=3&order=asc");
+    expect(up.list.data.map((task) => task.id)).toEqual(oldest.slice(0, 3));
+    expect(up.list).toMatchObject({ first_id: oldest[0], last_id: oldest[2], has_more: true });
+    const upNext = await list(app, `?limit=3&order=asc&after=${up.list.last_id}`);
+    expect(upNext.list.data.map((task) => task.id)).toEqual(oldest.slice(3));
+    expect(upNext.list.has_more).toBe(false);
+    expect((await list(app, "?order=desc")).list.data.map((task) => task.id)).toEqual(newest);
+
     // Items are the task as GET shows it, without b64_json (a signed thumbnail link instead); a
     // url item stays.
     const items = (await list(app)).list.data;
@@ -227,6 +237,9 @@ describe("list and wait: bad input, limits, shutdown (memory)", () => {
       ["?after=nope", "after"],
       ["?after=task_AAAAAAAAAAAAAAAAAAAAAA", "after"],
       ["?status=done", "status"],
+      ["?order=oldest", "order"],
+      ["?order=ASC", "order"],
+      ["?order=asc&order=desc", "order"],
     ] as const) {
       expectError(await list(app, query), 400, "invalid_value", param);
     }
@@ -238,7 +251,8 @@ describe("list and wait: bad input, limits, shutdown (memory)", () => {
         "wait",
       );
     }
-    expect((await list(app, "?limit=100&order=asc")).status).toBe(200);
+    // A parameter the list does not know is ignored, as OpenAI's list routes do.
+    expect((await list(app, "?limit=100&include=everything")).status).toBe(200);
     expectError(await list(app, "", "sk-nope"), 401, "invalid_api_key");
   });
 

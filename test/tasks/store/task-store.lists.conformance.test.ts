@@ -106,6 +106,43 @@ describe.each(storeBackends())(
       expect(await byStatus("queued")).toContain(mine[3]!.id);
     });
 
+    it("pages an owner's tasks oldest first with order asc, by status, after a task", async () => {
+      const store = await open();
+      const mine = Array.from({ length: 5 }, (_, i) => record({ created: 1000 + i }));
+      const theirs = record({ owner: "key:owner-c", created: 1002 });
+      for (const task of [...mine.slice(0, 2), theirs, ...mine.slice(2)]) await store.create(task);
+      const owner = mine[0]!.owner;
+      const nowSec = 1;
+      const asc = async (query: { limit: number; after?: string; status?: "failed" }) => {
+        const page = await store.listOwned(owner, { ...query, nowSec, order: "asc" });
+        return page && { ids: page.records.map((task) => task.id), hasMore: page.hasMore };
+      };
+      const idsOf = (tasks: TaskRecord[]) => tasks.map((task) => task.id);
+
+      expect(await asc({ limit: 2 })).toEqual({ ids: idsOf(mine.slice(0, 2)), hasMore: true });
+      expect(await asc({ limit: 2, after: mine[1]!.id })).toEqual({
+        ids: idsOf(mine.slice(2, 4)),
+        hasMore: true,
+      });
+      expect(await asc({ limit: 2, after: mine[3]!.id })).toEqual({
+        ids: [mine[4]!.id],
+        hasMore: false,
+      });
+      expect(await asc({ limit: 2, after: mine[4]!.id })).toEqual({ ids: [], hasMore: false });
+      expect(await asc({ limit: 2, after: theirs.id })).toBeUndefined();
+
+      await store.transition(mine[3]!.id, "queued", { status: "failed" });
+      await store.transition(mine[1]!.id, "queued", { status: "failed" });
+      expect(await asc({ limit: 5, status: "failed" })).toEqual({
+        ids: [mine[1]!.id, mine[3]!.id],
+        hasMore: false,
+      });
+      expect(await asc({ limit: 5, status: "failed", after: mine[2]!.id })).toEqual({
+        ids: [mine[3]!.id],
+        hasMore: false,
+      });
+    });
+
     it("leaves finished tasks past their expires_at out of the list", async () => {
       const store = await open();
       const [old, fresh, running] = [record(), record(), record()];
@@ -118,6 +155,10 @@ describe.each(storeBackends())(
       const all = await store.listOwned(old.owner, { limit: 5, nowSec: 200 });
       expect(all?.records.map((task) => task.id)).toEqual([running.id, fresh.id]);
       expect(all?.hasMore).toBe(false);
+      // Oldest first, the expired task is passed over and the page read on past it.
+      const oldest = await store.listOwned(old.owner, { limit: 1, nowSec: 200, order: "asc" });
+      expect(oldest?.records.map((task) => task.id)).toEqual([fresh.id]);
+      expect(oldest?.hasMore).toBe(true);
     });
   },
 );
