@@ -89,6 +89,10 @@ describe("a background response whose image call's result is not an image", () =
         event.type === "response.output_item.done" && event.item.type === "image_generation_call",
     );
     expect(itemDone).toMatchObject({ item: failedCall });
+    // Not first announced as completed: OpenAI's stream has no failed event to send instead.
+    const types = events.map((event) => event.type);
+    expect(types).toContain("response.image_generation_call.generating");
+    expect(types).not.toContain("response.image_generation_call.completed");
     const last = events.at(-1)!;
     expect(last.type).toBe("response.completed");
     const final = (last as Extract<ResponseStreamEvent, { type: "response.completed" }>).response;
@@ -99,5 +103,24 @@ describe("a background response whose image call's result is not an image", () =
     });
     // Warned of once, though the channel sent the result twice (its item, the final response).
     expect(warnings()).toHaveLength(1);
+  });
+
+  it("streams an image call whose result is kept as completed, just before its item", async () => {
+    const { app, warnings } = await appWithImage(testPng(16));
+    const stream = await sdk(app).responses.create({
+      model: "gpt-4o-mini",
+      input: "draw and say, streamed",
+      background: true,
+      stream: true,
+      tools: [{ type: "image_generation" }],
+    });
+    const types = (await readEvents(stream)).map((event) => event.type);
+    const completed = types.indexOf("response.image_generation_call.completed");
+    expect(completed, types.join(", ")).toBeGreaterThan(
+      types.indexOf("response.image_generation_call.generating"),
+    );
+    expect(types[completed + 1]).toBe("response.output_item.done");
+    expect(types.at(-1)).toBe("response.completed");
+    expect(warnings()).toEqual([]);
   });
 });

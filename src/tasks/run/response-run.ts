@@ -20,6 +20,13 @@ const FINAL_STATUS: Readonly<Record<string, ResponseStatus>> = {
 const CHANNEL_OWN_EVENTS = new Set(["response.created", "response.in_progress", "response.queued"]);
 
 /**
+ * Says an image call made its image, one event before the item that holds it: held until that
+ * item shows whether its result was one, so that a call shown `failed` is not first announced
+ * as completed (OpenAI's stream has no failed event for an image call to send instead).
+ */
+const IMAGE_CALL_COMPLETED = "response.image_generation_call.completed";
+
+/**
  * A final response's `output`, when it has one, is a list of items (objects): clients walk it
  * (the SDKs' `output_text`), so anything else is no answer of OpenAI's shape.
  * @throws TaskFailure `invalid_response`
@@ -51,6 +58,8 @@ export class ResponseRun {
   /** Events logged so far for this response (all runs): the next event's sequence number. */
   events = 0;
   private logFailed = false;
+  /** An {@link IMAGE_CALL_COMPLETED} event waiting for its item. */
+  private heldCompleted: Json | undefined;
 
   constructor(
     private readonly log: ResponseEventLog,
@@ -81,6 +90,12 @@ export class ResponseRun {
       this.noteUpstream(event.response);
       return;
     }
+    if (type === IMAGE_CALL_COMPLETED) {
+      await this.releaseHeld();
+      delete event.sequence_number;
+      this.heldCompleted = event;
+      return;
+    }
     for (const field of imageFields(event)) {
       // A partial image that could not be kept: its event is left out.
       if (!(await this.images.keep(field))) return;
@@ -105,7 +120,21 @@ export class ResponseRun {
       };
     }
     delete event.sequence_number;
+    await this.releaseHeld(type === "response.output_item.done" ? event.item : undefined);
     await this.append(type, event, status !== undefined);
+  }
+
+  /**
+   * Logs the held {@link IMAGE_CALL_COMPLETED} event before the next one, unless that is its
+   * item's `output_item.done` showing the call failed (its result was no image).
+   */
+  private async releaseHeld(doneItem?: unknown): Promise<void> {
+    const held = this.heldCompleted;
+    if (!held) return;
+    this.heldCompleted = undefined;
+    const failed =
+      isObject(doneItem) && doneItem.id === held.item_id && doneItem.status === "failed";
+    if (!failed) await this.append(IMAGE_CALL_COMPLETED, held);
   }
 
   /** A channel that answered with the finished Response object instead of a stream. */
@@ -116,6 +145,7 @@ export class ResponseRun {
     const status =
       object.status === "incomplete" || object.status === "failed" ? object.status : "completed";
     this.final = ownObject(this.record, object, status);
+    await this.releaseHeld();
     const type = `response.${status}`;
     await this.append(type, { type, response: this.final }, true);
   }
