@@ -125,7 +125,8 @@ function finishCounters(registry: Registry) {
     }),
     taskImagesMissing: new Counter({
       name: `${p}task_images_missing_total`,
-      help: "Images asked for (n) that completed image tasks do not hold: the channel made fewer, or one could not be had (not an image, too large, a download that failed for good, the stream's end: see the run's warning 'skipped an image of the channel's answer').",
+      help: "Images asked for (n) that completed image tasks do not hold, by the channel that answered: the channel made fewer, or one could not be had (not an image, too large, a download that failed for good, the stream's end: see the run's warning 'skipped an image of the channel's answer').",
+      labelNames: ["channel"] as const,
       registers: [registry],
     }),
     taskTimeouts: new Counter({

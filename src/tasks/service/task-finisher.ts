@@ -176,7 +176,8 @@ function finished(
   });
   if (record.error?.code === "timeout") metrics.taskTimeouts.inc();
   const missing = imagesMissing(record);
-  if (missing > 0) metrics.taskImagesMissing.inc(missing);
+  // The channel's name is from the config (bounded); "other" when the run did not say.
+  if (missing > 0) metrics.taskImagesMissing.inc({ channel: end.channel ?? "other" }, missing);
   const startedMs = startedMsOf(record);
   if (startedMs !== undefined) {
     metrics.taskRunDuration.observe({ status: record.status }, (s.now() - startedMs) / 1000);
