@@ -92,15 +92,23 @@ export function chaosBody(rng: Rng, kind: "error" | "job" | "event"): unknown {
   return pick(rng, ODD_VALUES);
 }
 
-/** An image generation's answer: `valid` when it holds one image that is one. */
+/** An image generation's answer: `valid` when it holds an image that is one, and no more than asked. */
 export interface ImageResult {
   what: string;
   body: unknown;
   valid: boolean;
+  /** Sent whole, the task completes with it (its good image kept, any other dropped). */
+  completes: boolean;
 }
 
-/** What a generation's answer holds: an image as b64 or url, or nothing that is one. */
-export function imageResult(rng: Rng, imageBase: string): ImageResult {
+const TEXT_B64 = Buffer.from("hello, not an image").toString("base64");
+
+/**
+ * What a generation's answer holds: an image as b64 or url, or nothing that is one. A task that
+ * asked for two (`asked`) completes with one good image of two; one that asked for one fails an
+ * answer of two.
+ */
+export function imageResult(rng: Rng, imageBase: string, asked = 1): ImageResult {
   const created = Math.floor(Date.now() / 1000);
   const usage = { input_tokens: 3, output_tokens: 5, total_tokens: 8 };
   const roll = rng();
@@ -109,6 +117,7 @@ export function imageResult(rng: Rng, imageBase: string): ImageResult {
       what: "b64 image",
       body: { created, data: [{ b64_json: TINY_PNG_B64 }], usage },
       valid: true,
+      completes: true,
     };
   }
   if (roll < 0.5) {
@@ -116,6 +125,7 @@ export function imageResult(rng: Rng, imageBase: string): ImageResult {
       what: "image url",
       body: { created, data: [{ url: `${imageBase}/0.png` }] },
       valid: true,
+      completes: false,
     };
   }
   const [what, data] = pick<[string, unknown]>(rng, [
@@ -128,8 +138,10 @@ export function imageResult(rng: Rng, imageBase: string): ImageResult {
     ["b64 a number", [{ b64_json: 42 }]],
     ["b64 not base64", [{ b64_json: "%%%%%%" }]],
     ["b64 empty", [{ b64_json: "" }]],
-    ["b64 of text", [{ b64_json: Buffer.from("hello, not an image").toString("base64") }]],
-    ["two images for one", [{ b64_json: TINY_PNG_B64 }, { b64_json: TINY_PNG_B64 }]],
+    ["b64 of text", [{ b64_json: TEXT_B64 }]],
+    ["two images", [{ b64_json: TINY_PNG_B64 }, { b64_json: TINY_PNG_B64 }]],
+    ["an image, then text", [{ b64_json: TINY_PNG_B64 }, { b64_json: TEXT_B64 }]],
+    ["not base64, then an image", [{ b64_json: "%%%" }, { b64_json: TINY_PNG_B64 }]],
     ["url to metadata", [{ url: "http://169.254.169.254/latest/meta-data/" }]],
     ["url not a url", [{ url: "http://[::1" }]],
     ["url javascript", [{ url: "javascript:alert(1)" }]],
@@ -140,7 +152,10 @@ export function imageResult(rng: Rng, imageBase: string): ImageResult {
     what === "usage garbage"
       ? { usage: pick(rng, ["lots", { total_tokens: -1 }, nested(), [1, 2]]) }
       : {};
-  // "usage garbage" still holds one good image: the task may complete with it.
-  const valid = what === "usage garbage";
-  return { what, body: data === undefined ? { created } : { created, data, ...extra }, valid };
+  // "usage garbage" still holds one good image: the task may complete with it. Two images, one
+  // of them good, are an answer to a task that asked for two.
+  const ofTwo = Array.isArray(data) && data.length === 2;
+  const valid = what === "usage garbage" || (ofTwo && asked >= 2);
+  const body = data === undefined ? { created } : { created, data, ...extra };
+  return { what, body, valid, completes: ofTwo && asked >= 2 };
 }

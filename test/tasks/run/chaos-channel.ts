@@ -40,6 +40,8 @@ type Send = (status: number, body: unknown, headers?: Record<string, string>) =>
 export async function startChaosChannel(seed: number): Promise<ChaosChannel> {
   const answers: ChaosAnswer[] = [];
   const calls = new Map<string, number>();
+  // The images each task asked for (`n`), as its submission said: its job's polls say nothing.
+  const asked = new Map<number, number>();
   const sockets = new Set<Socket>();
   const nextRng = (task: number, route: string): Rng => {
     const key = `${task}:${route}`;
@@ -56,13 +58,16 @@ export async function startChaosChannel(seed: number): Promise<ChaosChannel> {
         const task = taskOf(path, raw);
         const route = routeOf(req.method ?? "GET", path);
         const rng = nextRng(task, route);
+        const n = /"n"\s*:\s*(\d+)|name="n"\r\n\r\n(\d+)/.exec(raw.toString("latin1"));
+        if (n) asked.set(task, Number(n[1] ?? n[2]));
         const record = (what: string, paid = false): ChaosAnswer => {
           const answer = { task, route, what, paid, whole: false };
           answers.push(answer);
           res.once("finish", () => (answer.whole = true));
           return answer;
         };
-        answer({ rng, raw, route, path, task, req, res, record, baseUrl });
+        const x = { rng, raw, route, path, task, asked: asked.get(task) ?? 1, req, res, baseUrl };
+        answer({ ...x, record });
       },
       () => res.destroy(),
     );
@@ -90,6 +95,8 @@ interface Exchange {
   route: string;
   path: string;
   task: number;
+  /** The images the task asked for. */
+  asked: number;
   req: IncomingMessage;
   res: ServerResponse;
   baseUrl: string;
@@ -195,10 +202,10 @@ function generation(x: Exchange, send: Send): void {
     return;
   }
   if (streamed && roll < 0.8) return streamedGeneration(x);
-  const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`);
+  const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`, x.asked);
   // A good image held open more often than other answers: the task completes with it.
-  if (result.what === "b64 image" && rng() < 0.4) x.held = true;
-  const held = x.held ? `, held open${result.what === "b64 image" ? " (completes)" : ""}` : "";
+  if (result.completes && rng() < 0.4) x.held = true;
+  const held = x.held ? `, held open${result.completes ? " (completes)" : ""}` : "";
   x.record(`200 ${result.what}${held}`, result.valid);
   send(200, result.body);
 }
@@ -225,7 +232,8 @@ function streamedGeneration(x: Exchange): void {
       events.push(event({ type: "image_generation.partial_image", b64_json: TINY_PNG_B64 }));
     } else if (kind === "completed") {
       valid = true;
-      completesFirst ||= !odd;
+      // Of two asked for, one then a stream held open without its [DONE] fails (`timeout`).
+      completesFirst ||= !odd && x.asked === 1;
       events.push(event({ type: "image_generation.completed", b64_json: TINY_PNG_B64 }));
     } else if (kind === "completed, not an image") {
       // Made and billed all the same: a generation paid for, never to be made again.
@@ -350,7 +358,7 @@ function poll(x: Exchange, dialect: Dialect, send: Send): void {
     send(200, chaosBody(rng, "job"));
     return;
   }
-  const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`);
+  const result = imageResult(rng, `${x.baseUrl}/img/${x.task}`, x.asked);
   x.record(`completed: ${result.what}`);
   if (dialect === "openai-background") {
     const item = rng() < 0.5 ? result.body : backgroundOutput(rng);
