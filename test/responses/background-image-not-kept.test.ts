@@ -123,4 +123,68 @@ describe("a background response whose image call's result is not an image", () =
     expect(types.at(-1)).toBe("response.completed");
     expect(warnings()).toEqual([]);
   });
+
+  it("holds each of three interleaved calls' completed event for its own item", async () => {
+    const { app } = await appWithImage();
+    const good = testPng(16).toString("base64");
+    const bad = NOT_AN_IMAGE.toString("base64");
+    const call = (id: string, status: string, result?: string) => ({
+      type: "image_generation_call",
+      id,
+      status,
+      ...(result === undefined ? {} : { result }),
+    });
+    const final = { id: "resp_up", object: "response", status: "completed" };
+    // A fails at its done, B's done never comes (its item is in the final response), C's fails there.
+    const sent = [
+      { type: "response.output_item.added", output_index: 0, item: call("ig_a", "in_progress") },
+      { type: "response.output_item.added", output_index: 1, item: call("ig_b", "in_progress") },
+      { type: "response.output_item.added", output_index: 2, item: call("ig_c", "in_progress") },
+      ...["ig_a", "ig_b", "ig_c"].map((id, output_index) => ({
+        type: "response.image_generation_call.completed",
+        output_index,
+        item_id: id,
+      })),
+      { type: "response.output_item.done", output_index: 0, item: call("ig_a", "completed", bad) },
+      {
+        type: "response.completed",
+        response: {
+          ...final,
+          output: [
+            call("ig_a", "completed", bad),
+            call("ig_b", "completed", good),
+            call("ig_c", "completed", bad),
+          ],
+        },
+      },
+    ];
+    app.upstream.behave("responses", {
+      kind: "custom",
+      respond: (_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        for (const event of sent) res.write(`data: ${JSON.stringify(event)}\n\n`);
+        res.end();
+      },
+    });
+    const stream = await sdk(app).responses.create({
+      model: "gpt-4o-mini",
+      input: "draw three",
+      background: true,
+      stream: true,
+      tools: [{ type: "image_generation" }],
+    });
+    const events = await readEvents(stream);
+    const told = events.flatMap((event) =>
+      event.type === "response.image_generation_call.completed" ? [event.item_id] : [],
+    );
+    expect(told).toEqual(["ig_b"]);
+    const types = events.map((event) => event.type);
+    expect(types.indexOf("response.image_generation_call.completed")).toBe(types.length - 2);
+    const last = events.at(-1) as Extract<ResponseStreamEvent, { type: "response.completed" }>;
+    expect(last.response.output.map((item) => (item as { status?: string }).status)).toEqual([
+      "failed",
+      "completed",
+      "failed",
+    ]);
+  });
 });

@@ -25,6 +25,8 @@ const CHANNEL_OWN_EVENTS = new Set(["response.created", "response.in_progress", 
  * as completed (OpenAI's stream has no failed event for an image call to send instead).
  */
 const IMAGE_CALL_COMPLETED = "response.image_generation_call.completed";
+/** Image calls whose completed event is held at once, at most: past that, one goes on as sent. */
+const MAX_HELD = 16;
 
 /**
  * A final response's `output`, when it has one, is a list of items (objects): clients walk it
@@ -58,8 +60,8 @@ export class ResponseRun {
   /** Events logged so far for this response (all runs): the next event's sequence number. */
   events = 0;
   private logFailed = false;
-  /** An {@link IMAGE_CALL_COMPLETED} event waiting for its item. */
-  private heldCompleted: Json | undefined;
+  /** {@link IMAGE_CALL_COMPLETED} events waiting for their items, by the item's id. */
+  private readonly heldCompleted = new Map<string, Json>();
 
   constructor(
     private readonly log: ResponseEventLog,
@@ -90,10 +92,13 @@ export class ResponseRun {
       this.noteUpstream(event.response);
       return;
     }
-    if (type === IMAGE_CALL_COMPLETED) {
-      await this.releaseHeld();
+    if (
+      type === IMAGE_CALL_COMPLETED &&
+      typeof event.item_id === "string" &&
+      this.heldCompleted.size < MAX_HELD
+    ) {
       delete event.sequence_number;
-      this.heldCompleted = event;
+      this.heldCompleted.set(event.item_id, event);
       return;
     }
     for (const field of imageFields(event)) {
@@ -120,21 +125,35 @@ export class ResponseRun {
       };
     }
     delete event.sequence_number;
-    await this.releaseHeld(type === "response.output_item.done" ? event.item : undefined);
+    if (type === "response.output_item.done") await this.releaseHeld(event.item);
+    if (status !== undefined) await this.releaseAllHeld(event.response);
     await this.append(type, event, status !== undefined);
   }
 
   /**
-   * Logs the held {@link IMAGE_CALL_COMPLETED} event before the next one, unless that is its
-   * item's `output_item.done` showing the call failed (its result was no image).
+   * Logs the held {@link IMAGE_CALL_COMPLETED} event of `item` right before the item's
+   * `output_item.done`, unless the item shows the call failed (its result was no image).
    */
-  private async releaseHeld(doneItem?: unknown): Promise<void> {
-    const held = this.heldCompleted;
+  private async releaseHeld(item: unknown): Promise<void> {
+    if (!isObject(item) || typeof item.id !== "string") return;
+    const held = this.heldCompleted.get(item.id);
     if (!held) return;
-    this.heldCompleted = undefined;
-    const failed =
-      isObject(doneItem) && doneItem.id === held.item_id && doneItem.status === "failed";
-    if (!failed) await this.append(IMAGE_CALL_COMPLETED, held);
+    this.heldCompleted.delete(item.id);
+    if (item.status !== "failed") await this.append(IMAGE_CALL_COMPLETED, held);
+  }
+
+  /**
+   * Before the final event: the held events whose `output_item.done` never came, each as its
+   * item in the final response shows it (left out when that shows the call failed).
+   */
+  private async releaseAllHeld(response: unknown): Promise<void> {
+    const output = isObject(response) && Array.isArray(response.output) ? response.output : [];
+    for (const [id, held] of this.heldCompleted) {
+      const item: unknown = output.find((entry) => isObject(entry) && entry.id === id);
+      if (!isObject(item) || item.status !== "failed")
+        await this.append(IMAGE_CALL_COMPLETED, held);
+    }
+    this.heldCompleted.clear();
   }
 
   /** A channel that answered with the finished Response object instead of a stream. */
@@ -145,7 +164,6 @@ export class ResponseRun {
     const status =
       object.status === "incomplete" || object.status === "failed" ? object.status : "completed";
     this.final = ownObject(this.record, object, status);
-    await this.releaseHeld();
     const type = `response.${status}`;
     await this.append(type, { type, response: this.final }, true);
   }
