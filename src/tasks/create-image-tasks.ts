@@ -178,7 +178,10 @@ function createParts(deps: ImageTasksDeps, signer: ImageUrlSigner): TaskParts {
   });
   const feed = createTaskFeed(events);
   const waiters = createTaskWaiters(feed);
-  const finisher = createTaskFinisher({ store, events, metrics, logger, limits, images, now });
+  const finisher = createTaskFinisher({
+    ...{ store, events, metrics, logger, limits, images, now },
+    channelNames: config.channels.map((channel) => channel.name),
+  });
   const runner = createTaskRunner({
     ...{ store, images, access, sealer, finisher },
     ...{ metrics, logger, limits, now, stores: health, tracer: deps.tracer },

@@ -135,7 +135,7 @@ describe("a background response whose image call's result is not an image", () =
       ...(result === undefined ? {} : { result }),
     });
     const final = { id: "resp_up", object: "response", status: "completed" };
-    // A fails at its done, B's done never comes (its item is in the final response), C's fails there.
+    // A fails at its done; B's and C's dones never come: the final response shows B kept, C failed.
     const sent = [
       { type: "response.output_item.added", output_index: 0, item: call("ig_a", "in_progress") },
       { type: "response.output_item.added", output_index: 1, item: call("ig_b", "in_progress") },

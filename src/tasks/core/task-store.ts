@@ -115,8 +115,9 @@ export interface TaskStore {
   listUnfinished(): Promise<TaskRecord[]>;
   /**
    * A page of an owner's tasks, newest first (oldest first with `order: "asc"`),
-   * from the owner's index (ordered by creation): costs the page, not a walk over the owner's tasks or all
-   * tasks. `undefined` when `after` is not one of the owner's tasks.
+   * from the owner's index (ordered by creation): costs the page, not a walk
+   * over the owner's tasks or all tasks. `undefined` when `after` is not one of
+   * the owner's tasks.
    */
   listOwned(owner: string, query: OwnedQuery): Promise<OwnedPage | undefined>;
   /**

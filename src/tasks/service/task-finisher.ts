@@ -40,6 +40,8 @@ export interface TaskFinisherDeps {
   /** Where an edit's input images are deleted once its task has finished. */
   images: Pick<TaskImages, "deleteInputs">;
   now: () => number;
+  /** The configured channels' names: their images-missing counts start at 0. Default none. */
+  channelNames?: readonly string[];
 }
 
 /**
@@ -116,6 +118,10 @@ type FinisherState = TaskFinisherDeps;
  */
 export function createTaskFinisher(deps: TaskFinisherDeps): TaskFinisher {
   const s: FinisherState = deps;
+  // Known from the start, so a dashboard shows 0 rather than no data.
+  for (const channel of deps.channelNames ?? []) {
+    deps.metrics.taskImagesMissing.inc({ channel }, 0);
+  }
   return {
     announce: (stage, record, partialIndex) => announce(s, stage, record, partialIndex),
     expiresAt: (atMs, task) => expiresAt(s, atMs, task),

@@ -13,10 +13,11 @@ export interface RedisListState {
 }
 
 /**
- * A page of an owner's tasks, newest first (oldest first with `asc`), from the owner's index (or its
- * index of one status): the LIST script finds where the page starts, so the
- * page costs its own entries, not a walk over the owner's tasks. Records that
- * expired before the sweep took them out of the index are skipped.
+ * A page of an owner's tasks, newest first (oldest first with `asc`), from
+ * the owner's index (or its index of one status): the LIST script finds where
+ * the page starts, so the page costs its own entries, not a walk over the
+ * owner's tasks. Records that expired before the sweep took them out of the
+ * index are skipped.
  * Undefined when `after` is not one of the owner's tasks.
  */
 export async function listOwnedTasks(

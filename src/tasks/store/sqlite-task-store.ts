@@ -199,7 +199,7 @@ function metaStep(q: TaskStatements) {
   };
 }
 
-/** A page of an owner's tasks, newest first (or oldest), read from the owner's index in one query. */
+/** A page of an owner's tasks, newest (or oldest) first, from the owner's index in one query. */
 function listOwned(
   q: TaskStatements,
   owner: string,

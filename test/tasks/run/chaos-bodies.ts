@@ -92,7 +92,7 @@ export function chaosBody(rng: Rng, kind: "error" | "job" | "event"): unknown {
   return pick(rng, ODD_VALUES);
 }
 
-/** An image generation's answer: `valid` when it holds an image that is one, and no more than asked. */
+/** A generation's answer: `valid` when it holds an image that is one, and no more than asked. */
 export interface ImageResult {
   what: string;
   body: unknown;
