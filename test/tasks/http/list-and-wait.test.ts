@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI from "openai";
+import { CursorPage } from "openai/pagination";
 import { describe, expect, it } from "vitest";
 import { encodePng } from "../../../src/demo/png-encoder.js";
 import type { FakeUpstream } from "../../support/fake-upstream.js";
@@ -284,5 +285,23 @@ describe("list and wait: bad input, limits, shutdown (memory)", () => {
     expect(waited.status).toBe("completed");
     const page = await client.get<TaskList>("/images/tasks", { query: { limit: 1 } });
     expect(page.data.map((item) => item.id)).toEqual([task.id]);
+  });
+
+  it("pages through the openai SDK's cursor pages, newest first or with order asc", async () => {
+    const app = await useApp();
+    const client = new OpenAI({ apiKey: app.key, baseURL: app.baseURL, maxRetries: 0 });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await submitOk(app, { prompt: `page ${i}` }));
+    // The SDK's own paging: `after` the last item while `has_more`, two tasks a request.
+    const all = async (query: Record<string, unknown>) => {
+      const seen: string[] = [];
+      const pages = client.getAPIList<TaskJson, CursorPage<TaskJson>>("/images/tasks", CursorPage, {
+        query,
+      });
+      for await (const task of pages) seen.push(task.id);
+      return seen;
+    };
+    expect(await all({ limit: 2 })).toEqual([...ids].reverse());
+    expect(await all({ limit: 2, order: "asc" })).toEqual(ids);
   });
 });
