@@ -48,6 +48,18 @@ async function appWithImage(image: Buffer = NOT_AN_IMAGE, maxImageBytes?: number
 
 const failedCall = { type: "image_generation_call", status: "failed", result: null };
 
+/** The events of a streamed background response with the image tool, as the SDK reads them. */
+async function streamedEvents(app: Parameters<typeof sdk>[0], input: string) {
+  const stream = await sdk(app).responses.create({
+    model: "gpt-4o-mini",
+    input,
+    background: true,
+    stream: true,
+    tools: [{ type: "image_generation" }],
+  });
+  return readEvents(stream);
+}
+
 describe("a background response whose image call's result is not an image", () => {
   it.each([
     ["not a PNG, JPEG or WebP", () => appWithImage()],
@@ -75,15 +87,7 @@ describe("a background response whose image call's result is not an image", () =
 
   it("streams the call as failed, in its item's events and in the final response", async () => {
     const { app, warnings } = await appWithImage();
-    const client = sdk(app);
-    const stream = await client.responses.create({
-      model: "gpt-4o-mini",
-      input: "draw and say, streamed",
-      background: true,
-      stream: true,
-      tools: [{ type: "image_generation" }],
-    });
-    const events = await readEvents(stream);
+    const events = await streamedEvents(app, "draw and say, streamed");
     const itemDone = events.find(
       (event) =>
         event.type === "response.output_item.done" && event.item.type === "image_generation_call",
@@ -107,14 +111,7 @@ describe("a background response whose image call's result is not an image", () =
 
   it("streams an image call whose result is kept as completed, just before its item", async () => {
     const { app, warnings } = await appWithImage(testPng(16));
-    const stream = await sdk(app).responses.create({
-      model: "gpt-4o-mini",
-      input: "draw and say, streamed",
-      background: true,
-      stream: true,
-      tools: [{ type: "image_generation" }],
-    });
-    const types = (await readEvents(stream)).map((event) => event.type);
+    const types = (await streamedEvents(app, "draw and say, streamed")).map((event) => event.type);
     const completed = types.indexOf("response.image_generation_call.completed");
     expect(completed, types.join(", ")).toBeGreaterThan(
       types.indexOf("response.image_generation_call.generating"),
@@ -166,14 +163,7 @@ describe("a background response whose image call's result is not an image", () =
         res.end();
       },
     });
-    const stream = await sdk(app).responses.create({
-      model: "gpt-4o-mini",
-      input: "draw three",
-      background: true,
-      stream: true,
-      tools: [{ type: "image_generation" }],
-    });
-    const events = await readEvents(stream);
+    const events = await streamedEvents(app, "draw three");
     const told = events.flatMap((event) =>
       event.type === "response.image_generation_call.completed" ? [event.item_id] : [],
     );
