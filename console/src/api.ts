@@ -39,6 +39,8 @@ export interface ListQuery {
   limit: number;
   after?: string;
   status?: TaskStatus;
+  /** `asc`: oldest first (the API's default is newest first). */
+  order?: "asc";
 }
 
 export interface ApiOptions {
@@ -90,6 +92,7 @@ export function createApi(options: ApiOptions): Api {
       const params = new URLSearchParams({ limit: String(query.limit) });
       if (query.after) params.set("after", query.after);
       if (query.status) params.set("status", query.status);
+      if (query.order) params.set("order", query.order);
       return json<TaskPage>(`images/tasks?${params}`, { signal });
     },
     get: (id, signal, links) =>

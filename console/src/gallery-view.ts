@@ -27,9 +27,9 @@ const POLL_MS = 2000;
 const IDLE_POLL_MS = 10_000;
 
 /**
- * The key's tasks, newest first, a page at a time, with a status filter:
- * a card per task; each opens the task. The page (its cursor) and the
- * filter are in the URL. While a task on the page runs, the page's list is
+ * The key's tasks, newest first (or oldest first), a page at a time, with a
+ * status filter: a card per task; each opens the task. The page (its cursor),
+ * the filter and the order are in the URL. While a task on the page runs, the page's list is
  * read again every 2 s and the cards follow (one request for the page, not
  * one connection per card). Cards can be selected and deleted together.
  */
@@ -44,6 +44,10 @@ function galleryLayout() {
     ["", "All"],
     ...TASK_STATUSES.map((value) => [value, statusLabel({ status: value })] as const),
   ]);
+  const order = select("order", [
+    ["", "Newest first"],
+    ["asc", "Oldest first"],
+  ]);
   const refresh = h("button", { type: "button", class: "secondary" }, "Refresh");
   const remove = h("button", { type: "button", class: "danger" }, "Delete selected");
   const grid = h("ul", { class: "gallery", "aria-labelledby": "gallery-heading" });
@@ -54,12 +58,23 @@ function galleryLayout() {
   const element = h(
     "section",
     { class: "gallery-view panel", "aria-labelledby": "gallery-heading" },
-    h("div", { class: "toolbar" }, heading, field("Status", status).wrapper, refresh, remove),
+    h(
+      "div",
+      { class: "toolbar" },
+      heading,
+      field("Status", status).wrapper,
+      field("Order", order).wrapper,
+      refresh,
+      remove,
+    ),
     message,
     grid,
     h("nav", { class: "pager", "aria-label": "Gallery pages" }, newer, pageLabel, older),
   );
-  return { element, heading, status, refresh, remove, grid, message, newer, older, pageLabel };
+  return {
+    ...{ element, heading, status, order, refresh, remove, grid, message },
+    ...{ newer, older, pageLabel },
+  };
 }
 
 /** The gallery page (see {@link createGalleryView}). */
@@ -92,6 +107,10 @@ class GalleryView {
     if (!samePage) for (const card of this.cards.values()) card.checkbox.checked = false;
     this.paging = to;
     this.ui.status.value = to.status ?? "";
+    this.ui.order.value = to.oldestFirst ? "asc" : "";
+    // The way back is toward the first page: newer tasks, or older ones when oldest first.
+    this.ui.newer.textContent = to.oldestFirst ? "Older" : "Newer";
+    this.ui.older.textContent = to.oldestFirst ? "Newer" : "Older";
     if (said) this.notice = `${said} `;
     return this.load();
   }
@@ -102,11 +121,14 @@ class GalleryView {
   }
 
   private listen(): void {
-    const { grid, status, refresh, remove, older, newer } = this.ui;
+    const { grid, status, order, refresh, remove, older, newer } = this.ui;
     grid.addEventListener("change", () => this.updateRemove());
-    status.addEventListener("change", () => {
-      this.navigate(firstPage((status.value || undefined) as TaskStatus | undefined));
-    });
+    const startOver = () =>
+      this.navigate(
+        firstPage((status.value || undefined) as TaskStatus | undefined, order.value === "asc"),
+      );
+    status.addEventListener("change", startOver);
+    order.addEventListener("change", startOver);
     refresh.addEventListener("click", () => void this.load());
     remove.addEventListener("click", () => this.removeSelected());
     older.addEventListener("click", () => {
@@ -144,7 +166,7 @@ class GalleryView {
       if (err instanceof ApiError && err.status === 401) return this.options.onUnauthorized(err);
       // The task this page starts after is gone (expired, deleted): start over.
       if (err instanceof ApiError && err.param === "after") {
-        this.paging = firstPage(this.paging.status);
+        this.paging = firstPage(this.paging.status, this.paging.oldestFirst);
         history.replaceState(null, "", routeHash({ name: "gallery", paging: this.paging }));
         return this.load();
       }

@@ -8,6 +8,8 @@ import type { Task, TaskPage, TaskStatus } from "./task-types.js";
  */
 export interface Paging {
   status?: TaskStatus;
+  /** The list runs oldest first (else newest first). */
+  oldestFirst?: true;
   /** The `after` of each page before this one; the first page's is undefined. */
   previous: ReadonlyArray<string | undefined>;
   /** This page's `after`; undefined on the first page. */
@@ -16,9 +18,9 @@ export interface Paging {
 
 export const PAGE_SIZE = 24;
 
-/** The first page, with a status filter or none. */
-export function firstPage(status?: TaskStatus): Paging {
-  return { ...(status ? { status } : {}), previous: [] };
+/** The first page, with a status filter or none, newest first unless `oldestFirst`. */
+export function firstPage(status?: TaskStatus, oldestFirst = false): Paging {
+  return { ...(status ? { status } : {}), ...(oldestFirst ? { oldestFirst } : {}), previous: [] };
 }
 
 /** The page after `page`, which was answered with `answer`; `page` when there is none. */
@@ -48,6 +50,7 @@ export function listQuery(page: Paging, limit = PAGE_SIZE): ListQuery {
     limit,
     ...(page.after ? { after: page.after } : {}),
     ...(page.status ? { status: page.status } : {}),
+    ...(page.oldestFirst ? { order: "asc" as const } : {}),
   };
 }
 

@@ -36,13 +36,14 @@ export function routeHash(route: Route): string {
 export const GALLERY: Route = { name: "gallery", paging: firstPage() };
 
 /**
- * `status`, `after` (this page's cursor) and `trail` (the cursors of the pages
- * between the first and this one, oldest first, comma-separated), so that
- * "Newer" works after a reload too.
+ * `status`, `order` (`asc` when oldest first), `after` (this page's cursor)
+ * and `trail` (the cursors of the pages between the first and this one,
+ * comma-separated), so that going back works after a reload too.
  */
 function pagingQuery(paging: Paging): URLSearchParams {
   const query = new URLSearchParams();
   if (paging.status) query.set("status", paging.status);
+  if (paging.oldestFirst) query.set("order", "asc");
   if (paging.after) {
     query.set("after", paging.after);
     const trail = paging.previous.slice(1);
@@ -57,10 +58,11 @@ function parsePaging(text: string): Paging {
   const status = (TASK_STATUSES as readonly string[]).includes(statusText)
     ? (statusText as TaskStatus)
     : undefined;
+  const oldestFirst = query.get("order") === "asc";
   const after = query.get("after") ?? "";
-  if (!TASK_ID.test(after)) return firstPage(status);
+  if (!TASK_ID.test(after)) return firstPage(status, oldestFirst);
   const trail = (query.get("trail") ?? "").split(",").filter((id) => id !== "");
   // A trail with one bad id cannot lead back: this page still opens, as page 2.
   const previous = trail.every((id) => TASK_ID.test(id)) ? [undefined, ...trail] : [undefined];
-  return { ...firstPage(status), previous, after };
+  return { ...firstPage(status, oldestFirst), previous, after };
 }

@@ -38,6 +38,14 @@ describe("the console's API client", () => {
 
     const page = await api.list({ limit: 10, status: "completed" });
     expect(page.data.map((task: Task) => task.id)).toContain(submitted.id);
+    // Oldest first: a second task comes after the first.
+    const second = await api.submit({ model: "gpt-image-1", prompt: "a harbour" });
+    const ids = async (order?: "asc") =>
+      (await api.list({ limit: 10, ...(order ? { order } : {}) })).data.map(
+        (task: Task) => task.id,
+      );
+    expect(await ids("asc")).toEqual([submitted.id, second.id]);
+    expect(await ids()).toEqual([second.id, submitted.id]);
     expect((await api.get(submitted.id)).parameters).toMatchObject({ partial_images: 2 });
   });
 

@@ -170,6 +170,19 @@ describe(
       await fresh.page.getByRole("button", { name: "Newer" }).click();
       await fresh.page.getByText("Page 2: 24 tasks.").waitFor();
       expect(await cardIds(fresh.page)).toEqual(pageTwo);
+
+      // Oldest first: the first page holds the oldest tasks, the way on is to newer ones.
+      const oldestFirst = [...pageOne, ...pageTwo, ...pageThree].reverse();
+      await page.getByLabel("Order").selectOption("asc");
+      await expect.poll(() => page.url()).toMatch(/#\/gallery\?status=completed&order=asc$/);
+      await page.getByText("Page 1: 24 tasks.").waitFor();
+      expect(await cardIds(page)).toEqual(oldestFirst.slice(0, 24));
+      await page.getByRole("button", { name: "Newer" }).click();
+      await page.getByText("Page 2: 24 tasks.").waitFor();
+      expect(await cardIds(page)).toEqual(oldestFirst.slice(24, 48));
+      await page.getByRole("button", { name: "Older" }).click();
+      await page.getByText("Page 1: 24 tasks.").waitFor();
+      expect(await page.getByLabel("Order").inputValue()).toBe("asc");
       expect(problems).toEqual([]);
       expect(fresh.problems).toEqual([]);
     });

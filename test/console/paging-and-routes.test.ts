@@ -25,6 +25,10 @@ describe("gallery paging", () => {
     expect(listQuery(start, 10)).toEqual({ limit: 10, status: "completed" });
     expect(previousPage(start)).toBe(start);
     expect(listQuery(firstPage(), 5)).toEqual({ limit: 5 });
+    // Oldest first: the same walk, the list asked with order=asc.
+    const oldest = nextPage(firstPage(undefined, true), { has_more: true, last_id: "task_1" });
+    expect(listQuery(oldest, 5)).toEqual({ limit: 5, after: "task_1", order: "asc" });
+    expect(listQuery(previousPage(oldest), 5)).toEqual({ limit: 5, order: "asc" });
   });
 });
 
@@ -60,12 +64,22 @@ describe("routes", () => {
     expect(routeHash({ name: "gallery", paging: firstPage("failed") })).toBe(
       "#/gallery?status=failed",
     );
+    // The order too, with the page it is on.
+    const oldest = nextPage(firstPage("failed", true), { has_more: true, last_id: a });
+    const oldestHash = routeHash({ name: "gallery", paging: oldest });
+    expect(oldestHash).toBe(`#/gallery?status=failed&order=asc&after=${a}`);
+    expect(parseRoute(oldestHash)).toEqual({ name: "gallery", paging: oldest });
+    expect(parseRoute("#/gallery?order=asc")).toEqual({
+      name: "gallery",
+      paging: firstPage(undefined, true),
+    });
   });
 
   it("takes what holds together of a gallery URL someone wrote", () => {
     const gallery = (hash: string) =>
       (parseRoute(hash) as Extract<Route, { name: "gallery" }>).paging;
     expect(gallery("#/gallery?status=nope&after=x")).toEqual(firstPage());
+    expect(gallery("#/gallery?order=oldest")).toEqual(firstPage());
     expect(gallery(`#/gallery?status=queued&after=<b>`)).toEqual(firstPage("queued"));
     // A bad id in the trail: the page still opens, with the first page before it.
     expect(gallery(`#/gallery?after=${b}&trail=${a},oops`)).toEqual({
