@@ -10,6 +10,7 @@ import {
   nextPage,
   pageNumber,
   previousPage,
+  showsNewest,
   type Paging,
 } from "./paging.js";
 import { routeHash } from "./routes.js";
@@ -23,7 +24,7 @@ export interface GalleryViewOptions {
 
 /** How often the page's list is read again while one of its tasks runs. */
 const POLL_MS = 2000;
-/** How often the first page is read again otherwise, to show tasks made elsewhere. */
+/** How often the page new tasks land on is read again otherwise, to show tasks made elsewhere. */
 const IDLE_POLL_MS = 10_000;
 
 /**
@@ -158,7 +159,7 @@ class GalleryView {
       if (!quietly) this.describe(page);
       if (galleryTasks(page).some((task) => !isFinished(task.status))) {
         this.timer = setTimeout(this.poll, POLL_MS);
-      } else if (pageNumber(this.paging) === 1) {
+      } else if (showsNewest(this.paging, page)) {
         this.timer = setTimeout(this.poll, IDLE_POLL_MS);
       }
     } catch (err) {

@@ -44,6 +44,14 @@ export function pageNumber(page: Paging): number {
   return page.previous.length + 1;
 }
 
+/**
+ * Whether `page`, answered with `answer`, is where a task made now would show: the first page
+ * newest first, the last one oldest first.
+ */
+export function showsNewest(page: Paging, answer: Pick<TaskPage, "has_more">): boolean {
+  return page.oldestFirst ? !answer.has_more : page.previous.length === 0;
+}
+
 /** The list request for `page`. */
 export function listQuery(page: Paging, limit = PAGE_SIZE): ListQuery {
   return {

@@ -6,6 +6,7 @@ import {
   nextPage,
   pageNumber,
   previousPage,
+  showsNewest,
 } from "../../console/src/paging.js";
 import { GALLERY, parseRoute, routeHash, type Route } from "../../console/src/routes.js";
 
@@ -29,6 +30,15 @@ describe("gallery paging", () => {
     const oldest = nextPage(firstPage(undefined, true), { has_more: true, last_id: "task_1" });
     expect(listQuery(oldest, 5)).toEqual({ limit: 5, after: "task_1", order: "asc" });
     expect(listQuery(previousPage(oldest), 5)).toEqual({ limit: 5, order: "asc" });
+  });
+
+  it("knows the page a new task lands on: the first newest first, the last oldest first", () => {
+    const second = nextPage(firstPage(), { has_more: true, last_id: "task_1" });
+    expect(showsNewest(firstPage(), { has_more: true })).toBe(true);
+    expect(showsNewest(second, { has_more: false })).toBe(false);
+    const oldestFirst = firstPage(undefined, true);
+    expect(showsNewest(oldestFirst, { has_more: true })).toBe(false);
+    expect(showsNewest(oldestFirst, { has_more: false })).toBe(true);
   });
 });
 
