@@ -253,6 +253,51 @@ export const UNIT_TESTS: RuleTests = {
     {
       interval: "1m",
       input_series: [
+        // 2 tasks completed a minute; channel "mangler" leaves an image out every 5 minutes from
+        // 10m (12 an hour: 10 % of 120 tasks), "fine" none. Namespace "few" completes 5 an hour.
+        {
+          series: `image_task_sidecar_tasks_finished_total{namespace="n",${JOB},status="completed"}`,
+          values: "0+2x120",
+        },
+        {
+          series: `image_task_sidecar_task_images_missing_total{namespace="n",${JOB},channel="mangler"}`,
+          values: "0x10 0+0.2x110",
+        },
+        {
+          series: `image_task_sidecar_task_images_missing_total{namespace="n",${JOB},channel="fine"}`,
+          values: "0x120",
+        },
+        {
+          series: `image_task_sidecar_tasks_finished_total{namespace="few",${JOB},status="completed"}`,
+          values: "0+0.08x120",
+        },
+        {
+          series: `image_task_sidecar_task_images_missing_total{namespace="few",${JOB},channel="x"}`,
+          values: "0+0.05x120",
+        },
+      ],
+      alert_rule_test: [
+        // Pending first: 15 minutes above 5 %.
+        { eval_time: "20m", alertname: "ImageTaskSidecarImagesMissing", exp_alerts: [] },
+        {
+          eval_time: "60m",
+          alertname: "ImageTaskSidecarImagesMissing",
+          exp_alerts: [
+            {
+              exp_labels: {
+                severity: "warning",
+                namespace: "n",
+                job: "image-task-sidecar",
+                channel: "mangler",
+              },
+            },
+          ],
+        },
+      ],
+    },
+    {
+      interval: "1m",
+      input_series: [
         // Replica a's scrapes fail from 2m; b's succeed.
         {
           series: `up{namespace="n",${JOB},pod="a",instance="10.0.0.1:9464"}`,

@@ -43,13 +43,14 @@ const ALERTS = [
   "ImageTaskSidecarChannelDown",
   "ImageTaskSidecarPassthroughErrorsHigh",
   "ImageTaskSidecarWebhooksGivenUp",
+  "ImageTaskSidecarImagesMissing",
   "ImageTaskSidecarEventLoopLagHigh",
   "ImageTaskSidecarTargetDown",
   "ImageTaskSidecarTargetMissing",
 ];
 
 describe("components/monitoring alert rules", () => {
-  it("pass promtool check rules: backlog, failures, stores, latency, channels, 5xx, webhooks, event loop, targets", () => {
+  it("pass promtool check rules: backlog, failures, stores, latency, channels, 5xx, webhooks, images missing, event loop, targets", () => {
     const groups = ruleGroups();
     const names = groups.flatMap((group) => group.rules.map((rule) => rule.alert));
     expect(names).toEqual(ALERTS);

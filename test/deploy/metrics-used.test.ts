@@ -176,7 +176,7 @@ afterAll(() => server?.close(1000));
 describe("metrics the deployment reads", () => {
   it("every alert rule reads exported metrics, with the labels it selects and groups on", () => {
     const exprs = ruleGroups().flatMap((group) => group.rules.map((rule) => rule.expr));
-    expect(exprs.length).toBe(10);
+    expect(exprs.length).toBe(11);
     for (const expr of exprs) expect(unanswered(expr, scrape), expr).toEqual([]);
     const read = new Set(exprs.flatMap((expr) => readsOf(expr).metrics.map((m) => m.name)));
     expect([...read].sort()).toEqual([
@@ -184,6 +184,7 @@ describe("metrics the deployment reads", () => {
       "image_task_sidecar_http_requests_total",
       "image_task_sidecar_nodejs_eventloop_lag_p99_seconds",
       "image_task_sidecar_store_up",
+      "image_task_sidecar_task_images_missing_total",
       "image_task_sidecar_task_queue_depth",
       "image_task_sidecar_tasks_finished_total",
       "image_task_sidecar_upstream_request_duration_seconds_bucket",
