@@ -1,4 +1,4 @@
-import type { Task, TaskDeleted, TaskPage, TaskStatus } from "./task-types.js";
+import type { ListOrder, Task, TaskDeleted, TaskPage, TaskStatus } from "./task-types.js";
 
 /** A refusal of the API (its error envelope), or the service out of reach (`status` 0). */
 export class ApiError extends Error {
@@ -39,8 +39,8 @@ export interface ListQuery {
   limit: number;
   after?: string;
   status?: TaskStatus;
-  /** `asc`: oldest first (the API's default is newest first). */
-  order?: "asc";
+  /** `asc`: oldest first (the API's default, `desc`, is newest first). */
+  order?: ListOrder;
 }
 
 export interface ApiOptions {

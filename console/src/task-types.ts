@@ -10,6 +10,7 @@ export {
   TASK_ID_PATTERN as TASK_ID,
 } from "../../src/contract/task-contract.js";
 export type {
+  ListOrder,
   TaskStatus,
   TaskParameters,
   TaskUsage,
